@@ -1,0 +1,174 @@
+"""DuckDB connection and the migrations runner.
+
+Migrations are the files ``sql/migrations/NNN_name.sql``, applied in numeric order. Each
+pending migration runs inside its own transaction together with its row in
+``schema_migrations``; a failure rolls that migration back, leaving the schema as the
+previous migration left it, and raises :class:`MigrationError`.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import duckdb
+
+from selene_dag.paths import sql_dir
+
+_MIGRATION_NAME = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
+_LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
+
+
+class StoreError(RuntimeError):
+    """The database cannot be opened or used; the message says what to do."""
+
+
+class MigrationError(StoreError):
+    """A migration failed; it was rolled back and the previous schema is intact."""
+
+
+@dataclass(frozen=True)
+class Migration:
+    """One migration file: its version number, name and SQL text."""
+
+    version: int
+    name: str
+    sql: str
+
+
+def discover_migrations(directory: Path | None = None) -> list[Migration]:
+    """Return the migrations in ``directory`` (default: the shipped ones), sorted by version.
+
+    Raises MigrationError on a badly named file or a duplicated version number.
+    """
+    directory = directory or sql_dir() / "migrations"
+    found: dict[int, Migration] = {}
+    for path in sorted(directory.glob("*.sql")):
+        match = _MIGRATION_NAME.match(path.name)
+        if not match:
+            raise MigrationError(f"migration file {path.name!r} must be named NNN_name.sql")
+        version = int(match.group(1))
+        if version in found:
+            raise MigrationError(f"two migrations share version {version:03d}")
+        found[version] = Migration(version, match.group(2), path.read_text(encoding="utf-8"))
+    return [found[v] for v in sorted(found)]
+
+
+def applied_versions(conn: duckdb.DuckDBPyConnection) -> set[int]:
+    """Return the migration versions recorded in ``schema_migrations`` (creating the table)."""
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations ("
+        " version INTEGER PRIMARY KEY, name VARCHAR NOT NULL,"
+        " applied_at TIMESTAMPTZ NOT NULL DEFAULT current_timestamp)"
+    )
+    return {row[0] for row in conn.execute("SELECT version FROM schema_migrations").fetchall()}
+
+
+def migrate(conn: duckdb.DuckDBPyConnection, migrations: list[Migration] | None = None) -> list[int]:
+    """Apply every pending migration in order; return the versions applied now.
+
+    Applying twice is a no-op. Each migration and its bookkeeping row commit together.
+    """
+    migrations = discover_migrations() if migrations is None else migrations
+    done = applied_versions(conn)
+    applied: list[int] = []
+    for migration in migrations:
+        if migration.version in done:
+            continue
+        conn.execute("BEGIN TRANSACTION")
+        try:
+            conn.execute(migration.sql)
+            conn.execute(
+                "INSERT INTO schema_migrations (version, name) VALUES (?, ?)",
+                [migration.version, migration.name],
+            )
+            conn.execute("COMMIT")
+        except duckdb.Error as exc:
+            conn.execute("ROLLBACK")
+            raise MigrationError(
+                f"migration {migration.version:03d}_{migration.name} failed and was rolled back: {exc}"
+            ) from exc
+        applied.append(migration.version)
+    return applied
+
+
+def _is_lock_error(exc: BaseException) -> bool:
+    return any(marker in str(exc) for marker in _LOCK_MARKERS)
+
+
+def connect(
+    db_path: Path | str,
+    *,
+    read_only: bool = False,
+    retries: int = 8,
+    initial_delay: float = 0.1,
+    run_migrations: bool = True,
+) -> duckdb.DuckDBPyConnection:
+    """Open the DuckDB file (creating its folder), migrated to the latest schema.
+
+    A file locked by another process is retried with exponential backoff; after
+    ``retries`` attempts a :class:`StoreError` says which file and what to do.
+    """
+    path = Path(db_path)
+    if not read_only:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    delay = initial_delay
+    for attempt in range(retries + 1):
+        try:
+            conn = duckdb.connect(str(path), read_only=read_only)
+            break
+        except duckdb.Error as exc:
+            if not _is_lock_error(exc):
+                raise StoreError(f"cannot open {path}: {exc}") from exc
+            if attempt == retries:
+                raise StoreError(
+                    f"{path} is locked by another process (DuckDB allows one writer); "
+                    "stop the other selene-dag or Dagster process, or wait for its run to finish"
+                ) from exc
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+    if run_migrations and not read_only:
+        try:
+            migrate(conn)
+        except Exception:
+            conn.close()
+            raise
+    return conn
+
+
+@contextmanager
+def open_store(db_path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Context manager around :func:`connect` that always closes the connection."""
+    conn = connect(db_path, read_only=read_only)
+    try:
+        yield conn
+    finally:
+        conn.close()
+
+
+@contextmanager
+def transaction(conn: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConnection]:
+    """Run the block in one transaction: commit on success, roll back on any exception."""
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def table_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Return ``{table: row count}`` for every base table in the main schema."""
+    tables = [
+        row[0]
+        for row in conn.execute(
+            "SELECT table_name FROM information_schema.tables "
+            "WHERE table_schema = 'main' AND table_type = 'BASE TABLE' ORDER BY table_name"
+        ).fetchall()
+    ]
+    return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
