@@ -45,21 +45,43 @@ class SettingSpec:
 
 
 SPECS: tuple[SettingSpec, ...] = (
-    SettingSpec("SELENE_HOME", "./.selene", "Working directory: database, distilled files, Dagster home."),
+    SettingSpec(
+        "SELENE_HOME", "./.selene", "Working directory: database, distilled files, Dagster home."
+    ),
     SettingSpec("SELENE_DB", "$SELENE_HOME/selene.duckdb", "The DuckDB file."),
-    SettingSpec("SELENE_NOTES_DIR", "$SELENE_HOME/notes", "Folder of markdown / JSONL notes to ingest."),
+    SettingSpec(
+        "SELENE_NOTES_DIR", "$SELENE_HOME/notes", "Folder of markdown / JSONL notes to ingest."
+    ),
     SettingSpec("SELENE_LLM", "extractive", "Engine: `extractive` (offline, default) or `ollama`."),
-    SettingSpec("SELENE_MODEL", "mistral:7b", "Target model: its tokenizer counts budgets; Ollama runs it."),
+    SettingSpec(
+        "SELENE_MODEL", "mistral:7b", "Target model: its tokenizer counts budgets; Ollama runs it."
+    ),
     SettingSpec("SELENE_OLLAMA_HOST", "http://127.0.0.1:11434", "Ollama server URL."),
     SettingSpec("SELENE_OLLAMA_TIMEOUT", "120", "Seconds before one Ollama request times out."),
-    SettingSpec("SELENE_SESSION_ROOTS", "claude=~/.claude/projects:codex=~/.codex/sessions:gemini=~/.gemini/tmp",
-                "Session folders, `os.pathsep`-separated, each `platform=DIR` or a bare `DIR` (platform detected)."),
-    SettingSpec("SELENE_NOW", "(wall clock)", "Fixed ISO-8601 'now' for reproducible tiers, demos and tests."),
-    SettingSpec("SELENE_ESSENCE_LIMIT", "10 with ollama, unlimited with extractive",
-                "Most essences computed per `processed_notes` run (0 = unlimited)."),
-    SettingSpec("SELENE_THREAD_ACTIVE_DAYS", "90", "A thread with no activity for longer is archived."),
+    SettingSpec(
+        "SELENE_SESSION_ROOTS",
+        "claude=~/.claude/projects:codex=~/.codex/sessions:gemini=~/.gemini/tmp",
+        "Session folders, `os.pathsep`-separated, each `platform=DIR` or a bare `DIR` (platform detected).",
+    ),
+    SettingSpec(
+        "SELENE_NOW",
+        "(wall clock)",
+        "Fixed ISO-8601 'now' for reproducible tiers, demos and tests.",
+    ),
+    SettingSpec(
+        "SELENE_ESSENCE_LIMIT",
+        "10 with ollama, unlimited with extractive",
+        "Most essences computed per `processed_notes` run (0 = unlimited).",
+    ),
+    SettingSpec(
+        "SELENE_THREAD_ACTIVE_DAYS", "90", "A thread with no activity for longer is archived."
+    ),
     SettingSpec("SELENE_ASK_MIN_RECALL", "0.6", "Threshold of the `ask_quality` asset check."),
-    SettingSpec("SELENE_CLI_ASSESSORS", "claude,codex,gemini", "CLI assessors tried when present on PATH (empty: none)."),
+    SettingSpec(
+        "SELENE_CLI_ASSESSORS",
+        "claude,codex,gemini",
+        "CLI assessors tried when present on PATH (empty: none).",
+    ),
 )
 
 
@@ -124,7 +146,8 @@ def parse_session_roots(value: str) -> tuple[SessionRoot, ...]:
         if sep:
             if head not in SESSION_PLATFORMS:
                 raise _fail(
-                    "SELENE_SESSION_ROOTS", entry,
+                    "SELENE_SESSION_ROOTS",
+                    entry,
                     f"'platform=DIR' with platform one of {', '.join(SESSION_PLATFORMS)}, or a bare DIR",
                 )
             platform, path = head, tail
@@ -198,7 +221,9 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
         try:
             now_override = parse_datetime(now_raw)
         except ValueError:
-            raise _fail("SELENE_NOW", now_raw, "an ISO-8601 date or datetime, e.g. 2026-07-01T00:00:00Z") from None
+            raise _fail(
+                "SELENE_NOW", now_raw, "an ISO-8601 date or datetime, e.g. 2026-07-01T00:00:00Z"
+            ) from None
 
     default_limit = 10 if llm == "ollama" else None
     limit = _int(env, "SELENE_ESSENCE_LIMIT", default_limit)
@@ -212,7 +237,9 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
         assessors = tuple(a.strip().lower() for a in assessors_raw.split(",") if a.strip())
         for name in assessors:
             if name not in SESSION_PLATFORMS:
-                raise _fail("SELENE_CLI_ASSESSORS", assessors_raw, "a comma list of claude, codex, gemini")
+                raise _fail(
+                    "SELENE_CLI_ASSESSORS", assessors_raw, "a comma list of claude, codex, gemini"
+                )
 
     settings = Settings(
         home=home,
@@ -239,4 +266,3 @@ def settings_table_markdown() -> str:
     lines = ["| variable | default | meaning |", "|---|---|---|"]
     lines += [f"| `{s.name}` | `{s.default}` | {s.meaning} |" for s in SPECS]
     return "\n".join(lines)
-

@@ -68,7 +68,9 @@ def applied_versions(conn: duckdb.DuckDBPyConnection) -> set[int]:
     return {row[0] for row in conn.execute("SELECT version FROM schema_migrations").fetchall()}
 
 
-def migrate(conn: duckdb.DuckDBPyConnection, migrations: list[Migration] | None = None) -> list[int]:
+def migrate(
+    conn: duckdb.DuckDBPyConnection, migrations: list[Migration] | None = None
+) -> list[int]:
     """Apply every pending migration in order; return the versions applied now.
 
     Applying twice is a no-op. Each migration and its bookkeeping row commit together.
@@ -131,6 +133,8 @@ def connect(
                 ) from exc
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
+    # Timestamps come back in UTC whatever the machine's zone, so tests and demos agree.
+    conn.execute("SET TimeZone = 'UTC'")
     if run_migrations and not read_only:
         try:
             migrate(conn)
@@ -141,7 +145,9 @@ def connect(
 
 
 @contextmanager
-def open_store(db_path: Path | str, *, read_only: bool = False) -> Iterator[duckdb.DuckDBPyConnection]:
+def open_store(
+    db_path: Path | str, *, read_only: bool = False
+) -> Iterator[duckdb.DuckDBPyConnection]:
     """Context manager around :func:`connect` that always closes the connection."""
     conn = connect(db_path, read_only=read_only)
     try:

@@ -1,0 +1,75 @@
+"""Run materializations of the real definitions from the CLI, against a persistent instance.
+
+The instance lives in ``$SELENE_HOME/dagster`` (the same DAGSTER_HOME that ``selene-dag dev``
+uses), so runs started from the CLI show up in the UI and staleness is tracked across both.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import dagster as dg
+
+from selene_dag.settings import Settings
+
+INSTANCE_YAML = """\
+# Written by selene-dag. DuckDB allows one writer per file: every asset that writes is in
+# the `duckdb` pool, and pools default to one op at a time.
+concurrency:
+  pools:
+    default_limit: 1
+telemetry:
+  enabled: false
+"""
+
+
+def prepare_dagster_home(settings: Settings) -> Path:
+    """Create ``$SELENE_HOME/dagster`` with its dagster.yaml (kept if the user edited it)."""
+    home = settings.dagster_home.resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    if not config.exists():
+        config.write_text(INSTANCE_YAML, encoding="utf-8")
+    return home
+
+
+def instance_for(settings: Settings) -> dg.DagsterInstance:
+    """Return the persistent Dagster instance under ``$SELENE_HOME/dagster``."""
+    home = prepare_dagster_home(settings)
+    os.environ["DAGSTER_HOME"] = str(home)
+    return dg.DagsterInstance.from_config(str(home))
+
+
+def all_assets_and_checks() -> list:
+    """Every asset and asset check of the code location (for ``dg.materialize``)."""
+    from selene_dag.definitions import defs
+
+    items: list = list(defs.assets or [])
+    items += list(defs.asset_checks or [])
+    return items
+
+
+def materialize(
+    selection: dg.AssetSelection | Sequence[str] | None,
+    instance: dg.DagsterInstance,
+    *,
+    partition_key: str | None = None,
+    tags: dict[str, str] | None = None,
+    raise_on_error: bool = True,
+    log_level: str = "WARNING",
+) -> dg.ExecuteInProcessResult:
+    """Materialize ``selection`` (None: every unpartitioned asset) in-process with the real defs."""
+    from selene_dag.definitions import defs
+
+    return dg.materialize(
+        all_assets_and_checks(),
+        selection=selection,
+        instance=instance,
+        resources=dict(defs.resources or {}),
+        partition_key=partition_key,
+        tags=tags,
+        raise_on_error=raise_on_error,
+        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+    )

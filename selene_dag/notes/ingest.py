@@ -1,0 +1,291 @@
+"""Read notes from a folder (or a single file) of markdown and JSONL files.
+
+Pure: reads files, returns records and errors; writes nothing. A bad file (invalid UTF-8,
+broken front-matter) or a bad JSONL line is skipped and reported as an :class:`IngestError`,
+never raised, so one broken file never stops the others.
+
+Markdown: optional YAML front-matter (``title``, ``created``, ``updated``, ``tags``,
+``theme``/``topic``, ``id``, ``test_run``); the title falls back to the first ``# `` heading,
+then to the file name; dates fall back to the file's mtime. The note id is the path relative
+to the folder unless the front-matter gives one.
+
+JSONL: one note per line in the format of ``til.jsonl``: ``id``, ``title``, ``content``,
+``created_at``, ``updated_at``, optional ``topic``, ``tags``, ``test_run``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import UTC, date, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+import yaml
+
+from selene_dag.settings import parse_datetime
+
+MARKDOWN_SUFFIXES = (".md", ".markdown")
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+_HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class NoteRecord:
+    """One note as read from its source file."""
+
+    id: str
+    title: str
+    content: str
+    created_at: datetime
+    updated_at: datetime
+    source: str
+    topic: str | None = None
+    tags: tuple[str, ...] = ()
+    test_run: bool = False
+
+    @property
+    def content_hash(self) -> str:
+        """sha256 of title and content: what makes a note 'changed'."""
+        return content_hash(self.title, self.content)
+
+
+@dataclass(frozen=True)
+class IngestError:
+    """A file or line that could not be read; ``line`` is None for a whole-file error."""
+
+    source: str
+    line: int | None
+    error: str
+
+
+@dataclass
+class IngestResult:
+    """Notes read, errors met, and the files read completely (for deletion tracking)."""
+
+    notes: list[NoteRecord] = field(default_factory=list)
+    errors: list[IngestError] = field(default_factory=list)
+    files_ok: list[str] = field(default_factory=list)
+    files_failed: list[str] = field(default_factory=list)
+
+    def data_version(self) -> str:
+        """Hash of every note's id and content hash (order-independent)."""
+        return notes_data_version((n.id, n.content_hash) for n in self.notes)
+
+
+def content_hash(title: str, content: str) -> str:
+    """Return the sha256 hex digest identifying a note's title and content."""
+    return hashlib.sha256(f"{title}\x00{content}".encode()).hexdigest()
+
+
+def notes_data_version(pairs: Iterable[tuple[str, str]]) -> str:
+    """Hash ``(id, content_hash)`` pairs in id order into one short data version."""
+    digest = hashlib.sha256()
+    for note_id, chash in sorted(pairs):
+        digest.update(f"{note_id}\x00{chash}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+def note_files(path: Path) -> list[Path]:
+    """Return the markdown and JSONL files at ``path`` (a file, or a folder searched deeply).
+
+    Hidden files and folders (name starting with '.') are skipped. Sorted for determinism.
+    """
+    if path.is_file():
+        return [path]
+    if not path.is_dir():
+        return []
+    found = []
+    for candidate in path.rglob("*"):
+        rel_parts = candidate.relative_to(path).parts
+        if any(part.startswith(".") for part in rel_parts):
+            continue
+        if candidate.is_file() and candidate.suffix.lower() in MARKDOWN_SUFFIXES + JSONL_SUFFIXES:
+            found.append(candidate)
+    return sorted(found)
+
+
+def read_notes(path: Path | str) -> IngestResult:
+    """Read every note under ``path`` (folder or single file); never raises for bad content.
+
+    Raises FileNotFoundError only when ``path`` itself does not exist.
+    """
+    root = Path(path).expanduser()
+    if not root.exists():
+        raise FileNotFoundError(f"notes path {root} does not exist")
+    base = root.parent if root.is_file() else root
+    result = IngestResult()
+    seen: dict[str, str] = {}
+    for file in note_files(root):
+        source = str(file.resolve())
+        rel = file.relative_to(base).as_posix()
+        try:
+            raw = file.read_bytes()
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            result.errors.append(
+                IngestError(source, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
+            )
+            result.files_failed.append(source)
+            continue
+        except OSError as exc:
+            result.errors.append(IngestError(source, None, f"cannot read: {exc.strerror or exc}"))
+            result.files_failed.append(source)
+            continue
+        mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=UTC)
+        if file.suffix.lower() in JSONL_SUFFIXES:
+            notes, errors = _parse_jsonl(text, source)
+        else:
+            note, error = _parse_markdown(text, rel, source, mtime)
+            notes, errors = ([note] if note else []), ([error] if error else [])
+        result.errors.extend(errors)
+        if errors and not notes:
+            result.files_failed.append(source)
+        else:
+            result.files_ok.append(source)
+        for note in notes:
+            if note.id in seen:
+                result.errors.append(
+                    IngestError(
+                        source,
+                        None,
+                        f"duplicate note id {note.id!r} (first in {seen[note.id]}); kept the first",
+                    )
+                )
+                continue
+            seen[note.id] = source
+            result.notes.append(note)
+    return result
+
+
+def _parse_markdown(
+    text: str, rel: str, source: str, mtime: datetime
+) -> tuple[NoteRecord | None, IngestError | None]:
+    meta: dict[str, Any] = {}
+    body = text.lstrip("\ufeff")
+    match = _FRONT_MATTER.match(body)
+    if match:
+        try:
+            loaded = yaml.safe_load(match.group(1))
+        except yaml.YAMLError as exc:
+            first = str(exc).splitlines()[0] if str(exc) else "YAML error"
+            return None, IngestError(source, None, f"broken front-matter: {first}")
+        if loaded is not None and not isinstance(loaded, dict):
+            return None, IngestError(source, None, "broken front-matter: expected key: value pairs")
+        meta = loaded or {}
+        body = body[match.end() :]
+    elif body.startswith("---\n") or body.startswith("---\r\n"):
+        return None, IngestError(source, None, "broken front-matter: no closing '---' line")
+    try:
+        title = _clean_str(meta.get("title")) or _first_heading(body) or Path(rel).stem
+        created = _as_datetime(meta.get("created") or meta.get("created_at")) or mtime
+        updated = _as_datetime(meta.get("updated") or meta.get("updated_at")) or max(created, mtime)
+        tags = _as_tags(meta.get("tags"))
+        topic = _clean_str(meta.get("theme") or meta.get("topic"))
+        note_id = _clean_str(meta.get("id")) or rel
+    except (TypeError, ValueError) as exc:
+        return None, IngestError(source, None, f"bad front-matter value: {exc}")
+    return (
+        NoteRecord(
+            id=note_id,
+            title=title,
+            content=body,
+            created_at=created,
+            updated_at=updated,
+            source=source,
+            topic=topic,
+            tags=tags,
+            test_run=bool(meta.get("test_run", False)),
+        ),
+        None,
+    )
+
+
+def _parse_jsonl(text: str, source: str) -> tuple[list[NoteRecord], list[IngestError]]:
+    notes: list[NoteRecord] = []
+    errors: list[IngestError] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = orjson.loads(line)
+        except orjson.JSONDecodeError as exc:
+            errors.append(IngestError(source, number, f"bad JSON: {exc}"))
+            continue
+        try:
+            notes.append(_record_from_json(obj, source))
+        except (TypeError, ValueError, KeyError) as exc:
+            errors.append(IngestError(source, number, str(exc)))
+    return notes, errors
+
+
+def _record_from_json(obj: Any, source: str) -> NoteRecord:
+    if not isinstance(obj, dict):
+        raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
+    note_id = _clean_str(obj.get("id"))
+    if not note_id:
+        raise ValueError("missing 'id'")
+    content = obj.get("content")
+    if not isinstance(content, str):
+        raise TypeError("'content' must be a string")
+    title = _clean_str(obj.get("title")) or _first_heading(content) or note_id
+    created = _as_datetime(obj.get("created_at") or obj.get("created"))
+    if created is None:
+        raise ValueError("missing 'created_at'")
+    updated = _as_datetime(obj.get("updated_at") or obj.get("updated")) or created
+    return NoteRecord(
+        id=note_id,
+        title=title,
+        content=content,
+        created_at=created,
+        updated_at=updated,
+        source=source,
+        topic=_clean_str(obj.get("topic") or obj.get("theme")),
+        tags=_as_tags(obj.get("tags")),
+        test_run=bool(obj.get("test_run", False)),
+    )
+
+
+def _first_heading(text: str) -> str | None:
+    match = _HEADING.search(text)
+    return match.group(1).strip() if match else None
+
+
+def _clean_str(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str | int | float):
+        raise TypeError(f"expected text, got {type(value).__name__}")
+    text = str(value).strip()
+    return text or None
+
+
+def _as_datetime(value: Any) -> datetime | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=UTC)
+    if isinstance(value, str):
+        try:
+            return parse_datetime(value)
+        except ValueError:
+            raise ValueError(f"unreadable date {value!r}") from None
+    raise TypeError(f"unreadable date {value!r}")
+
+
+def _as_tags(value: Any) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    if isinstance(value, str):
+        return tuple(t.strip() for t in value.split(",") if t.strip())
+    if isinstance(value, list | tuple):
+        return tuple(str(t).strip() for t in value if str(t).strip())
+    raise TypeError(
+        f"'tags' must be a list or a comma-separated string, got {type(value).__name__}"
+    )

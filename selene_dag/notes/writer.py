@@ -1,0 +1,131 @@
+"""Write an :class:`~selene_dag.notes.ingest.IngestResult` into the ``notes`` table.
+
+Set-based: the notes are staged as one relation and merged with SQL from
+``sql/transforms/notes_*.sql``, all in one transaction, so an interrupted ingest leaves the
+table as it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+import pandas as pd
+
+from selene_dag.notes.ingest import IngestResult, notes_data_version
+from selene_dag.paths import transform_sql
+from selene_dag.store import transaction
+
+
+@dataclass(frozen=True)
+class NotesWriteStats:
+    """What one ingest did to the ``notes`` table."""
+
+    inserted: int
+    changed: int
+    unchanged: int
+    deleted: int
+    errors: int
+
+
+def _incoming_frame(result: IngestResult, now: datetime) -> pd.DataFrame:
+    columns = [
+        "id",
+        "title",
+        "content",
+        "content_hash",
+        "created_at",
+        "updated_at",
+        "source",
+        "topic",
+        "tags",
+        "test_run",
+    ]
+    rows = [
+        (
+            n.id,
+            n.title,
+            n.content,
+            n.content_hash,
+            n.created_at,
+            n.updated_at,
+            n.source,
+            n.topic,
+            list(n.tags),
+            n.test_run,
+        )
+        for n in result.notes
+    ]
+    frame = pd.DataFrame(rows, columns=columns)
+    for col in ("created_at", "updated_at"):
+        frame[col] = pd.to_datetime(frame[col], utc=True)
+    frame["tags"] = frame["tags"].astype(object)
+    return frame
+
+
+def write_notes(
+    conn: duckdb.DuckDBPyConnection, result: IngestResult, root: Path, now: datetime
+) -> NotesWriteStats:
+    """Upsert ``result`` into ``notes`` and mark notes gone from ``root`` as deleted.
+
+    Runs in one transaction. Ingest errors are recorded in ``ingest_errors`` (replacing the
+    previous ones for the same files). Returns counts of what changed.
+    """
+    root = Path(root).expanduser().resolve()
+    root_prefix = str(root) if root.is_file() else str(root).rstrip("/") + "/"
+    incoming = _incoming_frame(result, now)
+    failed = pd.DataFrame({"source": pd.Series(result.files_failed, dtype="object")})
+    errors = pd.DataFrame(
+        [(e.source, e.line, e.error) for e in result.errors], columns=["source", "line", "error"]
+    ).astype({"source": "object", "line": "Int64", "error": "object"})
+    with transaction(conn):
+        conn.register("incoming_df", incoming)
+        conn.register("failed_df", failed)
+        conn.register("errors_df", errors)
+        try:
+            # Typed temp tables: an empty DataFrame would otherwise lose its column types.
+            conn.execute(
+                "CREATE OR REPLACE TEMP TABLE incoming AS SELECT "
+                "id::VARCHAR AS id, title::VARCHAR AS title, content::VARCHAR AS content, "
+                "content_hash::VARCHAR AS content_hash, created_at::TIMESTAMPTZ AS created_at, "
+                "updated_at::TIMESTAMPTZ AS updated_at, source::VARCHAR AS source, "
+                "topic::VARCHAR AS topic, tags::VARCHAR[] AS tags, test_run::BOOLEAN AS test_run "
+                "FROM incoming_df"
+            )
+            conn.execute(
+                "CREATE OR REPLACE TEMP TABLE failed_files AS SELECT source::VARCHAR AS source FROM failed_df"
+            )
+            inserted, changed, unchanged = conn.execute(transform_sql("notes_changes")).fetchone()
+            conn.execute(transform_sql("notes_upsert"), {"now": now})
+            deleted = conn.execute(
+                transform_sql("notes_mark_deleted"), {"now": now, "root_prefix": root_prefix}
+            ).fetchone()[0]
+            conn.execute(
+                "DELETE FROM ingest_errors WHERE starts_with(source, $root_prefix)",
+                {"root_prefix": root_prefix},
+            )
+            conn.execute(
+                "INSERT INTO ingest_errors (source, line, error, seen_at) "
+                "SELECT source, line, error, $now FROM errors_df",
+                {"now": now},
+            )
+        finally:
+            for name in ("incoming_df", "failed_df", "errors_df"):
+                conn.unregister(name)
+            conn.execute("DROP TABLE IF EXISTS incoming")
+            conn.execute("DROP TABLE IF EXISTS failed_files")
+    return NotesWriteStats(
+        inserted=int(inserted or 0),
+        changed=int(changed or 0),
+        unchanged=int(unchanged or 0),
+        deleted=int(deleted or 0),
+        errors=len(result.errors),
+    )
+
+
+def stored_notes_version(conn: duckdb.DuckDBPyConnection) -> str:
+    """Data version of the live (not deleted) notes in the table; equals the source's."""
+    rows = conn.execute("SELECT id, content_hash FROM notes WHERE deleted_at IS NULL").fetchall()
+    return notes_data_version((r[0], r[1]) for r in rows)

@@ -1,0 +1,77 @@
+import json
+from datetime import UTC, datetime
+
+from selene_dag.notes.ingest import read_notes
+
+
+def test_bundled_corpus_reads_577_notes_equal_to_source(demo_notes):
+    result = read_notes(demo_notes)
+    assert result.errors == []
+    assert len(result.notes) == 577
+    source = [json.loads(line) for line in demo_notes.read_text().splitlines()]
+    by_id = {n.id: n for n in result.notes}
+    for row in source:
+        note = by_id[row["id"]]
+        assert note.title == row["title"]
+        assert note.content == row["content"]
+        assert note.topic == row["topic"]
+        assert note.created_at == datetime.fromisoformat(row["created_at"])
+        assert note.updated_at == datetime.fromisoformat(row["updated_at"])
+
+
+def test_markdown_front_matter_and_fallbacks(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.md").write_text(
+        "---\ntitle: Front title\ncreated: 2024-01-02\ntags: [x, y]\ntheme: cooking\n---\n# Heading\nBody"
+    )
+    (tmp_path / "sub" / "b.md").write_text("Intro line\n\n# The Heading\n\ntext")
+    (tmp_path / "c.md").write_text("no heading at all")
+    (tmp_path / ".hidden.md").write_text("# skipped")
+    result = read_notes(tmp_path)
+    by_id = {n.id: n for n in result.notes}
+    assert set(by_id) == {"a.md", "sub/b.md", "c.md"}
+    a = by_id["a.md"]
+    assert (a.title, a.topic, a.tags) == ("Front title", "cooking", ("x", "y"))
+    assert a.created_at == datetime(2024, 1, 2, tzinfo=UTC)
+    assert a.content.startswith("# Heading")
+    assert by_id["sub/b.md"].title == "The Heading"
+    assert by_id["c.md"].title == "c"
+    mtime = datetime.fromtimestamp((tmp_path / "c.md").stat().st_mtime, tz=UTC)
+    assert by_id["c.md"].created_at == mtime
+
+
+def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
+    (tmp_path / "good.md").write_text("# Good\nfine")
+    (tmp_path / "latin1.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
+    (tmp_path / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody")
+    (tmp_path / "unclosed.md").write_text("---\ntitle: x\nbody without end")
+    lines = [
+        json.dumps(
+            {"id": "j1", "title": "J1", "content": "c", "created_at": "2024-01-01T00:00:00Z"}
+        ),
+        "{not json",
+        json.dumps(["a list"]),
+        json.dumps({"id": "j2", "content": 5, "created_at": "2024-01-01"}),
+        json.dumps({"id": "j3", "title": "J3", "content": "c3", "created_at": "2024-01-03"}),
+    ]
+    (tmp_path / "notes.jsonl").write_text("\n".join(lines))
+    result = read_notes(tmp_path)
+    assert sorted(n.id for n in result.notes) == ["good.md", "j1", "j3"]
+    errors = {(e.source.rsplit("/", 1)[-1], e.line) for e in result.errors}
+    assert errors == {
+        ("latin1.md", None),
+        ("broken.md", None),
+        ("unclosed.md", None),
+        ("notes.jsonl", 2),
+        ("notes.jsonl", 3),
+        ("notes.jsonl", 4),
+    }
+    assert all(e.error for e in result.errors)
+
+
+def test_data_version_depends_only_on_ids_and_content(tmp_path):
+    (tmp_path / "a.md").write_text("# A\none")
+    first = read_notes(tmp_path).data_version()
+    assert read_notes(tmp_path).data_version() == first
+    (tmp_path / "a.md").write_text("# A\ntwo")
+    assert read_notes(tmp_path).data_version() != first

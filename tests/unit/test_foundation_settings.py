@@ -1,0 +1,67 @@
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+
+from selene_dag.settings import SettingsError, load_settings, settings_table_markdown
+
+
+def test_defaults():
+    s = load_settings({})
+    assert s.home == Path(".selene")
+    assert s.db_path == Path(".selene/selene.duckdb")
+    assert s.llm == "extractive"
+    assert s.model == "mistral:7b"
+    assert s.essence_limit is None
+    assert [r.platform for r in s.session_roots] == ["claude", "codex", "gemini"]
+
+
+def test_ollama_defaults_to_seed_limit_of_ten():
+    assert load_settings({"SELENE_LLM": "ollama"}).essence_limit == 10
+    assert (
+        load_settings({"SELENE_LLM": "ollama", "SELENE_ESSENCE_LIMIT": "0"}).essence_limit is None
+    )
+
+
+@pytest.mark.parametrize(
+    ("env", "name", "allowed"),
+    [
+        ({"SELENE_LLM": "gpt"}, "SELENE_LLM", "extractive, ollama"),
+        ({"SELENE_NOW": "yesterday"}, "SELENE_NOW", "ISO-8601"),
+        ({"SELENE_OLLAMA_HOST": "localhost:11434"}, "SELENE_OLLAMA_HOST", "http://"),
+        ({"SELENE_SESSION_ROOTS": "cursor=/x"}, "SELENE_SESSION_ROOTS", "claude, codex, gemini"),
+        ({"SELENE_ESSENCE_LIMIT": "-1"}, "SELENE_ESSENCE_LIMIT", "whole number"),
+        ({"SELENE_ASK_MIN_RECALL": "2"}, "SELENE_ASK_MIN_RECALL", "0.0 to 1.0"),
+    ],
+)
+def test_invalid_values_give_one_line_naming_variable(env, name, allowed):
+    with pytest.raises(SettingsError) as info:
+        load_settings(env)
+    message = str(info.value)
+    assert "\n" not in message
+    assert message.startswith(name)
+    assert allowed in message
+
+
+def test_now_and_roots_parse(tmp_path):
+    import os
+
+    env = {
+        "SELENE_NOW": "2026-07-02",
+        "SELENE_SESSION_ROOTS": os.pathsep.join([f"codex={tmp_path}", str(tmp_path / "x")]),
+        "SELENE_HOME": str(tmp_path),
+    }
+    s = load_settings(env)
+    assert s.now() == datetime(2026, 7, 2, tzinfo=UTC)
+    assert [(r.platform, r.path) for r in s.session_roots] == [
+        ("codex", tmp_path),
+        (None, tmp_path / "x"),
+    ]
+    assert s.db_path == tmp_path / "selene.duckdb"
+
+
+def test_readme_lists_every_setting():
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    for line in settings_table_markdown().splitlines()[2:]:
+        name = line.split("`")[1]
+        assert f"`{name}`" in readme, f"README lacks {name}"

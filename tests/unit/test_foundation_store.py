@@ -1,0 +1,82 @@
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from selene_dag.store import (
+    Migration,
+    MigrationError,
+    StoreError,
+    applied_versions,
+    connect,
+    discover_migrations,
+    migrate,
+)
+
+
+def test_shipped_migrations_apply_once(tmp_path):
+    db = tmp_path / "s.duckdb"
+    conn = connect(db)
+    versions = [m.version for m in discover_migrations()]
+    assert versions == sorted(versions) and versions[0] == 1
+    assert applied_versions(conn) == set(versions)
+    assert migrate(conn) == []  # applying twice is a no-op
+    conn.close()
+    conn = connect(db)  # re-open: still nothing to do, data kept
+    assert migrate(conn) == []
+    cols = {r[0] for r in conn.execute("DESCRIBE processed_notes").fetchall()}
+    assert {"essence", "essence_at", "fidelity_tier", "fidelity_evaluated_at"} <= cols
+    assert "thread_digest" in {r[0] for r in conn.execute("DESCRIBE threads").fetchall()}
+
+
+def test_failed_migration_leaves_previous_schema(tmp_path):
+    conn = duckdb.connect(str(tmp_path / "f.duckdb"))
+    good = Migration(1, "good", "CREATE TABLE a (x INTEGER);")
+    bad = Migration(2, "bad", "CREATE TABLE b (y INTEGER); ALTER TABLE nope ADD COLUMN z INTEGER;")
+    with pytest.raises(MigrationError, match="002_bad failed and was rolled back"):
+        migrate(conn, [good, bad])
+    tables = {
+        r[0] for r in conn.execute("SELECT table_name FROM information_schema.tables").fetchall()
+    }
+    assert "a" in tables and "b" not in tables
+    assert applied_versions(conn) == {1}
+    fixed = Migration(2, "bad", "CREATE TABLE b (y INTEGER);")
+    assert migrate(conn, [good, fixed]) == [2]
+
+
+def test_badly_named_migration_is_rejected(tmp_path):
+    (tmp_path / "1-x.sql").write_text("SELECT 1")
+    with pytest.raises(MigrationError, match=r"NNN_name\.sql"):
+        discover_migrations(tmp_path)
+
+
+def test_locked_file_gives_clear_error(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+
+    db = tmp_path / "locked.duckdb"
+    connect(db).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            import duckdb, sys, time
+            c = duckdb.connect({str(db)!r})
+            print("ready", flush=True)
+            sys.stdin.read()
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        with pytest.raises(StoreError, match="locked by another process"):
+            connect(db, retries=2, initial_delay=0.01)
+    finally:
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    connect(Path(db)).close()  # free again once the holder exits
