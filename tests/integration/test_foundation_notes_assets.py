@@ -45,9 +45,8 @@ def test_ingest_reingest_and_edit_one_note(corpus):
     with open_store(db) as conn:
         before = dict(conn.execute("SELECT id, ingested_at FROM notes").fetchall())
         titles = dict(conn.execute("SELECT id, title FROM notes").fetchall())
-    source = {
-        json.loads(l)["id"]: json.loads(l) for l in (corpus / "til.jsonl").read_text().splitlines()
-    }
+    rows = [json.loads(line) for line in (corpus / "til.jsonl").read_text().splitlines()]
+    source = {row["id"]: row for row in rows}
     assert titles == {k: v["title"] for k, v in source.items()}
 
     again = _run()
