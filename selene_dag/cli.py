@@ -122,7 +122,16 @@ def demo(
     ] = None,
 ) -> None:
     """Materialize the whole graph on the bundled corpus and print a report."""
-    from selene_dag.defs.runner import instance_for, materialize
+    import dagster as dg
+
+    from selene_dag.defs.assets_notes import demo_partition_range
+    from selene_dag.defs.runner import (
+        failure_message,
+        materialize,
+        materialize_daily_range,
+        unpartitioned_selection,
+    )
+    from selene_dag.sessions.commands import distill_run
     from selene_dag.store import open_store, table_counts
 
     home = home or Path(".selene-demo")
@@ -140,13 +149,20 @@ def demo(
         f"now {settings.now().isoformat()})"
     )
     started = time.perf_counter()
-    instance = instance_for(settings)
+    # The demo's home is its own: an in-memory instance avoids ~2,000 SQLite event writes.
+    instance = dg.DagsterInstance.ephemeral()
     with err.status("materializing the graph…"):
-        result = materialize(None, instance, raise_on_error=False)
-    if not result.success:
-        failures = [e for e in result.all_events if e.is_step_failure]
-        reason = failures[0].event_specific_data.error.message.strip() if failures else "run failed"
-        raise UserError(f"demo run failed: {reason.splitlines()[0]}")
+        result = materialize(unpartitioned_selection(), instance, raise_on_error=False)
+        if not result.success:
+            raise UserError(f"demo run failed: {failure_message(result)}")
+        first, last = demo_partition_range(settings.now())
+        result = materialize_daily_range(instance, first, last)
+        if not result.success:
+            raise UserError(f"demo daily summaries failed: {failure_message(result)}")
+        sessions_done = distill_run(settings, all_files=True, instance=instance) if sessions else []
+        failed = [row for row in sessions_done if not row["ok"]]
+        if failed:
+            raise UserError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
     elapsed = time.perf_counter() - started
     with open_store(settings.db_path) as conn:
         counts = table_counts(conn)
@@ -162,7 +178,11 @@ def ingest(
     home: Annotated[Path | None, typer.Option(help="SELENE_HOME to ingest into.")] = None,
 ) -> None:
     """Ingest notes from PATH and materialize the notes group so ask/context see them."""
-    from selene_dag.defs.runner import instance_for, materialize
+    from selene_dag.defs.runner import (
+        failure_message,
+        instance_for,
+        materialize,
+    )
 
     if not path.exists():
         raise UserError(f"{path} does not exist")
@@ -176,9 +196,7 @@ def ingest(
             dg.AssetSelection.groups("notes"), instance_for(settings), raise_on_error=False
         )
     if not result.success:
-        failures = [e for e in result.all_events if e.is_step_failure]
-        reason = failures[0].event_specific_data.error.message.strip() if failures else "run failed"
-        raise UserError(f"ingest failed: {reason.splitlines()[0]}")
+        raise UserError(f"ingest failed: {failure_message(result)}")
     meta = {}
     for mat in result.asset_materializations_for_node("raw_notes"):
         meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
@@ -210,6 +228,10 @@ def dev(
 
 def main() -> None:
     """Console-script entry point."""
+    import warnings
+
+    warnings.filterwarnings("ignore", module="dagster")
+    warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     app()
 
 

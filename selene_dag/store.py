@@ -178,3 +178,30 @@ def table_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
         ).fetchall()
     ]
     return {t: conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in tables}
+
+
+_STATEMENT_END = re.compile(r";[ \t]*(?:--[^\n]*)?(?:\n|\Z)")
+_PARAM = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*)")
+
+
+def execute_script(
+    conn: duckdb.DuckDBPyConnection, sql: str, params: dict[str, object] | None = None
+) -> duckdb.DuckDBPyConnection:
+    """Execute a multi-statement SQL text, giving each statement the ``$name`` params it uses.
+
+    DuckDB binds prepared parameters only in the last statement of a text, so the script is
+    split at semicolons that end a line. Returns the connection after the last statement.
+    """
+    params = params or {}
+    result = conn
+    for statement in _STATEMENT_END.split(sql):
+        body = "\n".join(
+            line
+            for line in statement.splitlines()
+            if line.strip() and not line.strip().startswith("--")
+        )
+        if not body.strip():
+            continue
+        used = {name: params[name] for name in _PARAM.findall(body) if name in params}
+        result = conn.execute(statement, used) if used else conn.execute(statement)
+    return result

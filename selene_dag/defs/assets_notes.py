@@ -1,20 +1,86 @@
-"""Notes group: the notes folder as an observable source, and its ingest into DuckDB.
-
-No `from __future__ import annotations` here: Dagster inspects the `context` annotation.
+"""Notes group (seed 000 end to end): source, ingest, essences, threads, digests, tiers,
+daily summaries and compression health.
 
 Thin layer: each asset reads its inputs, calls a plain function of ``selene_dag.notes``,
-writes the result and returns metadata. Data versions are content hashes, so an unchanged
-folder marks nothing downstream stale.
+writes the result and returns metadata. Data versions are content hashes, so a re-run that
+produces the same content marks nothing downstream stale; code versions include the hash of
+the prompt templates an asset uses, so editing a prompt marks exactly those assets stale.
+
+No ``from __future__ import annotations`` here: Dagster inspects the ``context`` annotation.
 """
+
+import hashlib
+from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
 
 from selene_dag.defs.metadata import markdown_table
 from selene_dag.defs.resources import SeleneResource
+from selene_dag.llm.extractive import ALGORITHM_VERSIONS
+from selene_dag.llm.prompts import prompt_hash
+from selene_dag.notes.daily import summarize_days, write_day_summaries
+from selene_dag.notes.digests import compile_digests
+from selene_dag.notes.health import compression_health as health_document
 from selene_dag.notes.ingest import notes_data_version, read_notes
+from selene_dag.notes.processing import analyse_notes, processed_version
+from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import stored_notes_version, write_notes
+from selene_dag.settings import load_settings, parse_datetime
 
 EMPTY_VERSION = notes_data_version([])
+HEALTH_BUDGET = 16_000
+
+# Downstream assets follow their inputs' data versions, not mere re-materializations.
+FOLLOW_UPSTREAM = dg.AutomationCondition.eager().replace(
+    "newly_updated", dg.AutomationCondition.data_version_changed()
+)
+
+
+def _code_version(
+    base: str, prompts: tuple[str, ...] = (), algorithms: tuple[str, ...] = ()
+) -> str:
+    parts = [base]
+    if prompts:
+        parts.append(prompt_hash(*prompts))
+    if algorithms:
+        joined = ",".join(ALGORITHM_VERSIONS[a] for a in algorithms)
+        parts.append(hashlib.sha256(joined.encode()).hexdigest()[:8])
+    return "-".join(parts)
+
+
+def _engine_metadata(engine) -> dict[str, dg.MetadataValue]:
+    return {
+        "engine": dg.MetadataValue.text(f"{engine.name}:{engine.model}"),
+        "llm_calls_made": dg.MetadataValue.int(engine.calls_made),
+        "llm_calls_cached": dg.MetadataValue.int(engine.calls_cached),
+    }
+
+
+def _hash_rows(rows: list) -> str:
+    return hashlib.sha256(repr(rows).encode()).hexdigest()[:32]
+
+
+def first_note_day() -> date:
+    """First day of the daily partitions: SELENE_DAILY_START, else the earliest note in the
+    notes folder, else 2020-01-01. Read once when the definitions load (files only)."""
+    settings = load_settings()
+    import os
+
+    start = os.environ.get("SELENE_DAILY_START", "").strip()
+    if start:
+        return parse_datetime(start).date()
+    try:
+        notes = read_notes(settings.notes_dir).notes
+    except FileNotFoundError:
+        notes = []
+    if notes:
+        return min(n.created_at for n in notes).astimezone(UTC).date()
+    return date(2020, 1, 1)
+
+
+DAILY_PARTITIONS = dg.DailyPartitionsDefinition(
+    start_date=first_note_day().isoformat(), end_offset=1
+)
 
 
 @dg.observable_source_asset(
@@ -38,6 +104,7 @@ def notes_source(selene: SeleneResource) -> dg.DataVersion:
     kinds={"duckdb"},
     code_version="1",
     pool="duckdb",
+    automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Every note of SELENE_NOTES_DIR upserted into `notes` by id (content hash, dates, "
         "source, test_run). A deleted file marks its notes deleted; a bad file or JSON line "
@@ -80,3 +147,289 @@ def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.M
             [(e.source, e.line or "", e.error) for e in result.errors[:50]],
         )
     return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
+
+
+@dg.asset(
+    deps=[raw_notes],
+    group_name="notes",
+    kinds={"duckdb", "ollama"},
+    code_version=_code_version("1", ("note_analysis",), ("analyze_note",)),
+    pool="duckdb",
+    automation_condition=FOLLOW_UPSTREAM,
+    description=(
+        "Concepts, primary theme and a 1–2 sentence essence for every note. Incremental: only "
+        "new notes, changed notes and notes without an essence, newest first; test_run notes "
+        "skipped; essences of ≤ 10 characters rejected. Each note is stored as it completes, "
+        "so a crash or a model server going down loses nothing and a re-run resumes. At most "
+        "SELENE_ESSENCE_LIMIT notes per run (10 with Ollama, unlimited with extractive)."
+    ),
+)
+def processed_notes(
+    context: dg.AssetExecutionContext, selene: SeleneResource
+) -> dg.MaterializeResult:
+    """Analyse pending notes with the configured engine (every call cached)."""
+    settings = selene.settings()
+    with selene.connection() as conn:
+        engine = selene.engine(conn)
+        try:
+            stats = analyse_notes(conn, engine, settings.now(), limit=settings.essence_limit)
+        finally:
+            context.log.info(
+                f"engine calls: {engine.calls_made} made, {engine.calls_cached} cached"
+            )
+        version = processed_version(conn)
+        total, with_essence, remaining = conn.execute(
+            "SELECT count(*), count(p.essence), count(*) - count(p.essence) FROM notes n "
+            "LEFT JOIN processed_notes p ON p.note_id = n.id "
+            "WHERE n.deleted_at IS NULL AND NOT n.test_run"
+        ).fetchone()
+        preview = conn.execute(
+            "SELECT n.title, p.primary_theme, p.essence FROM processed_notes p "
+            "JOIN notes n ON n.id = p.note_id WHERE p.essence IS NOT NULL "
+            "ORDER BY n.created_at DESC LIMIT 8"
+        ).fetchall()
+    metadata = {
+        "analysed": dg.MetadataValue.int(stats.analysed),
+        "rejected_essences": dg.MetadataValue.int(stats.rejected_essences),
+        "notes_with_essence": dg.MetadataValue.int(with_essence),
+        "notes_without_essence": dg.MetadataValue.int(remaining),
+        "essence_coverage_pct": dg.MetadataValue.float(
+            round(100 * with_essence / total, 1) if total else 0.0
+        ),
+        "newest_essences": markdown_table(["title", "theme", "essence"], preview, width=120),
+        "dagster/row_count": dg.MetadataValue.int(total),
+        **_engine_metadata(engine),
+    }
+    return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
+
+
+@dg.asset(
+    deps=[processed_notes],
+    group_name="notes",
+    kinds={"duckdb", "ollama"},
+    code_version=_code_version("1", ("detect_threads",)),
+    pool="duckdb",
+    automation_condition=FOLLOW_UPSTREAM,
+    description=(
+        "Notes grouped into threads: one per topic / primary theme by default; with a model "
+        "engine, seed 000's detect-threads over the 30 newest unthreaded notes adds more. "
+        "A thread is active while a member was updated or used within SELENE_THREAD_ACTIVE_DAYS."
+    ),
+)
+def threads(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
+    """Rebuild thread membership and status."""
+    settings = selene.settings()
+    with selene.connection() as conn:
+        engine = selene.engine(conn) if settings.llm != "extractive" else None
+        stats = refresh_threads(conn, settings.now(), settings.thread_active_days, engine)
+        version = threads_version(conn)
+        top = conn.execute(
+            "SELECT name, status, note_count, last_activity_at::DATE FROM threads "
+            "ORDER BY status, note_count DESC LIMIT 15"
+        ).fetchall()
+    metadata = {
+        "threads": dg.MetadataValue.int(stats.threads),
+        "active": dg.MetadataValue.int(stats.active),
+        "archived": dg.MetadataValue.int(stats.threads - stats.active),
+        "model_threads_added": dg.MetadataValue.int(stats.model_threads_added),
+        "largest": markdown_table(["thread", "status", "notes", "last activity"], top),
+        "dagster/row_count": dg.MetadataValue.int(stats.threads),
+    }
+    if engine is not None:
+        metadata.update(_engine_metadata(engine))
+    return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
+
+
+@dg.asset(
+    deps=[threads, processed_notes],
+    group_name="notes",
+    kinds={"duckdb", "ollama"},
+    code_version=_code_version("1", ("thread_digest",), ("digest_thread",)),
+    pool="duckdb",
+    automation_condition=FOLLOW_UPSTREAM,
+    description=(
+        "A 3–5 sentence digest (≥ 30 characters) of every active thread with ≥ 10 notes and "
+        "≥ 5 essences, regenerated only when the essences it was made from changed."
+    ),
+)
+def thread_digests(
+    context: dg.AssetExecutionContext, selene: SeleneResource
+) -> dg.MaterializeResult:
+    """Compile stale digests."""
+    settings = selene.settings()
+    with selene.connection() as conn:
+        engine = selene.engine(conn)
+        stats = compile_digests(conn, engine, settings.now())
+        rows = conn.execute(
+            "SELECT id, digest_source FROM threads WHERE thread_digest IS NOT NULL ORDER BY id"
+        ).fetchall()
+        preview = conn.execute(
+            "SELECT name, note_count, thread_digest FROM threads WHERE thread_digest IS NOT NULL "
+            "ORDER BY note_count DESC LIMIT 6"
+        ).fetchall()
+    metadata = {
+        "eligible_threads": dg.MetadataValue.int(stats.eligible),
+        "digests_written": dg.MetadataValue.int(stats.written),
+        "digests_fresh": dg.MetadataValue.int(stats.fresh),
+        "digests_rejected": dg.MetadataValue.int(stats.rejected),
+        "digests": markdown_table(["thread", "notes", "digest"], preview, width=200),
+        **_engine_metadata(engine),
+    }
+    return dg.MaterializeResult(data_version=dg.DataVersion(_hash_rows(rows)), metadata=metadata)
+
+
+@dg.asset(
+    deps=[processed_notes, threads],
+    group_name="notes",
+    kinds={"duckdb"},
+    code_version="1",
+    pool="duckdb",
+    automation_condition=FOLLOW_UPSTREAM,
+    description=(
+        "Fidelity tier of every note (full / high / summary / skeleton) by seed 000's rules, "
+        "as one set-based SQL statement (sql/transforms/fidelity_tiers.sql) using SELENE_NOW."
+    ),
+)
+def fidelity_tiers(
+    context: dg.AssetExecutionContext, selene: SeleneResource
+) -> dg.MaterializeResult:
+    """Recompute every note's tier in SQL."""
+    from selene_dag.notes.fidelity_sql import apply_fidelity_tiers
+
+    settings = selene.settings()
+    with selene.connection() as conn:
+        changes = apply_fidelity_tiers(conn, settings.now())
+        rows = conn.execute(
+            "SELECT p.note_id, p.fidelity_tier FROM processed_notes p ORDER BY p.note_id"
+        ).fetchall()
+        distribution = conn.execute(
+            "SELECT p.fidelity_tier, count(*) FROM processed_notes p JOIN notes n ON n.id = p.note_id "
+            "WHERE n.deleted_at IS NULL AND NOT n.test_run GROUP BY 1 ORDER BY 1"
+        ).fetchall()
+    metadata = {
+        "tier_changes": dg.MetadataValue.int(changes),
+        "tiers": markdown_table(["tier", "notes"], distribution),
+        **{f"tier_{tier}": dg.MetadataValue.int(count) for tier, count in distribution},
+    }
+    return dg.MaterializeResult(data_version=dg.DataVersion(_hash_rows(rows)), metadata=metadata)
+
+
+@dg.asset(
+    deps=[processed_notes],
+    group_name="notes",
+    kinds={"duckdb", "ollama"},
+    code_version=_code_version("1", ("summarize",)),
+    pool="duckdb",
+    partitions_def=DAILY_PARTITIONS,
+    backfill_policy=dg.BackfillPolicy.single_run(),
+    description=(
+        "One summary per day of the notes created that day (essence → top-3 concepts → "
+        "content[:100]). Daily partitions from the first note's day; a backfill of any range "
+        "runs as one run."
+    ),
+)
+def daily_summaries(
+    context: dg.AssetExecutionContext, selene: SeleneResource
+) -> dg.MaterializeResult:
+    """Summarize every day in the run's partition range."""
+    settings = selene.settings()
+    window = context.partition_time_window
+    start, end = window.start.date(), window.end.date()
+    with selene.connection() as conn:
+        engine = selene.engine(conn)
+        summaries = summarize_days(conn, start, end, engine)
+        write_day_summaries(conn, start, end, summaries, settings.now())
+    days_with_notes = len(summaries)
+    preview = [
+        (
+            s.day,
+            len(s.note_ids),
+            s.summary.splitlines()[1] if len(s.summary.splitlines()) > 1 else "",
+        )
+        for s in summaries[-5:]
+    ]
+    metadata = {
+        "days": dg.MetadataValue.int((end - start).days),
+        "days_with_notes": dg.MetadataValue.int(days_with_notes),
+        "notes_summarized": dg.MetadataValue.int(sum(len(s.note_ids) for s in summaries)),
+        "latest": markdown_table(["day", "notes", "first line"], preview, width=120),
+        **_engine_metadata(engine),
+    }
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(_hash_rows([(s.day, s.summary) for s in summaries])),
+        metadata=metadata,
+    )
+
+
+@dg.asset(
+    deps=[fidelity_tiers, thread_digests, processed_notes],
+    group_name="notes",
+    kinds={"duckdb"},
+    code_version="1",
+    pool="duckdb",
+    automation_condition=FOLLOW_UPSTREAM,
+    description=(
+        "Seed 000's /health/compression figures (tier distribution, essence progress, active "
+        "threads with a digest) plus the token cost of all notes at full fidelity against the "
+        f"tiered pack at {HEALTH_BUDGET:,} tokens of the target model."
+    ),
+)
+def compression_health(
+    context: dg.AssetExecutionContext, selene: SeleneResource
+) -> dg.MaterializeResult:
+    """Compute the health document and the token savings of the tiered pack."""
+    from selene_dag.context import count_tokens_batch
+    from selene_dag.notes.context_notes import load_context_notes, pack_all_notes
+
+    settings = selene.settings()
+    with selene.connection() as conn:
+        health = health_document(conn, settings.now())
+        notes = load_context_notes(conn)
+    full_tokens = sum(
+        count_tokens_batch([f"--- {n['title']} ---\n{n['content']}" for n in notes], settings.model)
+    )
+    pack = pack_all_notes(notes, HEALTH_BUDGET, settings.model)
+    tier_rows = [(tier, count) for tier, count in health["tiers"].items()]
+    metadata = {
+        "health": dg.MetadataValue.json(health),
+        "tiers": dg.MetadataValue.table(
+            records=[dg.TableRecord({"tier": t, "notes": c}) for t, c in tier_rows],
+            schema=dg.TableSchema(
+                columns=[dg.TableColumn("tier", "string"), dg.TableColumn("notes", "int")]
+            ),
+        ),
+        "essence_progress_pct": dg.MetadataValue.int(health["essences"]["percent"]),
+        "active_threads": dg.MetadataValue.int(health["threadDigests"]["activeThreads"]),
+        "active_threads_with_digest": dg.MetadataValue.int(health["threadDigests"]["withDigest"]),
+        "model": dg.MetadataValue.text(settings.model),
+        "tokens_all_notes_full": dg.MetadataValue.int(full_tokens),
+        "tokens_packed": dg.MetadataValue.int(pack.total_tokens),
+        "pack_budget": dg.MetadataValue.int(HEALTH_BUDGET),
+        "notes_in_pack": dg.MetadataValue.int(sum(1 for t in pack.tiers.values() if t)),
+        "token_savings_pct": dg.MetadataValue.float(
+            round(100 * (1 - pack.total_tokens / full_tokens), 1) if full_tokens else 0.0
+        ),
+        "pack_tiers": markdown_table(["tier", "notes in pack"], sorted(pack.counts.items())),
+    }
+    version = _hash_rows(
+        [health["tiers"], health["essences"], health["threadDigests"], pack.total_tokens]
+    )
+    return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
+
+
+NOTES_ASSETS = [
+    notes_source,
+    raw_notes,
+    processed_notes,
+    threads,
+    thread_digests,
+    fidelity_tiers,
+    daily_summaries,
+    compression_health,
+]
+
+
+def demo_partition_range(now: datetime) -> tuple[str, str]:
+    """First and last daily partition keys up to ``now`` (for a one-run backfill)."""
+    keys = DAILY_PARTITIONS.get_partition_keys(current_time=now + timedelta(days=1))
+    return keys[0], keys[-1]

@@ -58,7 +58,7 @@ def materialize(
     partition_key: str | None = None,
     tags: dict[str, str] | None = None,
     raise_on_error: bool = True,
-    log_level: str = "WARNING",
+    log_level: str = "CRITICAL",
 ) -> dg.ExecuteInProcessResult:
     """Materialize ``selection`` (None: every unpartitioned asset) in-process with the real defs."""
     from selene_dag.definitions import defs
@@ -72,4 +72,49 @@ def materialize(
         tags=tags,
         raise_on_error=raise_on_error,
         run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+    )
+
+
+def failure_message(result: dg.ExecuteInProcessResult) -> str:
+    """The root cause of a failed run's first step failure, as one line."""
+    for event in result.all_events:
+        if not event.is_step_failure:
+            continue
+        error = event.event_specific_data.error
+        while (
+            error.cause is not None and error.cls_name and "DagsterExecutionStep" in error.cls_name
+        ):
+            error = error.cause
+        lines = [line for line in error.message.strip().splitlines() if line.strip()]
+        return f"step {event.step_key}: {lines[-1] if lines else error.cls_name}"
+    return "run failed"
+
+
+def unpartitioned_selection() -> dg.AssetSelection:
+    """Every asset of the code location that has no partitions definition."""
+    from selene_dag.definitions import defs
+
+    keys = [
+        key
+        for assets_def in defs.assets or []
+        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.partitions_def is None
+        for key in assets_def.keys
+    ]
+    return dg.AssetSelection.assets(*keys)
+
+
+def materialize_daily_range(
+    instance: dg.DagsterInstance, first: str, last: str
+) -> dg.ExecuteInProcessResult:
+    """Materialize every daily partition in [first, last] in one run (single-run backfill)."""
+    from selene_dag.defs.assets_notes import daily_summaries
+
+    return materialize(
+        [daily_summaries.key.to_user_string()],
+        instance,
+        tags={
+            "dagster/asset_partition_range_start": first,
+            "dagster/asset_partition_range_end": last,
+        },
+        raise_on_error=False,
     )

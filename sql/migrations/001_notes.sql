@@ -36,6 +36,8 @@ CREATE TABLE threads (
     status            VARCHAR NOT NULL DEFAULT 'active',   -- active | archived
     thread_digest     VARCHAR,
     digest_at         TIMESTAMPTZ,
+    digest_source     VARCHAR,                              -- hash of the essences it was made from
+    origin            VARCHAR NOT NULL DEFAULT 'topic',     -- topic | model
     last_activity_at  TIMESTAMPTZ,
     note_count        INTEGER NOT NULL DEFAULT 0,
     created_at        TIMESTAMPTZ NOT NULL DEFAULT current_timestamp

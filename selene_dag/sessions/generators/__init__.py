@@ -1,0 +1,77 @@
+"""Resumable session files for Claude Code, Codex CLI and Gemini CLI from a distillation.
+
+``render_session(platform, distilled, meta)`` returns ``(file_name, text)``;
+``write_session`` writes it atomically under a directory. ``overhead_tokens`` says how many
+tokens the wrapper texts add, so the distiller can keep the whole file within budget.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.sessions.distiller import DistilledSession
+from selene_dag.sessions.generators import claude, codex, gemini
+from selene_dag.sessions.generators._base import ACK_TEXT, SeedMeta, message_texts, preamble
+
+GENERATOR_PLATFORMS: tuple[str, ...] = ("claude", "codex", "gemini")
+
+
+def _check(platform: str) -> None:
+    if platform not in GENERATOR_PLATFORMS:
+        raise ValueError(f"platform {platform!r}: expected one of {', '.join(GENERATOR_PLATFORMS)}")
+
+
+def overhead_tokens(
+    platform: str, meta: SeedMeta, n_chunks: int, model: str | None = None
+) -> tuple[int, int]:
+    """``(reserve, per_chunk)`` tokens the file adds around chunk texts (preamble, wrappers).
+
+    The preamble is counted for ``n_chunks`` and for a 6-digit count, so the reserve holds
+    whatever number of chunks ends up selected.
+    """
+    _check(platform)
+    reserve = max(
+        count_tokens(preamble(meta, n_chunks), model=model),
+        count_tokens(preamble(meta, 999_999), model=model),
+    )
+    per_chunk = 1
+    if platform == "claude":
+        per_chunk += count_tokens(claude.REMINDER_OPEN + claude.REMINDER_CLOSE, model=model) + 2
+    return reserve, per_chunk
+
+
+def render_session(platform: str, distilled: DistilledSession, meta: SeedMeta) -> tuple[str, str]:
+    """``(file_name, text)`` of the resumable session for ``platform``."""
+    _check(platform)
+    texts = message_texts(distilled, meta)
+    if platform == "claude":
+        return claude.file_name(meta), claude.render(texts, meta, pre_tokens=distilled.total_tokens)
+    if platform == "codex":
+        return codex.file_name(meta), codex.render(texts, meta)
+    return gemini.file_name(meta), gemini.render(texts, meta)
+
+
+def write_session(
+    platform: str, distilled: DistilledSession, meta: SeedMeta, directory: Path
+) -> Path:
+    """Write the session file under ``directory`` (atomically: temp file then rename)."""
+    name, text = render_session(platform, distilled, meta)
+    directory.mkdir(parents=True, exist_ok=True)
+    target = directory / name
+    tmp = target.with_name(target.name + ".tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, target)
+    return target
+
+
+__all__ = [
+    "ACK_TEXT",
+    "GENERATOR_PLATFORMS",
+    "SeedMeta",
+    "message_texts",
+    "overhead_tokens",
+    "render_session",
+    "write_session",
+]

@@ -1,0 +1,397 @@
+"""Tiered note context (seed 000): ``ContextBuilder`` and ``pack_notes``.
+
+Tier formats (exactly seed 000's):
+
+* ``full``: ``--- title ---\\ncontent``
+* ``high``: ``--- title ---\\n[Essence] essence\\ncontent`` (``full`` without an essence)
+* ``summary``: ``--- title [theme] ---\\nessence``; without an essence
+  ``--- title ---\\nConcepts: a, b, ...`` (top 5) or ``--- title ---\\ncontent[:150]...``
+* ``skeleton``: ``- title [theme|unthemed]``
+* thread: ``=== Thread: name (N notes) ===`` then the digest, else the summary and
+  ``Motivation: why``.
+
+Blocks are joined by ``"\\n\\n"`` and the budget counts the joined text, separators
+included, in the target model's own tokens.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from selene_dag.context.tokens import count_tokens, count_tokens_batch, tokenizer_for
+
+TIERS: tuple[str, ...] = ("full", "high", "summary", "skeleton")
+TIER_RANK = {tier: i for i, tier in enumerate(TIERS)}  # 0 = highest fidelity
+SEPARATOR = "\n\n"
+FALLBACK_CONTENT_LENGTH = 150
+MAX_FALLBACK_CONCEPTS = 5
+
+
+def _check_note(note: object) -> Mapping[str, Any]:
+    if not isinstance(note, Mapping):
+        raise TypeError(f"a note must be a mapping, got {type(note).__name__}")
+    for key in ("title", "content"):
+        if not isinstance(note.get(key), str):
+            raise TypeError(f"note {note.get('id')!r}: {key!r} must be a str")
+    return note
+
+
+def parse_concepts(value: object) -> list[str]:
+    """Concepts as a list of str from a list, a JSON-encoded list, or None.
+
+    Invalid JSON or a JSON value that is not a list gives ``[]`` (the seed's fallback
+    chain then uses the content); non-str items are converted with ``str``.
+    """
+    if value is None:
+        return []
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return []
+    if isinstance(value, list | tuple):
+        return [str(v) for v in value if v is not None and str(v).strip()]
+    return []
+
+
+def note_tier(note: Mapping[str, Any]) -> str:
+    """The note's stored ``fidelity_tier``, ``full`` when absent or unknown."""
+    tier = note.get("fidelity_tier")
+    return tier if tier in TIER_RANK else "full"
+
+
+def _fallback_preview(note: Mapping[str, Any]) -> str:
+    concepts = parse_concepts(note.get("concepts"))
+    if concepts:
+        return f"Concepts: {', '.join(concepts[:MAX_FALLBACK_CONCEPTS])}"
+    content = note["content"]
+    suffix = "..." if len(content) > FALLBACK_CONTENT_LENGTH else ""
+    return content[:FALLBACK_CONTENT_LENGTH] + suffix
+
+
+def render_note(note: Mapping[str, Any], tier: str) -> str:
+    """The block of ``note`` at ``tier`` in seed 000's format (unknown tier: ``full``)."""
+    _check_note(note)
+    title, content = note["title"], note["content"]
+    essence = note.get("essence") or None
+    if tier == "high" and essence:
+        return f"--- {title} ---\n[Essence] {essence}\n{content}"
+    if tier == "summary":
+        if essence:
+            theme = note.get("primary_theme")
+            theme_part = f" [{theme}]" if theme else ""
+            return f"--- {title}{theme_part} ---\n{essence}"
+        return f"--- {title} ---\n{_fallback_preview(note)}"
+    if tier == "skeleton":
+        return f"- {title} [{note.get('primary_theme') or 'unthemed'}]"
+    return f"--- {title} ---\n{content}"
+
+
+def render_thread(thread: Mapping[str, Any]) -> str:
+    """A thread block: header, then the digest, else the summary and its motivation."""
+    if not isinstance(thread, Mapping):
+        raise TypeError(f"a thread must be a mapping, got {type(thread).__name__}")
+    if not isinstance(thread.get("name"), str):
+        raise TypeError(f"thread {thread.get('id')!r}: 'name' must be a str")
+    lines = [f"=== Thread: {thread['name']} ({thread.get('note_count') or 0} notes) ==="]
+    if thread.get("thread_digest"):
+        lines.append(str(thread["thread_digest"]))
+    elif thread.get("summary"):
+        lines.append(str(thread["summary"]))
+        if thread.get("why"):
+            lines.append(f"Motivation: {thread['why']}")
+    return "\n".join(lines)
+
+
+def _check_budget(budget: object, name: str = "budget_tokens") -> int:
+    if isinstance(budget, bool) or not isinstance(budget, int):
+        raise TypeError(f"{name} must be an int, got {type(budget).__name__}")
+    if budget < 0:
+        raise ValueError(f"{name} must be >= 0, got {budget}")
+    return budget
+
+
+class ContextBuilder:
+    """Assemble note and thread blocks within ``budget_tokens`` of ``model``'s tokens.
+
+    Every ``add_*`` renders one block and appends it only if the whole text, separators
+    included, still counts within the budget; it returns whether the block was added
+    (a block that does not fit is skipped, later smaller ones may still fit).
+    """
+
+    # A block whose own count exceeds what is left by more than this cannot fit: the
+    # join changes a count by a token or two at the boundary, never by this much.
+    _QUICK_REJECT_SLACK = 8
+
+    def __init__(self, budget_tokens: int, model: str | None = None) -> None:
+        self.budget_tokens = _check_budget(budget_tokens)
+        tokenizer_for(model)  # validate the model name now, not on the first add
+        self.model = model
+        self._blocks: list[str] = []
+        self._text = ""
+        self._used = 0
+
+    @property
+    def used_tokens(self) -> int:
+        """Tokens of the text built so far."""
+        return self._used
+
+    @property
+    def remaining_tokens(self) -> int:
+        """Budget left: ``budget_tokens`` minus the tokens of the text built so far."""
+        return self.budget_tokens - self._used
+
+    @property
+    def blocks(self) -> list[str]:
+        """The blocks added so far, in order."""
+        return list(self._blocks)
+
+    def add_note(self, note: Mapping[str, Any], tier: str | None = None) -> bool:
+        """Add ``note`` at ``tier`` (default: its ``fidelity_tier``, else ``full``)."""
+        _check_note(note)
+        if tier is not None and tier not in TIER_RANK:
+            raise ValueError(f"tier must be one of {', '.join(TIERS)}, got {tier!r}")
+        return self._append(render_note(note, tier or note_tier(note)))
+
+    def add_full_text(self, note: Mapping[str, Any]) -> bool:
+        """Add ``note`` at ``full`` whatever its stored tier."""
+        return self._append(render_note(_check_note(note), "full"))
+
+    def add_thread(self, thread: Mapping[str, Any]) -> bool:
+        """Add a thread block (digest, else summary + motivation)."""
+        return self._append(render_thread(thread))
+
+    def add_text(self, block: str) -> bool:
+        """Add a pre-rendered block of text."""
+        if not isinstance(block, str):
+            raise TypeError(f"block must be a str, got {type(block).__name__}")
+        return self._append(block)
+
+    def _append(self, block: str) -> bool:
+        if not block:
+            return False
+        remaining = self.budget_tokens - self._used
+        if count_tokens(block, self.model) > remaining + self._QUICK_REJECT_SLACK:
+            return False
+        candidate = f"{self._text}{SEPARATOR}{block}" if self._blocks else block
+        used = count_tokens(candidate, self.model)
+        if used > self.budget_tokens:
+            return False
+        self._blocks.append(block)
+        self._text = candidate
+        self._used = used
+        return True
+
+    def build(self) -> str:
+        """The blocks joined by ``"\\n\\n"`` ("" when empty); counts ≤ the budget."""
+        return self._text
+
+
+# --------------------------------------------------------------------------- pack_notes
+
+
+@dataclass(frozen=True)
+class NotesPack:
+    """Result of ``pack_notes``.
+
+    ``text``: the pack; ``total_tokens``: its exact count (≤ ``budget``); ``tiers``: note id
+    → tier used, or None when the note was left out; ``counts``: notes per tier plus
+    ``excluded``; ``order``: note ids in output order.
+    """
+
+    text: str
+    total_tokens: int
+    tiers: dict[Any, str | None]
+    counts: dict[str, int]
+    budget: int
+    model: str | None = None
+    order: list[Any] = field(default_factory=list)
+
+
+def _timestamp(value: object) -> float:
+    if isinstance(value, datetime):
+        dt = value
+    elif isinstance(value, str) and value:
+        try:
+            dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return -math.inf
+    else:
+        return -math.inf
+    if dt.tzinfo is None:
+        dt = dt.replace(tzinfo=UTC)
+    return dt.timestamp()
+
+
+def default_priority(note: Mapping[str, Any]) -> tuple[float, int]:
+    """Default note priority (larger = more important): newer ``updated_at`` /
+    ``created_at`` first, then a higher stored tier."""
+    stamp = max(_timestamp(note.get("updated_at")), _timestamp(note.get("created_at")))
+    return (stamp, -TIER_RANK[note_tier(note)])
+
+
+@dataclass(frozen=True)
+class PreparedNotes:
+    """Notes in priority order with every candidate representation rendered and counted
+    once: ``chains[i]`` lists ``(tier, text, cost)`` from the stored tier down, each
+    strictly cheaper than the one before. Reuse it to pack the same notes at several
+    budgets without counting again."""
+
+    notes: list[Mapping[str, Any]]
+    positions: list[int]
+    chains: list[list[tuple[str, str, int]]]
+    model: str | None
+
+
+def prepare_notes(
+    notes: Sequence[Mapping[str, Any]],
+    model: str | None = None,
+    priority: Callable[[Mapping[str, Any]], Any] | None = None,
+) -> PreparedNotes:
+    """Order ``notes`` by priority and count every representation (``count_tokens_batch``).
+
+    ``priority`` is a key (larger = more important; default :func:`default_priority`);
+    ties keep input order. Raises TypeError on bad input.
+    """
+    if isinstance(notes, str | bytes) or not isinstance(notes, Sequence):
+        raise TypeError("notes must be a sequence of note mappings")
+    for note in notes:
+        _check_note(note)
+    if priority is not None and not callable(priority):
+        raise TypeError("priority must be a callable note -> sort key")
+    tokenizer_for(model)
+    key = priority or default_priority
+    # sorted(reverse=True) is stable too: ties keep input order.
+    positions = sorted(range(len(notes)), key=lambda i: key(notes[i]), reverse=True)
+    ordered = [notes[i] for i in positions]
+    reps: list[list[tuple[str, str]]] = []
+    for note in ordered:
+        start = TIER_RANK[note_tier(note)]
+        reps.append([(tier, render_note(note, tier)) for tier in TIERS[start:]])
+    flat = sorted({text for chain in reps for _, text in chain})
+    counted = dict(zip(flat, count_tokens_batch(flat, model), strict=True)) if flat else {}
+    # Each block is budgeted with one separator: the join adds one fewer, a small margin.
+    sep_cost = count_tokens(SEPARATOR, model)
+    chains: list[list[tuple[str, str, int]]] = []
+    for chain in reps:
+        kept: list[tuple[str, str, int]] = []
+        for tier, text in chain:
+            cost = counted[text] + sep_cost
+            if not kept or cost < kept[-1][2]:  # a demotion that saves nothing is skipped
+                kept.append((tier, text, cost))
+        chains.append(kept)
+    return PreparedNotes(ordered, positions, chains, model)
+
+
+def pack_notes(
+    notes: Sequence[Mapping[str, Any]] | PreparedNotes,
+    budget: int,
+    model: str | None = None,
+    priority: Callable[[Mapping[str, Any]], Any] | None = None,
+) -> NotesPack:
+    """Represent as many notes as possible at the highest affordable fidelity.
+
+    Each note starts at its stored tier (``full`` by default). Notes are ordered by
+    ``priority`` (a key, larger = more important; default :func:`default_priority`: newer
+    first, then higher stored tier; ties keep input order) and the pack lists them in that
+    order. While the pack is over budget, notes are demoted one tier at a time, full →
+    high → summary → skeleton (skipping a tier that is not smaller), lowest priority
+    first, round after round; then freed room is given back to the highest-priority
+    demoted notes. Every note appears at least as a skeleton line whenever all skeleton
+    lines fit; otherwise only the highest-priority skeletons that fit are kept. Every
+    representation is counted once (``prepare_notes``; pass a ``PreparedNotes`` to reuse
+    the counts); the final text is counted exactly and is ≤ ``budget``.
+    """
+    _check_budget(budget, "budget")
+    prepared = notes if isinstance(notes, PreparedNotes) else prepare_notes(notes, model, priority)
+    chains, model = prepared.chains, prepared.model
+    level, included = _choose_levels(chains, budget)
+    text, total = _render(chains, level, included, model)
+    while total > budget:  # rare: the join tokenized longer than the sum of its parts
+        level, included = _shrink(chains, level, included, total - budget)
+        text, total = _render(chains, level, included, model)
+
+    tiers: dict[Any, str | None] = {}
+    counts = {tier: 0 for tier in TIERS} | {"excluded": 0}
+    ids: list[Any] = []
+    for i, note in enumerate(prepared.notes):
+        note_id = note.get("id", prepared.positions[i])
+        if i < included:
+            tier = chains[i][level[i]][0]
+            tiers[note_id] = tier
+            counts[tier] += 1
+            ids.append(note_id)
+        else:
+            tiers[note_id] = None
+            counts["excluded"] += 1
+    return NotesPack(text, total, tiers, counts, budget, model, ids)
+
+
+def _choose_levels(chains: list[list[tuple[str, str, int]]], budget: int) -> tuple[list[int], int]:
+    """Per-note index into its chain, and how many leading notes are included."""
+    n = len(chains)
+    bottom = [len(c) - 1 for c in chains]
+    floor_total = sum(c[-1][2] for c in chains)
+    if floor_total > budget:
+        # Not even every skeleton fits: keep the highest-priority skeletons that do.
+        total = 0
+        for i, chain in enumerate(chains):
+            if total + chain[-1][2] > budget:
+                return bottom, i
+            total += chain[-1][2]
+        return bottom, n
+    level = [0] * n
+    total = sum(c[0][2] for c in chains)
+    # Round after round, demote one step from the lowest priority up.
+    while total > budget:
+        for i in range(n - 1, -1, -1):
+            if level[i] < bottom[i]:
+                chain = chains[i]
+                total -= chain[level[i]][2] - chain[level[i] + 1][2]
+                level[i] += 1
+                if total <= budget:
+                    break
+    # Give freed room back, highest priority first, one step at a time.
+    improved = True
+    while improved:
+        improved = False
+        for i in range(n):
+            if level[i] > 0:
+                chain = chains[i]
+                delta = chain[level[i] - 1][2] - chain[level[i]][2]
+                if total + delta <= budget:
+                    total += delta
+                    level[i] -= 1
+                    improved = True
+    return level, n
+
+
+def _shrink(
+    chains: list[list[tuple[str, str, int]]], level: list[int], included: int, excess: int
+) -> tuple[list[int], int]:
+    """Free at least ``excess`` estimated tokens: demote from the lowest priority up, then
+    drop the lowest-priority notes."""
+    level = list(level)
+    freed = 0
+    for i in range(included - 1, -1, -1):
+        while level[i] < len(chains[i]) - 1 and freed < excess:
+            freed += chains[i][level[i]][2] - chains[i][level[i] + 1][2]
+            level[i] += 1
+        if freed >= excess:
+            return level, included
+    while included > 0 and freed < excess:
+        included -= 1
+        freed += chains[included][level[included]][2]
+    return level, included
+
+
+def _render(
+    chains: list[list[tuple[str, str, int]]], level: list[int], included: int, model: str | None
+) -> tuple[str, int]:
+    text = SEPARATOR.join(chains[i][level[i]][1] for i in range(included))
+    return text, count_tokens(text, model)

@@ -1,0 +1,417 @@
+"""Context budget check and the P1–P4 compaction chain with brute prune (seed 004).
+
+Thresholds (fractions of the context window, seed numbers): warn above 60 %, prune above
+80 %, compact above 85 %. ``compact_messages`` runs, only while the messages are at or
+above the compaction threshold and stopping as soon as they are under it:
+
+* P1 strip chitchat: user messages of at most 50 characters whose trimmed text is
+  shorter than 15 characters and has no ``?`` or ``!``;
+* P2 drop the oldest completed stages (messages with ``stage`` and ``completed: true``),
+  one stage at a time, and inject a memory digest of their decisions (superseded ones
+  skipped) after the system messages;
+* P3 summarize the oldest conversation messages (staged: 30 %, at most 30; otherwise
+  min(20, 40 %); only when more than 2) through the summarizer into one system message;
+* P4 staged conversations: tell the caller to shrink its per-stage detail
+  (``report.shrink_stage_detail``).
+
+Then the seed's brute prune is the safety net: above the prune threshold only the system
+messages and the last 50 others are kept, and if the result still exceeds the window the
+oldest messages go (the last one is truncated if it alone is too large). Tokens are
+counted in the target model's tokens, plus ``MESSAGE_OVERHEAD`` per message.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from selene_dag.context.tokens import count_tokens_batch, truncate_to_tokens
+
+WARN_RATIO = 0.6
+PRUNE_RATIO = 0.8
+COMPACT_RATIO = 0.85
+KEEP_LAST_N = 50
+CHITCHAT_MAX_LENGTH = 50
+CHITCHAT_SHORT_LENGTH = 15
+P3_STAGED_RATIO = 0.3
+P3_STAGED_MAX = 30
+P3_GENERAL_RATIO = 0.4
+P3_GENERAL_MAX = 20
+P3_SUMMARY_TOKENS = 200
+MESSAGE_OVERHEAD = 4  # role markers of a chat template, per message
+
+Message = dict[str, Any]
+Summarizer = Callable[[str, int], str]
+
+
+@dataclass(frozen=True)
+class BudgetCheck:
+    """Where ``total_tokens`` stands against a window's thresholds."""
+
+    total_tokens: int
+    context_window: int
+    warn_threshold: int
+    prune_threshold: int
+    compaction_threshold: int
+    should_warn: bool
+    should_prune: bool
+    should_compact: bool
+
+
+def check_context_budget(
+    total_tokens: int,
+    context_window: int,
+    prune_ratio: float = PRUNE_RATIO,
+    compact_ratio: float = COMPACT_RATIO,
+    warn_ratio: float = WARN_RATIO,
+) -> BudgetCheck:
+    """Flags for ``total_tokens`` in ``context_window``: warn > 60 %, prune > 80 %,
+    compact > 85 % (thresholds are ``floor(window × ratio)``, comparisons strict)."""
+    for name, value in (("total_tokens", total_tokens), ("context_window", context_window)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if total_tokens < 0:
+        raise ValueError(f"total_tokens must be >= 0, got {total_tokens}")
+    if context_window <= 0:
+        raise ValueError(f"context_window must be > 0, got {context_window}")
+    warn = math.floor(context_window * warn_ratio)
+    prune = math.floor(context_window * prune_ratio)
+    compact = math.floor(context_window * compact_ratio)
+    return BudgetCheck(
+        total_tokens,
+        context_window,
+        warn,
+        prune,
+        compact,
+        total_tokens > warn,
+        total_tokens > prune,
+        total_tokens > compact,
+    )
+
+
+# ----------------------------------------------------------------------------- helpers
+
+
+def validate_messages(messages: object) -> list[Message]:
+    """A copy of ``messages`` after checking each is a mapping with str ``role`` and
+    ``content``; raises TypeError/ValueError naming the first bad message."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise TypeError("messages must be a list of {role, content} objects")
+    out: list[Message] = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, Mapping):
+            raise ValueError(f"message {i}: expected an object, got {type(msg).__name__}")
+        if not isinstance(msg.get("role"), str) or not msg.get("role"):
+            raise ValueError(f"message {i}: 'role' must be a non-empty string")
+        if not isinstance(msg.get("content"), str):
+            raise ValueError(f"message {i}: 'content' must be a string")
+        out.append(dict(msg))
+    return out
+
+
+def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
+    """Messages and memory digest from decoded JSON: a list of messages, or an object
+    ``{"messages": [...], "digest": [...]?}``. Raises ValueError for any other shape."""
+    digest: list[dict[str, Any]] = []
+    if isinstance(data, Mapping):
+        if "messages" not in data:
+            raise ValueError('expected a list of messages or an object with a "messages" list')
+        raw_digest = data.get("digest") or data.get("memory_digest") or []
+        if not isinstance(raw_digest, list) or not all(isinstance(d, Mapping) for d in raw_digest):
+            raise ValueError('"digest" must be a list of {stage, decision} objects')
+        digest = [dict(d) for d in raw_digest]
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise ValueError('expected a list of messages or an object with a "messages" list')
+    return validate_messages(data), digest
+
+
+def load_messages(path: str | Path) -> list[Message]:
+    """Messages from a JSON file holding a list of messages or ``{"messages": [...]}``.
+
+    Raises FileNotFoundError, or ValueError (invalid JSON or shape) with a one-line reason.
+    """
+    return load_conversation(path)[0]
+
+
+def load_conversation(path: str | Path) -> tuple[list[Message], list[dict[str, Any]]]:
+    """Messages and optional memory digest (``{"messages": ..., "digest": ...}``) of a file."""
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise ValueError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+    try:
+        return parse_messages(data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+
+
+def message_tokens(messages: Sequence[Message], model: str | None = None) -> int:
+    """Tokens of ``messages``: each content in ``model``'s tokens plus MESSAGE_OVERHEAD."""
+    if not messages:
+        return 0
+    counts = count_tokens_batch([m["content"] for m in messages], model)
+    return sum(counts) + MESSAGE_OVERHEAD * len(messages)
+
+
+def is_chitchat(message: Mapping[str, Any]) -> bool:
+    """A short user acknowledgement ("ok", "ya"): ≤ 50 chars, trimmed < 15, no ? or !."""
+    if message.get("role") != "user":
+        return False
+    content = message.get("content", "")
+    if len(content) > CHITCHAT_MAX_LENGTH:
+        return False
+    text = content.strip().lower()
+    return len(text) < CHITCHAT_SHORT_LENGTH and "?" not in text and "!" not in text
+
+
+def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` without chitchat (P1); system and assistant messages always stay."""
+    return [m for m in messages if not is_chitchat(m)]
+
+
+def format_memory_digest(digest: Sequence[Mapping[str, Any]], stages: Sequence[str]) -> str:
+    """The digest message text for compacted ``stages`` ("" when no entry applies)."""
+    if not stages:
+        return ""
+    entries = [
+        f"- {d.get('stage')}: {d.get('decision')}"
+        for d in digest
+        if not d.get("superseded") and d.get("stage") in stages and d.get("decision")
+    ]
+    if not entries:
+        return ""
+    return (
+        f"[CONTEXT COMPACTION: {len(stages)} earlier stage(s) compacted]\n"
+        + "\n".join(entries)
+        + "\n\nDetails live in the stage data; the original messages remain stored."
+    )
+
+
+def completed_stages(messages: Sequence[Message]) -> list[str]:
+    """Stages whose messages are marked ``completed``, oldest first."""
+    seen: list[str] = []
+    for m in messages:
+        stage = m.get("stage")
+        if stage is not None and m.get("completed") and str(stage) not in seen:
+            seen.append(str(stage))
+    return seen
+
+
+def _default_summarizer(model: str | None) -> Summarizer:
+    from selene_dag.context.levels import extractive_summary
+
+    def summarize(text: str, max_tokens: int) -> str:
+        return extractive_summary(text, max_tokens, model)
+
+    return summarize
+
+
+def _insert_after_system(messages: list[Message], message: Message) -> list[Message]:
+    n = 0
+    while n < len(messages) and messages[n]["role"] == "system":
+        n += 1
+    return [*messages[:n], message, *messages[n:]]
+
+
+# ---------------------------------------------------------------------------- the chain
+
+
+@dataclass(frozen=True)
+class CompactionStep:
+    """One step that ran: what it removed and the tokens before/after it."""
+
+    name: str
+    removed: int
+    tokens_before: int
+    tokens_after: int
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class CompactionReport:
+    """Messages out, the steps that ran, and where compaction stopped.
+
+    ``resolved_at``: "none" (nothing to do), "P1"–"P3" (under the compaction threshold
+    after that step), "P4" (staged: the caller must shrink stage detail), "prune"
+    (the brute prune ran) or "unresolved".
+    """
+
+    messages: list[Message]
+    steps: list[CompactionStep]
+    tokens_before: int
+    tokens_after: int
+    window: int
+    compaction_threshold: int
+    resolved_at: str
+    shrink_stage_detail: bool = False
+    compacted_stages: list[str] = field(default_factory=list)
+
+    @property
+    def removed(self) -> int:
+        """Messages removed or replaced in total."""
+        return sum(s.removed for s in self.steps)
+
+
+def brute_prune(
+    messages: Sequence[Message],
+    window: int,
+    model: str | None = None,
+    keep_last_n: int = KEEP_LAST_N,
+    prune_ratio: float = PRUNE_RATIO,
+) -> list[Message]:
+    """Safety net: above the prune threshold keep the system messages and the last
+    ``keep_last_n`` others; then drop the oldest non-system messages (then system ones)
+    until the total fits ``window``, truncating the last message if it alone is too big."""
+    msgs = validate_messages(messages)
+    total = message_tokens(msgs, model)
+    if not check_context_budget(total, window, prune_ratio=prune_ratio).should_prune:
+        return msgs
+    system = [i for i, m in enumerate(msgs) if m["role"] == "system"]
+    others = [i for i, m in enumerate(msgs) if m["role"] != "system"]
+    keep = set(system) | set(others[-keep_last_n:] if keep_last_n > 0 else [])
+    msgs = [m for i, m in enumerate(msgs) if i in keep]
+    counts = count_tokens_batch([m["content"] for m in msgs], model) if msgs else []
+    costs = [c + MESSAGE_OVERHEAD for c in counts]
+    total = sum(costs)
+    order = [i for i, m in enumerate(msgs) if m["role"] != "system"]
+    order += [i for i, m in enumerate(msgs) if m["role"] == "system"]
+    dropped: set[int] = set()
+    for i in order[:-1]:
+        if total <= window:
+            break
+        dropped.add(i)
+        total -= costs[i]
+    msgs = [m for i, m in enumerate(msgs) if i not in dropped]
+    while msgs and message_tokens(msgs, model) > window:
+        room = window - message_tokens(msgs[:-1], model) - MESSAGE_OVERHEAD
+        content = truncate_to_tokens(msgs[-1]["content"], room, model) if room > 0 else ""
+        if content:
+            msgs[-1] = {**msgs[-1], "content": content}
+        else:
+            msgs = msgs[:-1]
+    return msgs
+
+
+def compact_messages(
+    messages: Sequence[Message],
+    window: int,
+    model: str | None = None,
+    summarizer: Summarizer | None = None,
+    digest: Sequence[Mapping[str, Any]] = (),
+) -> CompactionReport:
+    """Run P1–P4 then the brute prune on ``messages`` for a ``window``-token context.
+
+    Each step re-counts and the chain stops once the total is under the compaction
+    threshold (85 %). ``summarizer(text, max_tokens) -> str`` (default: extractive leading
+    sentences) writes the P3 summary; ``digest`` entries ``{stage, decision, superseded?}``
+    feed P2's memory digest. The returned messages always fit ``window``. Raises
+    TypeError/ValueError on bad input.
+    """
+    msgs = validate_messages(messages)
+    check_context_budget(0, window)  # validates window
+    if summarizer is not None and not callable(summarizer):
+        raise TypeError("summarizer must be a callable (text, max_tokens) -> str")
+    summarize = summarizer or _default_summarizer(model)
+    before = message_tokens(msgs, model)
+    budget = check_context_budget(before, window)
+    threshold = budget.compaction_threshold
+    steps: list[CompactionStep] = []
+    compacted: list[str] = []
+    staged = any(m.get("stage") is not None for m in msgs)
+    resolved = "none"
+    shrink = False
+
+    def under(tokens: int) -> bool:
+        return tokens < threshold
+
+    tokens = before
+    if budget.should_compact:
+        resolved = "unresolved"
+        # P1
+        kept = strip_chitchat(msgs)
+        after = message_tokens(kept, model)
+        steps.append(CompactionStep("P1 strip chitchat", len(msgs) - len(kept), tokens, after))
+        msgs, tokens = kept, after
+        if under(tokens):
+            resolved = "P1"
+        # P2
+        if resolved == "unresolved":
+            stages = completed_stages(msgs)
+            removed = 0
+            start = tokens
+            for stage in stages:
+                n = len(msgs)
+                msgs = [m for m in msgs if m["role"] == "system" or str(m.get("stage")) != stage]
+                removed += n - len(msgs)
+                compacted.append(stage)
+                tokens = message_tokens(msgs, model)
+                if under(tokens):
+                    break
+            text = format_memory_digest(digest, compacted)
+            if text:
+                msgs = _insert_after_system(msgs, {"role": "system", "content": text})
+                tokens = message_tokens(msgs, model)
+            if stages:
+                steps.append(
+                    CompactionStep(
+                        "P2 compact stages",
+                        removed,
+                        start,
+                        tokens,
+                        f"stages {', '.join(compacted)}; digest {'added' if text else 'empty'}",
+                    )
+                )
+            if under(tokens):
+                resolved = "P2"
+        # P3
+        if resolved == "unresolved":
+            system = [m for m in msgs if m["role"] == "system"]
+            conversation = [m for m in msgs if m["role"] != "system"]
+            if staged:
+                n = min(math.floor(len(conversation) * P3_STAGED_RATIO), P3_STAGED_MAX)
+            else:
+                n = min(P3_GENERAL_MAX, math.floor(len(conversation) * P3_GENERAL_RATIO))
+            if n > 2:
+                transcript = "\n".join(f"[{m['role']}]: {m['content']}" for m in conversation[:n])
+                summary = summarize(transcript, P3_SUMMARY_TOKENS)
+                if not isinstance(summary, str):
+                    raise TypeError("summarizer must return a str")
+                summary = truncate_to_tokens(summary.strip(), P3_SUMMARY_TOKENS, model)
+                if summary:
+                    note = {
+                        "role": "system",
+                        "content": "[SUMMARY OF EARLIER DISCUSSION]\n"
+                        f"{summary}\n\nThe conversation continues from here.",
+                    }
+                    start = tokens
+                    msgs = [*system, note, *conversation[n:]]
+                    tokens = message_tokens(msgs, model)
+                    steps.append(
+                        CompactionStep("P3 summarize", n, start, tokens, f"{n} oldest messages")
+                    )
+                    if under(tokens):
+                        resolved = "P3"
+        # P4
+        if resolved == "unresolved" and staged:
+            resolved = "P4"
+            shrink = True
+            steps.append(
+                CompactionStep("P4 signal caller", 0, tokens, tokens, "shrink stage detail")
+            )
+    if check_context_budget(tokens, window).should_prune:
+        start = tokens
+        pruned = brute_prune(msgs, window, model)
+        tokens = message_tokens(pruned, model)
+        steps.append(CompactionStep("brute prune", len(msgs) - len(pruned), start, tokens))
+        msgs = pruned
+        if resolved in ("unresolved", "none") and steps[-1].removed:
+            resolved = "prune"
+    return CompactionReport(
+        msgs, steps, before, tokens, window, threshold, resolved, shrink, compacted
+    )

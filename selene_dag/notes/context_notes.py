@@ -1,0 +1,61 @@
+"""Notes as the context library sees them, and the access stamps that feed fidelity."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from selene_dag.context.builder import NotesPack, default_priority, pack_notes
+
+CONTEXT_COLUMNS = (
+    "id",
+    "title",
+    "content",
+    "essence",
+    "concepts",
+    "primary_theme",
+    "created_at",
+    "updated_at",
+    "fidelity_tier",
+    "last_accessed_at",
+)
+
+
+def load_context_notes(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """Every live, non-test note with its essence, concepts, theme and tier."""
+    rows = conn.execute(
+        "SELECT n.id, n.title, n.content, p.essence, p.concepts, coalesce(p.primary_theme, n.topic), "
+        "n.created_at, n.updated_at, coalesce(p.fidelity_tier, 'full'), p.last_accessed_at "
+        "FROM notes n LEFT JOIN processed_notes p ON p.note_id = n.id "
+        "WHERE n.deleted_at IS NULL AND NOT n.test_run ORDER BY n.id"
+    ).fetchall()
+    return [dict(zip(CONTEXT_COLUMNS, row, strict=True)) for row in rows]
+
+
+def activity_priority(note: Mapping[str, Any]) -> tuple:
+    """Priority for packing: most recent of update and access first, then stored tier."""
+    accessed = note.get("last_accessed_at")
+    stamp, tier_rank = default_priority(note)
+    if isinstance(accessed, datetime):
+        stamp = max(stamp, accessed.timestamp())
+    return (stamp, tier_rank)
+
+
+def pack_all_notes(notes: Sequence[Mapping[str, Any]], budget: int, model: str | None) -> NotesPack:
+    """Pack every note into ``budget`` tokens of ``model``, newest and most active first."""
+    return pack_notes(notes, budget, model=model, priority=activity_priority)
+
+
+def mark_accessed(conn: duckdb.DuckDBPyConnection, note_ids: Iterable[str], now: datetime) -> int:
+    """Stamp ``last_accessed_at`` on notes a context or answer actually used."""
+    ids = sorted(set(note_ids))
+    if not ids:
+        return 0
+    conn.execute(
+        "UPDATE processed_notes SET last_accessed_at = ? WHERE note_id IN (SELECT unnest(?))",
+        [now, ids],
+    )
+    return len(ids)

@@ -1,0 +1,89 @@
+"""Daily summaries (seed 000's daily-summary, using essences instead of raw content).
+
+Each note of the day becomes one line: ``- title: essence``, else its top-3 concepts, else
+the first 100 characters of its content. With a model engine the lines are also condensed
+into a short paragraph; the extractive engine keeps the lines as the summary.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import date, datetime, timedelta
+
+import duckdb
+
+from selene_dag.llm.engine import Engine
+
+SUMMARY_MAX_TOKENS = 200
+
+
+@dataclass
+class DaySummary:
+    """One day's summary and the notes it covers."""
+
+    day: date
+    summary: str
+    note_ids: list[str]
+
+
+def note_line(title: str, essence: str | None, concepts: list[str] | None, content: str) -> str:
+    """Render one note for a daily summary: essence → top-3 concepts → content[:100]…."""
+    if essence:
+        return f"- {title}: {essence}"
+    if concepts:
+        return f"- {title}: {', '.join(concepts[:3])}"
+    return f"- {title}: {' '.join(content.split())[:100]}..."
+
+
+def summarize_days(
+    conn: duckdb.DuckDBPyConnection, start: date, end: date, engine: Engine | None = None
+) -> list[DaySummary]:
+    """Summaries for every day in [start, end) that has live, non-test notes."""
+    rows = conn.execute(
+        "SELECT (n.created_at AT TIME ZONE 'UTC')::DATE AS day, n.id, n.title, p.essence, "
+        "p.concepts, n.content FROM notes n LEFT JOIN processed_notes p ON p.note_id = n.id "
+        "WHERE n.deleted_at IS NULL AND NOT n.test_run "
+        "AND (n.created_at AT TIME ZONE 'UTC')::DATE >= ? AND (n.created_at AT TIME ZONE 'UTC')::DATE < ? "
+        "ORDER BY n.created_at, n.id",
+        [start, end],
+    ).fetchall()
+    by_day: dict[date, list[tuple]] = {}
+    for row in rows:
+        by_day.setdefault(row[0], []).append(row[1:])
+    summaries = []
+    for day, notes in sorted(by_day.items()):
+        lines = "\n".join(note_line(t, e, c, body) for _, t, e, c, body in notes)
+        header = f"{day.isoformat()}: {len(notes)} note{'s' if len(notes) != 1 else ''}"
+        text = f"{header}\n{lines}"
+        if engine is not None and engine.name != "extractive":
+            text = f"{header}\n{engine.summarize(lines, SUMMARY_MAX_TOKENS)}\n\n{lines}"
+        summaries.append(DaySummary(day, text, [n[0] for n in notes]))
+    return summaries
+
+
+def write_day_summaries(
+    conn: duckdb.DuckDBPyConnection,
+    start: date,
+    end: date,
+    summaries: list[DaySummary],
+    now: datetime,
+) -> None:
+    """Replace the summaries of [start, end) with ``summaries`` in one transaction."""
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        conn.execute("DELETE FROM daily_summaries WHERE day >= ? AND day < ?", [start, end])
+        if summaries:
+            conn.executemany(
+                "INSERT INTO daily_summaries (day, summary, note_count, note_ids, created_at) "
+                "VALUES (?, ?, ?, ?, ?)",
+                [[s.day, s.summary, len(s.note_ids), s.note_ids, now] for s in summaries],
+            )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+
+
+def days(start: date, end: date) -> list[date]:
+    """Every day in [start, end)."""
+    return [start + timedelta(days=i) for i in range((end - start).days)]

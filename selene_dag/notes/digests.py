@@ -1,0 +1,85 @@
+"""Thread digests (seed 000's compile-thread-digests).
+
+Eligible: active threads with ≥ 10 notes and ≥ 5 essences. A digest is regenerated only when
+stale: the hash of the essences (and name, motivation) it was made from differs from the
+stored one. A digest must be 3–5 sentences and ≥ 30 characters; longer answers are cut to
+five sentences, shorter or empty ones are rejected and counted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import duckdb
+
+from selene_dag.llm.engine import MIN_DIGEST_CHARS, Engine
+
+MIN_THREAD_NOTES = 10
+MIN_THREAD_ESSENCES = 5
+MIN_SENTENCES, MAX_SENTENCES = 3, 5
+_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[`])")
+
+
+@dataclass
+class DigestStats:
+    """Outcome of one digest run."""
+
+    eligible: int = 0
+    written: int = 0
+    fresh: int = 0
+    rejected: int = 0
+    rejected_threads: list[str] = field(default_factory=list)
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split prose into sentences at ., ! or ? followed by a capitalised word."""
+    parts = [p.strip() for p in _SENTENCE_END.split(" ".join(text.split()))]
+    return [p for p in parts if p]
+
+
+def validate_digest(text: str | None) -> str | None:
+    """Return the digest cut to at most 5 sentences, or None if it is not 3+ sentences / 30+ chars."""
+    sentences = split_sentences(text or "")
+    if len(sentences) < MIN_SENTENCES:
+        return None
+    digest = " ".join(sentences[:MAX_SENTENCES])
+    return digest if len(digest) >= MIN_DIGEST_CHARS else None
+
+
+def _source_hash(name: str, why: str | None, essences: list[str]) -> str:
+    payload = "\x00".join([name, why or "", *essences])
+    return hashlib.sha256(payload.encode()).hexdigest()[:32]
+
+
+def compile_digests(conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime) -> DigestStats:
+    """Write a digest for every eligible thread whose essences changed since its digest."""
+    threads = conn.execute(
+        "SELECT t.id, t.name, t.why, t.digest_source, "
+        "       list(p.essence ORDER BY n.created_at, n.id) FILTER (WHERE p.essence IS NOT NULL) "
+        "FROM threads t JOIN thread_notes tn ON tn.thread_id = t.id "
+        "JOIN notes n ON n.id = tn.note_id AND n.deleted_at IS NULL "
+        "LEFT JOIN processed_notes p ON p.note_id = n.id "
+        "WHERE t.status = 'active' GROUP BY t.id, t.name, t.why, t.digest_source "
+        f"HAVING count(*) >= {MIN_THREAD_NOTES} "
+        f"AND count(p.essence) >= {MIN_THREAD_ESSENCES} ORDER BY t.id"
+    ).fetchall()
+    stats = DigestStats(eligible=len(threads))
+    for thread_id, name, why, stored_source, essences in threads:
+        source = _source_hash(name, why, essences)
+        if source == stored_source:
+            stats.fresh += 1
+            continue
+        digest = validate_digest(engine.digest_thread(name, why or "", essences))
+        if digest is None:
+            stats.rejected += 1
+            stats.rejected_threads.append(thread_id)
+            continue
+        conn.execute(
+            "UPDATE threads SET thread_digest = ?, digest_at = ?, digest_source = ? WHERE id = ?",
+            [digest, now, source, thread_id],
+        )
+        stats.written += 1
+    return stats

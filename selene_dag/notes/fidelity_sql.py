@@ -1,0 +1,31 @@
+"""Apply seed 000's tier rules to every note with one set-based SQL transform."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import duckdb
+
+from selene_dag.paths import transform_sql
+from selene_dag.store import execute_script
+
+
+def fidelity_inputs(conn: duckdb.DuckDBPyConnection, now: datetime) -> list[tuple]:
+    """Rows (note_id, age_days, has_essence, thread_status, last_access_days) as of ``now``."""
+    return conn.execute(transform_sql("fidelity_inputs"), {"now": now}).fetchall()
+
+
+def apply_fidelity_tiers(conn: duckdb.DuckDBPyConnection, now: datetime) -> int:
+    """Recompute every live note's tier as of ``now`` in one transaction; return how many changed."""
+    sql = transform_sql("fidelity_tiers").replace("{inputs}", transform_sql("fidelity_inputs"))
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        before = dict(conn.execute("SELECT note_id, fidelity_tier FROM processed_notes").fetchall())
+        execute_script(conn, sql, {"now": now})
+        after = conn.execute("SELECT note_id, tier FROM fidelity_new").fetchall()
+        conn.execute("DROP TABLE fidelity_new")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return sum(1 for note_id, tier in after if before.get(note_id) != tier)

@@ -1,0 +1,43 @@
+"""Compression health: seed 000's ``/health/compression`` fields, from the database."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+import duckdb
+
+from selene_dag.notes.fidelity import TIERS
+
+
+def compression_health(conn: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, Any]:
+    """Return seed 000's health document: tiers, essence progress, thread digests.
+
+    Counts only live (not deleted), non-test notes.
+    """
+    tier_rows = conn.execute(
+        "SELECT coalesce(p.fidelity_tier, 'full'), count(*) FROM processed_notes p "
+        "JOIN notes n ON n.id = p.note_id WHERE n.deleted_at IS NULL AND NOT n.test_run "
+        "GROUP BY 1"
+    ).fetchall()
+    tiers = {tier: 0 for tier in TIERS} | {tier: int(count) for tier, count in tier_rows}
+    total, computed = conn.execute(
+        "SELECT count(*), count(p.essence) FROM notes n "
+        "LEFT JOIN processed_notes p ON p.note_id = n.id "
+        "WHERE n.deleted_at IS NULL AND NOT n.test_run"
+    ).fetchone()
+    active, with_digest = conn.execute(
+        "SELECT count(*), count(thread_digest) FROM threads WHERE status = 'active'"
+    ).fetchone()
+    return {
+        "status": "ok",
+        "timestamp": now.isoformat(),
+        "tiers": tiers,
+        "essences": {
+            "total": int(total),
+            "computed": int(computed),
+            "remaining": int(total - computed),
+            "percent": round(100 * computed / total) if total else 0,
+        },
+        "threadDigests": {"activeThreads": int(active), "withDigest": int(with_digest)},
+    }

@@ -1,0 +1,115 @@
+"""Essences, concepts and themes for notes (seed 000's process-llm / distill-essences).
+
+Incremental: only notes that are new, changed since their analysis, or lack an essence are
+analysed, newest first. Results are committed at least every ``COMMIT_EVERY_SECONDS``: a
+model call takes longer than that, so with a model server each note is committed as it
+completes; the fast extractive engine batches a few hundred notes per commit instead of
+paying one disk sync per note. A crash or a server going down loses at most that window,
+and a re-run resumes where the committed work ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import duckdb
+
+from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine
+from selene_dag.paths import transform_sql
+
+COMMIT_EVERY_SECONDS = 0.5
+
+
+@dataclass
+class AnalysisStats:
+    """Outcome of one processing run."""
+
+    pending: int = 0
+    analysed: int = 0
+    rejected_essences: int = 0
+    failed: int = 0
+    stopped_by: str | None = None
+    rejected_ids: list[str] = field(default_factory=list)
+
+
+def notes_needing_analysis(
+    conn: duckdb.DuckDBPyConnection, limit: int | None = None
+) -> list[tuple]:
+    """Return (id, title, content, content_hash) of notes to analyse, newest first."""
+    sql = transform_sql("essence_todo")
+    if limit is not None:
+        sql += f"\nLIMIT {int(limit)}"
+    return conn.execute(sql).fetchall()
+
+
+def valid_essence(essence: str | None) -> str | None:
+    """Return the stripped essence when it is longer than 10 characters, else None."""
+    text = (essence or "").strip()
+    return text if len(text) >= MIN_ESSENCE_CHARS else None
+
+
+def analyse_notes(
+    conn: duckdb.DuckDBPyConnection,
+    engine: Engine,
+    now: datetime,
+    limit: int | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> AnalysisStats:
+    """Analyse pending notes with ``engine``, committing completed notes as described above.
+
+    An :class:`EngineError` stops the run after what is done is committed; the error is
+    re-raised so the caller fails with its message. Essences of ≤ 10 characters are
+    rejected (stored as NULL and counted), the concepts and theme are kept.
+    """
+    todo = notes_needing_analysis(conn, limit)
+    stats = AnalysisStats(pending=len(todo))
+    upsert = transform_sql("essence_upsert")
+    engine_label = f"{engine.name}:{engine.model}"
+    conn.execute("BEGIN TRANSACTION")
+    last_commit = time.monotonic()
+    try:
+        for index, (note_id, title, content, chash) in enumerate(todo, start=1):
+            analysis = engine.analyze_note(title, content)
+            essence = valid_essence(analysis.essence)
+            if essence is None:
+                stats.rejected_essences += 1
+                stats.rejected_ids.append(note_id)
+            conn.execute(
+                upsert,
+                {
+                    "note_id": note_id,
+                    "concepts": list(analysis.concepts),
+                    "primary_theme": analysis.primary_theme or None,
+                    "essence": essence,
+                    "essence_at": now,
+                    "source_hash": chash,
+                    "engine": engine_label,
+                },
+            )
+            stats.analysed += 1
+            if time.monotonic() - last_commit >= COMMIT_EVERY_SECONDS:
+                conn.execute("COMMIT")
+                conn.execute("BEGIN TRANSACTION")
+                last_commit = time.monotonic()
+            if progress:
+                progress(index, len(todo))
+    finally:
+        # Keep every completed note, also when the engine fails on the next one.
+        conn.execute("COMMIT")
+    return stats
+
+
+def processed_version(conn: duckdb.DuckDBPyConnection) -> str:
+    """Content hash of every live note's analysis (essence, concepts, theme)."""
+    rows = conn.execute(
+        "SELECT p.note_id, p.essence, p.concepts, p.primary_theme FROM processed_notes p "
+        "JOIN notes n ON n.id = p.note_id WHERE n.deleted_at IS NULL ORDER BY p.note_id"
+    ).fetchall()
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(repr(row).encode())
+    return digest.hexdigest()[:32]

@@ -1,0 +1,111 @@
+"""Threads: notes grouped by topic (default), plus model-detected threads (seed 000).
+
+Topic threads come from set-based SQL (``threads_by_topic.sql``). With a model engine, seed
+000's detect-threads also runs over the 30 newest notes not yet in a model thread, rendered
+through a ``ContextBuilder(3000)``; its proposals become ``origin='model'`` threads.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from datetime import datetime
+
+import duckdb
+
+from selene_dag.llm.engine import Engine
+from selene_dag.paths import transform_sql
+from selene_dag.store import execute_script
+
+DETECT_NOTE_LIMIT = 30
+DETECT_BUDGET_TOKENS = 3000
+
+
+@dataclass
+class ThreadStats:
+    """Outcome of one threads run."""
+
+    threads: int
+    active: int
+    model_threads_added: int
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "thread"
+
+
+def detect_model_threads(conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime) -> int:
+    """Run the engine's thread detection over up to 30 newest unthreaded notes; return added."""
+    from selene_dag.context.builder import ContextBuilder
+
+    rows = conn.execute(
+        "SELECT n.id, n.title, n.content, p.essence, p.primary_theme, p.concepts, p.fidelity_tier "
+        "FROM notes n JOIN processed_notes p ON p.note_id = n.id "
+        "WHERE n.deleted_at IS NULL AND NOT n.test_run AND n.id NOT IN ("
+        "  SELECT tn.note_id FROM thread_notes tn JOIN threads t ON t.id = tn.thread_id "
+        "  WHERE t.origin = 'model') "
+        f"ORDER BY n.created_at DESC LIMIT {DETECT_NOTE_LIMIT}"
+    ).fetchall()
+    if len(rows) < 3:
+        return 0
+    keys = ("id", "title", "content", "essence", "primary_theme", "concepts", "fidelity_tier")
+    notes = [dict(zip(keys, row, strict=True)) for row in rows]
+    builder = ContextBuilder(DETECT_BUDGET_TOKENS)
+    for note in notes:
+        builder.add_note(note)
+    known = {n["id"] for n in notes}
+    added = 0
+    for proposal in engine.detect_threads(builder.build(), notes):
+        members = [i for i in proposal.note_ids if i in known]
+        if len(members) < 2:
+            continue
+        thread_id = f"model:{_slug(proposal.name)}"
+        conn.execute(
+            "INSERT INTO threads (id, name, why, summary, status, last_activity_at, note_count, origin) "
+            "VALUES (?, ?, ?, ?, 'active', ?, ?, 'model') ON CONFLICT (id) DO UPDATE SET "
+            "why = excluded.why, summary = excluded.summary",
+            [thread_id, proposal.name, proposal.why, proposal.summary or None, now, len(members)],
+        )
+        conn.executemany(
+            "INSERT INTO thread_notes (thread_id, note_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+            [[thread_id, m] for m in members],
+        )
+        added += 1
+    return added
+
+
+def refresh_threads(
+    conn: duckdb.DuckDBPyConnection,
+    now: datetime,
+    active_days: int,
+    engine: Engine | None = None,
+) -> ThreadStats:
+    """Rebuild topic threads, optionally detect model threads, and set every status.
+
+    A thread is active when its newest member activity (update or access) is within
+    ``active_days`` of ``now``, else archived.
+    """
+    params = {"now": now, "active_days": active_days}
+    conn.execute("BEGIN TRANSACTION")
+    try:
+        execute_script(conn, transform_sql("threads_by_topic"), params)
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    added = detect_model_threads(conn, engine, now) if engine is not None else 0
+    conn.execute(transform_sql("threads_refresh_model"), params)
+    total, active = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE status = 'active') FROM threads"
+    ).fetchone()
+    return ThreadStats(threads=int(total), active=int(active), model_threads_added=added)
+
+
+def threads_version(conn: duckdb.DuckDBPyConnection) -> str:
+    """Hash of every thread's id, status and members."""
+    rows = conn.execute(
+        "SELECT t.id, t.status, list(tn.note_id ORDER BY tn.note_id) FROM threads t "
+        "LEFT JOIN thread_notes tn ON tn.thread_id = t.id GROUP BY t.id, t.status ORDER BY t.id"
+    ).fetchall()
+    return hashlib.sha256(repr(rows).encode()).hexdigest()[:32]

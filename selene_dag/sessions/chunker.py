@@ -1,0 +1,137 @@
+"""Group scored events into assessment chunks (seed 003 §5.5).
+
+Defaults: at most 20 events and 4,000 tokens per chunk, events below importance 30 (and
+events without text) left out, 2 events of overlap carried from one chunk into the next.
+Tokens are counted in the target model's tokens (``count_tokens_batch``), so a chunk's
+``token_count`` is exact and never above ``max_tokens``; a single event longer than the
+budget is truncated to it. Chunk ids are ``sha1(session_key:first_seq:last_seq)[:16]``:
+re-chunking unchanged events gives the same ids.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from selene_dag.context.tokens import count_tokens, count_tokens_batch, truncate_to_tokens
+from selene_dag.sessions.parsers.model import SessionEvent
+from selene_dag.sessions.scoring import score_event
+
+
+@dataclass(frozen=True)
+class ChunkConfig:
+    """Chunking limits (seed 003 defaults)."""
+
+    max_events: int = 20
+    max_tokens: int = 4000
+    min_importance: int = 30
+    overlap: int = 2
+
+    def __post_init__(self) -> None:
+        if self.max_events < 1 or self.max_tokens < 16:
+            raise ValueError("ChunkConfig needs max_events >= 1 and max_tokens >= 16")
+        if not 0 <= self.overlap < self.max_events:
+            raise ValueError("ChunkConfig.overlap must be >= 0 and < max_events")
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """A window of consecutive kept events, rendered as text for assessment/distillation."""
+
+    id: str
+    session_key: str
+    chunk_index: int
+    first_seq: int
+    last_seq: int
+    text: str
+    token_count: int
+    importance_avg: float
+    event_count: int
+    seqs: tuple[int, ...]
+    first_timestamp: str | None = None
+    last_timestamp: str | None = None
+
+
+def chunk_id(session_key: str, first_seq: int, last_seq: int) -> str:
+    """Stable id of a chunk from its session key and first/last event seq."""
+    return hashlib.sha1(f"{session_key}:{first_seq}:{last_seq}".encode()).hexdigest()[:16]
+
+
+def render_event(event: SessionEvent) -> str:
+    """One line (or block) of chunk text for an event: ``[role/kind tool] text``."""
+    label = f"{event.role}/{event.kind}"
+    if event.tool_name:
+        label += f" {event.tool_name}"
+    if event.is_error:
+        label += " ERROR"
+    return f"[{label}] {event.text.strip()}"
+
+
+def build_chunks(
+    events: Sequence[SessionEvent],
+    session_key: str,
+    config: ChunkConfig = ChunkConfig(),
+    model: str | None = None,
+) -> list[Chunk]:
+    """Chunks of ``events`` (in seq order) for ``session_key``; see the module docstring.
+
+    Events whose ``importance`` is None are scored with :func:`score_event` first.
+    """
+    if not session_key:
+        raise ValueError("build_chunks() needs a non-empty session_key")
+    kept: list[SessionEvent] = []
+    for event in sorted(events, key=lambda e: e.seq):
+        if not event.text.strip():
+            continue
+        importance = event.importance if event.importance is not None else score_event(event)
+        if importance >= config.min_importance:
+            kept.append(event)
+    if not kept:
+        return []
+    lines = [render_event(e) + "\n" for e in kept]
+    counts = count_tokens_batch(lines, model=model)
+    for i, n in enumerate(counts):
+        if n > config.max_tokens:
+            lines[i] = truncate_to_tokens(lines[i], config.max_tokens - 1, model=model) + "\n"
+            counts[i] = count_tokens(lines[i], model=model)
+    windows: list[list[int]] = []
+    current: list[int] = []
+    used = 0
+    for i, n in enumerate(counts):
+        if current and (len(current) >= config.max_events or used + n > config.max_tokens):
+            windows.append(current)
+            carry = current[-config.overlap :] if config.overlap else []
+            while carry and sum(counts[j] for j in carry) + n > config.max_tokens:
+                carry = carry[1:]
+            current, used = list(carry), sum(counts[j] for j in carry)
+        current.append(i)
+        used += n
+    windows.append(current)
+    chunks: list[Chunk] = []
+    for index, window in enumerate(windows):
+        members = [kept[j] for j in window]
+        text = "".join(lines[j] for j in window).rstrip("\n")
+        tokens = count_tokens(text, model=model)
+        if tokens > config.max_tokens:  # tokenizers almost never merge across lines; guard anyway
+            text = truncate_to_tokens(text, config.max_tokens, model=model)
+            tokens = count_tokens(text, model=model)
+        scores = [m.importance if m.importance is not None else score_event(m) for m in members]
+        first, last = members[0].seq, members[-1].seq
+        chunks.append(
+            Chunk(
+                id=chunk_id(session_key, first, last),
+                session_key=session_key,
+                chunk_index=index,
+                first_seq=first,
+                last_seq=last,
+                text=text,
+                token_count=tokens,
+                importance_avg=round(sum(scores) / len(scores), 3),
+                event_count=len(members),
+                seqs=tuple(m.seq for m in members),
+                first_timestamp=members[0].timestamp,
+                last_timestamp=members[-1].timestamp,
+            )
+        )
+    return chunks

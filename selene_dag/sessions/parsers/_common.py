@@ -1,0 +1,90 @@
+"""Helpers shared by the platform parsers: streaming JSONL reading, text and path extraction."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from selene_dag.sessions.parsers.model import ParseStats
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
+_PATH_KEYS = ("file_path", "notebook_path", "absolute_path", "filePath")
+
+
+def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield ``(line_number, object)`` for each JSON object line of ``path``, streaming.
+
+    Blank lines are ignored; undecodable lines and non-object values are counted in
+    ``stats`` and skipped. Memory use does not grow with the file size.
+    """
+    loads = orjson.loads
+    with path.open("rb", buffering=1 << 20) as handle:
+        for number, raw in enumerate(handle, 1):
+            if len(raw) < 3 and not raw.strip():  # strip() copies: only test short lines
+                continue
+            try:
+                obj = loads(raw)
+            except orjson.JSONDecodeError as exc:
+                if not raw.strip():
+                    continue
+                stats.lines += 1
+                stats.record_error(number, f"invalid JSON ({exc.msg})")
+                continue
+            stats.lines += 1
+            if not isinstance(obj, dict):
+                stats.record_error(number, f"expected a JSON object, got {type(obj).__name__}")
+                continue
+            yield number, obj
+
+
+def strip_ansi(text: str) -> str:
+    """Remove terminal colour escapes."""
+    return _ANSI.sub("", text) if "\x1b" in text else text
+
+
+def to_text(value: Any) -> str:
+    """Flatten a content value (string, list of blocks, dict) into plain text."""
+    if value is None:
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        parts = [to_text(item) for item in value]
+        return "\n".join(p for p in parts if p)
+    if isinstance(value, dict):
+        for key in ("text", "output", "content", "message", "error"):
+            if key in value and value[key] is not None:
+                return to_text(value[key])
+        return dumps(value)
+    return str(value)
+
+
+def dumps(value: Any) -> str:
+    """Compact JSON text of ``value`` (used for tool inputs)."""
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return str(value)
+
+
+def paths_from_input(tool_input: Any, text: str = "") -> tuple[str, ...]:
+    """File paths named by a tool call: path-like input keys and apply_patch headers."""
+    found: list[str] = []
+    if isinstance(tool_input, dict):
+        for key in _PATH_KEYS:
+            value = tool_input.get(key)
+            if isinstance(value, str) and value:
+                found.append(value)
+        edits = tool_input.get("edits")
+        if isinstance(edits, list):
+            for edit in edits:
+                if isinstance(edit, dict) and isinstance(edit.get("file_path"), str):
+                    found.append(edit["file_path"])
+    if "*** " in text:
+        found.extend(_PATCH_FILE.findall(text.replace("\\n", "\n")))
+    return tuple(dict.fromkeys(found))

@@ -1,0 +1,256 @@
+"""Codex CLI rollout parser (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Two layouts are read: the current envelope ``{timestamp, type, payload}`` (``session_meta``,
+``turn_context``, ``response_item``, ``event_msg``, ``compacted``) and the legacy layout
+(first line ``{id, timestamp, instructions, git}``, then bare items such as
+``{type: "message", ...}`` and ``{"record_type": "state"}``).
+
+Duplicated content: Codex writes the same prompt, reply and reasoning summary twice — as a
+``response_item`` (what the model saw) and as an ``event_msg`` (``user_message``,
+``agent_message``, ``agent_reasoning``, what the UI showed), in either order. We keep
+whichever copy comes first and skip its twin from the other source (matched on channel and
+exact text, within a bounded window), counting skips in ``ParseStats.duplicates``. A prompt
+genuinely sent twice is kept twice. Other ``event_msg`` echoes of tool calls
+(``exec_command_end``, ``patch_apply_end``, ``mcp_tool_call_end``...) duplicate the
+``function_call``/``function_call_output`` items, so they become ``other`` with no text.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from selene_dag.sessions.parsers._common import dumps, iter_json_lines, paths_from_input, to_text
+from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
+
+_CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions")
+_TOOL_CALLS = {"function_call", "custom_tool_call", "local_shell_call"}
+_TOOL_OUTPUTS = {"function_call_output", "custom_tool_call_output", "tool_search_output"}
+_OTHER_CALLS = {"web_search_call", "tool_search_call", "image_generation_call"}
+_WINDOW = 512
+
+
+class _Twins:
+    """Pairs records that carry the same text from the two sources (response_item/event_msg)."""
+
+    def __init__(self) -> None:
+        self._pending: OrderedDict[tuple[str, str], list[str]] = OrderedDict()
+
+    def is_twin(self, channel: str, text: str, source: str) -> bool:
+        """True when an earlier record from the other source had this text (consumes it)."""
+        key = (channel, text.strip())
+        sources = self._pending.get(key)
+        if sources:
+            for i, s in enumerate(sources):
+                if s != source:
+                    del sources[i]
+                    if not sources:
+                        del self._pending[key]
+                    return True
+        self._pending.setdefault(key, []).append(source)
+        self._pending.move_to_end(key)
+        while len(self._pending) > _WINDOW:
+            self._pending.popitem(last=False)
+        return False
+
+
+def _output_error(payload: dict[str, Any], raw: Any) -> tuple[str, bool]:
+    """Text and error flag of a tool output (string JSON ``{output, metadata.exit_code}``)."""
+    is_error = payload.get("success") is False or payload.get("status") == "failed"
+    if isinstance(raw, str) and raw.startswith("{"):
+        try:
+            parsed = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return raw, is_error
+        if isinstance(parsed, dict):
+            meta = parsed.get("metadata")
+            code = meta.get("exit_code") if isinstance(meta, dict) else None
+            if isinstance(code, int) and code != 0:
+                is_error = True
+            return to_text(parsed.get("output", parsed)), is_error
+    return to_text(raw), is_error
+
+
+def _item_events(
+    item: dict[str, Any], b: EventBuilder, twins: _Twins, stats: ParseStats, common: dict[str, Any]
+) -> Iterator[SessionEvent]:
+    itype = item.get("type")
+    raw_type = f"response_item/{itype}"
+    if itype == "message":
+        role = item.get("role")
+        text = to_text(
+            [c for c in item.get("content") or [] if isinstance(c, dict) and "text" in c]
+        )
+        if role == "user":
+            if text.lstrip().startswith(_CONTEXT_PREFIXES):
+                yield b.make(role="system", kind="system", text=text, raw_type=raw_type, **common)
+            elif twins.is_twin("user", text, "item"):
+                stats.duplicates += 1
+            else:
+                yield b.make(
+                    role="user", kind="user_prompt", text=text, raw_type=raw_type, **common
+                )
+        elif role == "assistant":
+            if twins.is_twin("assistant", text, "item"):
+                stats.duplicates += 1
+            else:
+                yield b.make(
+                    role="assistant", kind="assistant_text", text=text, raw_type=raw_type, **common
+                )
+        else:
+            yield b.make(role="system", kind="system", text=text, raw_type=raw_type, **common)
+    elif itype == "reasoning":
+        summaries = [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict)]
+        if not summaries:
+            yield b.make(role="assistant", kind="other", text="", raw_type=raw_type, **common)
+        for text in summaries:
+            if twins.is_twin("reasoning", text, "item"):
+                stats.duplicates += 1
+            else:
+                yield b.make(role="assistant", kind="other", text=text, raw_type=raw_type, **common)
+    elif itype in _TOOL_CALLS:
+        raw_args = item.get("arguments", item.get("input", item.get("action")))
+        text = raw_args if isinstance(raw_args, str) else dumps(raw_args)
+        try:
+            parsed = orjson.loads(text) if text.startswith("{") else None
+        except orjson.JSONDecodeError:
+            parsed = None
+        yield b.make(
+            role="assistant",
+            kind="tool_use",
+            text=text,
+            tool_name=item.get("name") or itype,
+            file_paths=paths_from_input(parsed, text),
+            raw_type=raw_type,
+            **common,
+        )
+    elif itype in _OTHER_CALLS:
+        text = dumps(
+            item.get("action") or item.get("arguments") or item.get("revised_prompt") or {}
+        )
+        name = itype.removesuffix("_call")
+        yield b.make(
+            role="assistant",
+            kind="tool_use",
+            text=text,
+            tool_name=name,
+            raw_type=raw_type,
+            **common,
+        )
+    elif itype in _TOOL_OUTPUTS:
+        raw = item.get("output", item.get("tools"))
+        text, is_error = _output_error(item, raw)
+        yield b.make(
+            role="tool",
+            kind="tool_result",
+            text=text,
+            is_error=is_error,
+            raw_type=raw_type,
+            **common,
+        )
+    elif itype == "agent_message":
+        yield b.make(
+            role="assistant",
+            kind="other",
+            text=to_text(item.get("content")),
+            raw_type=raw_type,
+            **common,
+        )
+    else:
+        yield b.make(role="system", kind="other", text="", raw_type=raw_type, **common)
+
+
+def _event_msg(
+    payload: dict[str, Any],
+    b: EventBuilder,
+    twins: _Twins,
+    stats: ParseStats,
+    common: dict[str, Any],
+) -> Iterator[SessionEvent]:
+    etype = payload.get("type")
+    raw_type = f"event_msg/{etype}"
+    if etype in ("user_message", "agent_message", "agent_reasoning"):
+        channel, role, kind = {
+            "user_message": ("user", "user", "user_prompt"),
+            "agent_message": ("assistant", "assistant", "assistant_text"),
+            "agent_reasoning": ("reasoning", "assistant", "other"),
+        }[etype]
+        text = to_text(payload.get("message", payload.get("text")))
+        if twins.is_twin(channel, text, "event"):
+            stats.duplicates += 1
+            return
+        yield b.make(role=role, kind=kind, text=text, raw_type=raw_type, **common)
+    elif etype in ("error", "stream_error"):
+        text = to_text(payload.get("message"))
+        yield b.make(
+            role="system", kind="error", text=text, is_error=True, raw_type=raw_type, **common
+        )
+    elif etype == "context_compacted":
+        yield b.make(role="system", kind="compact_boundary", text="", raw_type=raw_type, **common)
+    elif etype == "turn_aborted":
+        text = f"turn aborted: {payload.get('reason', '')}"
+        yield b.make(role="system", kind="system", text=text, raw_type=raw_type, **common)
+    else:
+        yield b.make(role="system", kind="other", text="", raw_type=raw_type, **common)
+
+
+def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
+    """Stream the events of a Codex rollout (current or legacy layout; see module docstring)."""
+    b = EventBuilder("codex", path.stem)
+    twins = _Twins()
+    legacy_ts: str | None = None
+    first = True
+    for line, obj in iter_json_lines(path, stats):
+        is_first, first = first, False
+        rtype = obj.get("type")
+        payload = obj.get("payload")
+        ts = obj.get("timestamp")
+        common = {"line": line, "timestamp": ts if isinstance(ts, str) else legacy_ts}
+        if isinstance(payload, dict) and isinstance(rtype, str):
+            if rtype == "session_meta":
+                if stats.session_id is None and isinstance(payload.get("id"), str):
+                    stats.session_id = b.session_id = payload["id"]
+                if stats.project is None and isinstance(payload.get("cwd"), str):
+                    stats.project = payload["cwd"]
+                text = f"Codex session in {payload.get('cwd', '?')} (cli {payload.get('cli_version', '?')})"
+                yield b.make(role="system", kind="system", text=text, raw_type=rtype, **common)
+            elif rtype == "response_item":
+                yield from _item_events(payload, b, twins, stats, common)
+            elif rtype == "event_msg":
+                yield from _event_msg(payload, b, twins, stats, common)
+            elif rtype == "compacted":
+                text = to_text(payload.get("message"))
+                yield b.make(
+                    role="system", kind="compact_boundary", text=text, raw_type=rtype, **common
+                )
+            else:
+                yield b.make(role="system", kind="other", text="", raw_type=rtype, **common)
+        elif rtype is None and "record_type" not in obj and "id" in obj and is_first:
+            # Legacy header line: {id, timestamp, instructions, git}.
+            legacy_ts = ts if isinstance(ts, str) else None
+            if isinstance(obj.get("id"), str):
+                stats.session_id = b.session_id = obj["id"]
+            common["timestamp"] = legacy_ts
+            yield b.make(
+                role="system",
+                kind="system",
+                text="Codex session (legacy format)",
+                raw_type="legacy_meta",
+                **common,
+            )
+        elif "record_type" in obj:
+            yield b.make(
+                role="system",
+                kind="other",
+                text="",
+                raw_type=f"record_type/{obj['record_type']}",
+                **common,
+            )
+        elif isinstance(rtype, str):
+            yield from _item_events(obj, b, twins, stats, common)
+        else:
+            stats.record_error(line, "record has neither 'type' nor 'payload'")

@@ -1,0 +1,193 @@
+"""Gemini CLI chat parser (``~/.gemini/tmp/<projectHash>/chats/session-*.json[l]``).
+
+Two layouts: one JSON document ``{sessionId, projectHash, startTime, lastUpdated, messages}``
+and the append-only JSONL log (header record, message records, ``{"$set": {...}}`` patches).
+In the JSONL log a message is re-written with the same ``id`` when it changes (tool calls
+and their results are appended later), so the last record of an id wins and keeps the
+position of the first. Both layouts are therefore read whole before events are yielded:
+memory grows with the file, which is fine for Gemini chats (kilobytes to a few MB).
+
+Mapping: ``user`` -> ``user_prompt``; ``gemini``/``model``/``assistant`` -> thoughts
+(``other``), then ``assistant_text`` (when non-empty), then per tool call a ``tool_use`` and a
+``tool_result`` (error when the status is not success, the response has an error, or a shell
+output reports a non-zero exit code); ``info``/``warning`` -> ``system``; ``error`` ->
+``error``; anything else -> ``other``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from selene_dag.sessions.parsers._common import dumps, iter_json_lines, paths_from_input, to_text
+from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
+
+_EXIT_CODE = re.compile(r"Exit Code: (\d+)")
+_ASSISTANT_TYPES = {"gemini", "model", "assistant"}
+
+
+def _content_text(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if content is None and "parts" in message:
+        content = message.get("parts")
+    return to_text(content)
+
+
+def _result_text(call: dict[str, Any]) -> tuple[str, bool]:
+    is_error = str(call.get("status", "success")).lower() not in ("success", "")
+    parts: list[str] = []
+    for item in call.get("result") or []:
+        resp = (
+            item.get("functionResponse", {}).get("response", {}) if isinstance(item, dict) else {}
+        )
+        if isinstance(resp, dict):
+            if resp.get("error"):
+                is_error = True
+                parts.append(to_text(resp.get("error")))
+            if "output" in resp:
+                parts.append(to_text(resp.get("output")))
+    text = "\n".join(p for p in parts if p)
+    if not text:
+        text = to_text(call.get("resultDisplay"))
+    match = _EXIT_CODE.search(text)
+    if match and match.group(1) != "0":
+        is_error = True
+    return text, is_error
+
+
+def _message_events(message: dict[str, Any], line: int, b: EventBuilder) -> Iterator[SessionEvent]:
+    mtype = message.get("type")
+    ts = message.get("timestamp") if isinstance(message.get("timestamp"), str) else None
+    common = {"line": line, "timestamp": ts}
+    if mtype == "user":
+        yield b.make(
+            role="user", kind="user_prompt", text=_content_text(message), raw_type="user", **common
+        )
+    elif mtype in _ASSISTANT_TYPES:
+        thoughts = [
+            ": ".join(str(t[k]) for k in ("subject", "description") if t.get(k))
+            for t in message.get("thoughts") or []
+            if isinstance(t, dict)
+        ]
+        if any(thoughts):
+            text = "\n".join(t for t in thoughts if t)
+            yield b.make(
+                role="assistant", kind="other", text=text, raw_type=f"{mtype}/thoughts", **common
+            )
+        text = _content_text(message)
+        if text:
+            yield b.make(
+                role="assistant", kind="assistant_text", text=text, raw_type=str(mtype), **common
+            )
+        for call in message.get("toolCalls") or []:
+            if not isinstance(call, dict):
+                continue
+            args = call.get("args")
+            args_text = dumps(args)
+            yield b.make(
+                role="assistant",
+                kind="tool_use",
+                text=args_text,
+                tool_name=call.get("name"),
+                file_paths=paths_from_input(args, args_text),
+                raw_type=f"{mtype}/toolCall",
+                **common,
+            )
+            result, is_error = _result_text(call)
+            yield b.make(
+                role="tool",
+                kind="tool_result",
+                text=result,
+                tool_name=call.get("name"),
+                is_error=is_error,
+                raw_type=f"{mtype}/toolResult",
+                **common,
+            )
+    elif mtype in ("info", "warning"):
+        yield b.make(
+            role="system", kind="system", text=_content_text(message), raw_type=str(mtype), **common
+        )
+    elif mtype == "error":
+        yield b.make(
+            role="system",
+            kind="error",
+            text=_content_text(message),
+            is_error=True,
+            raw_type="error",
+            **common,
+        )
+    else:
+        yield b.make(role="system", kind="other", text="", raw_type=str(mtype), **common)
+
+
+def _header(obj: dict[str, Any], stats: ParseStats, b: EventBuilder) -> None:
+    if isinstance(obj.get("sessionId"), str):
+        stats.session_id = b.session_id = obj["sessionId"]
+    if isinstance(obj.get("projectHash"), str):
+        stats.project = obj["projectHash"]
+
+
+def _collect_jsonl(
+    path: Path, stats: ParseStats, b: EventBuilder
+) -> dict[str, tuple[int, dict[str, Any]]]:
+    messages: dict[str, tuple[int, dict[str, Any]]] = {}
+    anonymous = 0
+
+    def add(line: int, msg: dict[str, Any]) -> None:
+        nonlocal anonymous
+        key = msg.get("id")
+        if not isinstance(key, str):
+            anonymous += 1
+            key = f"\0anon{anonymous}"
+        first_line = messages[key][0] if key in messages else line
+        messages[key] = (first_line, msg)
+
+    for line, obj in iter_json_lines(path, stats):
+        if "$set" in obj:
+            patch = obj["$set"]
+            if isinstance(patch, dict):
+                for msg in patch.get("messages") or []:
+                    if isinstance(msg, dict):
+                        add(line, msg)
+        elif "type" in obj:
+            add(line, obj)
+        elif "sessionId" in obj:
+            _header(obj, stats, b)
+        else:
+            stats.record_error(line, "record is neither a header, a message nor a $set patch")
+    return messages
+
+
+def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
+    """Yield the events of a Gemini chat file (single JSON or JSONL; read whole, see above)."""
+    b = EventBuilder("gemini", path.stem)
+    first: Any = None
+    with path.open("rb") as handle:
+        for raw in handle:
+            if raw.strip():
+                try:
+                    first = orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    first = None
+                break
+    ordered: list[tuple[int, dict[str, Any]]]
+    if isinstance(first, dict) and "messages" not in first:
+        ordered = sorted(_collect_jsonl(path, stats, b).values(), key=lambda item: item[0])
+    else:
+        stats.lines += 1
+        try:
+            doc = orjson.loads(path.read_bytes())
+        except orjson.JSONDecodeError as exc:
+            stats.record_error(1, f"invalid JSON ({exc.msg})")
+            return
+        if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
+            stats.record_error(1, "expected an object with a 'messages' list")
+            return
+        _header(doc, stats, b)
+        ordered = [(i + 1, m) for i, m in enumerate(doc["messages"]) if isinstance(m, dict)]
+    for line, message in ordered:
+        yield from _message_events(message, line, b)

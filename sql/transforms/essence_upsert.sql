@@ -1,0 +1,11 @@
+-- Store one note's analysis; fidelity and access columns are left as they are.
+INSERT INTO processed_notes (note_id, concepts, primary_theme, essence, essence_at, source_hash, engine)
+VALUES ($note_id, $concepts, $primary_theme, $essence, $essence_at, $source_hash, $engine)
+ON CONFLICT (note_id) DO UPDATE SET
+    concepts      = excluded.concepts,
+    primary_theme = excluded.primary_theme,
+    essence       = excluded.essence,
+    essence_at    = CASE WHEN excluded.essence IS NOT DISTINCT FROM processed_notes.essence
+                         THEN processed_notes.essence_at ELSE excluded.essence_at END,
+    source_hash   = excluded.source_hash,
+    engine        = excluded.engine

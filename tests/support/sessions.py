@@ -1,0 +1,72 @@
+"""Shared helpers for the sessions tests: fixture paths and independent raw-JSON counters."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sessions"
+CLAUDE_FILES = sorted((FIXTURES / "claude").glob("*.jsonl"))
+CODEX_FILES = sorted((FIXTURES / "codex").glob("*.jsonl"))
+GEMINI_FILES = sorted((FIXTURES / "gemini").glob("*.json*"))
+ALL_FILES = CLAUDE_FILES + CODEX_FILES + GEMINI_FILES
+REAL_CLAUDE = FIXTURES / "claude" / "claude-code-log_326189cf-5676-4237-8cde-1ce80aae4a9f.jsonl"
+REAL_CODEX = (
+    FIXTURES / "codex" / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+)
+REAL_GEMINI = FIXTURES / "gemini" / "VibeCodingTracker_gemini.jsonl"
+
+# One planted secret per redaction kind (all fake, built so no scanner flags this file).
+PLANTED = {
+    "anthropic_key": "sk-ant-" + "api03-" + "Zq9" * 12,
+    "openai_key": "sk-" + "proj-" + "Tx7" * 10,
+    "aws_access_key": "AKIA" + "QWERTYUIOPASDFGH",
+    "github_token": "ghp_" + "a1B2" * 10,
+    "google_api_key": "AIza" + "SyB" * 11 + "xy",
+    "slack_token": "xoxb-" + "123456789012-" + "AbCdEfGhIjKl",
+    "bearer": "Bearer " + "eyJhbGciOi" + "JIUzI1NiJ9abcdef",
+    "private_key": "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA"
+    + "q" * 40
+    + "\n-----END RSA PRIVATE KEY-----",
+    "env_secret": "DB_PASSWORD=" + "hunter2" + "Secret99",
+}
+
+
+def secret_values() -> list[str]:
+    """The parts of each planted secret that must never survive redaction."""
+    values = []
+    for kind, text in PLANTED.items():
+        if kind == "bearer":
+            values.append(text.split(" ", 1)[1])
+        elif kind == "env_secret":
+            values.append(text.split("=", 1)[1])
+        elif kind == "private_key":
+            values.append("MIIEpAIBAAKCAQEA")
+        else:
+            values.append(text)
+    return values
+
+
+def plant_secrets(source: Path, target: Path) -> Path:
+    """Copy a Claude transcript adding one user prompt per planted secret (same envelope)."""
+    lines = source.read_text(encoding="utf-8").splitlines()
+    template = next(json.loads(line) for line in lines if json.loads(line).get("type") == "user")
+    extra = []
+    for i, (kind, secret) in enumerate(PLANTED.items()):
+        record = dict(template)
+        record["uuid"] = f"00000000-0000-4000-8000-{i:012d}"
+        record.pop("isMeta", None)
+        record["message"] = {
+            "role": "user",
+            "content": f"```\nplease use this {kind}: {secret}\n```",
+        }
+        extra.append(json.dumps(record))
+    target.write_text("\n".join(lines + extra) + "\n", encoding="utf-8")
+    return target
+
+
+def raw_lines(path: Path) -> list[dict]:
+    """Every JSON object line of a JSONL file (stdlib json, independent of the parsers)."""
+    return [
+        json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
+    ]

@@ -1,0 +1,277 @@
+"""ContextBuilder (seed 000 Task 2, all 10 cases) and pack_notes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from selene_dag.context import ContextBuilder, count_tokens, pack_notes
+from selene_dag.paths import assets_dir
+from tests.support.context import note
+
+M = "mistral:7b"
+
+
+def test_empty_builder_returns_empty_string() -> None:
+    assert ContextBuilder(1000, M).build() == ""
+
+
+def test_full_tier_renders_title_and_content() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_note(
+        {
+            "id": 1,
+            "title": "Test Note",
+            "content": "This is the full content of the note.",
+            "essence": None,
+            "primary_theme": "testing",
+            "concepts": '["unit tests", "assertions"]',
+            "fidelity_tier": "full",
+        }
+    )
+    out = b.build()
+    assert "Test Note" in out and "This is the full content" in out
+    assert out == "--- Test Note ---\nThis is the full content of the note."
+
+
+def test_high_tier_renders_title_essence_and_content() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_note(
+        {
+            "id": 2,
+            "title": "Another Note",
+            "content": "Full text here.",
+            "essence": "Distilled meaning of the note.",
+            "primary_theme": "design",
+            "concepts": '["architecture"]',
+            "fidelity_tier": "high",
+        }
+    )
+    out = b.build()
+    assert out == "--- Another Note ---\n[Essence] Distilled meaning of the note.\nFull text here."
+
+
+def test_summary_tier_renders_title_essence_theme_without_content() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_note(
+        {
+            "id": 3,
+            "title": "Old Note",
+            "content": "This content should NOT appear in summary tier.",
+            "essence": "This note explores organizational patterns.",
+            "primary_theme": "productivity",
+            "concepts": '["habits", "routines"]',
+            "fidelity_tier": "summary",
+        }
+    )
+    out = b.build()
+    assert "Old Note" in out and "This note explores" in out and "productivity" in out
+    assert "should NOT appear" not in out
+    assert out == "--- Old Note [productivity] ---\nThis note explores organizational patterns."
+
+
+def test_skeleton_tier_renders_title_and_theme_only() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_note(
+        {
+            "id": 4,
+            "title": "Ancient Note",
+            "content": "This should not appear.",
+            "essence": "This should also not appear.",
+            "primary_theme": "archived-topic",
+            "concepts": '["old stuff"]',
+            "fidelity_tier": "skeleton",
+        }
+    )
+    assert b.build() == "- Ancient Note [archived-topic]"
+    b2 = ContextBuilder(5000, M)
+    b2.add_note({"id": 5, "title": "Bare", "content": "x", "fidelity_tier": "skeleton"})
+    assert b2.build() == "- Bare [unthemed]"
+
+
+def test_budget_enforcement_stops_adding_when_full() -> None:
+    # Seed: a 100-"token" budget keeps the first of two 200-char notes only. Our budget
+    # is real tokens: 'A' * 200 is ~25 tokens, so use a budget that holds exactly one.
+    first = {"id": 5, "title": "First", "content": "A" * 200, "fidelity_tier": "full"}
+    second = {"id": 6, "title": "Second", "content": "B" * 200, "fidelity_tier": "full"}
+    one = count_tokens("--- First ---\n" + "A" * 200, M)
+    b = ContextBuilder(one + 5, M)
+    assert b.add_note(first) is True
+    assert b.add_note(second) is False
+    out = b.build()
+    assert "First" in out and "Second" not in out
+    assert count_tokens(out, M) <= one + 5
+    assert b.remaining_tokens == one + 5 - count_tokens(out, M)
+
+
+def test_fallback_chain_when_essence_missing() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_note(
+        {
+            "id": 7,
+            "title": "No Essence",
+            "content": "Some content that should be truncated as fallback.",
+            "essence": None,
+            "primary_theme": "fallback-test",
+            "concepts": '["concept-a", "concept-b"]',
+            "fidelity_tier": "summary",
+        }
+    )
+    assert b.build() == "--- No Essence ---\nConcepts: concept-a, concept-b"
+
+
+def test_fallback_to_truncated_content_without_concepts() -> None:
+    long = "word " * 60
+    b = ContextBuilder(5000, M)
+    b.add_note(
+        {"id": 1, "title": "T", "content": long, "concepts": "not json", "tier": 0}, "summary"
+    )
+    assert b.build() == f"--- T ---\n{long[:150]}..."
+    b = ContextBuilder(5000, M)
+    b.add_note({"id": 1, "title": "T", "content": "short", "concepts": []}, "summary")
+    assert b.build() == "--- T ---\nshort"
+
+
+def test_concepts_list_top_five() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_note({"id": 1, "title": "T", "content": "c", "concepts": list("abcdefg")}, "summary")
+    assert b.build() == "--- T ---\nConcepts: a, b, c, d, e"
+
+
+def test_thread_digest_rendering() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_thread(
+        {
+            "id": 1,
+            "name": "ADHD Management",
+            "thread_digest": "This thread tracks strategies for managing ADHD symptoms.",
+            "summary": "Various ADHD coping strategies.",
+            "why": "Need better daily structure.",
+            "note_count": 25,
+        }
+    )
+    assert b.build() == (
+        "=== Thread: ADHD Management (25 notes) ===\n"
+        "This thread tracks strategies for managing ADHD symptoms."
+    )
+
+
+def test_thread_without_digest_falls_back_to_summary() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_thread(
+        {
+            "id": 2,
+            "name": "Cooking Ideas",
+            "thread_digest": None,
+            "summary": "Recipes and meal planning thoughts.",
+            "why": "Want to cook more at home.",
+            "note_count": 8,
+        }
+    )
+    assert b.build() == (
+        "=== Thread: Cooking Ideas (8 notes) ===\n"
+        "Recipes and meal planning thoughts.\nMotivation: Want to cook more at home."
+    )
+
+
+def test_add_full_text_overrides_tier() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_full_text(
+        {
+            "id": 8,
+            "title": "Force Full",
+            "content": "Must appear even though tier is skeleton.",
+            "essence": "Short version.",
+            "primary_theme": "test",
+            "concepts": "[]",
+            "fidelity_tier": "skeleton",
+        }
+    )
+    assert "Must appear even though" in b.build()
+
+
+def test_blocks_joined_by_blank_line_and_separator_counted() -> None:
+    b = ContextBuilder(10_000, M)
+    assert b.add_note(note(1)) and b.add_note(note(2), "skeleton")
+    out = b.build()
+    assert out.count("\n\n") >= 1
+    assert b.used_tokens == count_tokens(out, M)
+
+
+def test_explicit_tier_argument_and_bad_input() -> None:
+    b = ContextBuilder(5000, M)
+    b.add_note(note(3, "full"), tier="skeleton")
+    assert b.build().startswith("- Note 3")
+    with pytest.raises(ValueError):
+        b.add_note(note(1), tier="medium")
+    with pytest.raises(TypeError):
+        b.add_note(None)  # type: ignore[arg-type]
+    with pytest.raises(TypeError):
+        b.add_note({"id": 1, "title": None, "content": "x"})
+    with pytest.raises(ValueError):
+        ContextBuilder(-1, M)
+    with pytest.raises(TypeError):
+        ContextBuilder("100", M)  # type: ignore[arg-type]
+
+
+# ------------------------------------------------------------------------- pack_notes
+
+
+def test_pack_notes_everything_fits_at_stored_tiers() -> None:
+    notes = [note(i, "summary" if i % 2 else "full") for i in range(6)]
+    pack = pack_notes(notes, 10_000, M)
+    assert all(pack.tiers[n["id"]] == n["fidelity_tier"] for n in notes)
+    assert pack.counts["excluded"] == 0
+    assert pack.total_tokens == count_tokens(pack.text, M) <= 10_000
+
+
+def test_pack_notes_demotes_oldest_first_and_keeps_every_skeleton() -> None:
+    notes = [note(i) for i in range(1, 29)]  # created_at day = i: newest is 28
+    skeletons = sum(count_tokens(f"- {n['title']} [x]", M) + 3 for n in notes)
+    pack = pack_notes(notes, skeletons + 200, M)
+    assert pack.counts["excluded"] == 0
+    assert pack.total_tokens <= skeletons + 200
+    assert pack.order[0] == 28  # newest first
+    ranks = {"full": 0, "high": 1, "summary": 2, "skeleton": 3}
+    levels = [ranks[pack.tiers[i]] for i in pack.order]
+    assert levels[0] <= levels[-1]
+    assert pack.tiers[28] != "skeleton" and pack.tiers[1] == "skeleton"
+
+
+def test_pack_notes_keeps_highest_priority_skeletons_when_not_all_fit() -> None:
+    notes = [note(i) for i in range(1, 29)]
+    pack = pack_notes(notes, 40, M)
+    kept = [i for i in pack.order]
+    assert 0 < len(kept) < 28
+    assert kept == sorted(kept, reverse=True)[: len(kept)]
+    assert max(kept) == 28
+    assert all(pack.tiers[i] == "skeleton" for i in kept)
+    assert pack.counts["excluded"] == 28 - len(kept)
+    assert count_tokens(pack.text, M) <= 40
+
+
+def test_pack_notes_custom_priority_and_zero_budget() -> None:
+    notes = [note(i) for i in range(5)]
+    pack = pack_notes(notes, 10_000, M, priority=lambda n: -n["id"])
+    assert pack.order == [0, 1, 2, 3, 4]
+    empty = pack_notes(notes, 0, M)
+    assert empty.text == "" and empty.counts["excluded"] == 5
+    with pytest.raises(ValueError):
+        pack_notes(notes, -5, M)
+    with pytest.raises(TypeError):
+        pack_notes(None, 10, M)  # type: ignore[arg-type]
+
+
+def test_pack_notes_demo_corpus_fits_16000_mistral_tokens() -> None:
+    lines = (assets_dir() / "demo" / "notes" / "til.jsonl").read_text().splitlines()
+    notes = [json.loads(x) for x in lines]
+    for n in notes:
+        n["primary_theme"] = n.get("topic")
+        n["essence"] = n["content"].split("\n\n")[1][:240] if "\n\n" in n["content"] else None
+    pack = pack_notes(notes, 16_000, M)
+    assert count_tokens(pack.text, M) == pack.total_tokens <= 16_000
+    assert pack.counts["excluded"] == 0 and len(pack.order) == 577
+    newest, oldest = pack.order[0], pack.order[-1]
+    assert pack.tiers[newest] in ("full", "high", "summary")
+    assert pack.tiers[oldest] == "skeleton"

@@ -1,0 +1,230 @@
+"""Budget thresholds, P1–P4 compaction chain and brute prune (seed 004)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from selene_dag.context import (
+    check_context_budget,
+    compact_messages,
+    load_messages,
+    message_tokens,
+    strip_chitchat,
+)
+from selene_dag.context.compaction import brute_prune, format_memory_digest, load_conversation
+
+M = "gpt-4"
+PARA = "We agreed to store every note in DuckDB and to count tokens exactly. " * 6
+
+
+# --------------------------------------------------------------- check_context_budget
+# The seed's cases are written in chars (÷4); ours take tokens. The seed's expectations
+# "compact but not prune at 109,000" and "compact at 105,000" contradict its own
+# thresholds (prune 80 % = 102,400 < compact 85 % = 108,800), so we assert the numbers.
+
+
+def test_compact_over_85_percent() -> None:
+    r = check_context_budget(109_000, 128_000)
+    assert r.compaction_threshold == 108_800 and r.prune_threshold == 102_400
+    assert r.should_compact is True
+    assert r.should_prune is True  # 109,000 > 80 % as well
+
+
+def test_nothing_under_80_percent() -> None:
+    r = check_context_budget(100_000, 128_000)
+    assert r.should_compact is False and r.should_prune is False
+    assert r.should_warn is True  # > 60 % = 76,800
+
+
+def test_prune_between_80_and_85_percent() -> None:
+    r = check_context_budget(105_000, 128_000)
+    assert r.should_prune is True and r.should_compact is False
+
+
+def test_budget_bad_input() -> None:
+    with pytest.raises(ValueError):
+        check_context_budget(-1, 100)
+    with pytest.raises(ValueError):
+        check_context_budget(10, 0)
+    with pytest.raises(TypeError):
+        check_context_budget("10", 100)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------------- strip_chitchat
+
+
+def test_removes_short_user_confirmations() -> None:
+    msgs = [
+        {"role": "user", "content": "ok"},
+        {"role": "assistant", "content": "Baik, saya akan melanjutkan."},
+        {"role": "user", "content": "ya"},
+        {"role": "assistant", "content": "Berikut hasilnya."},
+    ]
+    out = strip_chitchat(msgs)
+    assert len(out) == 2 and all(m["role"] == "assistant" for m in out)
+
+
+def test_keeps_user_questions() -> None:
+    msgs = [{"role": "user", "content": "ok?"}, {"role": "assistant", "content": "Ya, benar."}]
+    assert len(strip_chitchat(msgs)) == 2
+
+
+def test_keeps_user_messages_longer_than_50_chars() -> None:
+    msgs = [
+        {"role": "user", "content": "Saya setuju dengan pendekatan yang kamu sarankan tadi"},
+        {"role": "assistant", "content": "Baik."},
+    ]
+    assert len(strip_chitchat(msgs)) == 2
+
+
+def test_keeps_system_messages() -> None:
+    out = strip_chitchat([{"role": "system", "content": "ok"}, {"role": "user", "content": "ok"}])
+    assert out == [{"role": "system", "content": "ok"}]
+
+
+def test_empty_list() -> None:
+    assert strip_chitchat([]) == []
+
+
+def test_keeps_exclamations() -> None:
+    msgs = [{"role": "user", "content": "bagus!"}, {"role": "assistant", "content": "Thanks."}]
+    assert len(strip_chitchat(msgs)) == 2
+
+
+# ----------------------------------------------------------------------------- chain
+
+
+def _conversation(n: int, chit: int = 0) -> list[dict]:
+    msgs = [{"role": "system", "content": "You are a helpful assistant."}]
+    for i in range(n):
+        msgs.append({"role": "user", "content": f"Question {i}: {PARA}?"})
+        msgs.append({"role": "assistant", "content": f"Answer {i}: {PARA}"})
+        if i < chit:
+            msgs.append({"role": "user", "content": "ok"})
+    return msgs
+
+
+def test_under_threshold_is_untouched() -> None:
+    msgs = _conversation(3)
+    r = compact_messages(msgs, 100_000, M)
+    assert r.messages == msgs and r.steps == [] and r.resolved_at == "none"
+
+
+def test_p1_resolves_with_chitchat_only() -> None:
+    msgs = _conversation(2, chit=2) + [{"role": "user", "content": "ok"}] * 40
+    tokens = message_tokens(msgs, M)
+    window = int((tokens - 100) / 0.85) + 1  # P1 saves ~40 × 5 tokens: enough
+    r = compact_messages(msgs, window, M)
+    assert r.resolved_at == "P1"
+    assert r.steps[0].name.startswith("P1") and r.steps[0].removed == 42
+    assert r.tokens_after < r.compaction_threshold
+
+
+def test_p2_drops_oldest_completed_stage_and_injects_digest() -> None:
+    msgs = [{"role": "system", "content": "System prompt."}]
+    for stage in ("topic", "outline", "draft"):
+        done = stage != "draft"
+        for i in range(4):
+            msgs.append(
+                {
+                    "role": "user",
+                    "content": f"{stage} {i} {PARA}?",
+                    "stage": stage,
+                    "completed": done,
+                }
+            )
+    digest = [
+        {"stage": "topic", "decision": "Write about DuckDB."},
+        {"stage": "topic", "decision": "Old idea", "superseded": True},
+        {"stage": "outline", "decision": "Three sections."},
+    ]
+    tokens = message_tokens(msgs, M)
+    window = int(tokens / 0.85 * 0.8)  # dropping one stage (1/3) is enough
+    r = compact_messages(msgs, window, M, digest=digest)
+    assert r.resolved_at == "P2" and r.compacted_stages == ["topic"]
+    assert r.messages[1]["role"] == "system"
+    assert "Write about DuckDB." in r.messages[1]["content"]
+    assert "Old idea" not in r.messages[1]["content"]
+    assert not any(m.get("stage") == "topic" for m in r.messages)
+    assert any(m.get("stage") == "outline" for m in r.messages)
+
+
+def test_p3_summarizes_oldest_messages_with_injected_summarizer() -> None:
+    msgs = _conversation(30)
+    seen: list[tuple[int, int]] = []
+
+    def summarizer(text: str, max_tokens: int) -> str:
+        seen.append((text.count("[user]:"), max_tokens))
+        return "- decided to use DuckDB"
+
+    tokens = message_tokens(msgs, M)
+    window = int(tokens / 0.85 * 0.75)
+    r = compact_messages(msgs, window, M, summarizer=summarizer)
+    assert seen == [(10, 200)]  # min(20, 40 % of 60) = 20 oldest messages, 10 of them user
+    p3 = next(s for s in r.steps if s.name.startswith("P3"))
+    assert p3.removed == 20
+    assert r.messages[0]["content"] == "You are a helpful assistant."
+    assert "decided to use DuckDB" in r.messages[1]["content"]
+    assert r.resolved_at == "P3"
+
+
+def test_p4_signals_caller_for_staged_conversations_and_prune_guarantees_window() -> None:
+    msgs = [{"role": "system", "content": "System."}]
+    msgs += [{"role": "user", "content": f"{i} {PARA}?", "stage": "draft"} for i in range(80)]
+    window = 600
+    r = compact_messages(msgs, window, M)
+    assert r.shrink_stage_detail is True
+    assert any(s.name.startswith("P4") for s in r.steps)
+    assert any(s.name == "brute prune" for s in r.steps)
+    assert message_tokens(r.messages, M) <= window
+
+
+def test_brute_prune_keeps_last_50_and_fits_window() -> None:
+    msgs = _conversation(60)
+    assert brute_prune(msgs, 100_000, M) == msgs  # under 80 %: untouched
+    window = int(message_tokens(msgs, M) / 0.8) - 10  # just over the prune threshold
+    out = brute_prune(msgs, window, M)
+    assert out[0]["role"] == "system" and len(out) == 51
+    assert out[-1] == msgs[-1]
+    tiny = brute_prune(msgs, 50, M)
+    assert message_tokens(tiny, M) <= 50
+
+
+def test_memory_digest_format() -> None:
+    text = format_memory_digest([{"stage": "a", "decision": "yes"}], ["a"])
+    assert text.startswith("[CONTEXT COMPACTION: 1 earlier stage(s) compacted]\n- a: yes")
+    assert format_memory_digest([{"stage": "a", "decision": "y", "superseded": True}], ["a"]) == ""
+    assert format_memory_digest([], []) == ""
+
+
+# --------------------------------------------------------------------------- loading
+
+
+def test_load_messages_list_and_object(tmp_path) -> None:
+    msgs = [{"role": "user", "content": "hi"}]
+    a = tmp_path / "a.json"
+    a.write_text(json.dumps(msgs))
+    b = tmp_path / "b.json"
+    b.write_text(json.dumps({"messages": msgs, "digest": [{"stage": "s", "decision": "d"}]}))
+    assert load_messages(a) == msgs and load_messages(b) == msgs
+    assert load_conversation(b)[1] == [{"stage": "s", "decision": "d"}]
+
+
+@pytest.mark.parametrize(
+    ("payload", "reason"),
+    [
+        ('{"msgs": []}', "messages"),
+        ("42", "messages"),
+        ('[{"role": "user"}]', "content"),
+        ('[{"content": "x"}]', "role"),
+        ("[1]", "object"),
+        ("{not json", "invalid JSON"),
+    ],
+)
+def test_load_messages_errors_are_clear(tmp_path, payload: str, reason: str) -> None:
+    path = tmp_path / "m.json"
+    path.write_text(payload)
+    with pytest.raises(ValueError, match=reason):
+        load_messages(path)

@@ -1,0 +1,133 @@
+"""Property tests: no result ever exceeds its budget in the target model's tokens, and
+packing is deterministic (mistral:7b exact, gpt-4o / cl100k, an unknown model)."""
+
+from __future__ import annotations
+
+import warnings
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from selene_dag.context import (
+    ContextBuilder,
+    ContextTier,
+    LevelItem,
+    compact_messages,
+    compress_context,
+    compress_to_fit,
+    count_tokens,
+    message_tokens,
+    pack_context,
+    pack_notes,
+    truncate_to_tokens,
+)
+from selene_dag.context.builder import TIERS
+
+warnings.filterwarnings("ignore", message="unknown model", category=UserWarning)
+
+MODELS = st.sampled_from(["mistral:7b", "gpt-4o", "hypothetical-model-9b"])
+# Text mixing ASCII words, punctuation, whitespace runs, CJK, emoji and combining marks.
+ALPHABET = st.sampled_from(
+    [*"abcdefghij XYZ.,;!?-_'\"\n\t0123456789", "日", "本", "é", "😀", "\u0301", "  "]
+)
+TEXT = st.lists(ALPHABET, max_size=300).map("".join)
+BUDGET = st.integers(min_value=0, max_value=400)
+COMMON = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+@COMMON
+@given(text=TEXT, budget=BUDGET, model=MODELS)
+def test_truncate_fits_and_is_a_prefix(text: str, budget: int, model: str) -> None:
+    out = truncate_to_tokens(text, budget, model)
+    assert count_tokens(out, model) <= budget
+    assert text.startswith(out)
+    if count_tokens(text, model) <= budget:
+        assert out == text
+
+
+NOTE = st.fixed_dictionaries(
+    {
+        "title": TEXT.filter(lambda t: t.strip() != ""),
+        "content": TEXT,
+        "essence": st.none() | TEXT,
+        "concepts": st.none() | st.lists(TEXT, max_size=6),
+        "primary_theme": st.none() | TEXT,
+        "fidelity_tier": st.sampled_from(TIERS),
+        "created_at": st.sampled_from(["2024-01-01", "2024-06-01T10:00:00Z", "", "bad"]),
+    }
+)
+
+
+@COMMON
+@given(notes=st.lists(NOTE, max_size=12), budget=BUDGET, model=MODELS)
+def test_pack_notes_within_budget_and_deterministic(notes, budget, model) -> None:
+    notes = [{**n, "id": i} for i, n in enumerate(notes)]
+    a = pack_notes(notes, budget, model)
+    assert count_tokens(a.text, model) == a.total_tokens <= budget
+    assert sum(a.counts.values()) == len(notes)
+    b = pack_notes(list(notes), budget, model)
+    assert (a.text, a.tiers) == (b.text, b.tiers)
+
+
+@COMMON
+@given(notes=st.lists(NOTE, max_size=10), budget=BUDGET, model=MODELS)
+def test_context_builder_within_budget(notes, budget, model) -> None:
+    b = ContextBuilder(budget, model)
+    for i, n in enumerate(notes):
+        b.add_note({**n, "id": i})
+    assert count_tokens(b.build(), model) <= budget
+    assert b.remaining_tokens >= 0
+
+
+TIER = st.builds(
+    ContextTier,
+    label=st.text(min_size=1, max_size=5),
+    content=TEXT,
+    priority=st.sampled_from([100, 90, 70, 50, 30]),
+)
+
+
+@COMMON
+@given(tiers=st.lists(TIER, max_size=6), budget=BUDGET, model=MODELS)
+def test_pack_context_and_compress_within_budget(tiers, budget, model) -> None:
+    r = pack_context(tiers, budget, model)
+    assert sum(count_tokens(t.content, model) for t in r.packed) == r.total_tokens <= budget
+    assert [t.priority for t in r.packed] == sorted((t.priority for t in r.packed), reverse=True)
+    joined = pack_context(tiers, budget, model, separator="\n\n")
+    assert count_tokens(joined.text, model) == joined.total_tokens <= budget
+    kept = compress_to_fit(tiers, budget, model)
+    assert sum(count_tokens(t.content, model) for t in kept) <= budget
+    assert pack_context(tiers, budget, model) == r
+
+
+ITEM = st.builds(
+    LevelItem,
+    id=st.text(min_size=1, max_size=8),
+    content=TEXT,
+    score=st.floats(min_value=0, max_value=1),
+    title=st.none() | st.text(max_size=20),
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(items=st.lists(ITEM, max_size=6), budget=BUDGET, model=MODELS)
+def test_levels_within_budget_and_deterministic(items, budget, model) -> None:
+    r = compress_context(items, budget, model)
+    assert count_tokens(r.text, model) == r.total_tokens <= budget
+    assert compress_context(items, budget, model).text == r.text
+
+
+MESSAGE = st.fixed_dictionaries(
+    {"role": st.sampled_from(["system", "user", "assistant"]), "content": TEXT}
+)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    messages=st.lists(MESSAGE, max_size=30),
+    window=st.integers(min_value=1, max_value=2000),
+    model=MODELS,
+)
+def test_compaction_result_fits_window(messages, window, model) -> None:
+    r = compact_messages(messages, window, model)
+    assert message_tokens(r.messages, model) == r.tokens_after <= window

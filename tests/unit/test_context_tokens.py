@@ -1,0 +1,198 @@
+"""Token counting and truncation (seed 001 cases, registry, offline tokenizers)."""
+
+from __future__ import annotations
+
+import math
+import socket
+import warnings
+
+import pytest
+
+from selene_dag.context import count_tokens, count_tokens_batch, truncate_to_tokens
+from selene_dag.context import tokens as tk
+from selene_dag.context.tokens import model_family, tokenizer_info
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4", "mistral:7b", "llama3:8b"])
+def test_hello_world_is_about_two_tokens(model: str) -> None:
+    # seed 001: countTokens("hello world") -> ~2 tokens
+    assert 1 <= count_tokens("hello world", model) <= 4
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "mistral:7b", "llama3:8b"])
+def test_empty_string_counts_zero(model: str) -> None:
+    assert count_tokens("", model) == 0
+
+
+def test_very_long_text_counts_linearly() -> None:
+    unit = "The quick brown fox jumps over the lazy dog. "
+    one = count_tokens(unit * 10, "gpt-4")
+    many = count_tokens(unit * 1000, "gpt-4")
+    assert many > 10_000
+    assert abs(many - 100 * one) <= 100
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "mistral:7b", "llama3:8b"])
+def test_truncate_a_to_h_to_three_tokens(model: str) -> None:
+    text = "a b c d e f g h"
+    out = truncate_to_tokens(text, 3, model)
+    assert text.startswith(out)
+    assert 0 < count_tokens(out, model) <= 3
+    assert len(out) < len(text)
+
+
+def test_truncate_short_text_is_unchanged() -> None:
+    assert truncate_to_tokens("short", 1000, "mistral:7b") == "short"
+    assert truncate_to_tokens("short", 1000, "gpt-4o") == "short"
+
+
+@pytest.mark.parametrize("model", ["gpt-4o", "mistral:7b", "mistral-nemo", "llama3:8b"])
+def test_truncate_never_breaks_a_character(model: str) -> None:
+    text = "héllo 😀 日本語のテキスト 🎉🎉 " * 20
+    for n in range(0, 40):
+        out = truncate_to_tokens(text, n, model)
+        assert text.startswith(out), (n, out)
+        assert count_tokens(out, model) <= n
+        out.encode("utf-8")  # a broken surrogate would raise
+
+
+def test_exact_mistral_tokenizer_differs_from_cl100k() -> None:
+    text = "SELECT count(*) FROM processed_notes WHERE fidelity_tier = 'skeleton' -- 12345"
+    info = tokenizer_info("mistral:7b")
+    assert info.exact and info.family == "mistral-sp-v3"
+    assert "model.v3" in info.name
+    assert count_tokens(text, "mistral:7b") != count_tokens(text, "gpt-4")
+
+
+@pytest.mark.parametrize(
+    ("model", "family"),
+    [
+        ("mistral:7b", "mistral-sp-v3"),
+        ("mistral", "mistral-sp-v3"),
+        ("mistralai/Mistral-7B-Instruct-v0.2", "mistral-sp-v1"),
+        ("mixtral:8x7b", "mistral-sp-v1"),
+        ("mixtral:8x22b", "mistral-sp-v3"),
+        ("codestral:22b", "mistral-sp-v3"),
+        ("mistral-nemo", "mistral-tekken"),
+        ("mistral-small3.1", "mistral-tekken"),
+        ("mistral-large", "mistral-sp-v7"),
+        ("gpt-4o-mini", "o200k"),
+        ("gpt-4.1", "o200k"),
+        ("o3-mini", "o200k"),
+        ("gpt-5", "o200k"),
+        ("gpt-4-turbo", "cl100k"),
+        ("gpt-3.5-turbo", "cl100k"),
+        ("llama3:8b", "unknown"),
+    ],
+)
+def test_model_families(model: str, family: str) -> None:
+    assert model_family(model) == family
+
+
+def test_o200k_falls_back_to_offline_cl100k_without_cache(monkeypatch, tmp_path) -> None:
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert tk.o200k_cache_path() is None
+    monkeypatch.delenv("TIKTOKEN_CACHE_DIR")
+    assert tk.o200k_cache_path() is None
+
+
+def test_o200k_cache_file_with_wrong_hash_is_ignored(monkeypatch, tmp_path) -> None:
+    import hashlib
+
+    name = hashlib.sha1(tk.O200K_URL.encode()).hexdigest()
+    (tmp_path / name).write_bytes(b"not the real file")
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(tmp_path))
+    assert tk.o200k_cache_path() is None
+
+
+def test_unknown_model_uses_largest_factor_and_warns_once() -> None:
+    name = "totally-new-model-xyz"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        a = count_tokens("hello world, this is a test", name)
+        b = count_tokens("another text", name)
+    assert len([w for w in caught if name in str(w.message)]) == 1
+    factors = [f["factor"] for f in tk.calibration()["families"].values()]
+    info = tokenizer_info(name)
+    assert info.factor == max(factors) and not info.exact
+    base = count_tokens("hello world, this is a test", "gpt-4")
+    assert a == math.ceil(base * max(factors))
+    assert b > 0
+
+
+def test_calibration_factors_cover_the_demo_corpus() -> None:
+    import json
+
+    from selene_dag.paths import assets_dir
+
+    cal = tk.calibration()
+    assert cal["corpus"]["notes"]["documents"] == 577
+    lines = (assets_dir() / "demo" / "notes" / "til.jsonl").read_text().splitlines()
+    notes = [json.loads(x) for x in lines[:120]]
+    texts = [f"{n['title']}\n\n{n['content']}" for n in notes]
+    exact = tk._mistral("mistral-sp-v3").count_batch(texts)
+    scaled = tk.ScaledTokenizer(tk.baseline(), tk.family_factor("mistral-sp-v3"), "v3")
+    for e, s in zip(exact, scaled.count_batch(texts), strict=True):
+        assert s >= e
+
+
+def test_batch_matches_single_counts() -> None:
+    texts = ["", "hello", "héllo 😀", "a longer sentence, with punctuation!"]
+    for model in ("mistral:7b", "gpt-4o", "llama3:8b"):
+        assert count_tokens_batch(texts, model) == [count_tokens(t, model) for t in texts]
+
+
+def test_default_model_is_selene_model(monkeypatch) -> None:
+    monkeypatch.setenv("SELENE_MODEL", "gpt-4")
+    assert count_tokens("SELECT 12345", None) == count_tokens("SELECT 12345", "gpt-4")
+    monkeypatch.setenv("SELENE_MODEL", "mistral:7b")
+    assert count_tokens("SELECT 12345") == count_tokens("SELECT 12345", "mistral:7b")
+
+
+def test_mistral_tokenizers_load_without_network(monkeypatch) -> None:
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    for family in tk.MISTRAL_FILES:
+        tk._mistral.cache_clear()
+        assert tk._mistral(family).count("hello world") > 0
+    tk.baseline.cache_clear()
+    assert tk.baseline().count("hello world") == 2
+
+
+@pytest.mark.parametrize("bad", [None, 3, b"bytes", ["a"]])
+def test_bad_text_raises_type_error(bad) -> None:
+    with pytest.raises(TypeError):
+        count_tokens(bad, "gpt-4")
+    with pytest.raises(TypeError):
+        truncate_to_tokens(bad, 5, "gpt-4")
+
+
+def test_bad_budget_and_model() -> None:
+    with pytest.raises(ValueError):
+        truncate_to_tokens("abc", -1, "gpt-4")
+    with pytest.raises(TypeError):
+        truncate_to_tokens("abc", 2.5, "gpt-4")
+    with pytest.raises(TypeError):
+        count_tokens("abc", 7)
+    with pytest.raises(ValueError):
+        count_tokens("abc", "  ")
+    with pytest.raises(TypeError):
+        count_tokens_batch("not a list", "gpt-4")
+    with pytest.raises(TypeError):
+        count_tokens_batch(["ok", None], "gpt-4")
+
+
+def test_import_does_not_pull_heavy_modules() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, selene_dag.context; "
+        "print([m for m in ('dagster', 'tiktoken', 'sklearn', 'sentencepiece', 'duckdb') "
+        "if m in sys.modules])"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"

@@ -1,0 +1,179 @@
+"""ExtractiveEngine: essences, concepts, threads, digests, summaries, assessments."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.llm._text import split_sentences, strip_markdown
+from selene_dag.llm.engine import Engine, EngineUnavailable
+from selene_dag.llm.extractive import ExtractiveEngine
+
+NOTE = """# Avoiding length errors
+
+I was using the Apache Bench `ab` command against [Datasette](https://datasette.io/) and saw
+many failed requests:
+
+```
+Failed requests:        953
+```
+
+It turns out Apache Bench counts a response as a length error when its size differs from the
+first response. The fix is to pass the -l option, which accepts variable document lengths.
+See https://example.com/docs for more.
+"""
+
+
+def test_engine_satisfies_the_protocol() -> None:
+    engine = ExtractiveEngine()
+    assert isinstance(engine, Engine)
+    assert engine.name == "extractive" and engine.model
+
+
+def test_strip_markdown_removes_code_urls_and_link_syntax() -> None:
+    prose = strip_markdown(NOTE)
+    assert "953" not in prose
+    assert "https://" not in prose
+    assert "[Datasette]" not in prose and "Datasette" in prose
+    assert "#" not in prose
+    assert len(split_sentences(prose)) >= 3
+
+
+def test_essence_is_a_central_sentence_of_the_prose() -> None:
+    analysis = ExtractiveEngine().analyze_note("Avoiding length errors in Apache Bench", NOTE)
+    assert len(analysis.essence) > 10
+    assert "Apache Bench" in analysis.essence or "-l option" in analysis.essence
+    assert "```" not in analysis.essence and "http" not in analysis.essence
+    assert 1 <= len(analysis.concepts) <= 5
+    assert all(c == c.lower() and c.strip() for c in analysis.concepts)
+    assert analysis.primary_theme in analysis.concepts
+    assert any("apache" in c or "bench" in c for c in analysis.concepts)
+
+
+def test_code_only_note_falls_back_to_the_title() -> None:
+    analysis = ExtractiveEngine().analyze_note("Bash loop over files", "```\nfor f in *; do\n```")
+    assert analysis.essence.startswith("Bash loop over files")
+    short = ExtractiveEngine().analyze_note("ab", "")
+    assert len(short.essence) > 10
+
+
+def test_analysis_is_deterministic_and_cached() -> None:
+    engine = ExtractiveEngine()
+    first = engine.analyze_note("Title", NOTE)
+    second = engine.analyze_note("Title", NOTE)
+    assert first == second == ExtractiveEngine().analyze_note("Title", NOTE)
+    assert (engine.calls_made, engine.calls_cached) == (1, 1)
+
+
+def test_bad_input_is_rejected() -> None:
+    engine = ExtractiveEngine()
+    with pytest.raises(TypeError):
+        engine.analyze_note(None, "x")  # type: ignore[arg-type]
+    with pytest.raises(ValueError):
+        engine.analyze_note("  ", "")
+    with pytest.raises(ValueError):
+        engine.summarize("text", 0)
+    with pytest.raises(ValueError):
+        engine.summarize("text", 5, kind="poem")
+    with pytest.raises(ValueError):
+        engine.digest_thread("name", "why", ["", " "])
+    with pytest.raises(ValueError):
+        engine.detect_threads("", [{"title": "no id"}])
+
+
+def test_answer_needs_a_model() -> None:
+    with pytest.raises(EngineUnavailable, match="SELENE_LLM=ollama"):
+        ExtractiveEngine().answer("why?", "context")
+
+
+def test_digest_has_three_to_five_sentences() -> None:
+    essences = [
+        "Time-blocking felt too rigid for deep work.",
+        "Body doubling works well for long focus sessions.",
+        "A visible timer keeps me honest about breaks.",
+        "Mornings are best for writing; meetings go after lunch.",
+        "Weekly reviews catch the tasks that slipped.",
+        "Short walks reset attention better than coffee.",
+    ]
+    digest = ExtractiveEngine().digest_thread("Focus systems", "Need structure", essences)
+    assert len(digest) >= 30
+    assert 3 <= len(split_sentences(digest)) <= 5
+    assert "Focus systems" in digest
+    one = ExtractiveEngine().digest_thread("Solo", "Why it matters", ["Only one essence here."])
+    assert 3 <= len(split_sentences(one)) <= 5
+
+
+def test_summary_fits_the_budget_and_keeps_sentences() -> None:
+    engine = ExtractiveEngine(token_model="mistral:7b")
+    text = " ".join(strip_markdown(NOTE).split()) * 3
+    summary = engine.summarize(text, 30)
+    assert 0 < count_tokens(summary, model="mistral:7b") <= 30
+    bullets = engine.summarize(
+        "[user]: please fix the login bug in auth.py\n"
+        "[assistant]: I changed auth.py to refresh the token.\n"
+        "[user]: thanks",
+        40,
+        kind="conversation",
+    )
+    assert bullets.startswith("- ")
+    assert count_tokens(bullets, model="mistral:7b") <= 40
+
+
+@settings(max_examples=25, deadline=None)
+@given(
+    text=st.text(min_size=0, max_size=600),
+    budget=st.integers(min_value=1, max_value=60),
+    model=st.sampled_from(["mistral:7b", "gpt-4o", "gpt-4"]),
+)
+def test_summary_never_exceeds_budget(text: str, budget: int, model: str) -> None:
+    summary = ExtractiveEngine().summarize(text, budget, model=model)
+    assert count_tokens(summary, model=model) <= budget
+
+
+def test_assessment_heuristics_separate_signal_from_chatter() -> None:
+    engine = ExtractiveEngine()
+    rich = engine.assess_chunk(
+        "Traceback: KeyError in selene_dag/store.py line 40\n"
+        "```python\nconn.execute('SELECT 1')\n```\n"
+        "$ pytest tests/unit -q\n"
+        "We decided to retry because the root cause is a lock; the fix is in store.py."
+    )
+    chatter = engine.assess_chunk("ok\nthanks\nsure\ngreat")
+    for a in (rich, chatter):
+        for value in (a.relevance, a.signal_density, a.reusability):
+            assert 1 <= value <= 10
+        assert "\n" not in a.reason and a.reason
+    assert rich.signal_density > chatter.signal_density
+    assert rich.reusability > chatter.reusability
+    assert rich.relevance > chatter.relevance
+    on_topic = engine.assess_chunk("The duckdb lock error is fixed", context="duckdb lock")
+    off_topic = engine.assess_chunk("The duckdb lock error is fixed", context="css colours")
+    assert on_topic.relevance > off_topic.relevance
+
+
+def test_threads_cluster_notes_by_topic() -> None:
+    topics = {
+        "sqlite": "SQLite full-text search index with FTS5 tables and triggers",
+        "docker": "Docker container image build with a Dockerfile and compose",
+        "css": "CSS grid layout with flexbox columns and media queries",
+    }
+    notes = []
+    for topic, text in topics.items():
+        for i in range(4):
+            notes.append(
+                {
+                    "id": f"{topic}-{i}",
+                    "title": f"{text.split()[0]} trick {i}",
+                    "essence": f"{text} number {i}.",
+                    "concepts": [topic],
+                }
+            )
+    threads = ExtractiveEngine().detect_threads("", notes)
+    assert len(threads) == 3
+    for thread in threads:
+        prefixes = {nid.split("-")[0] for nid in thread.note_ids}
+        assert len(prefixes) == 1 and len(thread.note_ids) == 4
+        assert thread.name and thread.why
+    assert ExtractiveEngine().detect_threads("", list(reversed(notes))) == threads

@@ -1,0 +1,93 @@
+"""Generators: shapes match the real files, and our parser reads each output back."""
+
+from __future__ import annotations
+
+import itertools
+import json
+from pathlib import Path
+
+import pytest
+
+from selene_dag.sessions.chunker import build_chunks
+from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk, distill
+from selene_dag.sessions.generators import SeedMeta, message_texts, render_session, write_session
+from selene_dag.sessions.generators.claude import unwrap
+from selene_dag.sessions.parsers import detect_platform, parse_file
+from selene_dag.sessions.scoring import score_events
+from tests.support.sessions import REAL_CLAUDE, REAL_CODEX, REAL_GEMINI, raw_lines
+
+META = SeedMeta(
+    "claude-0123456789ab",
+    "claude",
+    ("326189cf",),
+    "/work/proj",
+    "2026-01-02T03:04:05Z",
+    "Distilled",
+)
+
+
+@pytest.fixture(scope="module")
+def distilled():
+    events = parse_file(REAL_CLAUDE).events
+    score_events(events)
+    chunks = build_chunks(events, META.key)
+    return distill([ScoredChunk(c, 7.0) for c in chunks], DistillerConfig(max_tokens=6000))
+
+
+@pytest.mark.parametrize("platform", ["claude", "codex", "gemini"])
+def test_round_trip(platform: str, distilled, tmp_path: Path) -> None:
+    path = write_session(platform, distilled, META, tmp_path)
+    assert detect_platform(path) == platform
+    result = parse_file(path)
+    assert result.errors == 0
+    expected = message_texts(distilled, META)
+    if platform == "claude":
+        got = [e.text for e in result.events if e.kind == "summary" and e.raw_type == "user"]
+        got += [unwrap(e.text) for e in result.events if e.kind == "user_prompt"]
+    else:
+        got = [e.text for e in result.events if e.kind == "user_prompt"]
+    assert got == expected
+    assert len(got) == len(distilled.chunks) + 1
+    assert sum(e.kind == "assistant_text" for e in result.events) == 1
+
+
+def test_claude_shape(distilled) -> None:
+    _, text = render_session("claude", distilled, META)
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines[0]["type"] == "summary" and lines[0]["leafUuid"] == lines[-1]["uuid"]
+    assert lines[1]["subtype"] == "compact_boundary" and lines[1]["parentUuid"] is None
+    for prev, cur in itertools.pairwise(lines[1:]):
+        assert cur["parentUuid"] == prev["uuid"]
+    real_user = next(o for o in raw_lines(REAL_CLAUDE) if o["type"] == "user")
+    for line in lines[1:]:
+        assert line["isSidechain"] is False
+        assert line["sessionId"] == META.session_id
+        assert set(real_user) - {"isMeta", "message", "type", "toolUseResult"} <= set(line) | {
+            "gitBranch"
+        }
+    for line in lines[3:-1]:
+        assert line["message"]["content"].startswith("<system-reminder>\n")
+
+
+def test_codex_shape(distilled) -> None:
+    name, text = render_session("codex", distilled, META)
+    assert name.startswith("rollout-2026-01-02T03-04-05-") and name.endswith(".jsonl")
+    lines = [json.loads(line) for line in text.splitlines()]
+    real_meta = raw_lines(REAL_CODEX)[0]["payload"]
+    assert set(real_meta) - {"git"} <= set(lines[0]["payload"])
+    assert all(set(line) == {"timestamp", "type", "payload"} for line in lines)
+
+
+def test_gemini_shape(distilled) -> None:
+    name, text = render_session("gemini", distilled, META)
+    doc = json.loads(text)
+    header = raw_lines(REAL_GEMINI)[0]
+    assert set(header) <= set(doc)
+    assert name.startswith("session-2026-01-02T03-04-")
+    assert [m["type"] for m in doc["messages"]][-1] == "gemini"
+
+
+def test_deterministic_and_bad_platform(distilled) -> None:
+    assert render_session("codex", distilled, META) == render_session("codex", distilled, META)
+    with pytest.raises(ValueError, match="platform"):
+        render_session("cursor", distilled, META)

@@ -1,0 +1,307 @@
+"""Parsers on the real fixture files: counts compared with counts derived from the raw JSON."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from selene_dag.sessions.parsers import ParseStats, detect_platform, iter_events, parse_file
+from tests.support.sessions import (
+    ALL_FILES,
+    CLAUDE_FILES,
+    CODEX_FILES,
+    GEMINI_FILES,
+    REAL_CODEX,
+    raw_lines,
+)
+
+
+def _claude_expected(path: Path) -> Counter:
+    c: Counter = Counter()
+    for obj in raw_lines(path):
+        t = obj.get("type")
+        content = (obj.get("message") or {}).get("content")
+        if t == "user":
+            compact = bool(obj.get("isCompactSummary"))
+            plain = not obj.get("isMeta") and not compact
+            if isinstance(content, str):
+                c["user_prompt"] += plain
+                c["summary"] += compact
+            for block in content if isinstance(content, list) else []:
+                if block.get("type") == "text":
+                    c["user_prompt"] += plain
+                    c["summary"] += compact
+                elif block.get("type") == "tool_result":
+                    c["tool_result"] += 1
+                    c["result_errors"] += bool(block.get("is_error"))
+        elif t == "assistant":
+            for block in content if isinstance(content, list) else []:
+                c["tool_use"] += block.get("type") == "tool_use"
+                c["assistant_text"] += block.get("type") == "text"
+        elif t == "summary":
+            c["summary"] += 1
+        elif t == "system" and obj.get("subtype") == "compact_boundary":
+            c["compact_boundary"] += 1
+        c["sidechain_lines"] += bool(obj.get("isSidechain"))
+    return c
+
+
+@pytest.mark.parametrize("path", CLAUDE_FILES, ids=lambda p: p.name[:40])
+def test_claude_counts_match_raw_json(path: Path) -> None:
+    expected = _claude_expected(path)
+    result = parse_file(path)
+    kinds = Counter(e.kind for e in result.events)
+    assert result.platform == "claude"
+    assert result.errors == 0
+    for kind in (
+        "user_prompt",
+        "tool_use",
+        "tool_result",
+        "assistant_text",
+        "summary",
+        "compact_boundary",
+    ):
+        assert kinds[kind] == expected[kind], kind
+    assert (
+        sum(e.is_error for e in result.events if e.kind == "tool_result")
+        == expected["result_errors"]
+    )
+    assert [e.seq for e in result.events] == list(range(len(result.events)))
+    if expected["sidechain_lines"] == len(raw_lines(path)):
+        assert all(e.is_sidechain for e in result.events)
+
+
+def test_claude_tool_use_names_and_file_paths() -> None:
+    path = next(p for p in CLAUDE_FILES if "7acd37a8" in p.name)
+    expected_names: Counter = Counter()
+    expected_paths = set()
+    for obj in raw_lines(path):
+        if obj.get("type") == "assistant":
+            for block in obj["message"]["content"]:
+                if block.get("type") == "tool_use":
+                    expected_names[block["name"]] += 1
+                    fp = block["input"].get("file_path")
+                    if fp:
+                        expected_paths.add(fp)
+    events = parse_file(path).events
+    assert Counter(e.tool_name for e in events if e.kind == "tool_use") == expected_names
+    assert {p for e in events for p in e.file_paths} == expected_paths
+
+
+def _codex_expected(path: Path) -> dict:
+    items, ui = Counter(), Counter()
+    tool_use = tool_result = errors = 0
+    for obj in raw_lines(path):
+        p = obj.get("payload") or {}
+        if obj.get("type") == "response_item":
+            t = p.get("type")
+            if t == "message" and p.get("role") == "user":
+                text = "\n".join(c["text"] for c in p["content"] if "text" in c)
+                if not text.startswith("<environment_context>"):
+                    items[text.strip()] += 1
+            tool_use += t in (
+                "function_call",
+                "custom_tool_call",
+                "web_search_call",
+                "tool_search_call",
+                "image_generation_call",
+                "local_shell_call",
+            )
+            if t in ("function_call_output", "custom_tool_call_output", "tool_search_output"):
+                tool_result += 1
+                out = p.get("output")
+                if isinstance(out, str) and out.startswith("{"):
+                    code = json.loads(out).get("metadata", {}).get("exit_code")
+                    errors += bool(code)
+        elif obj.get("type") == "event_msg" and p.get("type") == "user_message":
+            ui[p["message"].strip()] += 1
+    prompts = Counter({t: max(items[t], ui[t]) for t in set(items) | set(ui)})
+    return {"prompts": prompts, "tool_use": tool_use, "tool_result": tool_result, "errors": errors}
+
+
+@pytest.mark.parametrize("path", CODEX_FILES, ids=lambda p: p.name[:40])
+def test_codex_counts_match_raw_json(path: Path) -> None:
+    expected = _codex_expected(path)
+    result = parse_file(path)
+    assert result.platform == "codex"
+    assert result.errors == 0
+    prompts = Counter(e.text.strip() for e in result.events if e.kind == "user_prompt")
+    assert prompts == expected["prompts"]
+    assert sum(e.kind == "tool_use" for e in result.events) == expected["tool_use"]
+    results = [e for e in result.events if e.kind == "tool_result"]
+    assert len(results) == expected["tool_result"]
+    assert sum(e.is_error for e in results) == expected["errors"]
+
+
+def test_codex_reasoning_is_not_double_counted() -> None:
+    raw = raw_lines(REAL_CODEX)
+    summaries = [
+        s["text"]
+        for o in raw
+        if o["payload"].get("type") == "reasoning"
+        for s in o["payload"]["summary"]
+    ]
+    agent = [o["payload"]["text"] for o in raw if o["payload"].get("type") == "agent_reasoning"]
+    assert sorted(summaries) == sorted(agent)  # the file really duplicates them
+    stats = ParseStats()
+    events = list(iter_events(REAL_CODEX, stats=stats))
+    reasoning = [e.text for e in events if e.raw_type.endswith("reasoning") and e.text]
+    assert sorted(reasoning) == sorted(summaries)
+    assert stats.duplicates == len(agent) + 1  # + the prompt echoed as event_msg/user_message
+    assert stats.session_id == raw[0]["payload"]["id"]
+    assert stats.project == raw[0]["payload"]["cwd"]
+
+
+def test_codex_legacy_layout(tmp_path: Path) -> None:
+    lines = [
+        {"id": "legacy-1", "timestamp": "2025-09-01T10:00:00Z", "instructions": None, "git": {}},
+        {"record_type": "state"},
+        {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": "fix the bug"}],
+        },
+        {
+            "type": "reasoning",
+            "id": "r1",
+            "summary": [{"type": "summary_text", "text": "thinking"}],
+            "content": None,
+            "encrypted_content": "x",
+        },
+        {
+            "type": "function_call",
+            "name": "shell",
+            "arguments": '{"command":["ls"]}',
+            "call_id": "c1",
+        },
+        {
+            "type": "function_call_output",
+            "call_id": "c1",
+            "output": '{"output":"boom","metadata":{"exit_code":1}}',
+        },
+        {
+            "type": "message",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": "done"}],
+        },
+    ]
+    path = tmp_path / "rollout-legacy.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    assert detect_platform(path) == "codex"
+    result = parse_file(path)
+    kinds = [e.kind for e in result.events]
+    assert kinds == [
+        "system",
+        "other",
+        "user_prompt",
+        "other",
+        "tool_use",
+        "tool_result",
+        "assistant_text",
+    ]
+    assert result.events[5].is_error and result.events[5].text == "boom"
+    assert result.stats.session_id == "legacy-1"
+    assert all(e.timestamp == "2025-09-01T10:00:00Z" for e in result.events)
+
+
+def _gemini_final_messages(path: Path) -> list[dict]:
+    text = path.read_text(encoding="utf-8")
+    try:
+        return json.loads(text)["messages"]
+    except json.JSONDecodeError:
+        pass
+    final: dict[str, dict] = {}
+    for line in text.splitlines():
+        obj = json.loads(line)
+        if "type" in obj and "id" in obj:
+            final[obj["id"]] = obj
+    return list(final.values())
+
+
+@pytest.mark.parametrize("path", GEMINI_FILES, ids=lambda p: p.name[:40])
+def test_gemini_counts_match_raw_json(path: Path) -> None:
+    messages = _gemini_final_messages(path)
+    result = parse_file(path)
+    assert result.platform == "gemini"
+    assert result.errors == 0
+    kinds = Counter(e.kind for e in result.events)
+    assert kinds["user_prompt"] == sum(m["type"] == "user" for m in messages)
+    calls = [c for m in messages for c in m.get("toolCalls", [])]
+    assert kinds["tool_use"] == kinds["tool_result"] == len(calls)
+    assert Counter(e.tool_name for e in result.events if e.kind == "tool_use") == Counter(
+        c["name"] for c in calls
+    )
+    assert kinds["system"] == sum(m["type"] == "info" for m in messages)
+
+
+def test_gemini_jsonl_last_record_of_an_id_wins() -> None:
+    path = next(p for p in GEMINI_FILES if p.name == "VibeCodingTracker_gemini.jsonl")
+    ids = [json.loads(line).get("id") for line in path.read_text().splitlines()]
+    repeated = [i for i, n in Counter(ids).items() if i and n > 1]
+    assert repeated  # the raw file re-writes messages
+    events = parse_file(path).events
+    assert sum(e.kind == "tool_use" for e in events) > 0
+    lines = [e.line for e in events]
+    assert lines == sorted(lines)
+
+
+def test_malformed_lines_are_counted_and_skipped(tmp_path: Path) -> None:
+    source = CLAUDE_FILES[1]
+    lines = source.read_text(encoding="utf-8").splitlines()
+    broken = [*lines[:3], "{not json", "[1, 2]", '{"type": "user", "message": ', *lines[3:]]
+    path = tmp_path / "broken.jsonl"
+    path.write_text("\n".join(broken) + "\n", encoding="utf-8")
+    good, bad = parse_file(source), parse_file(path)
+    assert bad.errors == 3
+    assert len(bad.error_samples) == 3 and bad.error_samples[0].startswith("line 4:")
+    assert [e.text for e in bad.events] == [e.text for e in good.events]
+
+
+def test_unknown_record_types_become_other(tmp_path: Path) -> None:
+    path = tmp_path / "x.jsonl"
+    records = [
+        {
+            "type": "user",
+            "sessionId": "s",
+            "parentUuid": None,
+            "message": {"role": "user", "content": "hi"},
+        },
+        {"type": "brand-new-thing", "sessionId": "s", "parentUuid": None, "data": {"x": 1}},
+    ]
+    path.write_text("\n".join(json.dumps(r) for r in records))
+    events = parse_file(path).events
+    assert [(e.kind, e.raw_type) for e in events] == [
+        ("user_prompt", "user"),
+        ("other", "brand-new-thing"),
+    ]
+
+
+@pytest.mark.parametrize("path", ALL_FILES, ids=lambda p: p.name[:40])
+def test_detection_uses_content_not_name(path: Path, tmp_path: Path) -> None:
+    expected = path.parent.name
+    renamed = tmp_path / "whatever.txt"
+    renamed.write_bytes(path.read_bytes())
+    assert detect_platform(renamed) == expected
+
+
+def test_detection_rejects_other_json(tmp_path: Path) -> None:
+    path = tmp_path / "package.json"
+    path.write_text('{"name": "x", "version": "1.0.0"}')
+    with pytest.raises(ValueError, match="not a Claude Code"):
+        detect_platform(path)
+    with pytest.raises(ValueError, match="unknown platform"):
+        list(iter_events(path, platform="cursor"))
+
+
+def test_streaming_is_lazy(tmp_path: Path) -> None:
+    source = CLAUDE_FILES[1].read_text(encoding="utf-8")
+    path = tmp_path / "big.jsonl"
+    path.write_text(source * 50, encoding="utf-8")
+    stats = ParseStats()
+    gen = iter_events(path, "claude", stats)
+    first = [next(gen) for _ in range(5)]
+    assert len(first) == 5
+    assert stats.lines < 20  # only the head of a 2,700-line file has been read

@@ -1,0 +1,112 @@
+"""Scanner: layouts of the three tools, roots only, stable keys, detection, speed-safe walk."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from pathlib import Path
+
+from selene_dag.sessions.scanner import is_under_roots, scan_roots, session_key
+from selene_dag.settings import SessionRoot, parse_session_roots
+from tests.support.sessions import FIXTURES, REAL_CLAUDE, REAL_CODEX, REAL_GEMINI
+
+KEY = re.compile(r"^(claude|codex|gemini)-[0-9a-f]{12}$")
+
+
+def _layout(tmp_path: Path) -> dict[str, Path]:
+    claude = tmp_path / "claude" / "-Users-me-proj"
+    (claude / "abc" / "subagents").mkdir(parents=True)
+    shutil.copy(REAL_CLAUDE, claude / "abc.jsonl")
+    shutil.copy(
+        FIXTURES / "claude" / "claude-code-log_ef958aa1_subagents_agent-a4ca7529859c158c2.jsonl",
+        claude / "abc" / "subagents" / "agent-1.jsonl",
+    )
+    shutil.copy(
+        FIXTURES
+        / "claude"
+        / "claude-code-log_ef958aa1_subagents_agent-a4ca7529859c158c2.meta.json",
+        claude / "abc" / "subagents" / "agent-1.meta.json",
+    )
+    codex = tmp_path / "codex" / "2025" / "11" / "17"
+    codex.mkdir(parents=True)
+    shutil.copy(REAL_CODEX, codex / REAL_CODEX.name)
+    gemini = tmp_path / "gemini" / "9da8b3" / "chats"
+    gemini.mkdir(parents=True)
+    shutil.copy(REAL_GEMINI, gemini / "session-2026-04-23T12-52-0ab84937.jsonl")
+    (gemini.parent / "logs.json").write_text("[]")
+    return {
+        "claude": tmp_path / "claude",
+        "codex": tmp_path / "codex",
+        "gemini": tmp_path / "gemini",
+    }
+
+
+def test_scan_finds_each_platform_layout(tmp_path: Path) -> None:
+    roots = _layout(tmp_path)
+    found = scan_roots([SessionRoot(path, platform) for platform, path in roots.items()])
+    names = sorted((f.platform, Path(f.path).name) for f in found)
+    assert names == [
+        ("claude", "abc.jsonl"),
+        ("claude", "agent-1.jsonl"),
+        ("codex", REAL_CODEX.name),
+        ("gemini", "session-2026-04-23T12-52-0ab84937.jsonl"),
+    ]
+    for f in found:
+        assert KEY.match(f.session_key)
+        assert f.size == os.path.getsize(f.path)
+        assert f.session_key == session_key(f.platform, f.path)
+
+
+def test_detect_roots_use_content(tmp_path: Path) -> None:
+    roots = _layout(tmp_path)
+    (tmp_path / "codex" / "notes.json").write_text('{"hello": "world"}')
+    found = scan_roots([SessionRoot(path, None) for path in roots.values()])
+    assert sorted(f.platform for f in found) == ["claude", "claude", "codex", "gemini"]
+
+
+def test_keys_are_stable_and_newest_first(tmp_path: Path) -> None:
+    roots = _layout(tmp_path)
+    spec = [SessionRoot(path, platform) for platform, path in roots.items()]
+    first = scan_roots(spec)
+    target = Path(first[-1].path)
+    os.utime(target, (2_000_000_000, 2_000_000_000))
+    second = scan_roots(spec)
+    assert {f.path: f.session_key for f in first} == {f.path: f.session_key for f in second}
+    assert second[0].path == str(target)
+
+
+def test_nothing_outside_roots_is_read(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    shutil.copy(REAL_CLAUDE, outside / "secret.jsonl")
+    root = tmp_path / "root"
+    root.mkdir()
+    (root / "link.jsonl").symlink_to(outside / "secret.jsonl")
+    (root / "dirlink").symlink_to(outside, target_is_directory=True)
+    shutil.copy(REAL_CLAUDE, root / "own.jsonl")
+    found = scan_roots([SessionRoot(root, "claude")])
+    assert [Path(f.path).name for f in found] == ["own.jsonl"]
+    assert not is_under_roots(outside / "secret.jsonl", [SessionRoot(root, "claude")])
+    assert is_under_roots(root / "own.jsonl", [SessionRoot(root, "claude")])
+
+
+def test_missing_root_is_skipped(tmp_path: Path) -> None:
+    assert scan_roots([SessionRoot(tmp_path / "nope", "claude")]) == []
+
+
+def test_session_roots_setting_format(tmp_path: Path) -> None:
+    roots = parse_session_roots(f"claude={tmp_path}{os.pathsep}{tmp_path / 'x'}")
+    assert [(r.platform, r.path) for r in roots] == [("claude", tmp_path), (None, tmp_path / "x")]
+
+
+def test_thousand_files_scan_without_parsing(tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    line = REAL_CLAUDE.read_text(encoding="utf-8").splitlines()[5] + "\n"
+    for i in range(1000):
+        d = root / f"p{i % 20}"
+        d.mkdir(parents=True, exist_ok=True)
+        (d / f"s{i}.jsonl").write_text(line)
+    found = scan_roots([SessionRoot(root, None)])
+    assert len(found) == 1000
+    assert len({f.session_key for f in found}) == 1000
