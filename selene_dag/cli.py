@@ -226,6 +226,297 @@ def dev(
     raise typer.Exit(subprocess.call([exe, "dev", *target, "-h", host, "-p", str(port)], env=env))
 
 
+def _read_store(settings: Settings):
+    from selene_dag.store import open_store
+
+    if not settings.db_path.exists():
+        raise UserError(
+            f"no database at {settings.db_path}: run `selene-dag ingest PATH` or `selene-dag demo` first"
+        )
+    return open_store(settings.db_path)
+
+
+@app.command()
+@guarded
+def context(
+    budget: Annotated[int, typer.Option(help="Token budget of the pack.")] = 16_000,
+    model: Annotated[str | None, typer.Option(help="Target model (default SELENE_MODEL).")] = None,
+) -> None:
+    """Print the tiered context of all notes (stdout: the pack only; accounting on stderr)."""
+    from selene_dag.notes.context_notes import load_context_notes, mark_accessed, pack_all_notes
+
+    if budget <= 0:
+        raise UserError("--budget must be a positive number of tokens")
+    settings = load_settings()
+    model = model or settings.model
+    started = time.perf_counter()
+    with _read_store(settings) as conn:
+        notes = load_context_notes(conn)
+        if not notes:
+            raise UserError("no notes yet: run `selene-dag ingest PATH` first")
+        pack = pack_all_notes(notes, budget, model)
+        used = [
+            note_id for note_id, tier in pack.tiers.items() if tier in ("full", "high", "summary")
+        ]
+        mark_accessed(conn, used, settings.now())
+    sys.stdout.write(pack.text + "\n")
+    tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
+    err.print(
+        f"{pack.total_tokens:,} / {budget:,} {model} tokens; {len(notes)} notes ({tiers}); "
+        f"{time.perf_counter() - started:.2f} s",
+        highlight=False,
+    )
+
+
+@app.command()
+@guarded
+def compact(
+    messages: Annotated[
+        Path, typer.Argument(help="JSON list of {role, content, stage?, completed?}.")
+    ],
+    window: Annotated[int, typer.Option(help="Context window of the target model, in tokens.")],
+    model: Annotated[str | None, typer.Option(help="Target model (default SELENE_MODEL).")] = None,
+    output: Annotated[
+        Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
+    ] = None,
+) -> None:
+    """Compact a conversation with seed 004's P1–P4 chain; print what each step removed."""
+    import json
+
+    from selene_dag.context.compaction import compact_messages, load_conversation
+    from selene_dag.llm import get_engine
+
+    if window <= 0:
+        raise UserError("--window must be a positive number of tokens")
+    settings = load_settings()
+    model = model or settings.model
+    conversation, digest = load_conversation(messages)
+    engine = get_engine(settings)
+
+    def summarizer(text: str, max_tokens: int) -> str:
+        return engine.summarize(text, max_tokens, model, kind="conversation")
+
+    report = compact_messages(
+        conversation, window, model=model, summarizer=summarizer, digest=digest
+    )
+    payload = json.dumps({"messages": report.messages}, ensure_ascii=False, indent=2)
+    if output:
+        output.write_text(payload + "\n", encoding="utf-8")
+    else:
+        sys.stdout.write(payload + "\n")
+    table = Table(
+        title=f"compaction: {report.tokens_before:,} → {report.tokens_after:,} tokens (window {window:,})"
+    )
+    for column in ("step", "removed", "tokens before", "tokens after", "detail"):
+        table.add_column(column)
+    for step in report.steps:
+        table.add_row(
+            step.name,
+            str(step.removed),
+            f"{step.tokens_before:,}",
+            f"{step.tokens_after:,}",
+            step.detail,
+        )
+    err.print(table)
+    err.print(
+        f"resolved at: {report.resolved_at}"
+        + (" — shrink stage detail" if report.shrink_stage_detail else "")
+    )
+
+
+@app.command()
+@guarded
+def health(
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print seed 000's JSON document.")
+    ] = False,
+) -> None:
+    """Compression health: tier distribution, essence progress, thread digests."""
+    import json
+
+    from selene_dag.notes.health import compression_health
+
+    settings = load_settings()
+    with _read_store(settings) as conn:
+        document = compression_health(conn, settings.now())
+    if as_json:
+        sys.stdout.write(json.dumps(document, indent=2) + "\n")
+        return
+    table = Table(title="compression health")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for tier, count in document["tiers"].items():
+        table.add_row(f"notes at {tier}", f"{count:,}")
+    essences = document["essences"]
+    table.add_row(
+        "essences computed",
+        f"{essences['computed']:,} / {essences['total']:,} ({essences['percent']} %)",
+    )
+    digests = document["threadDigests"]
+    table.add_row(
+        "active threads with a digest", f"{digests['withDigest']} / {digests['activeThreads']}"
+    )
+    out.print(table)
+
+
+cache_app = typer.Typer(help="The cache of model calls (llm_cache).", no_args_is_help=True)
+app.add_typer(cache_app, name="cache")
+
+
+@cache_app.command("stats")
+@guarded
+def cache_stats_command() -> None:
+    """Entries per engine, model and task, with time and tokens spent."""
+    from selene_dag.llm.cache import cache_stats
+
+    settings = load_settings()
+    with _read_store(settings) as conn:
+        rows = cache_stats(conn)
+    table = Table(title=f"llm_cache in {settings.db_path}")
+    for column in (
+        "engine",
+        "model",
+        "task",
+        "entries",
+        "time (s)",
+        "prompt tokens",
+        "output tokens",
+    ):
+        table.add_column(column)
+    for r in rows:
+        table.add_row(
+            r.engine,
+            r.model,
+            r.task,
+            f"{r.entries:,}",
+            f"{r.total_duration_ms / 1000:,.1f}",
+            f"{r.prompt_tokens or 0:,}",
+            f"{r.output_tokens or 0:,}",
+        )
+    out.print(table if rows else "llm_cache is empty")
+
+
+@cache_app.command("clear")
+@guarded
+def cache_clear_command(
+    engine: Annotated[str | None, typer.Option(help="Only this engine (e.g. ollama).")] = None,
+    model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
+) -> None:
+    """Delete cached calls (all, or one engine / model)."""
+    from selene_dag.llm.cache import cache_clear
+
+    settings = load_settings()
+    with _read_store(settings) as conn:
+        deleted = cache_clear(conn, engine=engine, model=model)
+    out.print(f"deleted {deleted:,} cached calls")
+
+
+distill_app = typer.Typer(
+    help="Session distillation (seed 003's :distill verbs).", no_args_is_help=True
+)
+app.add_typer(distill_app, name="distill")
+
+
+def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | None = None) -> Table:
+    table = Table(title=title)
+    columns = columns or (list(rows[0]) if rows else [])
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    return table
+
+
+@distill_app.command("scan")
+@guarded
+def distill_scan_command() -> None:
+    """List session files under SELENE_SESSION_ROOTS with platform, size, events and state."""
+    from selene_dag.sessions.commands import distill_scan
+
+    rows = distill_scan(load_settings())
+    out.print(
+        _rows_table(rows, f"{len(rows)} session files")
+        if rows
+        else "no session files under SELENE_SESSION_ROOTS"
+    )
+
+
+@distill_app.command("run")
+@guarded
+def distill_run_command(
+    sessions: Annotated[
+        list[str] | None, typer.Argument(help="Session ids, keys or paths.")
+    ] = None,
+    all_files: Annotated[bool, typer.Option("--all", help="Every scanned file.")] = False,
+) -> None:
+    """Parse, chunk, score and distill sessions (materializes the sessions spine)."""
+    from selene_dag.sessions.commands import distill_run
+
+    rows = distill_run(load_settings(), sessions or [], all_files=all_files)
+    out.print(
+        _rows_table(rows, "distill run", ["session_key", "platform", "ok", "distilled", "error"])
+    )
+    if not all(row["ok"] for row in rows):
+        raise typer.Exit(1)
+
+
+@distill_app.command("status")
+@guarded
+def distill_status_command() -> None:
+    """Files per state and rows per sessions table."""
+    from selene_dag.sessions.commands import distill_status
+
+    status = distill_status(load_settings())
+    out.print(_rows_table([{"figure": k, "value": v} for k, v in status.items()], "distill status"))
+
+
+@distill_app.command("report")
+@guarded
+def distill_report_command(
+    session: Annotated[str | None, typer.Argument(help="One session (default: all).")] = None,
+) -> None:
+    """Per session: events, chunks, importance, consensus, distilled tokens."""
+    from selene_dag.sessions.commands import distill_report
+
+    rows = distill_report(load_settings(), session)
+    out.print(
+        _rows_table(rows, "distill report")
+        if rows
+        else "nothing distilled yet: run `selene-dag distill run --all`"
+    )
+
+
+@distill_app.command("assess")
+@guarded
+def distill_assess_command(chunk_id: Annotated[str, typer.Argument(help="A chunk id.")]) -> None:
+    """Run every available assessor on one chunk now and show the consensus."""
+    import json
+
+    from selene_dag.sessions.commands import distill_assess
+
+    result = distill_assess(load_settings(), chunk_id)
+    out.print_json(json.dumps(result, default=str))
+
+
+@distill_app.command("seed")
+@guarded
+def distill_seed_command(
+    platform: Annotated[str, typer.Argument(help="claude, codex or gemini.")],
+    session: Annotated[str | None, typer.Argument(help="Session (default: most recent).")] = None,
+    out_dir: Annotated[Path | None, typer.Option(help="Folder for the file.")] = None,
+    max_tokens: Annotated[int, typer.Option(help="Budget of the seeded session.")] = 80_000,
+) -> None:
+    """Write a fresh, resumable session file for PLATFORM from a distilled session."""
+    import json
+
+    from selene_dag.sessions.commands import distill_seed
+
+    result = distill_seed(
+        load_settings(), platform, session, out_dir=out_dir, max_tokens=max_tokens
+    )
+    out.print_json(json.dumps(result, default=str))
+
+
 def main() -> None:
     """Console-script entry point."""
     import warnings
