@@ -1,0 +1,171 @@
+"""The notes group end to end on the 577-note demo corpus, through dagster.materialize with
+the real definitions, checked against figures derived independently from the source JSON."""
+
+import json
+import shutil
+from collections import defaultdict
+from datetime import UTC, datetime
+
+import dagster as dg
+import pytest
+from typer.testing import CliRunner
+
+from selene_dag.context import count_tokens
+from selene_dag.defs.runner import materialize, unpartitioned_selection
+from selene_dag.notes.digests import split_sentences
+from selene_dag.notes.fidelity import compute_tier
+from selene_dag.store import open_store
+
+NOW = datetime(2026, 7, 15, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def graph(tmp_path_factory, demo_notes_path):
+    base = tmp_path_factory.mktemp("graph")
+    notes_dir = base / "notes"
+    notes_dir.mkdir()
+    shutil.copy(demo_notes_path, notes_dir / "til.jsonl")
+    env = {
+        "SELENE_HOME": str(base / "home"),
+        "SELENE_NOTES_DIR": str(notes_dir),
+        "SELENE_NOW": NOW.isoformat(),
+    }
+    with pytest.MonkeyPatch.context() as mp:
+        for key, value in env.items():
+            mp.setenv(key, value)
+        result = materialize(
+            unpartitioned_selection() & dg.AssetSelection.groups("notes"),
+            dg.DagsterInstance.ephemeral(),
+        )
+    rows = [json.loads(line) for line in (notes_dir / "til.jsonl").read_text().splitlines()]
+    return {"env": env, "result": result, "source": rows, "db": base / "home" / "selene.duckdb"}
+
+
+@pytest.fixture(scope="module")
+def demo_notes_path():
+    from tests.conftest import DEMO_NOTES
+
+    return DEMO_NOTES
+
+
+@pytest.fixture
+def graph_env(graph, monkeypatch):
+    for key, value in graph["env"].items():
+        monkeypatch.setenv(key, value)
+    return graph
+
+
+def _meta(result, node):
+    (mat,) = result.asset_materializations_for_node(node)
+    return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+
+
+def test_every_note_gets_an_essence_and_checks_pass(graph):
+    result = graph["result"]
+    assert result.success
+    meta = _meta(result, "processed_notes")
+    assert meta["analysed"] == 577 and meta["notes_with_essence"] == 577
+    assert meta["llm_calls_made"] == 577
+    evaluations = result.get_asset_check_evaluations()
+    assert {e.check_name for e in evaluations} >= {
+        "essence_coverage",
+        "tier_rules",
+        "digest_shape",
+        "context_within_budget",
+    }
+    assert all(e.passed for e in evaluations), [e.check_name for e in evaluations if not e.passed]
+    with open_store(graph["db"]) as conn:
+        short = conn.execute(
+            "SELECT count(*) FROM processed_notes WHERE length(essence) <= 10"
+        ).fetchone()[0]
+    assert short == 0
+
+
+def test_threads_tiers_and_digests_match_rules_applied_to_the_source(graph):
+    source = graph["source"]
+    by_topic = defaultdict(list)
+    for row in source:
+        by_topic[row["topic"].lower()].append(row)
+    last_activity = {
+        t: max(datetime.fromisoformat(r["updated_at"]) for r in rows)
+        for t, rows in by_topic.items()
+    }
+    active = {t for t, at in last_activity.items() if (NOW - at).total_seconds() <= 90 * 86400}
+    with open_store(graph["db"]) as conn:
+        threads = {
+            r[0]: r[1:]
+            for r in conn.execute(
+                "SELECT name, status, note_count, thread_digest FROM threads"
+            ).fetchall()
+        }
+        tiers = dict(conn.execute("SELECT note_id, fidelity_tier FROM processed_notes").fetchall())
+    assert set(threads) == set(by_topic)
+    assert {t for t, (status, _, _) in threads.items() if status == "active"} == active
+    assert all(threads[t][1] == len(rows) for t, rows in by_topic.items())
+    eligible = {t for t in active if len(by_topic[t]) >= 10}
+    assert {t for t, (_, _, digest) in threads.items() if digest} == eligible
+    for t in eligible:
+        digest = threads[t][2]
+        assert 3 <= len(split_sentences(digest)) <= 5 and len(digest) >= 30
+    for row in source:
+        age = (NOW - datetime.fromisoformat(row["created_at"])).total_seconds() / 86400
+        status = "active" if row["topic"].lower() in active else "archived"
+        assert tiers[row["id"]] == compute_tier(age, True, status, age), row["id"]
+
+
+def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens(graph_env):
+    meta = _meta(graph_env["result"], "compression_health")
+    assert meta["notes_in_pack"] == 577
+    assert meta["tokens_packed"] <= 16_000 < meta["tokens_all_notes_full"]
+    assert meta["health"]["essences"] == {
+        "total": 577,
+        "computed": 577,
+        "remaining": 0,
+        "percent": 100,
+    }
+
+    from selene_dag.cli import app
+
+    outcome = CliRunner().invoke(app, ["context", "--budget", "16000"])
+    assert outcome.exit_code == 0, outcome.output
+    pack = outcome.stdout
+    assert count_tokens(pack.rstrip("\n"), "mistral:7b") <= 16_000
+    titles = [row["title"] for row in graph_env["source"]]
+    assert all(title in pack for title in titles)
+    newest = max(graph_env["source"], key=lambda r: r["updated_at"])
+    oldest = min(graph_env["source"], key=lambda r: r["updated_at"])
+    assert f"- {oldest['title']} [" in pack  # the oldest note is a skeleton line
+    assert f"--- {newest['title']}" in pack  # the newest keeps a block (summary or better)
+    assert pack.index(newest["title"]) < pack.index(oldest["title"])
+
+    health = CliRunner().invoke(app, ["health", "--json"])
+    assert health.exit_code == 0
+    document = json.loads(health.stdout)
+    assert set(document) == {"status", "timestamp", "tiers", "essences", "threadDigests"}
+    assert sum(document["tiers"].values()) == 577
+
+
+def test_daily_summaries_backfill_a_range_in_one_run(graph_env):
+    from selene_dag.defs.runner import materialize_daily_range
+
+    instance = dg.DagsterInstance.ephemeral()
+    result = materialize_daily_range(instance, "2024-01-01", "2024-03-31")
+    assert result.success
+    assert len(instance.get_run_records()) == 1
+    expected = defaultdict(list)
+    for row in graph_env["source"]:
+        day = datetime.fromisoformat(row["created_at"]).astimezone(UTC).date().isoformat()
+        if "2024-01-01" <= day <= "2024-03-31":
+            expected[day].append(row["title"])
+    with open_store(graph_env["db"]) as conn:
+        rows = {
+            str(d): (n, s)
+            for d, n, s in conn.execute(
+                "SELECT day, note_count, summary FROM daily_summaries"
+            ).fetchall()
+        }
+    assert set(rows) == set(expected)
+    for day, titles in expected.items():
+        count, summary = rows[day]
+        assert count == len(titles)
+        assert all(f"- {title}: " in summary for title in titles)

@@ -1,0 +1,176 @@
+"""Lineage-driven staleness, stale-only re-runs, the Ollama path, schedules and the sensor."""
+
+import json
+from datetime import UTC, datetime
+
+import dagster as dg
+import pytest
+from dagster._core.definitions.data_version import StaleStatus
+from dagster._core.definitions.observe import observe
+
+from selene_dag.defs.assets_notes import notes_source
+from selene_dag.defs.resources import SeleneResource
+from selene_dag.defs.runner import materialize, unpartitioned_selection
+from selene_dag.store import open_store
+from tests.conftest import DEMO_NOTES
+from tests.support.fake_ollama import FakeOllama
+
+NOW = "2026-07-15T00:00:00+00:00"
+NOTES_GROUP = unpartitioned_selection() & dg.AssetSelection.groups("notes")
+DOWNSTREAM = {
+    "raw_notes",
+    "processed_notes",
+    "threads",
+    "thread_digests",
+    "fidelity_tiers",
+    "compression_health",
+}
+
+
+def _slice(folder, count, topics=("python", "sqlite", "github-actions")):
+    rows = [json.loads(line) for line in DEMO_NOTES.read_text().splitlines()]
+    chosen = [r for r in rows if r["topic"] in topics][:count]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "notes.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in chosen))
+    return path, chosen
+
+
+@pytest.fixture
+def small_corpus(tmp_path, monkeypatch):
+    path, rows = _slice(tmp_path / "notes", 40)
+    monkeypatch.setenv("SELENE_NOTES_DIR", str(path.parent))
+    monkeypatch.setenv("SELENE_NOW", NOW)
+    return path, rows
+
+
+def _meta(result, node):
+    (mat,) = result.asset_materializations_for_node(node)
+    return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+
+
+def _statuses(instance):
+    """Stale status of every unpartitioned notes asset, as the UI computes it."""
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver
+    from dagster._time import get_current_datetime
+
+    from selene_dag.definitions import defs
+
+    graph = defs.resolve_asset_graph()
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=graph,
+    )
+    resolver = CachingStaleStatusResolver(
+        instance=instance, asset_graph=graph, loading_context=view
+    )
+    return {k.to_user_string(): resolver.get_status(k) for k in NOTES_GROUP.resolve(graph)}
+
+
+def _observe(instance):
+    observe([notes_source], instance=instance, resources={"selene": SeleneResource()})
+
+
+def test_one_edited_note_makes_exactly_its_downstream_stale_and_rerun_calls_once(small_corpus):
+    path, rows = small_corpus
+    instance = dg.DagsterInstance.ephemeral()
+    _observe(instance)
+    first = materialize(NOTES_GROUP, instance)
+    assert _meta(first, "processed_notes")["llm_calls_made"] == 40
+    assert set(_statuses(instance).values()) == {StaleStatus.FRESH}
+
+    # A cosmetic re-run with the same content changes no data version: nothing goes stale.
+    _observe(instance)
+    materialize(["raw_notes"], instance)
+    assert set(_statuses(instance).values()) == {StaleStatus.FRESH}
+
+    rows[5]["content"] += "\n\nA new paragraph about this note."
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    _observe(instance)
+    stale = {k for k, v in _statuses(instance).items() if v == StaleStatus.STALE}
+    assert stale == {"raw_notes"}  # the asset that reads the changed source
+
+    # Re-run only what is stale until nothing is (a stale_assets_only schedule or the eager
+    # automation conditions do exactly this): the edit flows down, one model call in total.
+    rerun: set[str] = set()
+    calls = 0
+    for _ in range(len(DOWNSTREAM)):
+        if not stale:
+            break
+        result = materialize(sorted(stale), instance)
+        rerun |= stale
+        if "processed_notes" in stale:
+            processed = _meta(result, "processed_notes")
+            assert processed["analysed"] == 1
+            calls += processed["llm_calls_made"]
+        stale = {k for k, v in _statuses(instance).items() if v == StaleStatus.STALE}
+    assert not stale
+    assert {"raw_notes", "processed_notes"} <= rerun <= DOWNSTREAM
+    assert calls == 1
+
+
+def test_ollama_engine_runs_the_same_assets_with_the_seed_limit(small_corpus, monkeypatch):
+    path, rows = small_corpus
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows[:12]))
+    with FakeOllama() as server:
+        monkeypatch.setenv("SELENE_LLM", "ollama")
+        monkeypatch.setenv("SELENE_OLLAMA_HOST", server.url)
+        instance = dg.DagsterInstance.ephemeral()
+        first = materialize(NOTES_GROUP, instance)
+        assert first.success
+        assert (
+            _meta(first, "processed_notes")["analysed"] == 10
+        )  # seed's per-run limit with a model
+        second = materialize(["processed_notes"], instance)
+        assert _meta(second, "processed_notes")["analysed"] == 2
+        before = server.total_requests
+        third = materialize(["processed_notes", "thread_digests"], instance)
+        assert _meta(third, "processed_notes")["analysed"] == 0
+        assert server.total_requests == before  # nothing new: no call reaches the server
+    with open_store(
+        __import__("selene_dag.settings", fromlist=["x"]).load_settings().db_path
+    ) as conn:
+        engines = {
+            r[0] for r in conn.execute("SELECT DISTINCT engine FROM processed_notes").fetchall()
+        }
+        cached = conn.execute("SELECT count(*) FROM llm_cache WHERE engine = 'ollama'").fetchone()[
+            0
+        ]
+    assert engines == {"ollama:mistral:7b"}
+    assert cached >= 12
+
+
+def test_schedules_follow_seed_000_times():
+    from selene_dag.definitions import defs
+
+    schedules = {s.name: s for s in defs.schedules}
+    assert schedules["essences_every_5_minutes"].cron_schedule == "*/5 * * * *"
+    assert schedules["fidelity_daily_0300"].cron_schedule == "0 3 * * *"
+    assert schedules["digests_hourly"].cron_schedule == "0 * * * *"
+    at = datetime(2026, 7, 15, 3, 0, tzinfo=UTC)
+    for schedule in schedules.values():
+        context = dg.build_schedule_context(scheduled_execution_time=at)
+        requests = list(schedule.evaluate_tick(context).run_requests or [])
+        assert len(requests) == 1
+    targets = {
+        name: defs.resolve_job_def(s.job_name).asset_layer.executable_asset_keys
+        for name, s in schedules.items()
+    }
+    assert {k.to_user_string() for k in targets["fidelity_daily_0300"]} == {"fidelity_tiers"}
+    assert {k.to_user_string() for k in targets["digests_hourly"]} == {"thread_digests"}
+
+
+def test_notes_folder_sensor_fires_on_change_only(small_corpus):
+    from selene_dag.defs.automation_notes import notes_folder_sensor
+
+    path, _rows = small_corpus
+    instance = dg.DagsterInstance.ephemeral()
+    first = notes_folder_sensor(dg.build_sensor_context(instance=instance))
+    assert len(first.run_requests) == 1
+    idle = notes_folder_sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor))
+    assert not idle.run_requests
+    (path.parent / "new.md").write_text("# New note\nbody")
+    changed = notes_folder_sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor))
+    assert len(changed.run_requests) == 1 and changed.cursor != first.cursor
