@@ -31,7 +31,7 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True)
+err = Console(stderr=True, soft_wrap=True)
 out = Console()
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -114,6 +114,24 @@ def _print_counts(counts: dict[str, int], title: str) -> None:
     err.print(table)
 
 
+def _print_health(document: dict[str, Any], console: Console = err) -> None:
+    table = Table(title="compression health")
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    for tier, count in document["tiers"].items():
+        table.add_row(f"notes at {tier}", f"{count:,}")
+    essences = document["essences"]
+    table.add_row(
+        "essences computed",
+        f"{essences['computed']:,} / {essences['total']:,} ({essences['percent']} %)",
+    )
+    digests = document["threadDigests"]
+    table.add_row(
+        "active threads with a digest", f"{digests['withDigest']} / {digests['activeThreads']}"
+    )
+    console.print(table)
+
+
 @app.command()
 @guarded
 def demo(
@@ -164,11 +182,22 @@ def demo(
         if failed:
             raise UserError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
     elapsed = time.perf_counter() - started
+    from selene_dag.notes.health import compression_health
+
     with open_store(settings.db_path) as conn:
         counts = table_counts(conn)
-    _print_counts(counts, "selene-dag demo")
+        document = compression_health(conn, settings.now())
+        digests = conn.execute(
+            "SELECT name, thread_digest FROM threads WHERE thread_digest IS NOT NULL "
+            "ORDER BY note_count DESC LIMIT 2"
+        ).fetchall()
+    _print_counts(counts, "selene-dag demo: rows per table")
+    _print_health(document)
+    for name, digest in digests:
+        err.print(f"[bold]{name}[/] digest: {digest}", highlight=False)
     notes_count = counts.get("notes", 0)
     out.print(f"demo: {notes_count} notes materialized into {settings.db_path} in {elapsed:.1f} s")
+    out.print(f"next: SELENE_HOME={settings.home} selene-dag context --budget 4000")
 
 
 @app.command()
@@ -182,6 +211,7 @@ def ingest(
         failure_message,
         instance_for,
         materialize,
+        unpartitioned_selection,
     )
 
     if not path.exists():
@@ -192,9 +222,9 @@ def ingest(
     import dagster as dg
 
     with err.status(f"ingesting {path}…"):
-        result = materialize(
-            dg.AssetSelection.groups("notes"), instance_for(settings), raise_on_error=False
-        )
+        # The notes group and the search index, so `ask` and `context` see the notes at once.
+        selection = dg.AssetSelection.groups("notes", "context") & unpartitioned_selection()
+        result = materialize(selection, instance_for(settings), raise_on_error=False)
     if not result.success:
         raise UserError(f"ingest failed: {failure_message(result)}")
     meta = {}
@@ -342,21 +372,7 @@ def health(
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
-    table = Table(title="compression health")
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    for tier, count in document["tiers"].items():
-        table.add_row(f"notes at {tier}", f"{count:,}")
-    essences = document["essences"]
-    table.add_row(
-        "essences computed",
-        f"{essences['computed']:,} / {essences['total']:,} ({essences['percent']} %)",
-    )
-    digests = document["threadDigests"]
-    table.add_row(
-        "active threads with a digest", f"{digests['withDigest']} / {digests['activeThreads']}"
-    )
-    out.print(table)
+    _print_health(document, console=out)
 
 
 cache_app = typer.Typer(help="The cache of model calls (llm_cache).", no_args_is_help=True)

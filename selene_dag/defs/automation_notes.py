@@ -11,6 +11,7 @@ import json
 import dagster as dg
 
 from selene_dag.defs.assets_notes import (
+    daily_summaries,
     fidelity_tiers,
     processed_notes,
     raw_notes,
@@ -26,6 +27,9 @@ fidelity_job = dg.define_asset_job(
     "fidelity_job", selection=dg.AssetSelection.assets(fidelity_tiers)
 )
 digests_job = dg.define_asset_job("digests_job", selection=dg.AssetSelection.assets(thread_digests))
+daily_summaries_job = dg.define_asset_job(
+    "daily_summaries_job", selection=dg.AssetSelection.assets(daily_summaries)
+)
 
 essences_schedule = dg.ScheduleDefinition(
     name="essences_every_5_minutes",
@@ -47,6 +51,14 @@ digests_schedule = dg.ScheduleDefinition(
     cron_schedule="0 * * * *",
     default_status=dg.DefaultScheduleStatus.RUNNING,
     description="Seed 000's compile-thread-digests cadence: stale digests hourly.",
+)
+
+daily_summaries_schedule = dg.build_schedule_from_partitioned_job(
+    daily_summaries_job,
+    hour_of_day=0,
+    minute_of_hour=30,
+    default_status=dg.DefaultScheduleStatus.RUNNING,
+    description="Summarizes each finished day shortly after midnight.",
 )
 
 
@@ -81,7 +93,7 @@ def notes_folder_sensor(context: dg.SensorEvaluationContext) -> dg.SensorResult:
 
 
 NOTES_AUTOMATION = {
-    "jobs": [essences_job, fidelity_job, digests_job],
-    "schedules": [essences_schedule, fidelity_schedule, digests_schedule],
+    "jobs": [essences_job, fidelity_job, digests_job, daily_summaries_job],
+    "schedules": [essences_schedule, fidelity_schedule, digests_schedule, daily_summaries_schedule],
     "sensors": [notes_folder_sensor],
 }

@@ -1,0 +1,121 @@
+"""The `selene-dag` command as a user runs it: a real process, real files, exit codes."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from selene_dag.context import count_tokens
+
+EXE = Path(sys.executable).parent / "selene-dag"
+
+
+def run(*args, env=None, cwd=None, timeout=300):
+    full_env = {k: v for k, v in os.environ.items()}
+    full_env.update(env or {})
+    return subprocess.run(
+        [str(EXE), *args], capture_output=True, text=True, env=full_env, cwd=cwd, timeout=timeout
+    )
+
+
+def assert_one_line_error(proc, *fragments):
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    lines = [line for line in proc.stderr.strip().splitlines() if line.strip()]
+    text = " ".join(lines)
+    assert "Traceback" not in proc.stderr
+    assert text.startswith("error:"), proc.stderr
+    for fragment in fragments:
+        assert fragment in text, proc.stderr
+
+
+def test_help_on_every_command():
+    for command in (
+        [],
+        ["demo"],
+        ["ingest"],
+        ["context"],
+        ["compact"],
+        ["health"],
+        ["cache"],
+        ["distill"],
+        ["dev"],
+    ):
+        proc = run(*command, "--help")
+        assert proc.returncode == 0, (command, proc.stderr)
+        assert "Usage" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("env", "args", "fragments"),
+    [
+        ({"SELENE_LLM": "gpt"}, ["health"], ["SELENE_LLM", "extractive, ollama"]),
+        ({"SELENE_NOW": "soon"}, ["context"], ["SELENE_NOW"]),
+        ({}, ["health"], ["no database", "selene-dag ingest"]),
+        ({}, ["ingest", "/no/such/folder"], ["does not exist"]),
+        ({}, ["context", "--budget", "0"], ["--budget"]),
+    ],
+)
+def test_user_errors_are_one_line_with_exit_1(env, args, fragments):
+    assert_one_line_error(run(*args, env=env), *fragments)
+
+
+def test_ingest_then_context_and_cache(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for i in range(12):
+        (notes / f"n{i}.md").write_text(
+            f"---\ntitle: Note {i}\ncreated: 2026-0{1 + i % 6}-0{1 + i % 9}\ntags: [demo]\n---\n"
+            f"Idea number {i} is about caching query plans in DuckDB. It saves {i} milliseconds per call.\n"
+        )
+    (notes / "broken.md").write_bytes(b"\xff\xfe not utf-8")
+    env = {"SELENE_NOW": "2026-07-01"}
+    proc = run("ingest", str(notes), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "12 notes (12 new" in proc.stderr and "1 bad inputs skipped" in proc.stderr
+    proc = run("context", "--budget", "300", "--model", "gpt-4", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() and count_tokens(proc.stdout.rstrip("\n"), "gpt-4") <= 300
+    assert "/ 300 gpt-4 tokens" in proc.stderr
+    assert all(f"Note {i}" in proc.stdout for i in range(12))
+    again = run("ingest", str(notes), env=env)
+    assert "(0 new, 0 changed" in again.stderr
+    stats = run("cache", "stats", env=env)
+    assert (
+        stats.returncode == 0 and "llm_cache is empty" in stats.stdout
+    )  # extractive calls are not cached
+    assert run("cache", "clear", env=env).stdout.strip() == "deleted 0 cached calls"
+
+
+def test_compact_reports_each_step_and_fits_the_window(tmp_path):
+    messages = [{"role": "system", "content": "You are a careful assistant."}]
+    for i in range(60):
+        messages.append(
+            {
+                "role": "user",
+                "content": "ok"
+                if i % 3 == 0
+                else f"Question {i}: how do I tune DuckDB memory for step {i}?",
+            }
+        )
+        messages.append(
+            {
+                "role": "assistant",
+                "content": f"Answer {i}: set memory_limit and threads; " + "details " * 40,
+            }
+        )
+    path = tmp_path / "messages.json"
+    path.write_text(json.dumps(messages))
+    out = tmp_path / "out.json"
+    proc = run("compact", str(path), "--window", "3000", "--model", "mistral:7b", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    assert "P1" in proc.stderr and "resolved at" in proc.stderr
+    compacted = json.loads(out.read_text())["messages"]
+    assert len(compacted) < len(messages)
+    total = sum(count_tokens(m["content"], "mistral:7b") for m in compacted)
+    assert total <= 3000
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json")
+    assert_one_line_error(run("compact", str(bad), "--window", "100"), "invalid JSON")
