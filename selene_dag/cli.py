@@ -31,8 +31,9 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-err = Console(stderr=True, soft_wrap=True)
-out = Console()
+# Piped output gets a wide console: rich would otherwise squeeze tables into 80 columns.
+err = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200)
+out = Console(width=None if sys.stdout.isatty() else 200)
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -170,6 +171,11 @@ def demo(
     # The demo's home is its own: an in-memory instance avoids ~2,000 SQLite event writes.
     instance = dg.DagsterInstance.ephemeral()
     with err.status("materializing the graph…"):
+        # Sessions first, so the rollups in the unpartitioned run see every scored session.
+        sessions_done = distill_run(settings, all_files=True, instance=instance) if sessions else []
+        failed = [row for row in sessions_done if not row["ok"]]
+        if failed:
+            raise UserError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
         result = materialize(unpartitioned_selection(), instance, raise_on_error=False)
         if not result.success:
             raise UserError(f"demo run failed: {failure_message(result)}")
@@ -177,10 +183,6 @@ def demo(
         result = materialize_daily_range(instance, first, last)
         if not result.success:
             raise UserError(f"demo daily summaries failed: {failure_message(result)}")
-        sessions_done = distill_run(settings, all_files=True, instance=instance) if sessions else []
-        failed = [row for row in sessions_done if not row["ok"]]
-        if failed:
-            raise UserError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
     elapsed = time.perf_counter() - started
     from selene_dag.notes.health import compression_health
 

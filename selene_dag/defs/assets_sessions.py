@@ -9,6 +9,7 @@ No ``from __future__ import annotations`` here: Dagster inspects the ``context``
 """
 
 import dataclasses
+import hashlib
 from collections import Counter
 
 import dagster as dg
@@ -20,9 +21,11 @@ from selene_dag.sessions.distiller import SORT_MODES, DistillerConfig
 from selene_dag.sessions.pipeline import (
     chunk_session,
     default_assessors,
+    distill_project,
     distill_session,
     find_session_file,
     ingest_session,
+    project_names,
     score_session,
 )
 
@@ -218,5 +221,55 @@ def distilled_sessions(
     )
 
 
+@dg.asset(
+    deps=[chunk_scores],
+    group_name="sessions",
+    kinds={"duckdb"},
+    code_version="1",
+    pool="duckdb",
+    automation_condition=dg.AutomationCondition.eager().replace(
+        "newly_updated", dg.AutomationCondition.data_version_changed()
+    ),
+    description=(
+        "One distilled session per project (working directory) across all of its scored "
+        "sessions: their chunks compete for one 80,000-token budget (seed 003's per-project "
+        "run). Rows have session_key 'project:<project>'."
+    ),
+)
+def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.MaterializeResult:
+    """Write one distilled file per project with scored sessions."""
+    if config.sort_by not in SORT_MODES:
+        raise dg.Failure(
+            description=f"sort_by {config.sort_by!r}: expected one of {', '.join(SORT_MODES)}"
+        )
+    settings = selene.settings()
+    distiller = DistillerConfig(config.max_tokens, config.min_consensus, config.sort_by)
+    results = []
+    with selene.connection() as conn:
+        for project in project_names(conn):
+            result = distill_project(
+                conn,
+                project,
+                settings.distilled_dir / "projects",
+                settings.now(),
+                distiller,
+                platform=config.platform or None,
+                model=settings.model,
+            )
+            results.append((project, result))
+    rows = [(p, r.platform, len(r.distilled.chunks), r.tokens, r.path.name) for p, r in results]
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(
+            hashlib.sha256("".join(r.data_version for _, r in results).encode()).hexdigest()[:32]
+        ),
+        metadata={
+            "projects": dg.MetadataValue.int(len(results)),
+            "files": markdown_table(["project", "platform", "chunks", "tokens", "file"], rows),
+            "budget": dg.MetadataValue.int(config.max_tokens),
+        },
+    )
+
+
 SESSION_SPINE = [session_events, session_chunks, chunk_scores, distilled_sessions]
+SESSION_ROLLUPS = [project_distillations]
 SESSION_SPINE_SELECTION = dg.AssetSelection.assets(*SESSION_SPINE)

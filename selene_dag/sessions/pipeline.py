@@ -460,22 +460,102 @@ def distill_session(
     if row is None:
         raise ValueError(f"session {session_key!r} has not been ingested (no session_files row)")
     source_platform, project, source_id = row
-    target = platform or source_platform
-    scored = load_scored(conn, session_key)
+    return _write_distillation(
+        conn,
+        session_key,
+        project,
+        source_platform,
+        (source_id or session_key,),
+        f"Distilled {source_platform} session {source_id or session_key}",
+        load_scored(conn, session_key),
+        out_dir,
+        now,
+        config,
+        platform or source_platform,
+        model,
+    )
+
+
+def project_names(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    """Projects (working directories) with at least one scored session."""
+    rows = conn.execute(
+        "SELECT DISTINCT f.project FROM session_files f JOIN chunk_scores s USING (session_key) "
+        "WHERE f.project IS NOT NULL ORDER BY 1"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def distill_project(
+    conn: duckdb.DuckDBPyConnection,
+    project: str,
+    out_dir: Path,
+    now: datetime,
+    config: DistillerConfig = DistillerConfig(),
+    platform: str | None = None,
+    model: str | None = None,
+) -> DistillResult:
+    """One distillation over every scored session of ``project`` (seed 003's per-project run).
+
+    Chunks of all its sessions compete for one budget; the file is written in the platform
+    most of the project's sessions use unless ``platform`` says otherwise; its row has
+    ``session_key = 'project:<project>'``.
+    """
+    sessions = conn.execute(
+        "SELECT f.session_key, f.platform, f.source_session_id FROM session_files f "
+        "WHERE f.project = ? AND EXISTS (SELECT 1 FROM chunk_scores s WHERE s.session_key = f.session_key) "
+        "ORDER BY (SELECT min(ts) FROM session_events e WHERE e.session_key = f.session_key) NULLS LAST, "
+        "f.session_key",
+        [project],
+    ).fetchall()
+    if not sessions:
+        raise ValueError(f"project {project!r} has no scored session")
+    platforms = [p for _, p, _ in sessions]
+    source_platform = max(sorted(set(platforms)), key=platforms.count)
+    scored = [s for key, _, _ in sessions for s in load_scored(conn, key)]
+    return _write_distillation(
+        conn,
+        f"project:{project}",
+        project,
+        source_platform,
+        tuple(source_id or key for key, _, source_id in sessions),
+        f"Distilled project {project} ({len(sessions)} sessions)",
+        scored,
+        out_dir,
+        now,
+        config,
+        platform or source_platform,
+        model,
+    )
+
+
+def _write_distillation(
+    conn: duckdb.DuckDBPyConnection,
+    key: str,
+    project: str | None,
+    source_platform: str,
+    source_ids: tuple[str, ...],
+    title: str,
+    scored: list[ScoredChunk],
+    out_dir: Path,
+    now: datetime,
+    config: DistillerConfig,
+    target: str,
+    model: str | None,
+) -> DistillResult:
     meta = SeedMeta(
-        key=f"{session_key}:{target}",
+        key=f"{key}:{target}",
         source_platform=source_platform,
-        source_sessions=(source_id or session_key,),
+        source_sessions=source_ids,
         cwd=project or "/",
         created_at=_created_at(scored, now),
-        title=f"Distilled {source_platform} session {source_id or session_key}",
+        title=title,
     )
     reserve, per_chunk = overhead_tokens(target, meta, len(scored), model=model)
     result = distill(scored, config, reserve_tokens=reserve, per_chunk_tokens=per_chunk)
     tokens = reserve + sum(s.chunk.token_count + per_chunk for s in result.chunks)
     previous = conn.execute(
         "SELECT path FROM distilled_sessions WHERE session_key = ? AND platform = ?",
-        [session_key, target],
+        [key, target],
     ).fetchall()
     path = write_session(target, result, meta, out_dir / target)
     for (old,) in previous:
@@ -484,14 +564,14 @@ def distill_session(
     with transaction(conn):
         conn.execute(
             "DELETE FROM distilled_sessions WHERE session_key = ? AND platform = ?",
-            [session_key, target],
+            [key, target],
         )
         conn.execute(
             "INSERT INTO distilled_sessions (session_key, project, platform, source_platform, path, tokens, "
             "budget, chunk_count, dropped_chunks, sort_mode, min_consensus, created_at) "
             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
-                session_key,
+                key,
                 project,
                 target,
                 source_platform,
@@ -527,6 +607,7 @@ __all__ = [
     "ScoreResult",
     "chunk_session",
     "default_assessors",
+    "distill_project",
     "distill_session",
     "file_content_tokens",
     "find_session_file",
@@ -535,5 +616,6 @@ __all__ = [
     "load_events",
     "load_scored",
     "normalize_events",
+    "project_names",
     "score_session",
 ]

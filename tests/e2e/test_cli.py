@@ -119,3 +119,21 @@ def test_compact_reports_each_step_and_fits_the_window(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert_one_line_error(run("compact", str(bad), "--window", "100"), "invalid JSON")
+
+
+def test_distill_scan_run_report_on_real_sessions(tmp_path):
+    fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
+    root = tmp_path / "codex"
+    root.mkdir()
+    name = "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+    (root / name).write_bytes((fixtures / "codex" / name).read_bytes())
+    env = {"SELENE_SESSION_ROOTS": f"codex={root}"}
+    scan = run("distill", "scan", env=env)
+    assert scan.returncode == 0 and "new" in scan.stdout
+    ran = run("distill", "run", "--all", env=env)
+    assert ran.returncode == 0, ran.stdout + ran.stderr
+    assert "True" in ran.stdout
+    report = run("distill", "report", env=env)
+    assert report.returncode == 0 and "codex" in report.stdout
+    assert "done" in run("distill", "scan", env=env).stdout
+    assert_one_line_error(run("distill", "run", "nope", env=env), "no session file matches")

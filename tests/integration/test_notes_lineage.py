@@ -157,9 +157,11 @@ def test_schedules_follow_seed_000_times():
         requests = list(schedule.evaluate_tick(context).run_requests or [])
         assert len(requests) == 1
     targets = {
-        name: defs.resolve_job_def(s.job_name).asset_layer.executable_asset_keys
-        for name, s in schedules.items()
+        name: defs.resolve_job_def(schedules[name].job_name).asset_layer.executable_asset_keys
+        for name in ("fidelity_daily_0300", "digests_hourly")
     }
+    daily = defs.resolve_schedule_def("daily_summaries_job_schedule")
+    assert daily.cron_schedule == "30 0 * * *"
     assert {k.to_user_string() for k in targets["fidelity_daily_0300"]} == {"fidelity_tiers"}
     assert {k.to_user_string() for k in targets["digests_hourly"]} == {"thread_digests"}
 

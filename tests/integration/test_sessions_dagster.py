@@ -215,3 +215,37 @@ def test_cli_functions(world, first_run) -> None:
     assert assessed["sufficient"]
     with pytest.raises(ValueError, match="no session file matches"):
         resolve_sessions(settings, ["does-not-exist"])
+
+
+def test_project_distillation_spans_a_projects_sessions(world, first_run) -> None:
+    from selene_dag.defs.assets_sessions import project_distillations
+
+    result = dg.materialize(
+        [project_distillations, *SESSION_SPINE],
+        selection=[project_distillations],
+        instance=world["instance"],
+        resources={"selene": SeleneResource()},
+    )
+    assert result.success
+    conn = duckdb.connect(str(world["settings"].db_path), read_only=True)
+    try:
+        projects = conn.execute(
+            "SELECT DISTINCT project FROM session_files WHERE project IS NOT NULL"
+        ).fetchall()
+        rows = conn.execute(
+            "SELECT session_key, project, path, tokens, budget, chunk_count FROM distilled_sessions "
+            "WHERE session_key LIKE 'project:%'"
+        ).fetchall()
+        chunks = dict(
+            conn.execute(
+                "SELECT f.project, count(*) FROM chunk_scores s JOIN session_files f USING (session_key) "
+                "WHERE s.consensus >= 5.0 GROUP BY 1"
+            ).fetchall()
+        )
+    finally:
+        conn.close()
+    assert {r[1] for r in rows} == {p[0] for p in projects}
+    for key, project, path, tokens, budget, count in rows:
+        assert key == f"project:{project}" and tokens <= budget
+        assert Path(path).is_file() and parse_file(path).errors == 0
+        assert count == chunks.get(project, 0)  # far under budget: every good chunk is kept
