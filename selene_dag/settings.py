@@ -76,6 +76,11 @@ SPECS: tuple[SettingSpec, ...] = (
     SettingSpec(
         "SELENE_THREAD_ACTIVE_DAYS", "90", "A thread with no activity for longer is archived."
     ),
+    SettingSpec(
+        "SELENE_DAILY_START",
+        "(earliest note in SELENE_NOTES_DIR)",
+        "First day of the `daily_summaries` partitions.",
+    ),
     SettingSpec("SELENE_ASK_MIN_RECALL", "0.6", "Threshold of the `ask_quality` asset check."),
     SettingSpec(
         "SELENE_CLI_ASSESSORS",
@@ -101,6 +106,7 @@ class Settings:
     essence_limit: int | None
     thread_active_days: int
     ask_min_recall: float
+    daily_start: datetime | None
     cli_assessors: tuple[str, ...]
 
     def now(self) -> datetime:
@@ -225,6 +231,16 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
                 "SELENE_NOW", now_raw, "an ISO-8601 date or datetime, e.g. 2026-07-01T00:00:00Z"
             ) from None
 
+    daily_raw = env.get("SELENE_DAILY_START", "").strip()
+    daily_start = None
+    if daily_raw:
+        try:
+            daily_start = parse_datetime(daily_raw)
+        except ValueError:
+            raise _fail(
+                "SELENE_DAILY_START", daily_raw, "an ISO-8601 date, e.g. 2020-01-01"
+            ) from None
+
     default_limit = 10 if llm == "ollama" else None
     limit = _int(env, "SELENE_ESSENCE_LIMIT", default_limit)
     essence_limit = None if limit == 0 else limit
@@ -254,6 +270,7 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
         essence_limit=essence_limit,
         thread_active_days=active_days or 90,
         ask_min_recall=min_recall,
+        daily_start=daily_start,
         cli_assessors=assessors,
     )
     if overrides:

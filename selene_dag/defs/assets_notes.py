@@ -14,7 +14,7 @@ from datetime import UTC, date, datetime, timedelta
 
 import dagster as dg
 
-from selene_dag.defs.metadata import markdown_table
+from selene_dag.defs.metadata import OWNERS, markdown_table
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.llm.extractive import ALGORITHM_VERSIONS
 from selene_dag.llm.prompts import prompt_hash
@@ -25,7 +25,7 @@ from selene_dag.notes.ingest import notes_data_version, read_notes
 from selene_dag.notes.processing import analyse_notes, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import stored_notes_version, write_notes
-from selene_dag.settings import load_settings, parse_datetime
+from selene_dag.settings import load_settings
 
 EMPTY_VERSION = notes_data_version([])
 HEALTH_BUDGET = 16_000
@@ -64,11 +64,8 @@ def first_note_day() -> date:
     """First day of the daily partitions: SELENE_DAILY_START, else the earliest note in the
     notes folder, else 2020-01-01. Read once when the definitions load (files only)."""
     settings = load_settings()
-    import os
-
-    start = os.environ.get("SELENE_DAILY_START", "").strip()
-    if start:
-        return parse_datetime(start).date()
+    if settings.daily_start is not None:
+        return settings.daily_start.date()
     try:
         notes = read_notes(settings.notes_dir).notes
     except FileNotFoundError:
@@ -85,6 +82,7 @@ DAILY_PARTITIONS = dg.DailyPartitionsDefinition(
 
 @dg.observable_source_asset(
     group_name="notes",
+    owners=OWNERS,
     description=(
         "The notes folder (SELENE_NOTES_DIR): markdown and JSONL files. Its data version is "
         "a hash of every note's id and content hash, so only a real edit makes it change."
@@ -101,6 +99,7 @@ def notes_source(selene: SeleneResource) -> dg.DataVersion:
 @dg.asset(
     deps=[notes_source],
     group_name="notes",
+    owners=OWNERS,
     kinds={"duckdb"},
     code_version="1",
     pool="duckdb",
@@ -152,6 +151,7 @@ def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.M
 @dg.asset(
     deps=[raw_notes],
     group_name="notes",
+    owners=OWNERS,
     kinds={"duckdb", "ollama"},
     code_version=_code_version("1", ("note_analysis",), ("analyze_note",)),
     pool="duckdb",
@@ -206,6 +206,7 @@ def processed_notes(
 @dg.asset(
     deps=[processed_notes],
     group_name="notes",
+    owners=OWNERS,
     kinds={"duckdb", "ollama"},
     code_version=_code_version("1", ("detect_threads",)),
     pool="duckdb",
@@ -243,6 +244,7 @@ def threads(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.Mat
 @dg.asset(
     deps=[threads, processed_notes],
     group_name="notes",
+    owners=OWNERS,
     kinds={"duckdb", "ollama"},
     code_version=_code_version("1", ("thread_digest",), ("digest_thread",)),
     pool="duckdb",
@@ -281,6 +283,7 @@ def thread_digests(
 @dg.asset(
     deps=[processed_notes, threads],
     group_name="notes",
+    owners=OWNERS,
     kinds={"duckdb"},
     code_version="1",
     pool="duckdb",
@@ -317,6 +320,7 @@ def fidelity_tiers(
 @dg.asset(
     deps=[processed_notes],
     group_name="notes",
+    owners=OWNERS,
     kinds={"duckdb", "ollama"},
     code_version=_code_version("1", ("summarize",)),
     pool="duckdb",
@@ -364,6 +368,7 @@ def daily_summaries(
 @dg.asset(
     deps=[fidelity_tiers, thread_digests, processed_notes],
     group_name="notes",
+    owners=OWNERS,
     kinds={"duckdb"},
     code_version="1",
     pool="duckdb",

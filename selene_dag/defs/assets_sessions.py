@@ -14,7 +14,7 @@ from collections import Counter
 
 import dagster as dg
 
-from selene_dag.defs.metadata import markdown_table
+from selene_dag.defs.metadata import OWNERS, markdown_table
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.sessions.chunker import ChunkConfig
 from selene_dag.sessions.distiller import SORT_MODES, DistillerConfig
@@ -39,6 +39,7 @@ def _counter_table(counter: Counter, label: str) -> dg.MetadataValue:
 @dg.asset(
     partitions_def=SESSION_PARTITIONS,
     group_name="sessions",
+    owners=OWNERS,
     kinds={"duckdb"},
     code_version="1",
     pool="duckdb",
@@ -82,6 +83,7 @@ def session_events(
     deps=[session_events],
     partitions_def=SESSION_PARTITIONS,
     group_name="sessions",
+    owners=OWNERS,
     kinds={"duckdb"},
     code_version="1",
     pool="duckdb",
@@ -122,6 +124,7 @@ def session_chunks(
     deps=[session_chunks],
     partitions_def=SESSION_PARTITIONS,
     group_name="sessions",
+    owners=OWNERS,
     kinds={"duckdb", "ollama"},
     code_version="1",
     pool="duckdb",
@@ -177,6 +180,7 @@ class DistillConfig(dg.Config):
     deps=[chunk_scores],
     partitions_def=SESSION_PARTITIONS,
     group_name="sessions",
+    owners=OWNERS,
     kinds={"duckdb"},
     code_version="1",
     pool="duckdb",
@@ -224,6 +228,7 @@ def distilled_sessions(
 @dg.asset(
     deps=[chunk_scores],
     group_name="sessions",
+    owners=OWNERS,
     kinds={"duckdb"},
     code_version="1",
     pool="duckdb",

@@ -7,6 +7,9 @@ from typing import Any
 
 import dagster as dg
 
+# Shown as the owner of every asset in the Dagster UI.
+OWNERS = ["team:selene-dag"]
+
 
 def _cell(value: Any, width: int) -> str:
     text = "" if value is None else str(value)

@@ -137,3 +137,50 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     assert report.returncode == 0 and "codex" in report.stdout
     assert "done" in run("distill", "scan", env=env).stdout
     assert_one_line_error(run("distill", "run", "nope", env=env), "no session file matches")
+
+
+@pytest.mark.slow
+def test_daily_backfill_through_dagster_cli(tmp_path):
+    """A partition range from `dagster asset materialize` runs as one run (single-run policy)."""
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    for day in ("2024-01-01", "2024-01-02", "2024-01-02", "2024-01-04"):
+        index = len(list(notes.iterdir()))
+        (notes / f"n{index}.md").write_text(
+            f"---\ncreated: {day}\n---\n# Note {index}\nThe body of note {index} is here."
+        )
+    env = {
+        "SELENE_NOW": "2024-01-05",
+        "SELENE_NOTES_DIR": str(notes),
+        "SELENE_DAILY_START": "2024-01-01",
+    }
+    assert run("ingest", str(notes), env=env).returncode == 0
+    dagster = Path(sys.executable).parent / "dagster"
+    full_env = {**os.environ, **env, "DAGSTER_HOME": str(tmp_path / "dagster")}
+    (tmp_path / "dagster").mkdir()
+    proc = subprocess.run(
+        [
+            str(dagster),
+            "asset",
+            "materialize",
+            "-m",
+            "selene_dag.definitions",
+            "--select",
+            "daily_summaries",
+            "--partition-range",
+            "2024-01-01...2024-01-04",
+        ],
+        capture_output=True,
+        text=True,
+        env=full_env,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    from selene_dag.settings import load_settings
+    from selene_dag.store import open_store
+
+    with open_store(load_settings({**os.environ, **env}).db_path) as conn:
+        rows = conn.execute(
+            "SELECT day::VARCHAR, note_count FROM daily_summaries ORDER BY day"
+        ).fetchall()
+    assert rows == [("2024-01-01", 1), ("2024-01-02", 2), ("2024-01-04", 1)]
