@@ -159,15 +159,16 @@ def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.M
     description=(
         "Concepts, primary theme and a 1–2 sentence essence for every note. Incremental: only "
         "new notes, changed notes and notes without an essence, newest first; test_run notes "
-        "skipped; essences of ≤ 10 characters rejected. Each note is stored as it completes, "
-        "so a crash or a model server going down loses nothing and a re-run resumes. At most "
+        "skipped; essences of ≤ 10 characters rejected. Completed notes are committed at least "
+        "every 0.5 s (each model call on its own), so a crash or a model server going down "
+        "loses at most that and a re-run resumes. At most "
         "SELENE_ESSENCE_LIMIT notes per run (10 with Ollama, unlimited with extractive)."
     ),
 )
 def processed_notes(
     context: dg.AssetExecutionContext, selene: SeleneResource
 ) -> dg.MaterializeResult:
-    """Analyse pending notes with the configured engine (every call cached)."""
+    """Analyse pending notes with the configured engine (model calls cached in llm_cache)."""
     settings = selene.settings()
     with selene.connection() as conn:
         engine = selene.engine(conn)
