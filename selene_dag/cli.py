@@ -535,6 +535,12 @@ def distill_seed_command(
     out.print_json(json.dumps(result, default=str))
 
 
+def _register_retrieval() -> None:
+    from selene_dag.retrieval.commands import register
+
+    register(app)
+
+
 def main() -> None:
     """Console-script entry point."""
     import warnings
@@ -542,6 +548,9 @@ def main() -> None:
     warnings.filterwarnings("ignore", module="dagster")
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     app()
+
+
+_register_retrieval()
 
 
 if __name__ == "__main__":

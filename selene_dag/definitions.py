@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dagster as dg
 
+from selene_dag.defs.assets_context import CONTEXT_ASSETS, CONTEXT_CHECKS
 from selene_dag.defs.assets_notes import NOTES_ASSETS
 from selene_dag.defs.assets_sessions import SESSION_ROLLUPS, SESSION_SPINE
 from selene_dag.defs.automation_notes import NOTES_AUTOMATION
@@ -13,8 +14,8 @@ from selene_dag.defs.checks_sessions import SESSION_CHECKS
 from selene_dag.defs.resources import default_resources
 
 defs = dg.Definitions(
-    assets=[*NOTES_ASSETS, *SESSION_SPINE, *SESSION_ROLLUPS],
-    asset_checks=[*NOTES_CHECKS, *SESSION_CHECKS],
+    assets=[*NOTES_ASSETS, *SESSION_SPINE, *SESSION_ROLLUPS, *CONTEXT_ASSETS],
+    asset_checks=[*NOTES_CHECKS, *SESSION_CHECKS, *CONTEXT_CHECKS],
     jobs=[*NOTES_AUTOMATION["jobs"]],
     schedules=[*NOTES_AUTOMATION["schedules"]],
     sensors=[*NOTES_AUTOMATION["sensors"], session_files_sensor],

@@ -2,22 +2,23 @@
 
 Settings are read from the environment when a run executes (not when definitions load), so
 one set of definitions serves the CLI, `dagster dev` and tests that point SELENE_HOME at a
-temporary folder. Connections come from ``dagster_duckdb.DuckDBResource`` (lock retries)
-and are migrated to the latest schema before use.
+temporary folder. Connections come from ``selene_dag.store`` (migrated to the latest
+schema, lock conflicts retried with capped backoff, ~10 s). ``dagster_duckdb.DuckDBResource``
+also retries, but for ~100 s with doubling delays before it gives up; a person waiting on
+the CLI should hear about a held lock sooner.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import dagster as dg
 import duckdb
-from dagster_duckdb import DuckDBResource
 
 from selene_dag.settings import Settings, load_settings
-from selene_dag.store import StoreError, migrate
+from selene_dag.store import open_store
 
 if TYPE_CHECKING:
     from selene_dag.llm.engine import Engine
@@ -34,20 +35,12 @@ class SeleneResource(dg.ConfigurableResource):
 
     @contextmanager
     def connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
-        """Yield a read-write connection to the store, migrated, closed afterwards."""
-        settings = self.settings()
-        settings.db_path.parent.mkdir(parents=True, exist_ok=True)
-        resource = DuckDBResource(database=str(settings.db_path))
-        with ExitStack() as stack:
-            try:
-                conn = stack.enter_context(resource.get_connection())
-            except duckdb.IOException as exc:
-                raise StoreError(
-                    f"cannot open {settings.db_path}: {exc}. Another process may hold the "
-                    "DuckDB write lock: wait for its run to finish or stop that process."
-                ) from exc
-            conn.execute("SET TimeZone = 'UTC'")
-            migrate(conn)
+        """Yield a read-write connection to the store, migrated, closed afterwards.
+
+        A file locked by another process is retried with capped backoff for about 10 s,
+        then fails with :class:`StoreError` saying so (``store.connect``).
+        """
+        with open_store(self.settings().db_path) as conn:
             yield conn
 
     def engine(self, conn: duckdb.DuckDBPyConnection | None = None) -> Engine:

@@ -7,7 +7,6 @@ from datetime import datetime
 import duckdb
 
 from selene_dag.paths import transform_sql
-from selene_dag.store import execute_script
 
 
 def fidelity_inputs(conn: duckdb.DuckDBPyConnection, now: datetime) -> list[tuple]:
@@ -20,12 +19,15 @@ def apply_fidelity_tiers(conn: duckdb.DuckDBPyConnection, now: datetime) -> int:
     sql = transform_sql("fidelity_tiers").replace("{inputs}", transform_sql("fidelity_inputs"))
     conn.execute("BEGIN TRANSACTION")
     try:
-        before = dict(conn.execute("SELECT note_id, fidelity_tier FROM processed_notes").fetchall())
-        execute_script(conn, sql, {"now": now})
-        after = conn.execute("SELECT note_id, tier FROM fidelity_new").fetchall()
+        conn.execute(sql, {"now": now})
+        changed = conn.execute(
+            "SELECT count(*) FROM fidelity_new f JOIN processed_notes p USING (note_id) "
+            "WHERE p.fidelity_tier IS DISTINCT FROM f.tier"
+        ).fetchone()[0]
+        conn.execute(transform_sql("fidelity_write"), {"now": now})
         conn.execute("DROP TABLE fidelity_new")
         conn.execute("COMMIT")
     except BaseException:
         conn.execute("ROLLBACK")
         raise
-    return sum(1 for note_id, tier in after if before.get(note_id) != tier)
+    return int(changed)

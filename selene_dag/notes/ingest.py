@@ -65,7 +65,8 @@ class IngestError:
 
 @dataclass
 class IngestResult:
-    """Notes read, errors met, and the files read completely (for deletion tracking)."""
+    """Notes read, errors met, and which files were read completely (``files_ok``) or not
+    (``files_failed``: notes missing from those are never marked deleted)."""
 
     notes: list[NoteRecord] = field(default_factory=list)
     errors: list[IngestError] = field(default_factory=list)
@@ -125,28 +126,28 @@ def read_notes(path: Path | str) -> IngestResult:
         rel = file.relative_to(base).as_posix()
         try:
             raw = file.read_bytes()
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            result.errors.append(
-                IngestError(source, None, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
-            )
-            result.files_failed.append(source)
-            continue
         except OSError as exc:
             result.errors.append(IngestError(source, None, f"cannot read: {exc.strerror or exc}"))
             result.files_failed.append(source)
             continue
         mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=UTC)
         if file.suffix.lower() in JSONL_SUFFIXES:
-            notes, errors = _parse_jsonl(text, source)
+            # Decoded line by line: one bad byte costs its line, not the whole file.
+            notes, errors = _parse_jsonl(raw, source)
         else:
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                reason = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                result.errors.append(IngestError(source, None, reason))
+                result.files_failed.append(source)
+                continue
             note, error = _parse_markdown(text, rel, source, mtime)
             notes, errors = ([note] if note else []), ([error] if error else [])
         result.errors.extend(errors)
-        if errors and not notes:
-            result.files_failed.append(source)
-        else:
-            result.files_ok.append(source)
+        # A file with any unreadable part is "failed" for deletion tracking: a note whose line
+        # broke must not be marked deleted. Its readable notes are still ingested.
+        (result.files_failed if errors else result.files_ok).append(source)
         for note in notes:
             if note.id in seen:
                 result.errors.append(
@@ -205,11 +206,18 @@ def _parse_markdown(
     )
 
 
-def _parse_jsonl(text: str, source: str) -> tuple[list[NoteRecord], list[IngestError]]:
+def _parse_jsonl(raw: bytes, source: str) -> tuple[list[NoteRecord], list[IngestError]]:
     notes: list[NoteRecord] = []
     errors: list[IngestError] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
+            continue
+        try:
+            line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            errors.append(
+                IngestError(source, number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
+            )
             continue
         try:
             obj = orjson.loads(line)

@@ -1,5 +1,5 @@
 -- Seed 000's computeTier for every note at once (same rules as selene_dag.notes.fidelity).
--- Only rows whose tier changes are written; fidelity_evaluated_at is stamped on all of them.
+-- Computes the tiers into the temp table fidelity_new; fidelity_write.sql stores them.
 CREATE OR REPLACE TEMP TABLE fidelity_new AS
 WITH inputs AS (
     -- fidelity_inputs.sql inlined by the caller
@@ -16,8 +16,3 @@ SELECT
         ELSE 'summary'
     END AS tier
 FROM inputs;
-
-UPDATE processed_notes AS p
-SET fidelity_tier = f.tier, fidelity_evaluated_at = $now
-FROM fidelity_new AS f
-WHERE p.note_id = f.note_id;

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
@@ -88,3 +88,25 @@ def paths_from_input(tool_input: Any, text: str = "") -> tuple[str, ...]:
     if "*** " in text:
         found.extend(_PATCH_FILE.findall(text.replace("\\n", "\n")))
     return tuple(dict.fromkeys(found))
+
+
+T = TypeVar("T")
+
+
+def type_of(obj: dict[str, Any]) -> str:
+    """The record's ``type`` when it is a string, else "" (wrong types are data, not crashes)."""
+    value = obj.get("type")
+    return value if isinstance(value, str) else ""
+
+
+def guarded_events(events: Iterable[T], line: int, stats: ParseStats) -> list[T]:
+    """Run one record's event generator; a record of unexpected shape becomes a counted error.
+
+    Real files hold every kind of surprise (a list where a string was, a number for a list);
+    one such record must cost that record, never the rest of the file.
+    """
+    try:
+        return list(events)
+    except (TypeError, ValueError, AttributeError, KeyError, IndexError) as exc:
+        stats.record_error(line, f"unexpected record shape ({type(exc).__name__}: {exc})")
+        return []

@@ -26,10 +26,12 @@ from typing import Any
 
 from selene_dag.sessions.parsers._common import (
     dumps,
+    guarded_events,
     iter_json_lines,
     paths_from_input,
     strip_ansi,
     to_text,
+    type_of,
 )
 from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
 
@@ -172,7 +174,7 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     """Stream the events of a Claude Code JSONL transcript (see the module docstring)."""
     b = EventBuilder("claude", path.stem)
     for line, obj in iter_json_lines(path, stats):
-        rtype = obj.get("type")
+        rtype = type_of(obj)
         sid = obj.get("sessionId")
         if isinstance(sid, str) and stats.session_id is None:
             stats.session_id = sid
@@ -186,13 +188,15 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
             "is_sidechain": bool(obj.get("isSidechain")),
         }
         if rtype == "user":
-            yield from _user_events(obj, b, common)
+            yield from guarded_events(_user_events(obj, b, common), line, stats)
         elif rtype == "assistant":
-            yield from _assistant_events(obj, b, common)
+            yield from guarded_events(_assistant_events(obj, b, common), line, stats)
         elif rtype == "system":
-            yield _system_event(obj, b, common)
+            yield from guarded_events((_system_event(obj, b, common) for _ in (0,)), line, stats)
         elif rtype == "attachment":
-            yield _attachment_event(obj, b, common)
+            yield from guarded_events(
+                (_attachment_event(obj, b, common) for _ in (0,)), line, stats
+            )
         elif rtype == "summary":
             yield b.make(
                 role="system",
@@ -202,4 +206,6 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 **common,
             )
         else:
-            yield b.make(role="system", kind="other", text="", raw_type=str(rtype), **common)
+            yield b.make(
+                role="system", kind="other", text="", raw_type=str(obj.get("type")), **common
+            )

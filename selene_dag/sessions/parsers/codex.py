@@ -24,7 +24,14 @@ from typing import Any
 
 import orjson
 
-from selene_dag.sessions.parsers._common import dumps, iter_json_lines, paths_from_input, to_text
+from selene_dag.sessions.parsers._common import (
+    dumps,
+    guarded_events,
+    iter_json_lines,
+    paths_from_input,
+    to_text,
+    type_of,
+)
 from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
 
 _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions")
@@ -78,13 +85,13 @@ def _output_error(payload: dict[str, Any], raw: Any) -> tuple[str, bool]:
 def _item_events(
     item: dict[str, Any], b: EventBuilder, twins: _Twins, stats: ParseStats, common: dict[str, Any]
 ) -> Iterator[SessionEvent]:
-    itype = item.get("type")
+    itype = type_of(item)
     raw_type = f"response_item/{itype}"
     if itype == "message":
         role = item.get("role")
-        text = to_text(
-            [c for c in item.get("content") or [] if isinstance(c, dict) and "text" in c]
-        )
+        content = item.get("content")
+        blocks = content if isinstance(content, list) else []
+        text = to_text([c for c in blocks if isinstance(c, dict) and "text" in c])
         if role == "user":
             if text.lstrip().startswith(_CONTEXT_PREFIXES):
                 yield b.make(role="system", kind="system", text=text, raw_type=raw_type, **common)
@@ -171,7 +178,7 @@ def _event_msg(
     stats: ParseStats,
     common: dict[str, Any],
 ) -> Iterator[SessionEvent]:
-    etype = payload.get("type")
+    etype = type_of(payload)
     raw_type = f"event_msg/{etype}"
     if etype in ("user_message", "agent_message", "agent_reasoning"):
         channel, role, kind = {
@@ -219,9 +226,11 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 text = f"Codex session in {payload.get('cwd', '?')} (cli {payload.get('cli_version', '?')})"
                 yield b.make(role="system", kind="system", text=text, raw_type=rtype, **common)
             elif rtype == "response_item":
-                yield from _item_events(payload, b, twins, stats, common)
+                yield from guarded_events(
+                    _item_events(payload, b, twins, stats, common), line, stats
+                )
             elif rtype == "event_msg":
-                yield from _event_msg(payload, b, twins, stats, common)
+                yield from guarded_events(_event_msg(payload, b, twins, stats, common), line, stats)
             elif rtype == "compacted":
                 text = to_text(payload.get("message"))
                 yield b.make(
@@ -251,6 +260,6 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 **common,
             )
         elif isinstance(rtype, str):
-            yield from _item_events(obj, b, twins, stats, common)
+            yield from guarded_events(_item_events(obj, b, twins, stats, common), line, stats)
         else:
             stats.record_error(line, "record has neither 'type' nor 'payload'")

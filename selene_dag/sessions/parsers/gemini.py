@@ -23,7 +23,14 @@ from typing import Any
 
 import orjson
 
-from selene_dag.sessions.parsers._common import dumps, iter_json_lines, paths_from_input, to_text
+from selene_dag.sessions.parsers._common import (
+    dumps,
+    guarded_events,
+    iter_json_lines,
+    paths_from_input,
+    to_text,
+    type_of,
+)
 from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
 
 _EXIT_CODE = re.compile(r"Exit Code: (\d+)")
@@ -60,7 +67,7 @@ def _result_text(call: dict[str, Any]) -> tuple[str, bool]:
 
 
 def _message_events(message: dict[str, Any], line: int, b: EventBuilder) -> Iterator[SessionEvent]:
-    mtype = message.get("type")
+    mtype = type_of(message)
     ts = message.get("timestamp") if isinstance(message.get("timestamp"), str) else None
     common = {"line": line, "timestamp": ts}
     if mtype == "user":
@@ -162,6 +169,20 @@ def _collect_jsonl(
     return messages
 
 
+def _has_jsonl_records(path: Path) -> bool:
+    """True when some line of the file is a JSON object on its own (the JSONL chat format)."""
+    with path.open("rb") as handle:
+        for raw in handle:
+            if not raw.strip():
+                continue
+            try:
+                if isinstance(orjson.loads(raw), dict):
+                    return True
+            except orjson.JSONDecodeError:
+                continue
+    return False
+
+
 def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     """Yield the events of a Gemini chat file (single JSON or JSONL; read whole, see above)."""
     b = EventBuilder("gemini", path.stem)
@@ -178,16 +199,24 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     if isinstance(first, dict) and "messages" not in first:
         ordered = sorted(_collect_jsonl(path, stats, b).values(), key=lambda item: item[0])
     else:
-        stats.lines += 1
         try:
             doc = orjson.loads(path.read_bytes())
         except orjson.JSONDecodeError as exc:
+            # Not one JSON document: a JSONL file whose first line is broken. Read it line by
+            # line so one bad line costs that line, not the whole file.
+            if _has_jsonl_records(path):
+                ordered = sorted(_collect_jsonl(path, stats, b).values(), key=lambda item: item[0])
+                for line, message in ordered:
+                    yield from guarded_events(_message_events(message, line, b), line, stats)
+                return
+            stats.lines += 1
             stats.record_error(1, f"invalid JSON ({exc.msg})")
             return
+        stats.lines += 1
         if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
             stats.record_error(1, "expected an object with a 'messages' list")
             return
         _header(doc, stats, b)
         ordered = [(i + 1, m) for i, m in enumerate(doc["messages"]) if isinstance(m, dict)]
     for line, message in ordered:
-        yield from _message_events(message, line, b)
+        yield from guarded_events(_message_events(message, line, b), line, stats)

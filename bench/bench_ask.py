@@ -1,0 +1,169 @@
+"""ask latency over 10,000 synthetic chunks plus the demo notes, and recall at 2,000 tokens
+on assets/eval/questions.jsonl beside the newest-first and BM25 top-k baselines.
+
+The store is built in a temporary folder: the 577 demo notes (essence = first paragraph,
+tiers from age), the three demo sessions' real chunks are not needed, so 10,000 synthetic
+chunks of session-like text stand in for them. The index is built once.
+"""
+
+from __future__ import annotations
+
+import random
+import statistics
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from bench._common import BenchRow, print_rows
+from selene_dag.notes.ingest import read_notes
+from selene_dag.paths import assets_dir
+from selene_dag.retrieval.ask import ask
+from selene_dag.retrieval.evaluate import evaluate, load_questions
+from selene_dag.retrieval.index import build_index
+from selene_dag.store import connect
+
+NOW = datetime(2026, 7, 15, tzinfo=UTC)
+CHUNKS = 10_000
+BUDGET = 2_000
+MODEL = "mistral:7b"
+WORDS = [
+    "refactor",
+    "test",
+    "parser",
+    "cache",
+    "token",
+    "budget",
+    "sqlite",
+    "index",
+    "query",
+    "docker",
+    "build",
+    "deploy",
+    "config",
+    "schema",
+    "migration",
+    "error",
+    "retry",
+    "timeout",
+    "session",
+    "chunk",
+    "score",
+    "model",
+    "prompt",
+    "file",
+    "path",
+    "commit",
+    "branch",
+    "review",
+    "lint",
+    "format",
+    "async",
+    "thread",
+    "lock",
+    "queue",
+    "worker",
+    "api",
+    "endpoint",
+    "request",
+    "response",
+]
+
+
+def _build(db: Path) -> None:
+    conn = connect(db)
+    notes = read_notes(assets_dir() / "demo" / "notes" / "til.jsonl").notes
+    for n in notes:
+        conn.execute(
+            "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source)"
+            " VALUES (?, ?, ?, md5(?), ?, ?, 'bench')",
+            [n.id, n.title, n.content, n.content, n.created_at, n.updated_at],
+        )
+    conn.execute(
+        "INSERT INTO processed_notes (note_id, essence, fidelity_tier) SELECT id, "
+        "split_part(content, chr(10) || chr(10), 2), CASE WHEN updated_at > ?::TIMESTAMPTZ - "
+        "INTERVAL 30 DAY THEN 'full' WHEN updated_at > ?::TIMESTAMPTZ - INTERVAL 1 YEAR "
+        "THEN 'high' ELSE 'skeleton' END FROM notes",
+        [NOW, NOW],
+    )
+    rng = random.Random(7)
+    conn.execute(
+        "INSERT INTO session_files (session_key, path, platform, project, size, mtime, sha256, "
+        "events, parse_errors, scanned_at, parsed_at) SELECT 'codex-' || i, "
+        "'/bench/session-' || i || '.jsonl', 'codex', 'project-' || (i % 7), 1, 0, 'x', 0, 0, "
+        "?, ? FROM range(100) t(i)",
+        [NOW, NOW],
+    )
+    rows = []
+    for i in range(CHUNKS):
+        text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(80, 400)))
+        rows.append((f"k{i}", f"codex-{i % 100}", i, i * 10, i * 10 + 9, text, rng.random() * 10))
+    conn.executemany(
+        "INSERT INTO chunks (id, session_key, chunk_index, first_seq, last_seq, text, "
+        "token_count, importance_avg, event_count) VALUES (?, ?, ?, ?, ?, ?, 100, 50, 10)",
+        [r[:6] for r in rows],
+    )
+    conn.executemany(
+        "INSERT INTO chunk_scores (chunk_id, session_key, consensus, n_assessments, sufficient)"
+        " VALUES (?, ?, ?, 2, true)",
+        [(r[0], r[1], r[6]) for r in rows],
+    )
+    build_index(conn, NOW)
+    conn.close()
+
+
+def run() -> list[BenchRow]:
+    """Latency percentiles and recall rows (see module docstring)."""
+    questions = load_questions(assets_dir() / "eval" / "questions.jsonl")
+    with tempfile.TemporaryDirectory() as tmp:
+        db = Path(tmp) / "bench.duckdb"
+        started = time.perf_counter()
+        _build(db)
+        build_s = time.perf_counter() - started
+        conn = connect(db)
+        try:
+            ask(conn, questions[0].question, BUDGET, model=MODEL, now=NOW)  # warm tokenizers
+            times = []
+            for q in questions * 2:
+                t = time.perf_counter()
+                ask(conn, q.question, BUDGET, model=MODEL, now=NOW)
+                times.append((time.perf_counter() - t) * 1000)
+            report = evaluate(conn, questions, BUDGET, model=MODEL, now=NOW)
+        finally:
+            conn.close()
+    p50 = statistics.median(times)
+    p95 = statistics.quantiles(times, n=20)[18]
+    overall = report.overall
+    how = f"{CHUNKS:,} synthetic chunks + 577 notes, index built in {build_s:.1f} s"
+    best = max(overall["newest_first"], overall["bm25_topk"])
+    return [
+        BenchRow("ask latency p50", p50, "ms", None, None, "< 200 ms", p50 < 200, how),
+        BenchRow("ask latency p95", p95, "ms", None, None, "< 200 ms", p95 < 200, how),
+        BenchRow(
+            "ask recall @2k vs newest-first",
+            overall["ask"],
+            "",
+            overall["newest_first"],
+            overall["ask"] / overall["newest_first"] if overall["newest_first"] else None,
+            "> baseline",
+            overall["ask"] > overall["newest_first"],
+            f"{len(questions)} questions, {MODEL}",
+        ),
+        BenchRow(
+            "ask recall @2k vs BM25 top-k",
+            overall["ask"],
+            "",
+            overall["bm25_topk"],
+            overall["ask"] / overall["bm25_topk"] if overall["bm25_topk"] else None,
+            "> baseline",
+            overall["ask"] > best,
+            f"{len(questions)} questions, {MODEL}",
+        ),
+    ]
+
+
+if __name__ == "__main__":
+    print_rows(run())

@@ -1,0 +1,110 @@
+"""Context group: the full-text ``search_index`` over notes and session chunks, and the
+``ask_quality`` check (recall of ask at 2,000 tokens on the shipped example questions).
+
+``search_index`` is unpartitioned and reads every session partition of ``chunk_scores``
+(all-partitions mapping); following DESIGN, it is kept fresh by data-version-driven
+automation, and ``ask`` rebuilds it first whenever its stored corpus version is stale.
+
+No ``from __future__ import annotations`` here: Dagster inspects the ``context`` annotation.
+"""
+
+import dagster as dg
+
+from selene_dag.defs.assets_notes import fidelity_tiers, processed_notes
+from selene_dag.defs.assets_sessions import chunk_scores
+from selene_dag.defs.metadata import markdown_table
+from selene_dag.defs.resources import SeleneResource
+
+ASK_CHECK_BUDGET = 2_000
+
+FOLLOW_DATA_VERSIONS = dg.AutomationCondition.eager().replace(
+    "newly_updated", dg.AutomationCondition.data_version_changed()
+)
+
+
+@dg.asset(
+    deps=[
+        processed_notes,
+        fidelity_tiers,
+        dg.AssetDep(chunk_scores, partition_mapping=dg.AllPartitionMapping()),
+    ],
+    group_name="context",
+    kinds={"duckdb"},
+    code_version="1",
+    pool="duckdb",
+    automation_condition=FOLLOW_DATA_VERSIONS,
+    description=(
+        "DuckDB full-text (BM25, porter stemmer) index over live notes (title, essence, "
+        "content) and scored session chunks, with the static-score inputs of ask's rerank "
+        "(fidelity tier, recency, consensus, importance). Data version = corpus content hash."
+    ),
+)
+def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
+    """Rebuild ``search_docs`` and its FTS index from notes and chunks."""
+    from selene_dag.retrieval.index import build_index
+
+    settings = selene.settings()
+    with selene.connection() as conn:
+        built = build_index(conn, settings.now())
+        sample = conn.execute(
+            "SELECT kind, citation, title FROM search_docs ORDER BY kind DESC, doc_id LIMIT 8"
+        ).fetchall()
+    context.log.info(f"indexed {built.notes} notes and {built.chunks} chunks")
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(built.corpus_version.replace("/", "-")),
+        metadata={
+            "documents": dg.MetadataValue.int(built.documents),
+            "notes": dg.MetadataValue.int(built.notes),
+            "chunks": dg.MetadataValue.int(built.chunks),
+            "corpus_version": dg.MetadataValue.text(built.corpus_version),
+            "sample": markdown_table(["kind", "citation", "title"], sample),
+            "dagster/row_count": dg.MetadataValue.int(built.documents),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=search_index,
+    description=(
+        "Recall of ask at 2,000 tokens on assets/eval/questions.jsonl (questions whose source "
+        "is in the corpus) beside newest-first and BM25 baselines; fails under "
+        "SELENE_ASK_MIN_RECALL."
+    ),
+)
+def ask_quality(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Run the example questions through ask and both baselines."""
+    from selene_dag.paths import assets_dir
+    from selene_dag.retrieval.evaluate import applicable, evaluate, load_questions
+
+    settings = selene.settings()
+    questions = load_questions(assets_dir() / "eval" / "questions.jsonl")
+    with selene.connection() as conn:
+        usable = applicable(conn, questions)
+        if not usable:
+            return dg.AssetCheckResult(
+                passed=True,
+                metadata={"questions": 0, "note": "no example question applies to this corpus"},
+            )
+        report = evaluate(conn, usable, ASK_CHECK_BUDGET, model=settings.model, now=settings.now())
+    overall = report.overall
+    rows = [
+        (r["question"], f"{r['ask']:.2f}", f"{r['newest_first']:.2f}", f"{r['bm25_topk']:.2f}")
+        for r in report.rows
+    ]
+    return dg.AssetCheckResult(
+        passed=overall["ask"] >= settings.ask_min_recall,
+        severity=dg.AssetCheckSeverity.ERROR,
+        metadata={
+            "questions": len(usable),
+            "budget": ASK_CHECK_BUDGET,
+            "min_recall": settings.ask_min_recall,
+            "recall_ask": overall["ask"],
+            "recall_newest_first": overall["newest_first"],
+            "recall_bm25_topk": overall["bm25_topk"],
+            "per_question": markdown_table(["question", "ask", "newest", "bm25"], rows),
+        },
+    )
+
+
+CONTEXT_ASSETS = [search_index]
+CONTEXT_CHECKS = [ask_quality]

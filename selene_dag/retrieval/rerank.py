@@ -1,0 +1,156 @@
+"""Question-aware rerank (seed 003 §5.12): dedup, then 0.6 question + 0.4 static score.
+
+Pure functions: no database. The question score mixes normalized BM25 with term coverage
+(the share of the question's words the document contains, title hits counting extra); the
+static score is what the item is worth without the question: consensus and importance for
+session chunks, fidelity tier and recency for notes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from selene_dag.retrieval.search import Candidate
+
+DEFAULT_TIER_WEIGHTS: Mapping[str, float] = {
+    "full": 1.0,
+    "high": 0.9,
+    "summary": 0.8,
+    "skeleton": 0.7,
+}
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """Weights of the rerank; the seed's defaults are 0.6 question / 0.4 static."""
+
+    question_weight: float = 0.6
+    static_weight: float = 0.4
+    bm25_share: float = 0.5  # of the question score; the rest is term coverage
+    title_bonus: float = 1.0  # extra coverage credit for a term found in the title
+    consensus_share: float = 0.7  # of a chunk's static score; the rest is importance
+    tier_share: float = 0.5  # of a note's static score; the rest is recency
+    recency_half_life_days: float = 3 * 365.0
+    tier_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TIER_WEIGHTS))
+
+    def __post_init__(self) -> None:
+        for name in (
+            "question_weight",
+            "static_weight",
+            "bm25_share",
+            "consensus_share",
+            "tier_share",
+        ):
+            value = getattr(self, name)
+            if not 0.0 <= value <= 1.0:
+                raise ValueError(f"{name} must be within [0, 1], got {value}")
+        if self.question_weight + self.static_weight <= 0:
+            raise ValueError("question_weight + static_weight must be > 0")
+        if self.recency_half_life_days <= 0:
+            raise ValueError("recency_half_life_days must be > 0")
+        if self.title_bonus < 0:
+            raise ValueError("title_bonus must be >= 0")
+
+
+@dataclass(frozen=True)
+class Ranked:
+    """A candidate with its scores; ``final`` is in [0, 1]."""
+
+    candidate: Candidate
+    question_score: float
+    static_score: float
+    final: float
+
+
+def dedup_key(text: str) -> str:
+    """sha256 of the first 500 characters (seed 003's duplicate test)."""
+    return hashlib.sha256(text[:500].encode("utf-8")).hexdigest()
+
+
+def dedup(candidates: Sequence[Candidate]) -> list[Candidate]:
+    """Drop candidates whose first 500 characters repeat, keeping the higher BM25 one;
+    the order of the kept candidates is preserved."""
+    best: dict[str, Candidate] = {}
+    for cand in candidates:
+        kept = best.get(cand.dedup_key)
+        if kept is None or cand.bm25 > kept.bm25:
+            best[cand.dedup_key] = cand
+    winners = {id(c) for c in best.values()}
+    return [c for c in candidates if id(c) in winners]
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper ("indexing" → "index"): enough for substring coverage."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def term_coverage(terms: Sequence[str], title: str, body: str, title_bonus: float = 1.0) -> float:
+    """Mean over ``terms`` (stemmed, matched at a word start) of
+    ``(found anywhere + title_bonus * found in title) / (1 + title_bonus)``: in [0, 1],
+    0.0 for no terms."""
+    if not terms:
+        return 0.0
+    title_l, body_l = title.lower(), body.lower()
+    total = 0.0
+    for term in terms:
+        pattern = re.compile(rf"\b{re.escape(stem(term))}")
+        in_title = pattern.search(title_l) is not None
+        found = in_title or pattern.search(body_l) is not None
+        total += (float(found) + title_bonus * float(in_title)) / (1.0 + title_bonus)
+    return total / len(terms)
+
+
+def static_score(cand: Candidate, now: datetime, config: RerankConfig) -> float:
+    """Question-independent worth in [0, 1]: chunks from consensus (0–10) and importance
+    (0–100); notes from fidelity tier and recency (exponential half-life)."""
+    if cand.kind == "chunk":
+        consensus = (cand.consensus if cand.consensus is not None else 5.0) / 10.0
+        importance = (cand.importance if cand.importance is not None else 50.0) / 100.0
+        value = config.consensus_share * consensus + (1 - config.consensus_share) * importance
+    else:
+        tier = config.tier_weights.get(cand.fidelity_tier or "full", 0.5)
+        recency = 0.5
+        if cand.updated_at is not None:
+            age_days = max(0.0, (now - cand.updated_at).total_seconds() / 86_400)
+            recency = math.pow(0.5, age_days / config.recency_half_life_days)
+        value = config.tier_share * tier + (1 - config.tier_share) * recency
+    return min(1.0, max(0.0, value))
+
+
+def rerank(
+    candidates: Sequence[Candidate],
+    terms: Sequence[str],
+    now: datetime,
+    config: RerankConfig | None = None,
+) -> list[Ranked]:
+    """Score candidates against the question terms, best first (ties by BM25, doc id).
+
+    ``final = qw * question + sw * static`` normalized by ``qw + sw``; the question score
+    is ``bm25_share * bm25 / max_bm25 + (1 - bm25_share) * coverage``.
+    """
+    config = config or RerankConfig()
+    if not candidates:
+        return []
+    top = max(c.bm25 for c in candidates) or 1.0
+    weight = config.question_weight + config.static_weight
+    ranked = []
+    for cand in candidates:
+        coverage = term_coverage(terms, cand.title, cand.body, config.title_bonus)
+        question = config.bm25_share * max(0.0, cand.bm25) / top
+        question += (1 - config.bm25_share) * coverage
+        static = static_score(cand, now, config)
+        final = (config.question_weight * question + config.static_weight * static) / weight
+        ranked.append(Ranked(cand, question, static, final))
+    ranked.sort(key=lambda r: (-r.final, -r.candidate.bm25, r.candidate.doc_id))
+    return ranked

@@ -1,0 +1,44 @@
+-- Rebuild search_docs from live notes and scored session chunks (search_index asset).
+DELETE FROM search_docs;
+
+INSERT INTO search_docs
+SELECT
+    'note:' || n.id,
+    'note',
+    n.id,
+    n.title,
+    n.content,
+    p.essence,
+    'note ' || n.id,
+    coalesce(p.fidelity_tier, 'full'),
+    n.updated_at,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    NULL,
+    sha256(left(n.content, 500))
+FROM notes n
+LEFT JOIN processed_notes p ON p.note_id = n.id
+WHERE n.deleted_at IS NULL AND NOT n.test_run;
+
+INSERT INTO search_docs
+SELECT
+    'chunk:' || c.id,
+    'chunk',
+    c.id,
+    f.platform || ' session ' || coalesce(f.project, f.session_key),
+    c.text,
+    NULL,
+    f.path || ' events ' || c.first_seq || '-' || c.last_seq,
+    NULL,
+    NULL,
+    s.consensus,
+    c.importance_avg,
+    c.session_key,
+    c.first_seq,
+    c.last_seq,
+    sha256(left(c.text, 500))
+FROM chunks c
+JOIN session_files f ON f.session_key = c.session_key
+LEFT JOIN chunk_scores s ON s.chunk_id = c.id AND s.session_key = c.session_key;

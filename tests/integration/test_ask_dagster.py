@@ -1,0 +1,174 @@
+"""search_index as a Dagster asset, and the ask / eval commands through typer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.defs.assets_context import CONTEXT_ASSETS, CONTEXT_CHECKS, search_index
+from selene_dag.defs.resources import default_resources
+from selene_dag.retrieval.commands import register
+from selene_dag.store import connect
+from tests.support.ask import NOTES
+
+
+def _defs() -> dg.Definitions:
+    from selene_dag.definitions import defs
+
+    assets = [a for a in defs.assets or [] if a not in CONTEXT_ASSETS]
+    checks = [c for c in defs.asset_checks or [] if c not in CONTEXT_CHECKS]
+    return dg.Definitions(
+        assets=[*assets, *CONTEXT_ASSETS],
+        asset_checks=[*checks, *CONTEXT_CHECKS],
+        resources=default_resources(),
+    )
+
+
+def _notes_file(tmp_path: Path) -> Path:
+    path = tmp_path / "notes.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "id": nid,
+                "title": title,
+                "content": content,
+                "created_at": "2026-07-01T00:00:00Z",
+                "updated_at": "2026-07-01T00:00:00Z",
+            }
+        )
+        for nid, title, content, _tier, _age in NOTES
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def notes_home(tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("SELENE_NOTES_DIR", str(_notes_file(tmp_path)))
+    monkeypatch.setenv("SELENE_NOW", "2026-07-15T00:00:00+00:00")
+    return home
+
+
+def test_definitions_with_context_assets_validate() -> None:
+    defs = _defs()
+    dg.Definitions.validate_loadable(defs)
+    node = defs.get_assets_def(search_index.key)
+    assert node.group_names_by_key[search_index.key] == "context"
+    assert node.partitions_def is None
+
+
+def test_unpartitioned_run_without_session_partitions(notes_home: Path) -> None:
+    defs = _defs()
+    keys = [
+        k
+        for a in defs.assets
+        if isinstance(a, dg.AssetsDefinition) and a.partitions_def is None
+        for k in a.keys
+    ]
+    result = dg.materialize(
+        [*defs.assets, *defs.asset_checks],
+        selection=dg.AssetSelection.assets(*keys),
+        instance=dg.DagsterInstance.ephemeral(),
+        resources=default_resources(),
+    )
+    assert result.success
+    mats = result.asset_materializations_for_node("search_index")
+    assert mats[0].metadata["notes"].value == len(NOTES)
+    assert mats[0].metadata["chunks"].value == 0
+    checks = {e.check_name: e for e in result.get_asset_check_evaluations()}
+    # The shipped questions name demo notes absent here: the check has nothing to judge.
+    assert checks["ask_quality"].passed
+    assert checks["ask_quality"].metadata["questions"].value == 0
+
+
+def _ingest() -> None:
+    from selene_dag.defs.runner import materialize
+
+    materialize(
+        ["raw_notes", "processed_notes", "threads", "fidelity_tiers"],
+        dg.DagsterInstance.ephemeral(),
+    )
+
+
+def _cli() -> typer.Typer:
+    app = typer.Typer()
+    register(app)
+    return app
+
+
+def test_ask_command_refreshes_stale_index_and_prints_only_the_pack(notes_home: Path) -> None:
+    _ingest()
+    runner = CliRunner()
+    result = runner.invoke(
+        _cli(), ["ask", "running docker container bash shell", "--budget", "150"]
+    )
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("[note docker/exec.md]")
+    assert count_tokens(result.stdout.rstrip("\n"), "mistral:7b") <= 150
+    assert "refreshed" in result.stderr
+    conn = connect(notes_home / "selene.duckdb")
+    try:
+        stamped = conn.execute(
+            "SELECT last_accessed_at FROM processed_notes WHERE note_id = 'docker/exec.md'"
+        ).fetchone()[0]
+    finally:
+        conn.close()
+    assert stamped is not None
+    again = runner.invoke(_cli(), ["ask", "zsh prompt", "--budget", "200", "--format", "json"])
+    assert again.exit_code == 0
+    doc = json.loads(again.stdout)
+    assert "refreshed" not in again.stderr  # access stamps keep the index fresh
+    assert set(doc) == {"schema", "question", "budget", "model", "total_tokens", "items", "stats"}
+    assert set(doc["items"][0]) >= {
+        "id",
+        "kind",
+        "level",
+        "score",
+        "citation",
+        "title",
+        "text",
+        "tokens",
+    }
+    assert doc["total_tokens"] <= 200
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["ask", "docker", "--budget", "0"], "--budget"),
+        (["ask", "docker", "--budget", "10", "--format", "xml"], "--format"),
+        (["ask", "docker", "--budget", "10", "--sources", "web"], "unknown source"),
+        (["ask", "docker", "--budget", "10", "--answer"], "SELENE_LLM=ollama"),
+        (["eval", "missing.jsonl", "--budget", "10"], "missing.jsonl"),
+    ],
+)
+def test_user_errors_are_one_line(notes_home: Path, args: list[str], message: str) -> None:
+    result = CliRunner().invoke(_cli(), args)
+    assert result.exit_code == 1
+    assert message in result.stderr
+    assert "Traceback" not in result.output
+    assert len(result.stderr.strip().splitlines()) <= 2
+
+
+def test_eval_command_reports_ask_and_baselines(notes_home: Path, tmp_path: Path) -> None:
+    _ingest()
+    questions = tmp_path / "q.jsonl"
+    questions.write_text(
+        json.dumps({"question": "docker container shell", "must_contain": ["docker exec -it"]})
+        + "\n"
+        + json.dumps({"question": "zsh prompt", "must_contain": ["PROMPT='%1~ %# '"]})
+        + "\n"
+    )
+    result = CliRunner().invoke(
+        _cli(), ["eval", str(questions), "--budget", "300", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["overall"]["ask"] == 1.0
+    assert set(report["overall"]) == {"ask", "newest_first", "bm25_topk"}

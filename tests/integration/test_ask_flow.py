@@ -1,0 +1,190 @@
+"""ask over a real DuckDB store with the fts extension: ranking, citations, budgets, edge
+cases, staleness, evaluation against the baselines."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.notes.context_notes import mark_accessed
+from selene_dag.retrieval.ask import ask
+from selene_dag.retrieval.evaluate import Question, applicable, evaluate
+from selene_dag.retrieval.index import build_index, index_exists, index_is_stale
+from selene_dag.retrieval.search import search
+from selene_dag.store import connect
+from tests.support.ask import NOW, SESSION_PATH, add_session, seed_store
+
+MODEL = "mistral:7b"
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("ask") / "selene.duckdb"
+    seed_store(path)
+    conn = connect(path)
+    build_index(conn, NOW)
+    yield conn
+    conn.close()
+
+
+def test_best_note_first_in_full_with_citation(store) -> None:
+    result = ask(
+        store,
+        "How do I open a bash shell in a running docker container?",
+        400,
+        model=MODEL,
+        now=NOW,
+    )
+    first = result.items[0]
+    assert first.id == "note:docker/exec.md" and first.level == "full"
+    assert first.citation == "note docker/exec.md"
+    assert result.text.startswith("[note docker/exec.md] Attaching a bash shell")
+    assert "docker exec -it" in result.text
+    assert result.total_tokens == count_tokens(result.text, MODEL) <= 400
+    assert result.note_ids[0] == "docker/exec.md"
+
+
+def test_sessions_cite_file_and_event_range(store) -> None:
+    result = ask(store, "LM Studio provider", 300, model=MODEL, now=NOW, sources="sessions")
+    assert result.items and all(i.kind == "chunk" for i in result.items)
+    assert result.items[0].citation == f"{SESSION_PATH} events 0-12"
+    assert "LM Studio" in result.text
+
+
+def test_notes_only_source_excludes_chunks(store) -> None:
+    result = ask(store, "LM Studio chatbot config zsh", 500, model=MODEL, now=NOW, sources="notes")
+    assert all(i.kind == "note" for i in result.items)
+
+
+def test_duplicates_collapse(store) -> None:
+    result = ask(store, "customizing zsh prompt", 1000, model=MODEL, now=NOW)
+    assert result.stats["fts_matches"] == result.stats["after_dedup"] + 1
+    ids = [i.id for i in result.items]
+    assert ids.count("note:zsh/prompt.md") + ids.count("note:misc/duplicate.md") == 1
+
+
+def test_long_note_enters_as_excerpt_within_budget(store) -> None:
+    result = ask(store, "tomatoes sun water gardening", 300, model=MODEL, now=NOW)
+    assert result.items[0].id == "note:misc/long.md" and result.items[0].excerpt
+    assert count_tokens(result.text, MODEL) <= 300
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        '"unbalanced quote',
+        "AND OR NOT *",
+        "'; DROP TABLE notes; --",
+        "zsh)(prompt",
+        "ü ñ 漢字 prompt",
+    ],
+)
+def test_hostile_queries_do_not_fail(store, question: str) -> None:
+    result = ask(store, question, 200, model=MODEL, now=NOW)
+    assert count_tokens(result.text, MODEL) <= 200
+
+
+def test_empty_and_unmatched_questions_give_empty_pack_with_note(store) -> None:
+    empty = ask(store, "   ", 200, model=MODEL, now=NOW)
+    assert empty.text == "" and empty.items == [] and "no searchable" in empty.stats["note"]
+    none = ask(store, "xylophone quasar", 200, model=MODEL, now=NOW)
+    assert none.text == "" and "nothing matched" in none.stats["note"]
+
+
+def test_budget_below_one_reference_line(store) -> None:
+    result = ask(store, "docker container", 2, model=MODEL, now=NOW)
+    assert count_tokens(result.text, MODEL) <= 2
+    if not result.items:
+        assert "cannot hold" in result.stats["note"]
+    with pytest.raises(ValueError):
+        ask(store, "docker", 0, model=MODEL, now=NOW)
+
+
+@settings(
+    max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(
+    budget=st.integers(1, 1500),
+    question=st.sampled_from(
+        [
+            "docker shell",
+            "zsh prompt ~/.zshrc",
+            "sqlite unix milliseconds",
+            "tomatoes",
+            "copy file chatbot LM",
+        ]
+    ),
+)
+def test_budget_is_a_hard_promise(store, budget: int, question: str) -> None:
+    for model in (MODEL, "gpt-4o"):
+        result = ask(store, question, budget, model=model, now=NOW)
+        assert count_tokens(result.text, model) <= budget
+        assert result.total_tokens <= budget
+
+
+def test_search_needs_an_index(tmp_path: Path) -> None:
+    from selene_dag.retrieval.index import SearchIndexError
+
+    seed_store(tmp_path / "s.duckdb", with_session=False)
+    conn = connect(tmp_path / "s.duckdb")
+    try:
+        assert not index_exists(conn) and index_is_stale(conn)
+        with pytest.raises(SearchIndexError, match="never built"):
+            search(conn, "docker", ("notes",))
+    finally:
+        conn.close()
+
+
+def test_staleness_follows_content_not_access(tmp_path: Path) -> None:
+    seed_store(tmp_path / "s.duckdb", with_session=False)
+    conn = connect(tmp_path / "s.duckdb")
+    try:
+        build_index(conn, NOW)
+        assert not index_is_stale(conn)
+        mark_accessed(conn, ["docker/exec.md"], NOW)
+        assert not index_is_stale(conn)  # access stamps do not invalidate the index
+        add_session(conn)
+        assert index_is_stale(conn)
+        build_index(conn, NOW)
+        assert not index_is_stale(conn)
+        conn.execute(
+            "UPDATE processed_notes SET fidelity_tier = 'skeleton' WHERE note_id = 'zsh/prompt.md'"
+        )
+        assert index_is_stale(conn)
+        build_index(conn, NOW)
+        conn.execute("UPDATE notes SET content_hash = 'changed' WHERE id = 'zsh/prompt.md'")
+        assert index_is_stale(conn)
+    finally:
+        conn.close()
+
+
+def test_evaluate_beats_newest_first(store) -> None:
+    questions = [
+        Question(
+            "How do I get unix milliseconds in SQLite?",
+            ("2440587.5", "unixepoch('subsec')"),
+            "note:sqlite/julianday.md",
+        ),
+        Question(
+            "How do I open a shell in a running docker container?",
+            ("docker exec -it",),
+            "note:docker/exec.md",
+        ),
+        Question(
+            "Which provider was configured in the chatbot-ui session?",
+            ("LM Studio",),
+            "session:chatbot-ui",
+        ),
+        Question("not in corpus", ("x",), "note:absent.md"),
+    ]
+    usable = applicable(store, questions)
+    assert len(usable) == 3
+    report = evaluate(store, usable, 120, model=MODEL, now=NOW)
+    overall = report.overall
+    assert overall["ask"] == 1.0
+    assert overall["ask"] > overall["newest_first"]
+    assert set(report.to_json()) == {"budget", "model", "overall", "questions"}

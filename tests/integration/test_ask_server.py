@@ -1,0 +1,96 @@
+"""The HTTP API through httpx against a real uvicorn on a free 127.0.0.1 port."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.retrieval.index import build_index
+from selene_dag.retrieval.server import create_app
+from selene_dag.store import connect
+from tests.support.ask import NOW, seed_store
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@pytest.fixture
+def api(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[httpx.Client]:
+    monkeypatch.setenv("SELENE_NOW", NOW.isoformat())
+    db = home / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    build_index(conn, NOW)
+    conn.close()
+    port = _free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 20
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        yield client
+    server.should_exit = True
+    thread.join(timeout=10)
+
+
+def test_endpoints(api: httpx.Client, home: Path) -> None:
+    health = api.get("/health/compression").json()
+    assert health["essences"]["total"] == 6 and health["status"] == "ok"
+
+    resp = api.post("/ask", json={"question": "bash shell in docker container", "budget": 120})
+    assert resp.status_code == 200
+    doc = resp.json()
+    assert doc["items"][0]["citation"] == "note docker/exec.md"
+    assert doc["total_tokens"] <= 120
+
+    sessions = api.post(
+        "/ask", json={"question": "LM Studio", "budget": 100, "sources": ["sessions"]}
+    ).json()
+    assert sessions["items"] and {i["kind"] for i in sessions["items"]} == {"chunk"}
+
+    context = api.post("/context", json={"budget": 200}).json()
+    assert context["text"] and count_tokens(context["text"], context["model"]) <= 200
+
+    messages = [{"role": "system", "content": "be brief"}] + [
+        {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
+        for i in range(30)
+    ]
+    compact = api.post("/compact", json={"messages": messages, "window": 600}).json()
+    assert compact["tokens_after"] <= 600 < compact["tokens_before"]
+
+    assert api.get("/docs").status_code == 200
+    assert "/ask" in api.get("/openapi.json").json()["paths"]
+    # The store is not held between requests: another writer can open it now.
+    connect(home / "selene.duckdb").close()
+
+
+@pytest.mark.parametrize(
+    ("path", "body", "needle"),
+    [
+        ("/ask", {"question": "docker", "budget": 0}, "budget"),
+        ("/ask", {"budget": 10}, "question"),
+        ("/ask", {"question": "docker", "budget": 10, "sources": ["web"]}, "unknown source"),
+        ("/context", {"budget": -1}, "budget"),
+        ("/compact", {"messages": [{"role": "user"}], "window": 100}, ""),
+    ],
+)
+def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: str) -> None:
+    resp = api.post(path, json=body)
+    assert resp.status_code == 422
+    assert needle in str(resp.json()["detail"])

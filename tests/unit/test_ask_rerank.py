@@ -1,0 +1,170 @@
+"""Pure parts of ask: query sanitizing, dedup, rerank scores, focused summaries, eval files."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.retrieval.ask import check_budget, focused_summarizer
+from selene_dag.retrieval.evaluate import load_questions, recall
+from selene_dag.retrieval.rerank import (
+    RerankConfig,
+    dedup,
+    dedup_key,
+    rerank,
+    static_score,
+    term_coverage,
+)
+from selene_dag.retrieval.search import Candidate, parse_sources, query_terms
+
+NOW = datetime(2026, 7, 15, tzinfo=UTC)
+
+
+def cand(doc_id: str, body: str, bm25: float, **kw) -> Candidate:
+    fields = dict(
+        kind="note",
+        ref=doc_id,
+        title=kw.pop("title", doc_id),
+        essence=None,
+        citation=f"note {doc_id}",
+        fidelity_tier="full",
+        updated_at=NOW,
+        consensus=None,
+        importance=None,
+        dedup_key=dedup_key(body),
+    )
+    fields.update(kw)
+    return Candidate(doc_id=doc_id, body=body, bm25=bm25, **fields)
+
+
+def test_query_terms_drop_operators_quotes_and_stopwords() -> None:
+    terms = query_terms('How do I "DROP TABLE" notes; -- OR 1=1 (zsh) AND prompt* ?')
+    assert terms == ["drop", "table", "notes", "zsh", "prompt"]
+
+
+def test_query_terms_empty_and_long() -> None:
+    assert query_terms("") == []
+    assert query_terms("   ?!  ") == []
+    long = " ".join(f"word{i}" for i in range(500))
+    assert len(query_terms(long)) == 32
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.text(max_size=300))
+def test_query_terms_only_words(text: str) -> None:
+    for term in query_terms(text):
+        assert term.isalnum() and term == term.lower() and len(term) > 1
+
+
+def test_parse_sources() -> None:
+    assert parse_sources(None) == ("notes", "sessions")
+    assert parse_sources("sessions") == ("sessions",)
+    assert parse_sources(" notes , notes ") == ("notes",)
+    with pytest.raises(ValueError, match="unknown source"):
+        parse_sources("notes,web")
+    with pytest.raises(ValueError):
+        parse_sources("")
+
+
+def test_dedup_keeps_higher_bm25_in_order() -> None:
+    same = "x" * 500
+    a = cand("a", same + " tail one", 1.0)
+    b = cand("b", "other", 2.0)
+    c = cand("c", same + " tail two", 3.0)  # same first 500 characters as a
+    assert [x.doc_id for x in dedup([a, b, c])] == ["b", "c"]
+
+
+def test_term_coverage_counts_title_hits_higher() -> None:
+    terms = ["docker", "shell"]
+    assert term_coverage(terms, "", "nothing here") == 0.0
+    body_only = term_coverage(terms, "", "a docker shell")
+    in_title = term_coverage(terms, "Docker shell", "")
+    assert 0 < body_only < in_title <= 1.0
+    assert term_coverage(["indexing"], "", "the index is built") > 0  # light stemming
+
+
+def test_static_score_prefers_recent_full_notes_and_consensus() -> None:
+    cfg = RerankConfig()
+    fresh = cand("a", "x", 1.0, fidelity_tier="full", updated_at=NOW)
+    old = cand("b", "x", 1.0, fidelity_tier="skeleton", updated_at=NOW - timedelta(days=2000))
+    assert static_score(fresh, NOW, cfg) > static_score(old, NOW, cfg)
+    good = cand("c", "x", 1.0, kind="chunk", consensus=9.0, importance=80.0)
+    poor = cand("d", "x", 1.0, kind="chunk", consensus=2.0, importance=30.0)
+    assert 0 <= static_score(poor, NOW, cfg) < static_score(good, NOW, cfg) <= 1
+
+
+def test_rerank_weights() -> None:
+    strong = cand(
+        "strong", "zsh prompt", 9.0, fidelity_tier="skeleton", updated_at=NOW - timedelta(days=3000)
+    )
+    weak = cand("weak", "unrelated", 1.0)
+    question_only = RerankConfig(question_weight=1.0, static_weight=0.0)
+    static_only = RerankConfig(question_weight=0.0, static_weight=1.0)
+    assert (
+        rerank([weak, strong], ["zsh", "prompt"], NOW, question_only)[0].candidate.doc_id
+        == "strong"
+    )
+    assert rerank([weak, strong], ["zsh", "prompt"], NOW, static_only)[0].candidate.doc_id == "weak"
+    ranked = rerank([weak, strong], ["zsh", "prompt"], NOW)
+    assert all(0 <= r.final <= 1 for r in ranked)
+    top = ranked[0]
+    assert top.final == pytest.approx(0.6 * top.question_score + 0.4 * top.static_score)
+    with pytest.raises(ValueError):
+        RerankConfig(question_weight=1.5)
+
+
+def test_focused_summarizer_keeps_question_sentences_within_budget() -> None:
+    text = (
+        "Intro sentence about nothing. " * 30
+        + "The answer is unixepoch('subsec') here. "
+        + "Filler text. " * 30
+    )
+    summary = focused_summarizer(["unixepoch", "subsec"], {}, "mistral:7b")(text, 40)
+    assert "unixepoch('subsec')" in summary
+    assert count_tokens(summary, "mistral:7b") <= 40
+    fallback = focused_summarizer(["absent"], {text: "The essence."}, "mistral:7b")(text, 40)
+    assert fallback == "The essence."
+
+
+def test_check_budget() -> None:
+    assert check_budget(5) == 5
+    with pytest.raises(ValueError):
+        check_budget(0)
+    with pytest.raises(TypeError):
+        check_budget(True)
+
+
+def test_recall_is_case_insensitive_share() -> None:
+    assert recall("Use Docker EXEC -it", ["docker exec", "attach"]) == 0.5
+    assert recall("", []) == 1.0
+
+
+def test_load_questions(tmp_path: Path) -> None:
+    good = tmp_path / "q.jsonl"
+    good.write_text(
+        json.dumps({"question": "q?", "must_contain": ["a"], "source": "note:x"}) + "\n\n"
+    )
+    assert load_questions(good)[0].source == "note:x"
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"question": "q?", "must_contain": []}\n')
+    with pytest.raises(ValueError, match=r"bad\.jsonl:1"):
+        load_questions(bad)
+    bad.write_text("not json\n")
+    with pytest.raises(ValueError, match="not JSON"):
+        load_questions(bad)
+    with pytest.raises(FileNotFoundError):
+        load_questions(tmp_path / "missing.jsonl")
+
+
+def test_shipped_questions_parse() -> None:
+    from selene_dag.paths import assets_dir
+
+    questions = load_questions(assets_dir() / "eval" / "questions.jsonl")
+    assert 15 <= len(questions) <= 25
+    assert all(q.source for q in questions)
