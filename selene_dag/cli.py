@@ -139,13 +139,21 @@ def demo(
     home: Annotated[
         Path | None, typer.Option(help="Folder for the demo database (default ./.selene-demo).")
     ] = None,
+    force: Annotated[bool, typer.Option(help="Re-run even when nothing changed.")] = False,
 ) -> None:
-    """Materialize the whole graph on the bundled corpus and print a report."""
+    """Materialize the whole graph on the bundled corpus and print a report.
+
+    A second run on the same home recomputes nothing when the inputs, the settings and
+    every asset's code version are unchanged (their fingerprint is kept in demo.json).
+    """
+    import json
+
     import dagster as dg
 
     from selene_dag.defs.assets_notes import demo_partition_range
     from selene_dag.defs.runner import (
         failure_message,
+        graph_fingerprint,
         materialize,
         materialize_daily_range,
         unpartitioned_selection,
@@ -168,21 +176,38 @@ def demo(
         f"now {settings.now().isoformat()})"
     )
     started = time.perf_counter()
+    stamp_path = settings.home / "demo.json"
+    fingerprint = graph_fingerprint(settings)
+    up_to_date = (
+        not force
+        and settings.db_path.exists()
+        and stamp_path.exists()
+        and json.loads(stamp_path.read_text()).get("fingerprint") == fingerprint
+    )
     # The demo's home is its own: an in-memory instance avoids ~2,000 SQLite event writes.
     instance = dg.DagsterInstance.ephemeral()
-    with err.status("materializing the graph…"):
-        # Sessions first, so the rollups in the unpartitioned run see every scored session.
-        sessions_done = distill_run(settings, all_files=True, instance=instance) if sessions else []
-        failed = [row for row in sessions_done if not row["ok"]]
-        if failed:
-            raise UserError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
-        result = materialize(unpartitioned_selection(), instance, raise_on_error=False)
-        if not result.success:
-            raise UserError(f"demo run failed: {failure_message(result)}")
-        first, last = demo_partition_range(settings.now())
-        result = materialize_daily_range(instance, first, last)
-        if not result.success:
-            raise UserError(f"demo daily summaries failed: {failure_message(result)}")
+    if up_to_date:
+        err.print(
+            "demo: nothing changed since the last run (same inputs, settings and code): nothing to recompute"
+        )
+    else:
+        stamp_path.unlink(missing_ok=True)  # a run that fails half-way must not look complete
+        with err.status("materializing the graph…"):
+            # Sessions first, so the rollups in the unpartitioned run see every scored session.
+            sessions_done = (
+                distill_run(settings, all_files=True, instance=instance) if sessions else []
+            )
+            failed = [row for row in sessions_done if not row["ok"]]
+            if failed:
+                raise UserError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
+            result = materialize(unpartitioned_selection(), instance, raise_on_error=False)
+            if not result.success:
+                raise UserError(f"demo run failed: {failure_message(result)}")
+            first, last = demo_partition_range(settings.now())
+            result = materialize_daily_range(instance, first, last)
+            if not result.success:
+                raise UserError(f"demo daily summaries failed: {failure_message(result)}")
+        stamp_path.write_text(json.dumps({"fingerprint": fingerprint}), encoding="utf-8")
     elapsed = time.perf_counter() - started
     from selene_dag.notes.health import compression_health
 
@@ -198,7 +223,8 @@ def demo(
     for name, digest in digests:
         err.print(f"[bold]{name}[/] digest: {digest}", highlight=False)
     notes_count = counts.get("notes", 0)
-    out.print(f"demo: {notes_count} notes materialized into {settings.db_path} in {elapsed:.1f} s")
+    verb = "up to date" if up_to_date else "materialized"
+    out.print(f"demo: {notes_count} notes {verb} in {settings.db_path} ({elapsed:.1f} s)")
     out.print(f"next: SELENE_HOME={settings.home} selene-dag context --budget 4000")
 
 

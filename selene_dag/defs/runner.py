@@ -118,3 +118,34 @@ def materialize_daily_range(
         },
         raise_on_error=False,
     )
+
+
+def graph_fingerprint(settings: Settings) -> str:
+    """Hash of what the whole graph's output depends on: every asset's code version, the
+    notes' data version, the session files (path, size, mtime), engine, model and "now".
+
+    Equal fingerprints mean a full materialization would recompute nothing that changed.
+    """
+    import hashlib
+    import json
+
+    from selene_dag.definitions import defs
+    from selene_dag.notes.ingest import read_notes
+    from selene_dag.sessions.scanner import scan_roots
+
+    code = sorted(
+        (key.to_user_string(), assets_def.code_versions_by_key.get(key) or "")
+        for assets_def in defs.assets or []
+        if isinstance(assets_def, dg.AssetsDefinition)
+        for key in assets_def.keys
+    )
+    notes = read_notes(settings.notes_dir).data_version() if settings.notes_dir.exists() else ""
+    sessions = sorted((f.path, f.size, f.mtime) for f in scan_roots(settings.session_roots))
+    payload = {
+        "code": code,
+        "notes": notes,
+        "sessions": sessions,
+        "engine": [settings.llm, settings.model],
+        "now": settings.now().isoformat(),
+    }
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()

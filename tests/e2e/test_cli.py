@@ -184,3 +184,25 @@ def test_daily_backfill_through_dagster_cli(tmp_path):
             "SELECT day::VARCHAR, note_count FROM daily_summaries ORDER BY day"
         ).fetchall()
     assert rows == [("2024-01-01", 1), ("2024-01-02", 2), ("2024-01-04", 1)]
+
+
+@pytest.mark.slow
+def test_demo_materializes_everything_then_reruns_as_a_no_op(tmp_path):
+    home = tmp_path / "demo"
+    first = run("demo", "--home", str(home), cwd=tmp_path)
+    assert first.returncode == 0, first.stderr[-2000:]
+    assert "demo: 577 notes materialized" in first.stdout
+    for table in (
+        "processed_notes",
+        "threads",
+        "daily_summaries",
+        "distilled_sessions",
+        "search_docs",
+    ):
+        assert table in first.stderr
+    second = run("demo", "--home", str(home), cwd=tmp_path)
+    assert second.returncode == 0
+    assert "nothing changed since the last run" in second.stderr
+    assert "demo: 577 notes up to date" in second.stdout
+    ctx = run("context", "--budget", "4000", env={"SELENE_HOME": str(home)}, cwd=tmp_path)
+    assert ctx.returncode == 0 and count_tokens(ctx.stdout.rstrip("\n"), "mistral:7b") <= 4000
