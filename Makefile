@@ -25,7 +25,14 @@ test: $(STAMP)
 dev: $(STAMP)
 	$(BIN)/selene-dag dev
 
-bench: $(STAMP)
+# claude-code-log (a baseline of bench_sessions) pins libraries older than Dagster needs:
+# it gets a venv of its own, used only by the bench.
+.venv-ccl/.installed:
+	@test -x .venv-ccl/bin/python || $(PYTHON) -m venv .venv-ccl
+	.venv-ccl/bin/python -m pip install --quiet --disable-pip-version-check claude-code-log
+	@touch .venv-ccl/.installed
+
+bench: $(STAMP) .venv-ccl/.installed
 	$(BIN)/python bench/run_all.py
 
 lint: $(STAMP)
@@ -33,4 +40,4 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check selene_dag tests bench scripts
 
 clean:
-	rm -rf $(VENV) .selene .selene-demo .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) .venv-ccl .selene .selene-demo .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
