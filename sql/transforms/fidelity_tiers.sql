@@ -1,10 +1,6 @@
--- Seed 000's computeTier for every note at once (same rules as selene_dag.notes.fidelity).
--- Computes the tiers into the temp table fidelity_new; fidelity_write.sql stores them.
-CREATE OR REPLACE TEMP TABLE fidelity_new AS
-WITH inputs AS (
-    -- fidelity_inputs.sql inlined by the caller
-    {inputs}
-)
+-- Seed 000's computeTier for every note at once (same rules as selene_dag.notes.fidelity):
+-- one row (note_id, tier, stored_tier, row_id) per row of fidelity_inputs.sql, which the caller
+-- inlines at the placeholder below. fidelity_write.sql stores the tiers that changed.
 SELECT
     note_id,
     CASE
@@ -14,5 +10,9 @@ SELECT
         WHEN age_days < 90 THEN 'high'
         WHEN thread_status = 'archived' AND last_access_days >= 180 THEN 'skeleton'
         ELSE 'summary'
-    END AS tier
-FROM inputs;
+    END AS tier,
+    stored_tier,
+    row_id
+FROM (
+    {inputs}
+) AS inputs

@@ -63,3 +63,35 @@ def test_sql_matches_python(tmp_path_factory, rows):
         if not boundary:
             assert stored[f"n{i}"] == expected
     conn.close()
+
+
+def test_rerun_at_the_same_now_changes_nothing_and_keeps_the_stamps(tmp_path):
+    conn = connect(tmp_path / "r.duckdb")
+    conn.execute("INSERT INTO threads (id, name, status) VALUES ('z', 'z', 'archived')")
+    for i, age in enumerate((1, 30, 120, 400)):
+        created = NOW - timedelta(days=age)
+        conn.execute(
+            "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source) "
+            "VALUES (?, 't', 'c', 'h', ?, ?, 's')",
+            [f"n{i}", created, created],
+        )
+        conn.execute(
+            "INSERT INTO processed_notes (note_id, essence) VALUES (?, 'An essence here.')",
+            [f"n{i}"],
+        )
+        conn.execute("INSERT INTO thread_notes VALUES ('z', ?)", [f"n{i}"])
+    assert apply_fidelity_tiers(conn, NOW) == 3  # n0 stays at the default 'full'
+    stamps = conn.execute(
+        "SELECT note_id, fidelity_evaluated_at FROM processed_notes ORDER BY 1"
+    ).fetchall()
+    assert apply_fidelity_tiers(conn, NOW) == 0
+    assert (
+        conn.execute(
+            "SELECT note_id, fidelity_evaluated_at FROM processed_notes ORDER BY 1"
+        ).fetchall()
+        == stamps
+    )
+    tiers = dict(conn.execute("SELECT note_id, fidelity_tier FROM processed_notes").fetchall())
+    assert tiers == {"n0": "full", "n1": "high", "n2": "summary", "n3": "skeleton"}
+    assert apply_fidelity_tiers(conn, NOW + timedelta(days=7)) == 1  # n0 leaves its first week
+    conn.close()
