@@ -1,11 +1,11 @@
 """Essences, concepts and themes for notes (seed 000's process-llm / distill-essences).
 
 Incremental: only notes that are new, changed since their analysis, or lack an essence are
-analysed, newest first. Results are committed at least every ``COMMIT_EVERY_SECONDS``: a
-model call takes longer than that, so with a model server each note is committed as it
-completes; the fast extractive engine batches a few hundred notes per commit instead of
-paying one disk sync per note. A crash or a server going down loses at most that window,
-and a re-run resumes where the committed work ends.
+analysed, newest first. A note that cost a model call is committed as soon as it is
+stored; other notes (extractive, or answered from the call cache) are committed at least
+every ``COMMIT_EVERY_SECONDS`` instead of paying one disk sync each. A crash or a server
+going down loses at most that cheap window, and a re-run resumes where the committed work
+ends.
 """
 
 from __future__ import annotations
@@ -73,6 +73,7 @@ def analyse_notes(
     last_commit = time.monotonic()
     try:
         for index, (note_id, title, content, chash) in enumerate(todo, start=1):
+            calls_before = engine.calls_made
             analysis = engine.analyze_note(title, content)
             essence = valid_essence(analysis.essence)
             if essence is None:
@@ -91,7 +92,8 @@ def analyse_notes(
                 },
             )
             stats.analysed += 1
-            if time.monotonic() - last_commit >= COMMIT_EVERY_SECONDS:
+            paid_for = engine.calls_made > calls_before
+            if paid_for or time.monotonic() - last_commit >= COMMIT_EVERY_SECONDS:
                 conn.execute("COMMIT")
                 conn.execute("BEGIN TRANSACTION")
                 last_commit = time.monotonic()

@@ -10,6 +10,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import duckdb
+
 from selene_dag.store import connect
 from tests.support.fake_ollama import FakeOllama
 from tests.support.ops import (
@@ -63,10 +65,17 @@ def test_sigkill_mid_run_leaves_no_partial_row_and_rerun_matches_clean_run(
     kept = analysis_snapshot(db)
     assert 0 < len(kept) < NOTES
 
+    with duckdb.connect(str(db), read_only=True) as conn:
+        cached = conn.execute(
+            "SELECT count(*) FROM llm_cache WHERE task = 'analyze_note'"
+        ).fetchone()[0]
+    assert cached >= len(kept)  # every stored analysis is also in the call cache
+
     with FakeOllama() as healthy:
         rerun = run_materialize(ASSETS, _ollama_env(crashed, notes, healthy))
         assert rerun.returncode == 0, rerun.stderr
-        assert healthy.requests["/api/chat"] == NOTES - len(kept)
+        # Only the calls that never completed are made again (none is repeated).
+        assert healthy.requests["/api/chat"] == NOTES - cached
         reference = run_materialize(ASSETS, _ollama_env(clean, notes, healthy))
         assert reference.returncode == 0, reference.stderr
 
