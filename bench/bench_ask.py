@@ -3,7 +3,9 @@ on assets/eval/questions.jsonl beside the newest-first and BM25 top-k baselines.
 
 The store is built in a temporary folder: the 577 demo notes (essence = first paragraph,
 tiers from age), the three demo sessions' real chunks are not needed, so 10,000 synthetic
-chunks of session-like text stand in for them. The index is built once.
+chunks of session-like text stand in for them. The index is built once (with its postings
+and the token counts of MODEL) and every question is asked once to warm the process before
+the 40 timed asks.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from selene_dag.store import connect
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
 CHUNKS = 10_000
 BUDGET = 2_000
+SMALL_BUDGET = 500
 MODEL = "mistral:7b"
 WORDS = [
     "refactor",
@@ -73,7 +76,8 @@ WORDS = [
 ]
 
 
-def _build(db: Path) -> None:
+def _build(db: Path, chunks: int = CHUNKS) -> None:
+    """Create ``db`` with the demo notes and ``chunks`` synthetic chunks; build the index."""
     conn = connect(db)
     notes = read_notes(assets_dir() / "demo" / "notes" / "til.jsonl").notes
     for n in notes:
@@ -98,7 +102,7 @@ def _build(db: Path) -> None:
         [NOW, NOW],
     )
     rows = []
-    for i in range(CHUNKS):
+    for i in range(chunks):
         text = " ".join(rng.choice(WORDS) for _ in range(rng.randint(80, 400)))
         rows.append((f"k{i}", f"codex-{i % 100}", i, i * 10, i * 10 + 9, text, rng.random() * 10))
     conn.executemany(
@@ -125,13 +129,17 @@ def run() -> list[BenchRow]:
         build_s = time.perf_counter() - started
         conn = connect(db)
         try:
-            ask(conn, questions[0].question, BUDGET, model=MODEL, now=NOW)  # warm tokenizers
+            # Warm the process once (tokenizers, scikit-learn's first import, DuckDB's
+            # buffers): one-time costs, not per-question latency.
+            for q in questions:
+                ask(conn, q.question, BUDGET, model=MODEL, now=NOW)
             times = []
             for q in questions * 2:
                 t = time.perf_counter()
                 ask(conn, q.question, BUDGET, model=MODEL, now=NOW)
                 times.append((time.perf_counter() - t) * 1000)
             report = evaluate(conn, questions, BUDGET, model=MODEL, now=NOW)
+            small = evaluate(conn, questions, SMALL_BUDGET, model=MODEL, now=NOW).overall
         finally:
             conn.close()
     p50 = statistics.median(times)
@@ -160,6 +168,16 @@ def run() -> list[BenchRow]:
             overall["ask"] / overall["bm25_topk"] if overall["bm25_topk"] else None,
             "> baseline",
             overall["ask"] > best,
+            f"{len(questions)} questions, {MODEL}",
+        ),
+        BenchRow(
+            "ask recall @500 vs BM25 top-k",
+            small["ask"],
+            "",
+            small["bm25_topk"],
+            small["ask"] / small["bm25_topk"] if small["bm25_topk"] else None,
+            "> baseline",
+            small["ask"] > small["bm25_topk"],
             f"{len(questions)} questions, {MODEL}",
         ),
     ]

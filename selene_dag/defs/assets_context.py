@@ -30,13 +30,14 @@ FOLLOW_DATA_VERSIONS = dg.AutomationCondition.eager().replace(
     ],
     group_name="context",
     kinds={"duckdb"},
-    code_version="1",
+    code_version="2",
     pool="duckdb",
     automation_condition=FOLLOW_DATA_VERSIONS,
     description=(
         "DuckDB full-text (BM25, porter stemmer) index over live notes (title, essence, "
         "content) and scored session chunks, with the static-score inputs of ask's rerank "
-        "(fidelity tier, recency, consensus, importance). Data version = corpus content hash."
+        "(fidelity tier, recency, consensus, importance), per-term BM25 postings and each "
+        "document's token count in SELENE_MODEL. Data version = corpus content hash."
     ),
 )
 def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
@@ -45,7 +46,7 @@ def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
 
     settings = selene.settings()
     with selene.connection() as conn:
-        built = build_index(conn, settings.now())
+        built = build_index(conn, settings.now(), model=settings.model)
         sample = conn.execute(
             "SELECT kind, citation, title FROM search_docs ORDER BY kind DESC, doc_id LIMIT 8"
         ).fetchall()

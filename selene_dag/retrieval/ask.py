@@ -14,24 +14,22 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from itertools import pairwise
 from typing import Any
 
 import duckdb
 
 from selene_dag.context.levels import (
+    LEVELS,
+    Level,
     LevelConfig,
     LevelItem,
     Summarizer,
     compress_context,
-    estimate_compressed_size,
     extractive_summary,
 )
-from selene_dag.context.tokens import (
-    count_tokens,
-    count_tokens_batch,
-    default_model,
-    truncate_to_tokens,
-)
+from selene_dag.context.tokens import count_tokens, default_model, truncate_to_tokens
+from selene_dag.retrieval.index import header_text
 from selene_dag.retrieval.rerank import Ranked, RerankConfig, dedup, rerank, stem
 from selene_dag.retrieval.search import Candidate, parse_sources, query_terms, search
 
@@ -95,47 +93,154 @@ def check_budget(budget: object) -> int:
     return budget
 
 
-_PIECES = re.compile(r"(?<=[.!?])\s+|\n+")
+_PIECES = re.compile(r"((?<=[.!?])\s+|\n+)")
 
 
-def focused_summarizer(terms: Sequence[str], essences: dict[str, str], model: str):
-    """A summarizer ``(text, max_tokens) -> str`` that keeps, in reading order, the
-    sentences or lines holding the most question terms; with no term in the text it falls
-    back to the note's essence, then to the leading sentences."""
-    stems = [stem(t) for t in terms]
+def split_pieces(text: str) -> tuple[list[str], list[str]]:
+    """Sentences or lines of ``text`` (stripped, non-empty) and, for each, the joint to the
+    next one as it was: a newline when a line break separated them, else a space."""
+    parts = _PIECES.split(text)
+    pieces: list[str] = []
+    joints: list[str] = []
+    gap = ""
+    for k, part in enumerate(parts):
+        if k % 2:  # a separator
+            gap += part
+            continue
+        piece = part.strip()
+        if not piece:
+            gap += part
+            continue
+        if pieces:
+            joints.append("\n" if "\n" in gap else " ")
+        pieces.append(piece)
+        gap = ""
+    joints.append("")
+    return pieces, joints
 
-    def summarize(text: str, max_tokens: int) -> str:
-        pieces = [p.strip() for p in _PIECES.split(text) if p and p.strip()]
-        scored = []
+
+# How many pieces on each side of a matching piece may fill an excerpt's remaining room.
+NEIGHBOR_WINDOW = 3
+
+
+class FocusedSummarizer:
+    """``(text, max_tokens) -> str``: keeps, in reading order, the sentences or lines
+    holding the most question terms, then fills the room left with the pieces right after
+    and before them (the command after "compile it:"); with no term in the text it falls
+    back to the note's essence, then to the leading sentences.
+
+    Pieces are counted when reached (each distinct piece once) and the excerpt is counted
+    and kept within ``max_tokens``. Results are memoized per (text, max_tokens):
+    admission and packing ask for the same excerpts.
+    """
+
+    def __init__(self, terms: Sequence[str], essences: dict[str, str], model: str) -> None:
+        self.stems = [stem(t) for t in terms]
+        self.essences = essences
+        self.model = model
+        self._sizes: dict[str, int] = {}
+        self._memo: dict[tuple[str, int], str] = {}
+
+    def _size(self, piece: str) -> int:
+        size = self._sizes.get(piece)
+        if size is None:
+            size = self._sizes[piece] = count_tokens(piece, self.model)
+        return size
+
+    def _ranked_pieces(self, pieces: list[str]) -> list[int]:
+        hits_at: dict[int, int] = {}
         for i, piece in enumerate(pieces):
             low = piece.lower()
-            hits = sum(1 for s in stems if s in low)
+            hits = sum(1 for s in self.stems if s in low)
             if hits:
-                scored.append((hits, i))
-        if not scored:
-            essence = essences.get(text)
-            base = essence if essence else text
-            return extractive_summary(base, max_tokens, model)
+                hits_at[i] = hits
+        scored: list[tuple[float, int]] = [(h, i) for i, h in hits_at.items()]
+        near: dict[int, float] = {}
+        for gap in range(1, NEIGHBOR_WINDOW + 1):
+            for i in hits_at:
+                for j, weight in ((i + gap, 0.5 / gap), (i - gap, 0.25 / gap)):
+                    if 0 <= j < len(pieces) and j not in hits_at:
+                        near[j] = max(near.get(j, 0.0), weight)
+        scored += [(w, j) for j, w in near.items()]
         scored.sort(key=lambda x: (-x[0], x[1]))
-        sizes = count_tokens_batch([pieces[i] for _, i in scored], model)
+        return [i for _, i in scored] if hits_at else []
+
+    def _pick(self, pieces: list[str], order: list[int], max_tokens: int) -> list[int]:
         chosen: list[int] = []
         used = 0
-        for (_, i), size in zip(scored, sizes, strict=True):
+        for i in order:
+            if max_tokens - used < 3:  # no piece fits: at least 1 token + the joint
+                break
+            size = self._size(pieces[i])
             if used + size + 2 > max_tokens:  # 2: the " … " joint
                 continue
             chosen.append(i)
             used += size + 2
-        if not chosen:
-            return truncate_to_tokens(pieces[scored[0][1]], max_tokens, model)
-        out = " … ".join(pieces[j] for j in sorted(chosen))
-        return truncate_to_tokens(out, max_tokens, model)
+        return chosen
 
-    return summarize
+    @staticmethod
+    def _join(pieces: list[str], joints: list[str], chosen: list[int]) -> str:
+        # Neighbours keep their own joint (a command split at "-I. " stays whole); a gap
+        # in the text is marked " … ".
+        out = [pieces[chosen[0]]]
+        for prev, j in pairwise(chosen):
+            out.append(joints[prev] if j == prev + 1 else " … ")
+            out.append(pieces[j])
+        return "".join(out)
+
+    def __call__(self, text: str, max_tokens: int) -> str:
+        key = (text, max_tokens)
+        if key not in self._memo:
+            self._memo[key] = self._summarize(text, max_tokens)
+        return self._memo[key]
+
+    def _summarize(self, text: str, max_tokens: int) -> str:
+        model = self.model
+        pieces, joints = split_pieces(text)
+        order = self._ranked_pieces(pieces)
+        if not order:
+            essence = self.essences.get(text)
+            return extractive_summary(essence if essence else text, max_tokens, model)
+        chosen = self._pick(pieces, order, max_tokens)
+        if not chosen:
+            return truncate_to_tokens(pieces[order[0]], max_tokens, model)
+        rank = {i: r for r, i in enumerate(order)}
+        while True:
+            out = self._join(pieces, joints, sorted(chosen))
+            n = count_tokens(out, model)
+            if n <= max_tokens:
+                break
+            if len(chosen) == 1:
+                return truncate_to_tokens(out, max_tokens, model)
+            # Joined pieces can count more than their sum: drop the least relevant piece,
+            # not the excerpt's tail.
+            chosen.remove(max(chosen, key=rank.__getitem__))
+        return out
+
+
+def focused_summarizer(
+    terms: Sequence[str], essences: dict[str, str], model: str
+) -> FocusedSummarizer:
+    """The question-focused summarizer of ask (see :class:`FocusedSummarizer`)."""
+    return FocusedSummarizer(terms, essences, model)
 
 
 # A document longer than this share of the budget enters as its question-focused excerpt,
 # so one long note cannot crowd out the rest (nor be demoted whole to a short summary).
 EXCERPT_SHARE = 0.5
+# No tokenizer we know yields a token per more than 6 characters on prose, so a body this
+# many characters per token of the cap needs no count to know it is over the cap.
+_CHARS_PER_TOKEN_BOUND = 6
+
+
+def _level_costs(head: int, full: int, sep: int, config: LevelConfig) -> list[int]:
+    # The estimate of ``context.levels``: FULL, SUMMARY, KEYWORDS, REFERENCE.
+    return [
+        full + sep,
+        min(full, head + 1 + config.summary_max_tokens) + sep,
+        min(full, head + 1 + config.keywords_max_tokens) + sep,
+        min(head, config.reference_max_tokens) + sep,
+    ]
 
 
 def admit(
@@ -146,26 +251,45 @@ def admit(
     level_config: LevelConfig = ASK_LEVELS,
 ) -> list[LevelItem]:
     """Level items for the best candidates whose estimated cost at their earned level
-    still fits the budget (relevance = final score / best final score)."""
+    still fits the budget (relevance = final score / best final score).
+
+    Planning only: token counts stored at index time are used when they are in ``model``;
+    otherwise a body is counted (at most ``cap × 6`` characters of it). The packer counts
+    the real texts afterwards.
+    """
     top = ranked[0].final if ranked and ranked[0].final > 0 else 1.0
     cap = max(32, int(budget * EXCERPT_SHARE))
+    sep = count_tokens(level_config.separator, model) if level_config.separator else 0
     items: list[LevelItem] = []
     used = 0
     for r in ranked:
         cand = r.candidate
+        score = r.final / top
+        earned = level_config.level_for(score)
+        # Below FULL only a summary, keywords or a reference is rendered: an excerpt twice
+        # the summary's size holds everything those can use.
+        limit = cap if earned is Level.FULL else min(cap, 2 * level_config.summary_max_tokens)
         content, excerpt = cand.body, False
-        # ~1 token per 2 characters at worst: longer bodies need no exact count to excerpt.
-        if len(content) > cap * 6 or count_tokens(content, model) > cap:
-            content, excerpt = summarize(content, cap), True
+        head = cand.header_tokens
+        if head is None:
+            head = count_tokens(header_text(cand.citation, cand.title), model)
+        body = cand.body_tokens
+        if body is None and len(content) <= limit * _CHARS_PER_TOKEN_BOUND:
+            body = count_tokens(content, model)
+        if body is None or body > limit:
+            content, excerpt = summarize(content, limit), True
+            body = count_tokens(content, model)
         item = LevelItem(
             id=cand.doc_id,
             content=content,
-            score=r.final / top,
+            score=score,
             title=cand.title,
             citation=cand.citation,
             metadata={"kind": cand.kind, "final": r.final, "excerpt": excerpt},
         )
-        cost = estimate_compressed_size([item], level_config, model)
+        # "\n" joins header and body: about one token, never estimated below the parts.
+        costs = _level_costs(head, head + 1 + body if content else head, sep, level_config)
+        cost = costs[LEVELS.index(earned)]
         if items and used + cost > budget:
             continue
         items.append(item)
@@ -192,7 +316,8 @@ def pack_ranked(
         summarizer=summarize,
     )
     text = result.text
-    if count_tokens(text, model) > budget:  # the hard promise, whatever happened above
+    # result.total_tokens is the exact count of result.text; ask() counts the final text.
+    if result.total_tokens > budget:  # the hard promise, whatever happened above
         text = truncate_to_tokens(text, budget, model)
     items = [
         AskItem(
@@ -253,7 +378,7 @@ def ask(
         stats["note"] = "the question has no searchable words"
         stats["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
         return result
-    candidates: list[Candidate] = search(conn, question, kinds, limit=candidate_limit)
+    candidates: list[Candidate] = search(conn, question, kinds, limit=candidate_limit, model=model)
     searched = time.perf_counter()
     unique = dedup(candidates)
     ranked = rerank(unique, terms, now, rerank_config)[:max_items]

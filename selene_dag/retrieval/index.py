@@ -5,6 +5,12 @@ download), so it is loaded from that package's folder. ``build_index`` rewrites 
 ``search_docs`` table from live notes and scored chunks and creates a BM25 index over
 ``title`` and ``body``; ``corpus_version`` is a cheap content hash of everything the index
 is built from, stored at build time, so ``index_is_stale`` is one query.
+
+Two derived tables are rewritten with the index, so a question costs no per-document work
+that does not depend on it: ``search_postings`` holds each (term, document) BM25 sub-score
+of ``match_bm25`` (k = 1.2, b = 0.75, both fields) sorted by term, so a query reads only the
+postings of its own terms; ``search_doc_tokens`` holds each document's header and body token
+counts in the default model's tokens, for ask's planning (the final pack is always counted).
 """
 
 from __future__ import annotations
@@ -21,6 +27,14 @@ from selene_dag.store import execute_script
 
 DOCS_TABLE = "search_docs"
 FTS_SCHEMA = f"fts_main_{DOCS_TABLE}"
+POSTINGS_TABLE = "search_postings"
+DOC_TOKENS_TABLE = "search_doc_tokens"
+# Bumped whenever the derived tables change shape or meaning.
+INDEX_LAYOUT = 2
+BM25_K = 1.2
+BM25_B = 0.75
+# Documents per tokenizer batch when counting at build time (bounds memory).
+_COUNT_BATCH = 512
 
 
 class SearchIndexError(RuntimeError):
@@ -80,8 +94,9 @@ SELECT
 
 
 def corpus_version(conn: duckdb.DuckDBPyConnection) -> str:
-    """Content hash of the live notes (text, essence, tier) and chunks (text, scores)."""
-    return str(conn.execute(_VERSION_SQL).fetchone()[0])
+    """Content hash of the live notes (text, essence, tier) and chunks (text, scores),
+    prefixed by the index layout version (a new layout makes every stored index stale)."""
+    return f"i{INDEX_LAYOUT}:" + str(conn.execute(_VERSION_SQL).fetchone()[0])
 
 
 @dataclass(frozen=True)
@@ -116,11 +131,15 @@ def index_is_stale(conn: duckdb.DuckDBPyConnection) -> bool:
 
 
 def index_exists(conn: duckdb.DuckDBPyConnection) -> bool:
-    """True when the BM25 index schema exists in this database."""
+    """True when the BM25 index schema and its postings table exist in this database
+    (an index built by an older version, without postings, counts as missing)."""
     row = conn.execute(
-        "SELECT count(*) FROM duckdb_schemas() WHERE schema_name = ?", [FTS_SCHEMA]
+        "SELECT (SELECT count(*) FROM duckdb_schemas() WHERE schema_name = ?), "
+        "(SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' "
+        "AND table_name IN (?, ?))",
+        [FTS_SCHEMA, POSTINGS_TABLE, DOC_TOKENS_TABLE],
     ).fetchone()
-    return bool(row[0])
+    return bool(row[0]) and row[1] == 2
 
 
 @dataclass(frozen=True)
@@ -137,12 +156,62 @@ class BuildResult:
         return self.notes + self.chunks
 
 
-def build_index(conn: duckdb.DuckDBPyConnection, now: datetime) -> BuildResult:
-    """Rewrite ``search_docs`` and its BM25 index (porter stemmer, English stopwords).
+# match_bm25's formula (log is base 10 in DuckDB, as in the extension's macro), per posting.
+_POSTINGS_SQL = f"""
+CREATE OR REPLACE TABLE {POSTINGS_TABLE} AS
+SELECT t.termid, t.docid, s.kind,
+       log(((st.num_docs - dc.df + 0.5) / (dc.df + 0.5)) + 1)
+         * ((t.tf * ({BM25_K} + 1))
+            / (t.tf + {BM25_K} * ((1 - {BM25_B}) + {BM25_B} * (d.len / st.avgdl)))) AS score
+FROM (SELECT termid, docid, count(*) AS tf FROM {FTS_SCHEMA}.terms GROUP BY termid, docid) t
+JOIN {FTS_SCHEMA}.docs d ON d.docid = t.docid
+JOIN {FTS_SCHEMA}.dict dc ON dc.termid = t.termid
+JOIN {DOCS_TABLE} s ON s.doc_id = d.name
+CROSS JOIN {FTS_SCHEMA}.stats st
+ORDER BY t.termid, t.docid
+"""
 
-    The documents and the stored version change in one transaction; the FTS index is
-    rebuilt right after (``overwrite=1``).
+
+def header_text(citation: str, title: str) -> str:
+    """The ``[citation] title`` header every pack item starts with (as ``LevelItem.header``)."""
+    return f"[{citation}] {title}" if title else f"[{citation}]"
+
+
+def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str) -> None:
+    from selene_dag.context.tokens import count_tokens_batch
+
+    conn.execute(
+        f"CREATE OR REPLACE TABLE {DOC_TOKENS_TABLE} (doc_id VARCHAR PRIMARY KEY, "
+        "model VARCHAR NOT NULL, header_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL)"
+    )
+    last = ""
+    # Keyset pages: the inserts below run on the same connection (same transaction).
+    while rows := conn.execute(
+        f"SELECT doc_id, citation, title, body FROM {DOCS_TABLE} WHERE doc_id > ? "
+        "ORDER BY doc_id LIMIT ?",
+        [last, _COUNT_BATCH],
+    ).fetchall():
+        ids = [r[0] for r in rows]
+        last = ids[-1]
+        headers = count_tokens_batch([header_text(r[1], r[2]) for r in rows], model)
+        bodies = count_tokens_batch([r[3] for r in rows], model)
+        conn.execute(
+            f"INSERT INTO {DOC_TOKENS_TABLE} SELECT unnest(?), ?, unnest(?), unnest(?)",
+            [ids, model, headers, bodies],
+        )
+
+
+def build_index(
+    conn: duckdb.DuckDBPyConnection, now: datetime, model: str | None = None
+) -> BuildResult:
+    """Rewrite ``search_docs`` and its BM25 index (porter stemmer, English stopwords), the
+    per-term postings and each document's token counts in ``model`` (default SELENE_MODEL).
+
+    The documents, derived tables and the stored version change in one transaction.
     """
+    from selene_dag.context.tokens import default_model
+
+    model = model or default_model()
     load_fts(conn)
     version = corpus_version(conn)
     conn.execute("BEGIN TRANSACTION")
@@ -152,6 +221,8 @@ def build_index(conn: duckdb.DuckDBPyConnection, now: datetime) -> BuildResult:
             f"PRAGMA create_fts_index('{DOCS_TABLE}', 'doc_id', 'title', 'body', "
             "stemmer='porter', stopwords='english', strip_accents=1, lower=1, overwrite=1)"
         )
+        conn.execute(_POSTINGS_SQL)
+        _write_doc_tokens(conn, model)
         notes, chunks = conn.execute(
             f"SELECT count(*) FILTER (kind = 'note'), count(*) FILTER (kind = 'chunk') "
             f"FROM {DOCS_TABLE}"

@@ -95,20 +95,51 @@ def stem(word: str) -> str:
     return word
 
 
+class CoverageMatcher:
+    """Finds which question terms (stemmed, matched at a word start) occur in a text, in
+    one regex pass per text: alternatives are tried longest first, and a stem is found
+    wherever a longer matched stem starts with it (both match at that position)."""
+
+    def __init__(self, terms: Sequence[str]) -> None:
+        self.terms = list(terms)
+        self.stems = [stem(t) for t in self.terms]
+        alternatives = sorted(set(self.stems), key=lambda s: (-len(s), s))
+        self._pattern = (
+            re.compile(r"\b(" + "|".join(re.escape(a) for a in alternatives) + ")")
+            if alternatives
+            else None
+        )
+        self._implied: dict[str, frozenset[str]] = {
+            a: frozenset(s for s in alternatives if a.startswith(s)) for a in alternatives
+        }
+
+    def found(self, text: str) -> set[str]:
+        """The stems found in ``text`` (compared lower-case)."""
+        if self._pattern is None or not text:
+            return set()
+        out: set[str] = set()
+        for match in set(self._pattern.findall(text.lower())):
+            out |= self._implied[match]
+        return out
+
+    def coverage(self, title: str, body: str, title_bonus: float = 1.0) -> float:
+        """See :func:`term_coverage`."""
+        if not self.terms:
+            return 0.0
+        in_title = self.found(title)
+        in_body = self.found(body)
+        total = 0.0
+        for s in self.stems:
+            t = s in in_title
+            total += (float(t or s in in_body) + title_bonus * float(t)) / (1.0 + title_bonus)
+        return total / len(self.stems)
+
+
 def term_coverage(terms: Sequence[str], title: str, body: str, title_bonus: float = 1.0) -> float:
     """Mean over ``terms`` (stemmed, matched at a word start) of
     ``(found anywhere + title_bonus * found in title) / (1 + title_bonus)``: in [0, 1],
     0.0 for no terms."""
-    if not terms:
-        return 0.0
-    title_l, body_l = title.lower(), body.lower()
-    total = 0.0
-    for term in terms:
-        pattern = re.compile(rf"\b{re.escape(stem(term))}")
-        in_title = pattern.search(title_l) is not None
-        found = in_title or pattern.search(body_l) is not None
-        total += (float(found) + title_bonus * float(in_title)) / (1.0 + title_bonus)
-    return total / len(terms)
+    return CoverageMatcher(terms).coverage(title, body, title_bonus)
 
 
 def static_score(cand: Candidate, now: datetime, config: RerankConfig) -> float:
@@ -145,8 +176,9 @@ def rerank(
     top = max(c.bm25 for c in candidates) or 1.0
     weight = config.question_weight + config.static_weight
     ranked = []
+    matcher = CoverageMatcher(terms)
     for cand in candidates:
-        coverage = term_coverage(terms, cand.title, cand.body, config.title_bonus)
+        coverage = matcher.coverage(cand.title, cand.body, config.title_bonus)
         question = config.bm25_share * max(0.0, cand.bm25) / top
         question += (1 - config.bm25_share) * coverage
         static = static_score(cand, now, config)

@@ -1,4 +1,8 @@
-"""Full-text candidates for a question: sanitized query terms, BM25 over ``search_docs``."""
+"""Full-text candidates for a question: sanitized query terms, BM25 over ``search_docs``.
+
+Scores are ``match_bm25``'s, read from the precomputed ``search_postings`` (only the
+postings of the question's own stemmed terms), so a question never scans every document.
+"""
 
 from __future__ import annotations
 
@@ -9,7 +13,14 @@ from datetime import datetime
 
 import duckdb
 
-from selene_dag.retrieval.index import DOCS_TABLE, FTS_SCHEMA, index_exists, load_fts
+from selene_dag.retrieval.index import (
+    DOC_TOKENS_TABLE,
+    DOCS_TABLE,
+    FTS_SCHEMA,
+    POSTINGS_TABLE,
+    index_exists,
+    load_fts,
+)
 
 SOURCES: dict[str, str] = {"notes": "note", "sessions": "chunk"}
 MAX_TERMS = 32
@@ -200,6 +211,9 @@ class Candidate:
     importance: float | None
     dedup_key: str
     bm25: float
+    # Token counts stored at index time, when they are in the model asked for (else None).
+    header_tokens: int | None = None
+    body_tokens: int | None = None
 
 
 _COLUMNS = (
@@ -207,17 +221,48 @@ _COLUMNS = (
     "consensus, importance, dedup_key"
 )
 
+# The ``limit`` best documents by summed postings (ties by index order), reading only the
+# postings of the question's terms (the table is sorted by term id).
+_TOP_SQL = f"""
+SELECT d.name, s.score FROM (
+    SELECT docid, sum(score) AS score FROM {POSTINGS_TABLE}
+    WHERE list_contains(?, termid) AND list_contains(?, kind)
+    GROUP BY docid ORDER BY score DESC, docid LIMIT ?
+) s JOIN {FTS_SCHEMA}.docs d ON d.docid = s.docid
+"""
+# Point lookups of those documents and their stored token counts (no join that would scan
+# every body).
+_ROWS_SQL = f"SELECT {_COLUMNS} FROM {DOCS_TABLE} WHERE list_contains(?, doc_id)"
+_TOKENS_SQL = (
+    f"SELECT doc_id, header_tokens, body_tokens FROM {DOC_TOKENS_TABLE} "
+    "WHERE model = ? AND list_contains(?, doc_id)"
+)
+_TERM_IDS_SQL = f"""
+SELECT DISTINCT termid FROM {FTS_SCHEMA}.dict
+WHERE term IN (SELECT stem(unnest({FTS_SCHEMA}.tokenize(?)), 'porter'))
+"""
+
+
+def term_ids(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> list[int]:
+    """Index term ids of ``terms`` after the index's own tokenizer and porter stemmer
+    (stopwords and words absent from the corpus have none)."""
+    load_fts(conn)
+    rows = conn.execute(_TERM_IDS_SQL, [" ".join(terms)]).fetchall()
+    return sorted(int(r[0]) for r in rows)
+
 
 def search(
     conn: duckdb.DuckDBPyConnection,
     question: str,
     sources: Sequence[str] = tuple(SOURCES),
     limit: int = 60,
+    model: str | None = None,
 ) -> list[Candidate]:
-    """The ``limit`` best BM25 matches for ``question`` among the given sources.
+    """The ``limit`` best BM25 matches for ``question`` among the given sources, with the
+    stored token counts of ``model`` when the index was built for it.
 
     An empty list when the question has no searchable word or nothing matches. Raises
-    SearchIndexError-compatible errors when the index was never built.
+    SearchIndexError when the index was never built (or lacks its postings).
     """
     from selene_dag.retrieval.index import SearchIndexError
 
@@ -229,15 +274,22 @@ def search(
         return []
     if not index_exists(conn):
         raise SearchIndexError("the search index was never built: materialize search_index")
-    load_fts(conn)
-    rows = conn.execute(
-        f"SELECT {_COLUMNS}, score FROM ("
-        f"  SELECT *, {FTS_SCHEMA}.match_bm25(doc_id, ?) AS score FROM {DOCS_TABLE}"
-        f"  WHERE kind IN (SELECT unnest(?))"
-        f") WHERE score IS NOT NULL ORDER BY score DESC, doc_id LIMIT ?",
-        [" ".join(terms), kinds, limit],
-    ).fetchall()
-    return [Candidate(*row[:-1], bm25=float(row[-1])) for row in rows]
+    ids = term_ids(conn, terms)
+    if not ids:
+        return []
+    top = conn.execute(_TOP_SQL, [ids, kinds, limit]).fetchall()
+    if not top:
+        return []
+    top.sort(key=lambda r: (-r[1], r[0]))
+    names = [name for name, _ in top]
+    rows = {r[0]: r for r in conn.execute(_ROWS_SQL, [names]).fetchall()}
+    tokens = {r[0]: r[1:] for r in conn.execute(_TOKENS_SQL, [model or "", names]).fetchall()}
+    return [
+        Candidate(*rows[d], bm25=float(score), header_tokens=h, body_tokens=b)
+        for d, score in top
+        if d in rows
+        for h, b in [tokens.get(d, (None, None))]
+    ]
 
 
 def newest_notes(conn: duckdb.DuckDBPyConnection) -> list[Candidate]:

@@ -8,6 +8,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import duckdb
 import httpx
 import pytest
 import uvicorn
@@ -34,9 +35,8 @@ def api(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[httpx.Client]:
     build_index(conn, NOW)
     conn.close()
     port = _free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(create_app(), host="127.0.0.1", port=port, log_level="warning")
-    )
+    app = create_app()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
     deadline = time.monotonic() + 20
@@ -44,6 +44,7 @@ def api(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[httpx.Client]:
         assert time.monotonic() < deadline, "uvicorn did not start"
         time.sleep(0.05)
     with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as client:
+        client.app_store = app.state.store  # type: ignore[attr-defined]
         yield client
     server.should_exit = True
     thread.join(timeout=10)
@@ -76,8 +77,14 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
 
     assert api.get("/docs").status_code == 200
     assert "/ask" in api.get("/openapi.json").json()["paths"]
-    # The store is not held between requests: another writer can open it now.
-    connect(home / "selene.duckdb").close()
+    # The shared connection is released once the server is idle (after its linger):
+    # then a connection with another configuration (read-only) can open the file.
+    db = home / "selene.duckdb"
+    deadline = time.monotonic() + 30
+    while api.app_store.is_open(db):  # type: ignore[attr-defined]
+        assert time.monotonic() < deadline, "the server kept the database open while idle"
+        time.sleep(0.05)
+    duckdb.connect(str(db), read_only=True).close()
 
 
 @pytest.mark.parametrize(

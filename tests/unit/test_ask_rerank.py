@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from selene_dag.retrieval.rerank import (
     dedup_key,
     rerank,
     static_score,
+    stem,
     term_coverage,
 )
 from selene_dag.retrieval.search import Candidate, parse_sources, query_terms
@@ -132,6 +134,36 @@ def test_focused_summarizer_keeps_question_sentences_within_budget() -> None:
     assert fallback == "The essence."
 
 
+def test_focused_excerpt_fills_room_with_the_lines_after_a_match() -> None:
+    lines = [f"Unrelated remark number {i} about gardening." for i in range(40)]
+    lines[20] = "Next I built the spellfix module like this:"
+    lines[21] = "gcc -I. -g -fPIC -shared spellfix.c -o spellfix.so"
+    lines[22] = "It then loaded fine."
+    text = "\n".join(lines)
+    summarize = focused_summarizer(["spellfix", "build"], {}, "mistral:7b")
+    roomy = summarize(text, 80)
+    # The command holds "spellfix" too; the line after it has no question word.
+    assert "gcc -I. -g -fPIC" in roomy and "It then loaded fine." in roomy
+    assert "number 0 " not in roomy  # far from every match: never used
+    tight = summarize(text, 24)
+    assert count_tokens(tight, "mistral:7b") <= 24 and "It then loaded fine." not in tight
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    pieces=st.lists(
+        st.sampled_from(["alpha beta.", "gamma delta!", "zeta\n", "beta gamma?", "x"]),
+        min_size=1,
+        max_size=60,
+    ),
+    limit=st.integers(min_value=1, max_value=120),
+)
+def test_focused_excerpt_never_exceeds_its_limit(pieces: list[str], limit: int) -> None:
+    text = " ".join(pieces)
+    out = focused_summarizer(["beta", "zeta"], {}, "mistral:7b")(text, limit)
+    assert count_tokens(out, "mistral:7b") <= limit
+
+
 def test_check_budget() -> None:
     assert check_budget(5) == 5
     with pytest.raises(ValueError):
@@ -168,3 +200,56 @@ def test_shipped_questions_parse() -> None:
     questions = load_questions(assets_dir() / "eval" / "questions.jsonl")
     assert 15 <= len(questions) <= 25
     assert all(q.source for q in questions)
+
+
+def _coverage_reference(terms: list[str], title: str, body: str, bonus: float) -> float:
+    # The per-term regex definition the one-pass matcher must agree with.
+    if not terms:
+        return 0.0
+    total = 0.0
+    for term in terms:
+        pattern = re.compile(rf"\b{re.escape(stem(term))}")
+        in_title = pattern.search(title.lower()) is not None
+        found = in_title or pattern.search(body.lower()) is not None
+        total += (float(found) + bonus * float(in_title)) / (1.0 + bonus)
+    return total / len(terms)
+
+
+_WORDS = st.sampled_from(
+    [
+        "dock",
+        "docker",
+        "dockers",
+        "index",
+        "indexing",
+        "indexes",
+        "in",
+        "cache",
+        "caching",
+        "shell",
+        "shells",
+        "db",
+        "sqlite",
+        "sql",
+        "a",
+        "x_dock",
+        "Docker",
+        "INDEX",
+    ]
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    terms=st.lists(_WORDS, max_size=6),
+    title=st.lists(_WORDS, max_size=6).map(" ".join),
+    body=st.lists(_WORDS | st.sampled_from([",", ".", "-", "_", "\n"]), max_size=30).map(" ".join),
+    bonus=st.sampled_from([0.0, 1.0, 2.5]),
+)
+def test_one_pass_coverage_equals_per_term_regexes(
+    terms: list[str], title: str, body: str, bonus: float
+) -> None:
+    terms = [t.lower() for t in terms]
+    assert term_coverage(terms, title, body, bonus) == pytest.approx(
+        _coverage_reference(terms, title, body, bonus)
+    )

@@ -1,0 +1,139 @@
+"""The precomputed retrieval layer gives what the slow path gave: postings scores equal
+``match_bm25``, stored token counts equal live counts, a model without stored counts packs
+within budget too, and the server's shared connection is opened once per burst."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.retrieval.ask import ask
+from selene_dag.retrieval.index import (
+    DOC_TOKENS_TABLE,
+    DOCS_TABLE,
+    FTS_SCHEMA,
+    build_index,
+    header_text,
+    index_exists,
+    load_fts,
+)
+from selene_dag.retrieval.search import query_terms, search
+from selene_dag.retrieval.server import SharedStore
+from selene_dag.settings import load_settings
+from selene_dag.store import connect
+from tests.support.ask import NOW, seed_store
+
+MODEL = "mistral:7b"
+QUESTIONS = [
+    "How do I open a bash shell in a running docker container?",
+    "julianday unix milliseconds sqlite",
+    "zsh prompt customizing",
+    "copy a file efficiently",
+    "tomatoes sun water",
+    "LM Studio provider chatbot-ui block config types",
+]
+
+
+@pytest.fixture(scope="module")
+def store(tmp_path_factory: pytest.TempPathFactory):
+    path = tmp_path_factory.mktemp("fast") / "selene.duckdb"
+    seed_store(path)
+    conn = connect(path)
+    build_index(conn, NOW, model=MODEL)
+    yield conn
+    conn.close()
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_postings_scores_equal_match_bm25(store, question: str) -> None:
+    load_fts(store)
+    expected = store.execute(
+        f"SELECT doc_id, score FROM (SELECT doc_id, {FTS_SCHEMA}.match_bm25(doc_id, ?) AS score "
+        f"FROM {DOCS_TABLE}) WHERE score IS NOT NULL ORDER BY score DESC, doc_id",
+        [" ".join(query_terms(question))],
+    ).fetchall()
+    got = [(c.doc_id, c.bm25) for c in search(store, question, limit=100)]
+    assert expected, "the question should match something"
+    assert [d for d, _ in got] == [d for d, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+
+
+def test_stored_token_counts_are_the_model_counts(store) -> None:
+    rows = store.execute(
+        f"SELECT d.citation, d.title, d.body, t.header_tokens, t.body_tokens, t.model "
+        f"FROM {DOCS_TABLE} d JOIN {DOC_TOKENS_TABLE} t USING (doc_id)"
+    ).fetchall()
+    assert len(rows) == store.execute(f"SELECT count(*) FROM {DOCS_TABLE}").fetchone()[0]
+    for citation, title, body, head, body_n, model in rows:
+        assert model == MODEL
+        assert head == count_tokens(header_text(citation, title), MODEL)
+        assert body_n == count_tokens(body, MODEL)
+    cand = search(store, QUESTIONS[0], model=MODEL)[0]
+    assert cand.body_tokens == count_tokens(cand.body, MODEL)
+    assert search(store, QUESTIONS[0], model="gpt-4o")[0].body_tokens is None
+
+
+@pytest.mark.filterwarnings("ignore:unknown model")
+@pytest.mark.parametrize("model", [MODEL, "gpt-4o", "llama3:8b"])
+@pytest.mark.parametrize("budget", [40, 150, 600])
+def test_pack_within_budget_with_or_without_stored_counts(store, model: str, budget: int) -> None:
+    for question in QUESTIONS:
+        result = ask(store, question, budget, model=model, now=NOW)
+        assert result.total_tokens == count_tokens(result.text, model) <= budget
+    # The long note enters as an excerpt, whichever way its size was known.
+    result = ask(store, "tomatoes sun water every day", 300, model=model, now=NOW)
+    long_items = [i for i in result.items if i.id == "note:misc/long.md"]
+    assert long_items and long_items[0].excerpt
+
+
+def test_index_without_postings_counts_as_missing(tmp_path: Path) -> None:
+    db = tmp_path / "selene.duckdb"
+    seed_store(db, with_session=False)
+    conn = connect(db)
+    try:
+        build_index(conn, NOW, model=MODEL)
+        assert index_exists(conn)
+        conn.execute(f"DROP TABLE {DOC_TOKENS_TABLE}")  # as an index built before postings
+        assert not index_exists(conn)
+    finally:
+        conn.close()
+
+
+def test_shared_store_one_connection_per_burst_then_released(home: Path) -> None:
+    db = home / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    build_index(conn, NOW, model=MODEL)
+    conn.close()
+    settings = load_settings()
+    assert Path(settings.db_path).resolve() == db.resolve()
+    shared = SharedStore(refresh_index=False, linger=0)
+    inside = threading.Barrier(8)
+    errors: list[BaseException] = []
+
+    def request() -> None:
+        try:
+            with shared.cursor(settings) as cur:
+                inside.wait(timeout=30)  # all eight hold a cursor at the same time
+                result = ask(cur, QUESTIONS[0], 200, model=MODEL, now=NOW)
+                assert result.items and result.total_tokens <= 200
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=request) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert not errors, errors
+    assert shared.opened == 1
+    assert not shared.is_open(db)
+    # Released: another configuration (read-only) may open the file in this process.
+    duckdb.connect(str(db), read_only=True).close()
+    with shared.cursor(settings):
+        assert shared.is_open(db)
+    assert shared.opened == 2
