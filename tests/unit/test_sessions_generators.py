@@ -20,7 +20,7 @@ META = SeedMeta(
     "claude-0123456789ab",
     "claude",
     ("326189cf",),
-    "/work/proj",
+    "/home/user/proj",
     "2026-01-02T03:04:05Z",
     "Distilled",
 )
