@@ -16,8 +16,8 @@ import dagster as dg
 
 from selene_dag.defs.metadata import OWNERS, markdown_table
 from selene_dag.defs.resources import SeleneResource
-from selene_dag.llm.extractive import ALGORITHM_VERSIONS
 from selene_dag.llm.prompts import prompt_hash
+from selene_dag.llm.versions import ALGORITHM_VERSIONS
 from selene_dag.notes.daily import summarize_days, write_day_summaries
 from selene_dag.notes.digests import compile_digests
 from selene_dag.notes.health import compression_health as health_document

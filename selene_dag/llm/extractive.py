@@ -59,14 +59,7 @@ from selene_dag.llm.engine import (
     require_text,
     truncate_to_tokens,
 )
-
-ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@1",
-    "detect_threads": "detect_threads@1",
-    "digest_thread": "digest_thread@1",
-    "summarize": "summarize@1",
-    "assess_chunk": "assess_chunk@1",
-}
+from selene_dag.llm.versions import ALGORITHM_VERSIONS
 
 _EXTRA_STOP_TEXT = """
     use used using uses like just really want wanted need needed way ways thing things got get

@@ -1,0 +1,14 @@
+"""Versions of the extractive engine's algorithms, one per task.
+
+Bumping one changes the cache key of that task and the code_version of the assets that use
+it, so exactly those are marked stale. Kept apart from ``extractive.py`` so that loading the
+Dagster definitions does not import scikit-learn.
+"""
+
+ALGORITHM_VERSIONS = {
+    "analyze_note": "analyze_note@1",
+    "detect_threads": "detect_threads@1",
+    "digest_thread": "digest_thread@1",
+    "summarize": "summarize@1",
+    "assess_chunk": "assess_chunk@1",
+}
