@@ -3,8 +3,6 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-SELENE_HOME ?= ./.selene
-export SELENE_HOME
 
 .PHONY: demo test dev bench lint clean venv
 

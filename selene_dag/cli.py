@@ -137,7 +137,8 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
 @guarded
 def demo(
     home: Annotated[
-        Path | None, typer.Option(help="Folder for the demo database (default ./.selene-demo).")
+        Path | None,
+        typer.Option(help="Folder for the demo (wins over SELENE_HOME; default ./.selene-demo)."),
     ] = None,
     force: Annotated[bool, typer.Option(help="Re-run even when nothing changed.")] = False,
 ) -> None:
@@ -161,7 +162,8 @@ def demo(
     from selene_dag.sessions.commands import distill_run
     from selene_dag.store import open_store, table_counts
 
-    home = home or Path(".selene-demo")
+    # --home wins over SELENE_HOME; with neither, the demo gets a home of its own.
+    home = home or Path(os.environ.get("SELENE_HOME") or ".selene-demo")
     os.environ["SELENE_HOME"] = str(home)
     notes = _bundled_notes()
     os.environ["SELENE_NOTES_DIR"] = str(notes)
