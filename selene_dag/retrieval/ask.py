@@ -228,6 +228,12 @@ def focused_summarizer(
 # A document longer than this share of the budget enters as its question-focused excerpt,
 # so one long note cannot crowd out the rest (nor be demoted whole to a short summary).
 EXCERPT_SHARE = 0.5
+# ...except the best candidate when it clearly leads (the runner-up scores below DOMINANCE
+# of it): then it may take TOP_SHARE of the budget, because a question-focused excerpt
+# picks lines by question words and misses an answer worded otherwise, while most of the
+# note keeps it (the BM25 top-k baseline's strength); the rest still holds the others.
+DOMINANCE = 0.8
+TOP_SHARE = 0.8
 # No tokenizer we know yields a token per more than 6 characters on prose, so a body this
 # many characters per token of the cap needs no count to know it is over the cap.
 _CHARS_PER_TOKEN_BOUND = 6
@@ -253,22 +259,29 @@ def admit(
     """Level items for the best candidates whose estimated cost at their earned level
     still fits the budget (relevance = final score / best final score).
 
+    A body over ``EXCERPT_SHARE`` of the budget enters as its question-focused excerpt;
+    the best candidate's limit is ``TOP_SHARE`` instead when the runner-up's final score
+    is below ``DOMINANCE`` of its own.
+
     Planning only: token counts stored at index time are used when they are in ``model``;
     otherwise a body is counted (at most ``cap × 6`` characters of it). The packer counts
     the real texts afterwards.
     """
     top = ranked[0].final if ranked and ranked[0].final > 0 else 1.0
     cap = max(32, int(budget * EXCERPT_SHARE))
+    runner_up = ranked[1].final / top if len(ranked) > 1 else 0.0
+    top_cap = max(cap, int(budget * TOP_SHARE)) if runner_up < DOMINANCE else cap
     sep = count_tokens(level_config.separator, model) if level_config.separator else 0
     items: list[LevelItem] = []
     used = 0
-    for r in ranked:
+    for rank, r in enumerate(ranked):
         cand = r.candidate
         score = r.final / top
         earned = level_config.level_for(score)
         # Below FULL only a summary, keywords or a reference is rendered: an excerpt twice
         # the summary's size holds everything those can use.
-        limit = cap if earned is Level.FULL else min(cap, 2 * level_config.summary_max_tokens)
+        full_cap = top_cap if rank == 0 else cap
+        limit = full_cap if earned is Level.FULL else min(cap, 2 * level_config.summary_max_tokens)
         content, excerpt = cand.body, False
         head = cand.header_tokens
         if head is None:

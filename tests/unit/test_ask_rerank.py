@@ -12,9 +12,18 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selene_dag.context.tokens import count_tokens
-from selene_dag.retrieval.ask import check_budget, focused_summarizer
+from selene_dag.retrieval.ask import (
+    DOMINANCE,
+    EXCERPT_SHARE,
+    TOP_SHARE,
+    admit,
+    check_budget,
+    focused_summarizer,
+    pack_ranked,
+)
 from selene_dag.retrieval.evaluate import load_questions, recall
 from selene_dag.retrieval.rerank import (
+    Ranked,
     RerankConfig,
     dedup,
     dedup_key,
@@ -253,3 +262,44 @@ def test_one_pass_coverage_equals_per_term_regexes(
     assert term_coverage(terms, title, body, bonus) == pytest.approx(
         _coverage_reference(terms, title, body, bonus)
     )
+
+
+def _ranked(pairs: list[tuple[Candidate, float]]) -> list[Ranked]:
+    return [Ranked(c, final, final, final) for c, final in pairs]
+
+
+def _long_note(doc_id: str, fact: str) -> Candidate:
+    # The fact sits on a line with no question word, far from the one line that has them.
+    lines = ["The spellfix build went like this."]
+    lines += [f"Unrelated remark number {i} about gardening." for i in range(30)]
+    lines[12] = fact
+    return cand(doc_id, "\n".join(lines), 5.0)
+
+
+def test_admit_gives_a_clearly_leading_note_the_top_share() -> None:
+    model = "mistral:7b"
+    best = _long_note("best", "Then: make install PREFIX=/opt/local")
+    other = cand("other", "A short note about the spellfix extension.", 1.0)
+    summarize = focused_summarizer(["spellfix", "build"], {}, model)
+    budget = 500
+    assert count_tokens(best.body, model) > budget * EXCERPT_SHARE  # else nothing to test
+    lead = admit(_ranked([(best, 1.0), (other, DOMINANCE - 0.1)]), budget, model, summarize)
+    close = admit(_ranked([(best, 1.0), (other, DOMINANCE + 0.05)]), budget, model, summarize)
+    # Leading clearly: the note may fill TOP_SHARE of the budget, enough for the fact.
+    assert "PREFIX=/opt/local" in lead[0].content
+    assert "PREFIX=/opt/local" not in close[0].content
+    assert count_tokens(lead[0].content, model) <= int(budget * TOP_SHARE)
+    # A close runner-up keeps the half-budget excerpt, which has no room to reach it.
+    assert count_tokens(close[0].content, model) <= int(budget * EXCERPT_SHARE)
+    assert [i.id for i in lead] == [i.id for i in close] == ["best", "other"]
+
+
+def test_pack_with_a_leading_note_keeps_the_budget_promise() -> None:
+    model = "mistral:7b"
+    best = _long_note("best", "Then: make install PREFIX=/opt/local")
+    others = [cand(f"o{i}", f"Spellfix remark {i}. " * 40, 1.0) for i in range(5)]
+    ranked = _ranked([(best, 1.0)] + [(o, 0.7 - 0.01 * i) for i, o in enumerate(others)])
+    for budget in (40, 120, 300, 500, 1000):
+        text, items, _ = pack_ranked("how to build spellfix", ranked, budget, model, ["spellfix"])
+        assert count_tokens(text, model) <= budget
+        assert items and items[0].id == "best"
