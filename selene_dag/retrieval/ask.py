@@ -9,29 +9,45 @@ model: the final text is counted and trimmed if it ever were over.
 
 from __future__ import annotations
 
-import re
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from itertools import pairwise
 from typing import Any
 
 import duckdb
 
 from selene_dag.context.levels import (
-    LEVELS,
     Level,
     LevelConfig,
     LevelItem,
-    Summarizer,
     compress_context,
+    estimate_compressed_size,
     extractive_summary,
 )
 from selene_dag.context.tokens import count_tokens, default_model, truncate_to_tokens
+from selene_dag.retrieval.allocate import (
+    CHARS_PER_TOKEN_BOUND,
+    DocPlan,
+    allocate,
+    document_weight,
+)
 from selene_dag.retrieval.index import header_text
-from selene_dag.retrieval.rerank import Ranked, RerankConfig, dedup, rerank, stem
-from selene_dag.retrieval.search import Candidate, parse_sources, query_terms, search
+from selene_dag.retrieval.passages import (
+    Piece,
+    join_pieces,
+    piece_relevance,
+    segment,
+    title_share,
+)
+from selene_dag.retrieval.rerank import CoverageMatcher, Ranked, RerankConfig, dedup, rerank
+from selene_dag.retrieval.search import (
+    Candidate,
+    parse_sources,
+    query_terms,
+    search,
+    term_weights,
+)
 
 JSON_SCHEMA_VERSION = 1
 # Relative relevance (final / best final) → level: the best items go in full, the next
@@ -93,221 +109,212 @@ def check_budget(budget: object) -> int:
     return budget
 
 
-_PIECES = re.compile(r"((?<=[.!?])\s+|\n+)")
+class PassageSummarizer:
+    """``(text, max_tokens) -> str``: ``text`` itself when it fits, else its pieces most
+    relevant to the question (``passages.piece_relevance``) in reading order within
+    ``max_tokens``; a text holding no question word falls back to its essence when known.
 
-
-def split_pieces(text: str) -> tuple[list[str], list[str]]:
-    """Sentences or lines of ``text`` (stripped, non-empty) and, for each, the joint to the
-    next one as it was: a newline when a line break separated them, else a space."""
-    parts = _PIECES.split(text)
-    pieces: list[str] = []
-    joints: list[str] = []
-    gap = ""
-    for k, part in enumerate(parts):
-        if k % 2:  # a separator
-            gap += part
-            continue
-        piece = part.strip()
-        if not piece:
-            gap += part
-            continue
-        if pieces:
-            joints.append("\n" if "\n" in gap else " ")
-        pieces.append(piece)
-        gap = ""
-    joints.append("")
-    return pieces, joints
-
-
-# How many pieces on each side of a matching piece may fill an excerpt's remaining room.
-NEIGHBOR_WINDOW = 3
-
-
-class FocusedSummarizer:
-    """``(text, max_tokens) -> str``: keeps, in reading order, the sentences or lines
-    holding the most question terms, then fills the room left with the pieces right after
-    and before them (the command after "compile it:"); with no term in the text it falls
-    back to the note's essence, then to the leading sentences.
-
-    Pieces are counted when reached (each distinct piece once) and the excerpt is counted
-    and kept within ``max_tokens``. Results are memoized per (text, max_tokens):
-    admission and packing ask for the same excerpts.
+    Also the shared cache of ask's packing: each text is segmented and scored once, each
+    distinct piece counted once.
     """
 
-    def __init__(self, terms: Sequence[str], essences: dict[str, str], model: str) -> None:
-        self.stems = [stem(t) for t in terms]
+    def __init__(
+        self,
+        terms: Sequence[str],
+        weights: Mapping[str, float],
+        essences: Mapping[str, str],
+        model: str,
+    ) -> None:
+        self.matcher = CoverageMatcher(terms)
+        self.weights = dict(weights)
         self.essences = essences
         self.model = model
         self._sizes: dict[str, int] = {}
-        self._memo: dict[tuple[str, int], str] = {}
+        self._analysed: dict[str, tuple[list[Piece], list[float], bool]] = {}
 
-    def _size(self, piece: str) -> int:
-        size = self._sizes.get(piece)
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` in the model (memoized)."""
+        size = self._sizes.get(text)
         if size is None:
-            size = self._sizes[piece] = count_tokens(piece, self.model)
+            size = self._sizes[text] = count_tokens(text, self.model)
         return size
 
-    def _ranked_pieces(self, pieces: list[str]) -> list[int]:
-        hits_at: dict[int, int] = {}
-        for i, piece in enumerate(pieces):
-            low = piece.lower()
-            hits = sum(1 for s in self.stems if s in low)
-            if hits:
-                hits_at[i] = hits
-        scored: list[tuple[float, int]] = [(h, i) for i, h in hits_at.items()]
-        near: dict[int, float] = {}
-        for gap in range(1, NEIGHBOR_WINDOW + 1):
-            for i in hits_at:
-                for j, weight in ((i + gap, 0.5 / gap), (i - gap, 0.25 / gap)):
-                    if 0 <= j < len(pieces) and j not in hits_at:
-                        near[j] = max(near.get(j, 0.0), weight)
-        scored += [(w, j) for j, w in near.items()]
-        scored.sort(key=lambda x: (-x[0], x[1]))
-        return [i for _, i in scored] if hits_at else []
-
-    def _pick(self, pieces: list[str], order: list[int], max_tokens: int) -> list[int]:
-        chosen: list[int] = []
-        used = 0
-        for i in order:
-            if max_tokens - used < 3:  # no piece fits: at least 1 token + the joint
-                break
-            size = self._size(pieces[i])
-            if used + size + 2 > max_tokens:  # 2: the " … " joint
-                continue
-            chosen.append(i)
-            used += size + 2
-        return chosen
-
-    @staticmethod
-    def _join(pieces: list[str], joints: list[str], chosen: list[int]) -> str:
-        # Neighbours keep their own joint (a command split at "-I. " stays whole); a gap
-        # in the text is marked " … ".
-        out = [pieces[chosen[0]]]
-        for prev, j in pairwise(chosen):
-            out.append(joints[prev] if j == prev + 1 else " … ")
-            out.append(pieces[j])
-        return "".join(out)
+    def analyse(self, text: str, title: str = "") -> tuple[list[Piece], list[float], bool]:
+        """Pieces of ``text``, their relevance, and whether any question word is in it
+        (``title``: the document's title, see ``passages.piece_relevance``)."""
+        found = self._analysed.get(text)
+        if found is None:
+            pieces = segment(text)
+            matched = any(self.matcher.found(p.text) for p in pieces)
+            share = title_share(title, self.matcher, self.weights) if title else 0.0
+            relevance = piece_relevance(pieces, self.matcher, self.weights, share)
+            found = self._analysed[text] = (pieces, relevance, matched)
+        return found
 
     def __call__(self, text: str, max_tokens: int) -> str:
-        key = (text, max_tokens)
-        if key not in self._memo:
-            self._memo[key] = self._summarize(text, max_tokens)
-        return self._memo[key]
-
-    def _summarize(self, text: str, max_tokens: int) -> str:
-        model = self.model
-        pieces, joints = split_pieces(text)
-        order = self._ranked_pieces(pieces)
-        if not order:
-            essence = self.essences.get(text)
-            return extractive_summary(essence if essence else text, max_tokens, model)
-        chosen = self._pick(pieces, order, max_tokens)
-        if not chosen:
-            return truncate_to_tokens(pieces[order[0]], max_tokens, model)
-        rank = {i: r for r, i in enumerate(order)}
-        while True:
-            out = self._join(pieces, joints, sorted(chosen))
-            n = count_tokens(out, model)
-            if n <= max_tokens:
-                break
-            if len(chosen) == 1:
-                return truncate_to_tokens(out, max_tokens, model)
-            # Joined pieces can count more than their sum: drop the least relevant piece,
-            # not the excerpt's tail.
-            chosen.remove(max(chosen, key=rank.__getitem__))
-        return out
+        if max_tokens < 1 or not text:
+            return ""
+        if len(text) <= max_tokens or self.count(text) <= max_tokens:
+            return text
+        pieces, relevance, matched = self.analyse(text)
+        if not matched and self.essences.get(text):
+            return extractive_summary(self.essences[text], max_tokens, self.model)
+        plan = DocPlan(Level.FULL, 1.0, pieces, relevance, header_cost=0, line_cost=0)
+        allocate([plan], max_tokens, self.count, LevelConfig())
+        return fit_excerpt(plan, text, max_tokens, self.model)
 
 
-def focused_summarizer(
-    terms: Sequence[str], essences: dict[str, str], model: str
-) -> FocusedSummarizer:
-    """The question-focused summarizer of ask (see :class:`FocusedSummarizer`)."""
-    return FocusedSummarizer(terms, essences, model)
+def excerpt_text(plan: DocPlan, body: str) -> str:
+    """The body when every piece was chosen, else the chosen pieces in reading order."""
+    if len(plan.chosen) == len(plan.pieces):
+        return body
+    return join_pieces(plan.pieces, plan.chosen)
 
 
-# A document longer than this share of the budget enters as its question-focused excerpt,
-# so one long note cannot crowd out the rest (nor be demoted whole to a short summary).
-EXCERPT_SHARE = 0.5
-# ...except the best candidate when it clearly leads (the runner-up scores below DOMINANCE
-# of it): then it may take TOP_SHARE of the budget, because a question-focused excerpt
-# picks lines by question words and misses an answer worded otherwise, while most of the
-# note keeps it (the BM25 top-k baseline's strength); the rest still holds the others.
-DOMINANCE = 0.8
-TOP_SHARE = 0.8
-# No tokenizer we know yields a token per more than 6 characters on prose, so a body this
-# many characters per token of the cap needs no count to know it is over the cap.
-_CHARS_PER_TOKEN_BOUND = 6
+def fit_excerpt(plan: DocPlan, body: str, max_tokens: int, model: str) -> str:
+    """``excerpt_text`` within ``max_tokens``: joined pieces can count more than their
+    sum, so the least relevant chosen piece is dropped until the excerpt fits."""
+    while plan.chosen:
+        out = excerpt_text(plan, body)
+        if count_tokens(out, model) <= max_tokens:
+            return out
+        if len(plan.chosen) == 1:
+            return truncate_to_tokens(out, max_tokens, model)
+        plan.chosen.remove(min(plan.chosen, key=lambda i: (plan.relevance[i], -i)))
+    return ""
 
 
-def _level_costs(head: int, full: int, sep: int, config: LevelConfig) -> list[int]:
-    # The estimate of ``context.levels``: FULL, SUMMARY, KEYWORDS, REFERENCE.
-    return [
-        full + sep,
-        min(full, head + 1 + config.summary_max_tokens) + sep,
-        min(full, head + 1 + config.keywords_max_tokens) + sep,
-        min(head, config.reference_max_tokens) + sep,
-    ]
+def passage_summarizer(
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    essences: Mapping[str, str],
+    model: str,
+) -> PassageSummarizer:
+    """The question-focused summarizer of ask (see :class:`PassageSummarizer`)."""
+    return PassageSummarizer(terms, weights, essences, model)
 
 
-def admit(
+# A FULL-level document no longer than SHORT_SHARE of the budget is read whole: each of
+# its pieces is worth WHOLE_VALUE of its best one (fragments of a short note lose what ties
+# them together, and the answer often sits on the line without a question word).
+SHORT_SHARE = 0.5
+WHOLE_VALUE = 1.0
+
+
+def _is_short(cand: Candidate, budget: int, model: str) -> bool:
+    limit = budget * SHORT_SHARE
+    if len(cand.body) > limit * CHARS_PER_TOKEN_BOUND:
+        return False
+    size = cand.body_tokens if cand.body_tokens is not None else count_tokens(cand.body, model)
+    return size <= limit
+
+
+# A KEYWORDS item needs only this much of its body to pick its keywords.
+_KEYWORD_SOURCE_CHARS = 4000
+
+
+def plan_items(
     ranked: Sequence[Ranked],
     budget: int,
     model: str,
-    summarize: Summarizer,
+    summarizer: PassageSummarizer,
     level_config: LevelConfig = ASK_LEVELS,
 ) -> list[LevelItem]:
-    """Level items for the best candidates whose estimated cost at their earned level
-    still fits the budget (relevance = final score / best final score).
-
-    A body over ``EXCERPT_SHARE`` of the budget enters as its question-focused excerpt;
-    the best candidate's limit is ``TOP_SHARE`` instead when the runner-up's final score
-    is below ``DOMINANCE`` of its own.
-
-    Planning only: token counts stored at index time are used when they are in ``model``;
-    otherwise a body is counted (at most ``cap × 6`` characters of it). The packer counts
-    the real texts afterwards.
+    """Level items for the pack: each candidate's level comes from its relevance (final /
+    best final); ``allocate`` then shares the budget among the FULL and SUMMARY candidates
+    piece by piece, best value first, and gives a line to KEYWORDS/REFERENCE ones while
+    there is room. The items' rendered texts fit ``budget`` (checked by counting).
     """
-    top = ranked[0].final if ranked and ranked[0].final > 0 else 1.0
-    cap = max(32, int(budget * EXCERPT_SHARE))
-    runner_up = ranked[1].final / top if len(ranked) > 1 else 0.0
-    top_cap = max(cap, int(budget * TOP_SHARE)) if runner_up < DOMINANCE else cap
+    if not ranked:
+        return []
+    top = ranked[0].final if ranked[0].final > 0 else 1.0
     sep = count_tokens(level_config.separator, model) if level_config.separator else 0
-    items: list[LevelItem] = []
-    used = 0
-    for rank, r in enumerate(ranked):
+    plans: list[DocPlan] = []
+    for r in ranked:
         cand = r.candidate
-        score = r.final / top
-        earned = level_config.level_for(score)
-        # Below FULL only a summary, keywords or a reference is rendered: an excerpt twice
-        # the summary's size holds everything those can use.
-        full_cap = top_cap if rank == 0 else cap
-        limit = full_cap if earned is Level.FULL else min(cap, 2 * level_config.summary_max_tokens)
-        content, excerpt = cand.body, False
+        relative = r.final / top
+        level = level_config.level_for(relative)
         head = cand.header_tokens
         if head is None:
             head = count_tokens(header_text(cand.citation, cand.title), model)
-        body = cand.body_tokens
-        if body is None and len(content) <= limit * _CHARS_PER_TOKEN_BOUND:
-            body = count_tokens(content, model)
-        if body is None or body > limit:
-            content, excerpt = summarize(content, limit), True
-            body = count_tokens(content, model)
-        item = LevelItem(
-            id=cand.doc_id,
-            content=content,
-            score=score,
-            title=cand.title,
-            citation=cand.citation,
-            metadata={"kind": cand.kind, "final": r.final, "excerpt": excerpt},
+        if level in (Level.FULL, Level.SUMMARY):
+            pieces, relevance, _ = summarizer.analyse(cand.body, cand.title)
+            if level is Level.FULL and _is_short(cand, budget, model):
+                whole = max(relevance, default=0.0) * WHOLE_VALUE
+                relevance = [max(r, whole) for r in relevance]
+        else:
+            pieces, relevance = [], []
+        line = (
+            head + 1 + level_config.keywords_max_tokens
+            if level is Level.KEYWORDS
+            else min(head, level_config.reference_max_tokens)
         )
-        # "\n" joins header and body: about one token, never estimated below the parts.
-        costs = _level_costs(head, head + 1 + body if content else head, sep, level_config)
-        cost = costs[LEVELS.index(earned)]
-        if items and used + cost > budget:
-            continue
-        items.append(item)
-        used += cost
-    return items
+        plans.append(
+            DocPlan(
+                level,
+                document_weight(relative),
+                pieces,
+                relevance,
+                header_cost=head + 1 + sep,
+                line_cost=line + sep,
+            )
+        )
+    allocate(plans, budget - level_config.reserved_tokens, summarizer.count, level_config)
+    return _fit_items(ranked, plans, budget, model, level_config, top)
+
+
+def _fit_items(
+    ranked: Sequence[Ranked],
+    plans: Sequence[DocPlan],
+    budget: int,
+    model: str,
+    level_config: LevelConfig,
+    top: float,
+) -> list[LevelItem]:
+    # The allocation is an estimate: count the items and, while they are over, drop the
+    # least valuable chosen piece (a line item goes before any piece).
+    while True:
+        items = []
+        for r, plan in zip(ranked, plans, strict=True):
+            if not plan.included:
+                continue
+            cand = r.candidate
+            if plan.chosen:
+                content = excerpt_text(plan, cand.body)
+            elif plan.level is Level.KEYWORDS:
+                content = cand.body[:_KEYWORD_SOURCE_CHARS]
+            else:
+                content = ""
+            excerpt = bool(plan.chosen) and content != cand.body
+            items.append(
+                LevelItem(
+                    id=cand.doc_id,
+                    content=content,
+                    score=r.final / top,
+                    title=cand.title,
+                    citation=cand.citation,
+                    metadata={"kind": cand.kind, "final": r.final, "excerpt": excerpt},
+                )
+            )
+        # compress_context demotes while its own estimate (each item + a separator) is
+        # over: the plan must fit that estimate, or the leader would lose its level.
+        limit = budget - level_config.reserved_tokens
+        estimate = estimate_compressed_size(items, level_config, model)
+        if estimate <= limit or not _drop_least(plans):
+            return items
+
+
+def _drop_least(plans: Sequence[DocPlan]) -> bool:
+    lines = [p for p in plans if p.line]
+    if lines:
+        min(lines, key=lambda p: p.weight).line = False
+        return True
+    options = [(p.weight * p.relevance[i], -i, k, i) for k, p in enumerate(plans) for i in p.chosen]
+    if not options:
+        return False
+    _, _, k, i = min(options)
+    plans[k].chosen.remove(i)
+    return True
 
 
 def pack_ranked(
@@ -317,12 +324,17 @@ def pack_ranked(
     model: str,
     terms: Sequence[str],
     level_config: LevelConfig = ASK_LEVELS,
+    weights: Mapping[str, float] | None = None,
 ) -> tuple[str, list[AskItem], dict[str, int]]:
-    """Pack reranked candidates into ``budget`` tokens; returns text, items, level counts."""
+    """Pack reranked candidates into ``budget`` tokens; returns text, items, level counts.
+
+    ``weights`` are the terms' IDF by stem (``search.term_weights``); without them every
+    term weighs the same.
+    """
     essences = {r.candidate.body: r.candidate.essence for r in ranked if r.candidate.essence}
-    summarize = focused_summarizer(terms, essences, model)
+    summarize = passage_summarizer(terms, weights or {}, essences, model)
     result = compress_context(
-        admit(ranked, budget, model, summarize, level_config),
+        plan_items(ranked, budget, model, summarize, level_config),
         budget,
         model=model,
         config=level_config,
@@ -394,10 +406,13 @@ def ask(
     candidates: list[Candidate] = search(conn, question, kinds, limit=candidate_limit, model=model)
     searched = time.perf_counter()
     unique = dedup(candidates)
-    ranked = rerank(unique, terms, now, rerank_config)[:max_items]
+    weights = term_weights(conn, terms) if unique else {}
+    ranked = rerank(unique, terms, now, rerank_config, weights)[:max_items]
     stats.update(fts_matches=len(candidates), after_dedup=len(unique), considered=len(ranked))
     if ranked:
-        text, items, levels = pack_ranked(question, ranked, budget, model, terms, level_config)
+        text, items, levels = pack_ranked(
+            question, ranked, budget, model, terms, level_config, weights
+        )
         result.text, result.items = text, items
         result.total_tokens = count_tokens(text, model) if text else 0
         stats["levels"] = levels

@@ -35,7 +35,8 @@ class RerankConfig:
     title_bonus: float = 1.0  # extra coverage credit for a term found in the title
     consensus_share: float = 0.7  # of a chunk's static score; the rest is importance
     tier_share: float = 0.5  # of a note's static score; the rest is recency
-    recency_half_life_days: float = 3 * 365.0
+    # Long: a note does not lose half its worth in a few years (the tier already says age).
+    recency_half_life_days: float = 10 * 365.0
     tier_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TIER_WEIGHTS))
 
     def __post_init__(self) -> None:
@@ -122,24 +123,40 @@ class CoverageMatcher:
             out |= self._implied[match]
         return out
 
-    def coverage(self, title: str, body: str, title_bonus: float = 1.0) -> float:
+    def coverage(
+        self,
+        title: str,
+        body: str,
+        title_bonus: float = 1.0,
+        weights: Mapping[str, float] | None = None,
+    ) -> float:
         """See :func:`term_coverage`."""
         if not self.terms:
             return 0.0
         in_title = self.found(title)
         in_body = self.found(body)
         total = 0.0
+        norm = 0.0
         for s in self.stems:
+            w = weights.get(s, 1.0) if weights else 1.0
             t = s in in_title
-            total += (float(t or s in in_body) + title_bonus * float(t)) / (1.0 + title_bonus)
-        return total / len(self.stems)
+            total += w * (float(t or s in in_body) + title_bonus * float(t)) / (1.0 + title_bonus)
+            norm += w
+        return total / norm if norm else 0.0
 
 
-def term_coverage(terms: Sequence[str], title: str, body: str, title_bonus: float = 1.0) -> float:
+def term_coverage(
+    terms: Sequence[str],
+    title: str,
+    body: str,
+    title_bonus: float = 1.0,
+    weights: Mapping[str, float] | None = None,
+) -> float:
     """Mean over ``terms`` (stemmed, matched at a word start) of
-    ``(found anywhere + title_bonus * found in title) / (1 + title_bonus)``: in [0, 1],
-    0.0 for no terms."""
-    return CoverageMatcher(terms).coverage(title, body, title_bonus)
+    ``(found anywhere + title_bonus * found in title) / (1 + title_bonus)``, weighted by
+    ``weights[stem]`` when given (IDF: a rare word counts more; missing stems weigh 1):
+    in [0, 1], 0.0 for no terms."""
+    return CoverageMatcher(terms).coverage(title, body, title_bonus, weights)
 
 
 def static_score(cand: Candidate, now: datetime, config: RerankConfig) -> float:
@@ -164,11 +181,13 @@ def rerank(
     terms: Sequence[str],
     now: datetime,
     config: RerankConfig | None = None,
+    weights: Mapping[str, float] | None = None,
 ) -> list[Ranked]:
     """Score candidates against the question terms, best first (ties by BM25, doc id).
 
     ``final = qw * question + sw * static`` normalized by ``qw + sw``; the question score
-    is ``bm25_share * bm25 / max_bm25 + (1 - bm25_share) * coverage``.
+    is ``bm25_share * bm25 / max_bm25 + (1 - bm25_share) * coverage`` (coverage weighted
+    by ``weights``, the terms' IDF, when given).
     """
     config = config or RerankConfig()
     if not candidates:
@@ -178,7 +197,7 @@ def rerank(
     ranked = []
     matcher = CoverageMatcher(terms)
     for cand in candidates:
-        coverage = matcher.coverage(cand.title, cand.body, config.title_bonus)
+        coverage = matcher.coverage(cand.title, cand.body, config.title_bonus, weights)
         question = config.bm25_share * max(0.0, cand.bm25) / top
         question += (1 - config.bm25_share) * coverage
         static = static_score(cand, now, config)

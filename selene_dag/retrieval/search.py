@@ -251,6 +251,32 @@ def term_ids(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> list[int]
     return sorted(int(r[0]) for r in rows)
 
 
+_TERM_DF_SQL = f"""
+SELECT w.word, coalesce(max(d.df), 0) FROM (SELECT unnest(?) AS word) w
+LEFT JOIN {FTS_SCHEMA}.dict d ON d.term = stem(w.word, 'porter')
+GROUP BY w.word
+"""
+_DOC_COUNT_SQL = f"SELECT num_docs FROM {FTS_SCHEMA}.stats"
+
+
+def term_weights(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> dict[str, float]:
+    """BM25 IDF of each question term in the index, keyed by the term's light stem
+    (``rerank.stem``): rare words weigh more. A term absent from the corpus counts as
+    found in one document. Needs a built index."""
+    from selene_dag.retrieval.passages import idf
+    from selene_dag.retrieval.rerank import stem
+
+    if not terms:
+        return {}
+    load_fts(conn)
+    n_docs = int(conn.execute(_DOC_COUNT_SQL).fetchone()[0])
+    out: dict[str, float] = {}
+    for word, df in conn.execute(_TERM_DF_SQL, [list(terms)]).fetchall():
+        key = stem(word)
+        out[key] = max(out.get(key, 0.0), idf(max(1, int(df)), n_docs))
+    return out
+
+
 def search(
     conn: duckdb.DuckDBPyConnection,
     question: str,

@@ -14,7 +14,7 @@ from selene_dag.notes.context_notes import mark_accessed
 from selene_dag.retrieval.ask import ask
 from selene_dag.retrieval.evaluate import Question, applicable, evaluate
 from selene_dag.retrieval.index import build_index, index_exists, index_is_stale
-from selene_dag.retrieval.search import search
+from selene_dag.retrieval.search import search, term_weights
 from selene_dag.store import connect
 from tests.support.ask import NOW, SESSION_PATH, add_session, seed_store
 
@@ -188,3 +188,18 @@ def test_evaluate_beats_newest_first(store) -> None:
     assert overall["ask"] == 1.0
     assert overall["ask"] > overall["newest_first"]
     assert set(report.to_json()) == {"budget", "model", "overall", "questions"}
+
+
+def test_term_weights_are_idf_by_light_stem(store) -> None:
+    weights = term_weights(store, ["prompt", "julianday", "nowhereword", "shells"])
+    assert set(weights) == {"prompt", "julianday", "nowhereword", "shell"}
+    sql = (
+        "SELECT w, df FROM (SELECT unnest(['prompt', 'julianday']) AS w) "
+        "JOIN fts_main_search_docs.dict ON term = stem(w, 'porter')"
+    )
+    df = dict(store.execute(sql).fetchall())
+    assert df["prompt"] > df["julianday"] >= 1  # else nothing to compare
+    assert weights["julianday"] > weights["prompt"] > 0
+    # A word in no document counts as found in one: as rare as rare gets.
+    assert weights["nowhereword"] >= weights["julianday"]
+    assert term_weights(store, []) == {}

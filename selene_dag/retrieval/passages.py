@@ -1,0 +1,207 @@
+"""A document as pieces (sentences, lines, code lines) and how much each piece answers a
+question.
+
+Pure functions: no database, no tokenizer. ``segment`` keeps enough structure for the
+relevance model: fenced and indented code lines know their block, every piece knows its
+section (the heading above it). ``piece_relevance`` scores each piece in [0, 1]:
+
+* direct: the IDF-weighted share of the question's terms the piece holds (rare words such
+  as ``matrix`` weigh more than ``python``);
+* carried forward: the lines after a matching piece hold what it introduces ("compile it
+  like this:" followed by the command), most of all the code block right after it;
+* carried back a little: the sentence before a match often names the subject;
+* section: a heading that matches lends part of its score to its whole section;
+* titled after the question: a note whose title holds most of the question answers it
+  from its opening, so its first pieces get a share that fades with the position;
+* a small floor, higher for the opening lines, so whole notes read in order when there
+  is room.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from selene_dag.retrieval.rerank import CoverageMatcher
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
+
+# Relevance model (see the module docstring). Forward carry decays per piece; code lines
+# right after a match decay slowly (a command block is read as one unit).
+FORWARD_PROSE = (0.6, 0.45, 0.3)
+FORWARD_CODE_START = 0.85
+FORWARD_CODE_DECAY = 0.93
+FORWARD_CODE_LINES = 40
+BACKWARD = (0.3, 0.15)
+SECTION_SHARE = 0.35
+FLOOR = 0.02
+OPENING_FLOOR = 0.08
+OPENING_PIECES = 3
+PREFIX = 0.8
+PREFIX_DECAY = 0.95
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One unit of a document: ``joint`` is what separated it from the next piece in the
+    source (a newline or a space); ``block`` numbers code blocks (-1 for prose)."""
+
+    text: str
+    kind: str  # "heading" | "code" | "text"
+    section: int
+    block: int
+    joint: str
+
+
+def segment(text: str) -> list[Piece]:
+    """Split ``text`` into pieces: headings, code lines (fenced or indented, fences kept as
+    their own lines) and sentences of the other lines; blank lines are dropped."""
+    pieces: list[Piece] = []
+    section = 0
+    block = -1
+    blocks = 0
+    in_fence = False
+    prev_blank = True
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not line.strip():
+            prev_blank = True
+            if not in_fence:
+                block = -1
+            continue
+        if _FENCE.match(line):
+            if not in_fence:
+                block, blocks = blocks, blocks + 1
+            pieces.append(Piece(line.strip(), "code", section, block, "\n"))
+            in_fence = not in_fence
+            if not in_fence:
+                block = -1
+            prev_blank = False
+            continue
+        if in_fence:
+            pieces.append(Piece(line, "code", section, block, "\n"))
+            continue
+        indented = line.startswith(("    ", "\t"))
+        if indented and (prev_blank or block >= 0):
+            if block < 0:
+                block, blocks = blocks, blocks + 1
+            pieces.append(Piece(line, "code", section, block, "\n"))
+            prev_blank = False
+            continue
+        block = -1
+        prev_blank = False
+        if _HEADING.match(line):
+            section += 1
+            pieces.append(Piece(line.strip(), "heading", section, -1, "\n"))
+            continue
+        sentences = _SENTENCE_END.split(line.strip())
+        for k, sentence in enumerate(sentences):
+            joint = " " if k < len(sentences) - 1 else "\n"
+            pieces.append(Piece(sentence, "text", section, -1, joint))
+    return pieces
+
+
+def idf(df: int, n_docs: int) -> float:
+    """BM25's inverse document frequency, > 0 for every df in [0, n_docs]."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def title_share(title: str, matcher: CoverageMatcher, weights: Mapping[str, float]) -> float:
+    """The IDF-weighted share of the question's stems found in ``title``, in [0, 1]."""
+    total = sum(weights.get(s, 1.0) for s in set(matcher.stems)) or 1.0
+    return sum(weights.get(s, 1.0) for s in matcher.found(title)) / total
+
+
+def direct_scores(
+    pieces: Sequence[Piece], matcher: CoverageMatcher, weights: Mapping[str, float]
+) -> list[float]:
+    """Per piece, the IDF-weighted share of the question's stems it contains, in [0, 1]
+    (``weights`` by stem; a stem without one weighs 1)."""
+    total = sum(weights.get(s, 1.0) for s in set(matcher.stems)) or 1.0
+    out = []
+    for piece in pieces:
+        found = matcher.found(piece.text)
+        out.append(sum(weights.get(s, 1.0) for s in found) / total if found else 0.0)
+    return out
+
+
+def piece_relevance(
+    pieces: Sequence[Piece],
+    matcher: CoverageMatcher,
+    weights: Mapping[str, float],
+    title_share: float = 0.0,
+) -> list[float]:
+    """Relevance in [0, 1] of each piece to the question (see the module docstring).
+
+    ``title_share`` is the IDF-weighted share of the question found in the document's
+    title: a note titled after the question answers it in its opening, so its first
+    pieces are worth ``PREFIX × title_share``, fading with the position.
+    """
+    direct = direct_scores(pieces, matcher, weights)
+    n = len(pieces)
+    rel = [max(FLOOR, OPENING_FLOOR) if i < OPENING_PIECES else FLOOR for i in range(n)]
+    if title_share > 0:
+        lead = PREFIX * title_share
+        rel = [max(r, lead * PREFIX_DECAY**i) for i, r in enumerate(rel)]
+    headings = {p.section: direct[i] for i, p in enumerate(pieces) if p.kind == "heading"}
+    for i, piece in enumerate(pieces):
+        lent = SECTION_SHARE * headings.get(piece.section, 0.0)
+        rel[i] = max(rel[i], direct[i], lent)
+    for i, d in enumerate(direct):
+        if d <= 0.0:
+            continue
+        for gap, share in enumerate(BACKWARD, 1):
+            j = i - gap
+            if j < 0 or pieces[j].kind == "heading":
+                break
+            rel[j] = max(rel[j], share * d)
+        _carry_forward(pieces, rel, i, d)
+    return [min(1.0, r) for r in rel]
+
+
+def _carry_forward(pieces: Sequence[Piece], rel: list[float], i: int, d: float) -> None:
+    n = len(pieces)
+    source_block = pieces[i].block
+    j = i + 1
+    # Prose after the match, up to the first code line or heading.
+    for share in FORWARD_PROSE:
+        if j >= n or pieces[j].kind != "text":
+            break
+        rel[j] = max(rel[j], share * d)
+        j += 1
+    # The code block that follows (or the rest of the block the match sits in).
+    if j < n and pieces[j].kind == "code":
+        block = pieces[j].block
+        if block != source_block or source_block < 0:
+            value = FORWARD_CODE_START * d
+        else:
+            value = FORWARD_CODE_DECAY * d
+        lines = 0
+        while j < n and pieces[j].kind == "code" and pieces[j].block == block:
+            rel[j] = max(rel[j], value)
+            value *= FORWARD_CODE_DECAY
+            lines += 1
+            j += 1
+            if lines >= FORWARD_CODE_LINES:
+                break
+
+
+def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
+    """The chosen pieces in reading order: neighbours keep their own joint; a gap in the
+    source is marked " … " inside a paragraph and a line "…" between lines."""
+    order = sorted(chosen)
+    if not order:
+        return ""
+    out = [pieces[order[0]].text]
+    for prev, j in itertools.pairwise(order):
+        joint = pieces[prev].joint
+        if j != prev + 1:
+            joint = "\n…\n" if joint == "\n" else " … "
+        out.append(joint)
+        out.append(pieces[j].text)
+    return "".join(out)
