@@ -27,6 +27,8 @@ LINE_VALUE = 0.05
 JOINT_TOKENS = 2
 # No tokenizer we know yields a token per more than 6 characters of text.
 CHARS_PER_TOKEN_BOUND = 6
+# A piece longer than this (about 60 tokens of prose) is worth less per piece.
+LONG_PIECE_CHARS = 240
 # Consecutive pieces that did not fit before the search gives up on the leftover room.
 MAX_MISSES = 60
 
@@ -57,6 +59,12 @@ def document_weight(relative_score: float, sharpness: float = SHARPNESS) -> floa
     return max(0.0, min(1.0, relative_score)) ** sharpness
 
 
+def _length_discount(text: str) -> float:
+    # About LONG_PIECE_CHARS or less: full value; longer, value falls with the length, so
+    # one long matching line (an image's alt text) does not outbid several short ones.
+    return min(1.0, LONG_PIECE_CHARS / max(1, len(text)))
+
+
 def allocate(
     plans: Sequence[DocPlan],
     budget: int,
@@ -72,7 +80,10 @@ def allocate(
     entries: list[tuple[float, int, int]] = []  # (-value, plan, piece or -1 for a line)
     for p, plan in enumerate(plans):
         if plan.level in (Level.FULL, Level.SUMMARY):
-            entries += [(-plan.weight * r, p, i) for i, r in enumerate(plan.relevance)]
+            entries += [
+                (-plan.weight * r * _length_discount(plan.pieces[i].text), p, i)
+                for i, r in enumerate(plan.relevance)
+            ]
         else:
             entries.append((-plan.weight * LINE_VALUE, p, -1))
     entries.sort()
