@@ -18,6 +18,7 @@ from typing import Any
 import duckdb
 
 from selene_dag.context.levels import (
+    LEVELS,
     Level,
     LevelConfig,
     LevelItem,
@@ -344,11 +345,20 @@ def pack_ranked(
     # result.total_tokens is the exact count of result.text; ask() counts the final text.
     if result.total_tokens > budget:  # the hard promise, whatever happened above
         text = truncate_to_tokens(text, budget, model)
+    # A SUMMARY-level item planned within its 150 tokens renders the same as FULL, and the
+    # packer then files it as FULL; report the level that set its ceiling.
+    levels = [
+        LEVELS[max(LEVELS.index(li.level), LEVELS.index(level_config.level_for(li.item.score)))]
+        for li in result.items
+    ]
+    counts = {lv.value: 0 for lv in LEVELS} | {"excluded": result.stats.counts["excluded"]}
+    for level in levels:
+        counts[level.value] += 1
     items = [
         AskItem(
             id=li.item.id,
             kind=str(li.item.metadata.get("kind", "")),
-            level=li.level.value,
+            level=level.value,
             score=round(float(li.item.metadata.get("final", li.item.score)), 4),
             citation=li.item.citation or li.item.id,
             title=li.item.title or "",
@@ -356,9 +366,9 @@ def pack_ranked(
             tokens=li.tokens,
             excerpt=bool(li.item.metadata.get("excerpt", False)),
         )
-        for li in result.items
+        for li, level in zip(result.items, levels, strict=True)
     ]
-    return text, items, dict(result.stats.counts)
+    return text, items, counts
 
 
 def ask(

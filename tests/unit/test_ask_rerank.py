@@ -302,3 +302,8 @@ def test_pack_with_a_leading_note_keeps_the_budget_promise() -> None:
         text, items, _ = pack_ranked("how to build spellfix", ranked, budget, model, ["spellfix"])
         assert count_tokens(text, model) <= budget
         assert items and items[0].id == "best"
+        # The plan fits the packer's own estimate: the leader is never demoted.
+        assert items[0].level == "full" or budget < 60
+        for item in items[1:]:  # runner-ups at 0.7 earn SUMMARY: at most 150 body tokens
+            assert item.level in ("summary", "keywords", "reference")
+            assert item.tokens <= count_tokens(item.text.split("\n", 1)[0], model) + 1 + 150
