@@ -131,7 +131,7 @@ class PassageSummarizer:
         self.essences = essences
         self.model = model
         self._sizes: dict[str, int] = {}
-        self._analysed: dict[str, tuple[list[Piece], list[float], bool]] = {}
+        self._analysed: dict[tuple[str, str], tuple[list[Piece], list[float], bool]] = {}
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` in the model (memoized)."""
@@ -143,13 +143,13 @@ class PassageSummarizer:
     def analyse(self, text: str, title: str = "") -> tuple[list[Piece], list[float], bool]:
         """Pieces of ``text``, their relevance, and whether any question word is in it
         (``title``: the document's title, see ``passages.piece_relevance``)."""
-        found = self._analysed.get(text)
+        found = self._analysed.get((text, title))
         if found is None:
             pieces = segment(text)
             matched = any(self.matcher.found(p.text) for p in pieces)
             share = title_share(title, self.matcher, self.weights) if title else 0.0
             relevance = piece_relevance(pieces, self.matcher, self.weights, share)
-            found = self._analysed[text] = (pieces, relevance, matched)
+            found = self._analysed[(text, title)] = (pieces, relevance, matched)
         return found
 
     def __call__(self, text: str, max_tokens: int) -> str:
