@@ -19,6 +19,7 @@ from selene_dag.defs.resources import SeleneResource
 from selene_dag.sessions.chunker import ChunkConfig
 from selene_dag.sessions.distiller import SORT_MODES, DistillerConfig
 from selene_dag.sessions.pipeline import (
+    archived_session,
     chunk_session,
     default_assessors,
     distill_project,
@@ -53,13 +54,26 @@ def _counter_table(counter: Counter, label: str) -> dg.MetadataValue:
 def session_events(
     context: dg.AssetExecutionContext, selene: SeleneResource
 ) -> dg.MaterializeResult:
-    """Parse, redact and score the partition's session file."""
+    """Parse, redact and score the partition's session file. A file deleted after its
+    ingest (agents prune old transcripts) keeps its stored rows and data version."""
     settings = selene.settings()
     key = context.partition_key
     try:
         scanned = find_session_file(settings, key)
     except ValueError as exc:
-        raise dg.Failure(description=str(exc)) from exc
+        with selene.connection() as conn:
+            archived = archived_session(conn, key)
+        if archived is None:
+            raise dg.Failure(description=str(exc)) from exc
+        context.log.warning(f"{exc}: its {archived.events} stored events are kept as they are")
+        return dg.MaterializeResult(
+            data_version=dg.DataVersion(archived.data_version),
+            metadata={
+                "source": dg.MetadataValue.text("file gone: stored rows kept (archived)"),
+                "events": dg.MetadataValue.int(archived.events),
+                "dagster/row_count": dg.MetadataValue.int(archived.events),
+            },
+        )
     with selene.connection() as conn:
         result = ingest_session(conn, scanned, settings.now(), model=settings.model)
     for sample in result.error_samples:

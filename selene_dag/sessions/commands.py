@@ -165,7 +165,8 @@ def distill_run(
 
 
 def distill_status(settings: Settings) -> dict[str, Any]:
-    """Pipeline state: files per state, rows per sessions table, distilled files."""
+    """Pipeline state: files per state, rows per sessions table, distilled files, and
+    ``source_gone``: ingested sessions whose file no longer exists (rows kept)."""
     scan = distill_scan(settings)
     status: dict[str, Any] = {"files": len(scan)}
     for state in ("new", "grown", "done"):
@@ -182,13 +183,17 @@ def distill_status(settings: Settings) -> dict[str, Any]:
                 "distilled_sessions",
             ):
                 status[table] = conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+            paths = [r[0] for r in conn.execute("SELECT path FROM session_files").fetchall()]
+            # Ingested sessions whose file is gone: their rows are the archive and stay.
+            status["source_gone"] = sum(not Path(p).is_file() for p in paths)
         finally:
             conn.close()
     return status
 
 
 def distill_report(settings: Settings, session: str | None = None) -> list[dict[str, Any]]:
-    """Per session: events, chunks, mean importance, mean consensus, distilled tokens and path."""
+    """Per session: events, chunks, mean importance, mean consensus, distilled tokens and
+    path, and whether the source file still exists (``source_exists``)."""
     conn = _read_conn(settings)
     if conn is None:
         return []
@@ -220,6 +225,8 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
         "distilled_path",
     ]
     out = [dict(zip(names, r, strict=True)) for r in rows]
+    for row in out:
+        row["source_exists"] = Path(row["path"]).is_file()
     if session:
         out = [r for r in out if session in (r["session_key"], r["session_id"], r["path"])]
         if not out:

@@ -184,9 +184,7 @@ def ingest_session(
                 now,
             ],
         )
-    version = _hash(
-        [(e.seq, e.kind, e.text, e.importance, e.tool_name, e.is_error) for e in events]
-    )
+    version = events_version(events)
     return IngestResult(
         session_key=key,
         events=len(events),
@@ -196,6 +194,33 @@ def ingest_session(
         redactions=redactions,
         kinds=Counter(e.kind for e in events),
         data_version=version,
+    )
+
+
+def events_version(events: Sequence[SessionEvent]) -> str:
+    """Data version of a session's events: what its chunks and scores are computed from."""
+    return _hash([(e.seq, e.kind, e.text, e.importance, e.tool_name, e.is_error) for e in events])
+
+
+def archived_session(conn: duckdb.DuckDBPyConnection, session_key: str) -> IngestResult | None:
+    """The stored state of a session whose file is gone (agents delete old transcripts,
+    Claude Code after 30 days by default): its rows are the archive and stay; None when
+    the session was never ingested. The data version equals the one of its last ingest,
+    so nothing downstream turns stale."""
+    row = conn.execute(
+        "SELECT parse_errors, duplicates FROM session_files WHERE session_key = ?", [session_key]
+    ).fetchone()
+    if row is None:
+        return None
+    events = load_events(conn, session_key)
+    return IngestResult(
+        session_key=session_key,
+        events=len(events),
+        parse_errors=int(row[0] or 0),
+        error_samples=[],
+        duplicates=int(row[1] or 0),
+        kinds=Counter(e.kind for e in events),
+        data_version=events_version(events),
     )
 
 
@@ -605,6 +630,7 @@ __all__ = [
     "DistillResult",
     "IngestResult",
     "ScoreResult",
+    "archived_session",
     "chunk_session",
     "default_assessors",
     "distill_project",

@@ -1,0 +1,97 @@
+"""A session file deleted after its ingest (agents prune old transcripts): its partition
+still materializes, its rows and data version stay, and status says the source is gone."""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+import dagster as dg
+import duckdb
+import pytest
+
+from selene_dag.defs.assets_sessions import SESSION_PARTITIONS, SESSION_SPINE
+from selene_dag.defs.resources import SeleneResource
+from selene_dag.sessions.commands import distill_report, distill_status
+from selene_dag.sessions.scanner import scan_roots
+from selene_dag.settings import load_settings
+from tests.support.sessions import REAL_CODEX
+
+TABLES = ("session_files", "session_events", "chunks", "chunk_scores", "distilled_sessions")
+
+
+def _rows(db) -> dict[str, int]:
+    conn = duckdb.connect(str(db), read_only=True)
+    try:
+        return {t: conn.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in TABLES}
+    finally:
+        conn.close()
+
+
+def _versions(result: dg.ExecuteInProcessResult) -> dict[str, str | None]:
+    return {
+        e.asset_key.to_user_string(): e.step_materialization_data.materialization.tags.get(
+            "dagster/data_version"
+        )
+        for e in result.get_asset_materialization_events()
+    }
+
+
+def test_deleted_session_file_keeps_its_rows(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    root = tmp_path / "codex" / "2025"
+    root.mkdir(parents=True)
+    session = root / REAL_CODEX.name
+    shutil.copy(REAL_CODEX, session)
+    env = {
+        "SELENE_HOME": str(tmp_path / "home"),
+        "SELENE_SESSION_ROOTS": f"codex={tmp_path / 'codex'}",
+        "SELENE_LLM": "extractive",
+        "SELENE_CLI_ASSESSORS": "",
+        "SELENE_NOW": "2026-05-01T00:00:00Z",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings()
+    (key,) = [f.session_key for f in scan_roots(settings.session_roots)]
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(SESSION_PARTITIONS.name, [key])
+
+    def run() -> dg.ExecuteInProcessResult:
+        return dg.materialize(
+            SESSION_SPINE,
+            partition_key=key,
+            instance=instance,
+            resources={"selene": SeleneResource()},
+        )
+
+    first = run()
+    before = _rows(settings.db_path)
+    assert first.success and before["session_events"] > 0 and before["distilled_sessions"] == 1
+    assert distill_status(settings)["source_gone"] == 0
+
+    os.remove(session)
+    again = run()
+    assert again.success
+    assert _rows(settings.db_path) == before
+    assert _versions(again)["session_events"] == _versions(first)["session_events"]
+    assert distill_status(settings)["source_gone"] == 1
+    (report,) = distill_report(settings)
+    assert report["source_exists"] is False and report["events"] == before["session_events"]
+
+
+def test_never_ingested_missing_file_still_fails_clearly(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("SELENE_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("SELENE_SESSION_ROOTS", f"codex={tmp_path / 'none'}")
+    monkeypatch.setenv("SELENE_LLM", "extractive")
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(SESSION_PARTITIONS.name, ["codex-gone"])
+    result = dg.materialize(
+        SESSION_SPINE[:1],
+        partition_key="codex-gone",
+        instance=instance,
+        resources={"selene": SeleneResource()},
+        raise_on_error=False,
+    )
+    assert not result.success
+    failure = next(e for e in result.all_events if e.is_step_failure)
+    assert "moved or deleted" in str(failure.event_specific_data.error)
