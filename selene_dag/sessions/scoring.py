@@ -10,6 +10,7 @@ and gives the same numbers (property-tested).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,6 +36,8 @@ EDIT_TOOLS = frozenset(
 )
 PATCH_MARKER = "*** Begin Patch"
 CODE_FENCE = "```"
+_CODE_FENCE_RE = re.compile(re.escape(CODE_FENCE))
+_PATCH_RE = re.compile(re.escape(PATCH_MARKER))
 
 
 @dataclass(frozen=True)
@@ -119,22 +122,24 @@ def score_frame(frame: pd.DataFrame, config: ScoringConfig = DEFAULT_SCORING) ->
     if missing:
         raise ValueError(f"score_frame() needs columns {sorted(missing)}")
     kind = frame["kind"].to_numpy(dtype=object)
-    text = frame["text"].fillna("")
-    text_len = text.str.len().to_numpy()
-    has_code = text.str.contains(CODE_FENCE, regex=False).to_numpy()
+    # Plain Python over the list beats pandas' str accessor (without pyarrow it calls a
+    # lambda per row), and a compiled literal pattern beats ``in``: substring search is
+    # nearly the whole cost of the features.
+    texts = frame["text"].fillna("").astype(str).tolist()
+    n = len(texts)
+    text_len = np.fromiter(map(len, texts), dtype=np.int64, count=n)
+    code = _CODE_FENCE_RE.search
+    has_code = np.array([code(t) is not None for t in texts], dtype=bool)
     tool_use = kind == "tool_use"
-    file_edit = np.zeros(len(frame), dtype=bool)
+    file_edit = np.zeros(n, dtype=bool)
     if tool_use.any():  # only tool calls can be file edits: test just those rows
+        rows = np.flatnonzero(tool_use)
         tools = (
-            frame["tool_name"][tool_use]
-            .fillna("")
-            .astype(str)
-            .str.lower()
-            .isin(EDIT_TOOLS)
-            .to_numpy()
-        )
-        patch = text[tool_use].str.contains(PATCH_MARKER, regex=False).to_numpy()
-        file_edit[tool_use] = tools | patch
+            frame["tool_name"].iloc[rows].fillna("").astype(str).str.lower().isin(EDIT_TOOLS)
+        ).to_numpy()
+        patch = _PATCH_RE.search
+        patched = np.array([patch(texts[i]) is not None for i in rows.tolist()], dtype=bool)
+        file_edit[rows] = tools | patched
     is_error = frame["is_error"].fillna(False).to_numpy(dtype=bool)
     return score_arrays(kind, is_error, text_len, has_code, file_edit, config)
 
