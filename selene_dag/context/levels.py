@@ -236,6 +236,54 @@ def estimate_compressed_size(
     )
 
 
+def _give_back(
+    ordered: list[LevelItem],
+    level: list[int],
+    skip: list[list[bool]],
+    config: LevelConfig,
+    model: str | None,
+    limit: int,
+    text_of: Callable[[int, int], str],
+    packed: tuple[str, int, list[int], list[str]],
+) -> tuple[str, int, list[int], list[str]]:
+    """Promote items again, best score first, while the pack fits: demotion goes round by
+    round and can free more than needed. Never above an item's earned level nor above a
+    better-scored item's level; the pack is counted exactly and promotions are undone,
+    last first, if it were over."""
+    excluded = len(LEVELS)
+    sep = config.separator
+
+    def cost(i: int, lv: int) -> int:
+        return 0 if lv >= excluded else count_tokens(text_of(i, lv) + sep, model)
+
+    text, total, kept, texts = packed
+    running = total
+    history: list[tuple[int, int]] = []
+    for i, it in enumerate(ordered):
+        ceiling = max([LEVELS.index(config.level_for(it.score)), *level[:i]])
+        while level[i] > ceiling:
+            up = level[i] - 1
+            while up > ceiling and up < excluded and skip[i][up]:
+                up -= 1
+            delta = cost(i, up) - cost(i, level[i])
+            if running + delta > limit:
+                break
+            history.append((i, level[i]))
+            level[i] = up
+            running += delta
+    if not history:
+        return packed
+    while True:
+        kept = [i for i in range(len(ordered)) if level[i] < excluded]
+        texts = [text_of(i, level[i]) for i in kept]
+        text = sep.join(texts)
+        total = count_tokens(text, model)
+        if total <= limit or not history:
+            return text, total, kept, texts
+        i, before = history.pop()
+        level[i] = before
+
+
 def compress_context(
     items: Sequence[LevelItem],
     budget: int,
@@ -249,7 +297,10 @@ def compress_context(
     level at a time from the lowest score upward, round after round (REFERENCE → excluded). SUMMARY text comes from
     ``summarizer(text, max_tokens)`` (default :func:`extractive_summary`), KEYWORDS from
     :func:`extract_keywords`. A level whose text would not be smaller than the level
-    above is not used (no needless compression). Raises TypeError/ValueError on bad input.
+    above is not used (no needless compression). Room freed beyond the need is given back:
+    items are promoted again, best score first, while the pack fits (never above their
+    earned level, never above a better-scored item). Raises TypeError/ValueError on bad
+    input.
     """
     if isinstance(budget, bool) or not isinstance(budget, int):
         raise TypeError(f"budget must be an int, got {type(budget).__name__}")
@@ -316,6 +367,9 @@ def compress_context(
             costs[i][level[i]] = count_tokens(t + config.separator, model)
         demote_until(total)
 
+    text, total, kept, texts = _give_back(
+        ordered, level, skip, config, model, limit, text_of, (text, total, kept, texts)
+    )
     per_item = count_tokens_batch(texts, model) if texts else []
     leveled = [
         LeveledItem(ordered[i], LEVELS[level[i]], t, fulls[i], n)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from selene_dag.context import (
     Level,
@@ -172,3 +174,57 @@ def test_keywords_edge_cases() -> None:
         extract_keywords(None)  # type: ignore[arg-type]
     with pytest.raises(ValueError):
         extract_keywords("text", k=0)
+
+
+@settings(max_examples=30, deadline=None)
+@given(
+    scores=st.lists(st.floats(min_value=0.0, max_value=1.0), min_size=1, max_size=6),
+    reps=st.lists(st.integers(min_value=1, max_value=8), min_size=6, max_size=6),
+    budget=st.integers(min_value=5, max_value=1500),
+)
+def test_no_room_is_left_that_one_promotion_could_use(scores, reps, budget) -> None:
+    # Give-back: after packing, promoting any single item one level (never above its
+    # earned level nor above a better-scored item) must not fit any more.
+    items = [item(i, s, reps=r) for i, (s, r) in enumerate(zip(scores, reps, strict=False))]
+    cfg = LevelConfig()
+    result = compress_context(items, budget, M, cfg)
+    assert result.total_tokens <= budget
+    order = [Level.FULL, Level.SUMMARY, Level.KEYWORDS, Level.REFERENCE, None]
+    ranked = sorted(items, key=lambda it: -it.score)
+    rank = [order.index(result.level_of(it.id)) for it in ranked]
+    assert rank == sorted(rank)  # monotonic: better score, never a lower level
+    for k, it in enumerate(ranked):
+        ceiling = max([order.index(cfg.level_for(it.score)), *rank[:k]])
+        if rank[k] <= ceiling:
+            continue
+        bigger = dict(zip([x.id for x in ranked], rank, strict=True))
+        bigger[it.id] = rank[k] - 1
+        texts = [
+            _render_for(x, order[bigger[x.id]], cfg)
+            for x in ranked
+            if order[bigger[x.id]] is not None
+        ]
+        assert count_tokens(cfg.separator.join(texts), M) > budget, it.id
+
+
+def _render_for(it: LevelItem, level: Level, cfg: LevelConfig) -> str:
+    return compress_context(
+        [
+            LevelItem(
+                it.id,
+                it.content,
+                1.0
+                if level is Level.FULL
+                else {
+                    Level.SUMMARY: cfg.summary_threshold,
+                    Level.KEYWORDS: cfg.keywords_threshold,
+                    Level.REFERENCE: 0.0,
+                }[level],
+                it.title,
+                it.citation,
+            )
+        ],
+        10**6,
+        M,
+        cfg,
+    ).text
