@@ -256,6 +256,13 @@ def _give_back(
     def cost(i: int, lv: int) -> int:
         return 0 if lv >= excluded else count_tokens(text_of(i, lv) + sep, model)
 
+    def exact() -> int:
+        return count_tokens(
+            sep.join(text_of(k, lv) for k, lv in enumerate(level) if lv < excluded), model
+        )
+
+    # Each item is costed with a trailing separator the last one does not have.
+    margin = count_tokens(sep, model) + 2
     text, total, kept, texts = packed
     running = total
     history: list[tuple[int, int]] = []
@@ -265,12 +272,18 @@ def _give_back(
             up = level[i] - 1
             while up > ceiling and up < excluded and skip[i][up]:
                 up -= 1
-            delta = cost(i, up) - cost(i, level[i])
-            if running + delta > limit:
+            estimate = running + cost(i, up) - cost(i, level[i])
+            if estimate > limit + margin:
                 break
-            history.append((i, level[i]))
+            before = level[i]
             level[i] = up
-            running += delta
+            if estimate > limit:  # near the line: per-item counts are not exact, count
+                estimate = exact()
+                if estimate > limit:
+                    level[i] = before
+                    break
+            history.append((i, before))
+            running = estimate
     if not history:
         return packed
     while True:
