@@ -29,9 +29,21 @@ from selene_dag.llm.engine import Assessment, EngineResponseError, require_text
 from selene_dag.llm.ollama import parse_assessment_answer
 from selene_dag.llm.prompts import load_prompt
 
+# Headless modes that leave no transcript behind: otherwise every assessment would write a
+# new session file under the very roots the scanner ingests (a loop feeding itself).
+# Checked against the CLIs' docs (claude -p --no-session-persistence; codex exec
+# --ephemeral, "-" reads the prompt from stdin). Gemini CLI has no such flag here.
 ASSESSORS: dict[str, tuple[str, ...]] = {
-    "claude": ("claude", "-p"),
-    "codex": ("codex", "exec", "--skip-git-repo-check", "--sandbox", "read-only", "-"),
+    "claude": ("claude", "-p", "--no-session-persistence"),
+    "codex": (
+        "codex",
+        "exec",
+        "--ephemeral",
+        "--skip-git-repo-check",
+        "--sandbox",
+        "read-only",
+        "-",
+    ),
     "gemini": ("gemini", "-p", "Follow the instructions above and reply with the JSON only."),
 }
 DEFAULT_TIMEOUT = 30.0

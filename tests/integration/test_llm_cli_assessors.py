@@ -70,7 +70,7 @@ def test_success_absent_and_order(bin_dir: Path) -> None:
     for result in (gemini, claude):
         assert result.ok and result.attempts == 1
         assert (result.assessment.relevance, result.assessment.signal_density) == (8, 6)
-    assert claude.assessment.reason == "argv=-p"
+    assert claude.assessment.reason == "argv=-p --no-session-persistence"
     assert gemini.assessment.reason.startswith("argv=-p Follow the instructions")
 
 
