@@ -36,6 +36,7 @@ from selene_dag.retrieval.allocate import (
 from selene_dag.retrieval.index import header_text
 from selene_dag.retrieval.passages import (
     Piece,
+    direct_scores,
     join_pieces,
     piece_relevance,
     segment,
@@ -146,9 +147,10 @@ class PassageSummarizer:
         found = self._analysed.get((text, title))
         if found is None:
             pieces = segment(text)
-            matched = any(self.matcher.found(p.text) for p in pieces)
+            direct = direct_scores(pieces, self.matcher, self.weights)
+            matched = any(d > 0 for d in direct)
             share = title_share(title, self.matcher, self.weights) if title else 0.0
-            relevance = piece_relevance(pieces, self.matcher, self.weights, share)
+            relevance = piece_relevance(pieces, self.matcher, self.weights, share, direct)
             found = self._analysed[(text, title)] = (pieces, relevance, matched)
         return found
 

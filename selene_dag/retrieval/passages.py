@@ -111,10 +111,18 @@ def idf(df: int, n_docs: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def _weighted_share(found: set[str], weights: Mapping[str, float], total: float) -> float:
+    return sum(weights.get(s, 1.0) for s in found) / total if found else 0.0
+
+
+def _total_weight(matcher: CoverageMatcher, weights: Mapping[str, float]) -> float:
+    return sum(weights.get(s, 1.0) for s in set(matcher.stems)) or 1.0
+
+
 def title_share(title: str, matcher: CoverageMatcher, weights: Mapping[str, float]) -> float:
     """The IDF-weighted share of the question's stems found in ``title``, in [0, 1]."""
-    total = sum(weights.get(s, 1.0) for s in set(matcher.stems)) or 1.0
-    return sum(weights.get(s, 1.0) for s in matcher.found(title)) / total
+    total = _total_weight(matcher, weights)
+    return _weighted_share(matcher.found(title), weights, total)
 
 
 def direct_scores(
@@ -122,12 +130,8 @@ def direct_scores(
 ) -> list[float]:
     """Per piece, the IDF-weighted share of the question's stems it contains, in [0, 1]
     (``weights`` by stem; a stem without one weighs 1)."""
-    total = sum(weights.get(s, 1.0) for s in set(matcher.stems)) or 1.0
-    out = []
-    for piece in pieces:
-        found = matcher.found(piece.text)
-        out.append(sum(weights.get(s, 1.0) for s in found) / total if found else 0.0)
-    return out
+    total = _total_weight(matcher, weights)
+    return [_weighted_share(matcher.found(p.text), weights, total) for p in pieces]
 
 
 def piece_relevance(
@@ -135,16 +139,19 @@ def piece_relevance(
     matcher: CoverageMatcher,
     weights: Mapping[str, float],
     title_share: float = 0.0,
+    direct: Sequence[float] | None = None,
 ) -> list[float]:
     """Relevance in [0, 1] of each piece to the question (see the module docstring).
 
     ``title_share`` is the IDF-weighted share of the question found in the document's
     title: a note titled after the question answers it in its opening, so its first
-    pieces are worth ``PREFIX × title_share``, fading with the position.
+    pieces are worth ``PREFIX × title_share``, fading with the position. ``direct``: the
+    pieces' :func:`direct_scores` when the caller has them already.
     """
-    direct = direct_scores(pieces, matcher, weights)
+    if direct is None:
+        direct = direct_scores(pieces, matcher, weights)
     n = len(pieces)
-    rel = [max(FLOOR, OPENING_FLOOR) if i < OPENING_PIECES else FLOOR for i in range(n)]
+    rel = [OPENING_FLOOR if i < OPENING_PIECES else FLOOR for i in range(n)]
     if title_share > 0:
         lead = PREFIX * title_share
         rel = [max(r, lead * PREFIX_DECAY**i) for i, r in enumerate(rel)]
