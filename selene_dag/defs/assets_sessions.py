@@ -78,6 +78,8 @@ def session_events(
         result = ingest_session(conn, scanned, settings.now(), model=settings.model)
     for sample in result.error_samples:
         context.log.warning(f"{scanned.path}: skipped {sample}")
+    if result.own_assessment:
+        context.log.info(f"{scanned.path}: selene-dag's own assessment run, no events kept")
     return dg.MaterializeResult(
         data_version=dg.DataVersion(result.data_version),
         metadata={
@@ -87,6 +89,7 @@ def session_events(
             "parse_errors": dg.MetadataValue.int(result.parse_errors),
             "duplicates_skipped": dg.MetadataValue.int(result.duplicates),
             "secrets_redacted": dg.MetadataValue.int(sum(result.redactions.values())),
+            "own_assessment_run": dg.MetadataValue.bool(result.own_assessment),
             "kinds": _counter_table(result.kinds, "kind"),
             "dagster/row_count": dg.MetadataValue.int(result.events),
         },

@@ -18,6 +18,7 @@ import duckdb
 import pandas as pd
 
 from selene_dag.context.tokens import count_tokens, count_tokens_batch
+from selene_dag.llm.prompts import load_prompt
 from selene_dag.sessions.assessors import (
     Assessor,
     ChunkView,
@@ -96,6 +97,7 @@ class IngestResult:
     redactions: Counter[str] = field(default_factory=Counter)
     kinds: Counter[str] = field(default_factory=Counter)
     data_version: str = ""
+    own_assessment: bool = False
 
 
 def normalize_events(
@@ -119,12 +121,34 @@ def normalize_events(
     return events, stats, redactions
 
 
+# How far into the first prompt the assessment prompt's opening may sit (a CLI may put its
+# own instruction before the piped text).
+_MARKER_WINDOW = 2000
+
+
+def is_own_assessment(events: Sequence[SessionEvent]) -> bool:
+    """True when the session's first user prompt is selene-dag's own chunk-assessment
+    prompt: the transcript a CLI assessor left behind (Gemini CLI has no flag to skip
+    it). Ingesting it would make the pipeline feed on its own output."""
+    marker = load_prompt("assess_chunk").text.strip().splitlines()[0].strip()
+    for event in events:
+        if event.kind == "user_prompt":
+            return marker in event.text[:_MARKER_WINDOW]
+    return False
+
+
 def ingest_session(
     conn: duckdb.DuckDBPyConnection, scanned: ScannedFile, now: datetime, model: str | None = None
 ) -> IngestResult:
-    """Parse, redact, score one file and rewrite its ``session_files`` and ``session_events`` rows."""
+    """Parse, redact, score one file and rewrite its ``session_files`` and ``session_events`` rows.
+
+    A transcript of selene-dag's own assessment run (:func:`is_own_assessment`) keeps its
+    ``session_files`` row with no events (``IngestResult.own_assessment``)."""
     sha = file_sha256(scanned.path)
     events, stats, redactions = normalize_events(scanned, model)
+    own = is_own_assessment(events)
+    if own:
+        events = []
     frame = pd.DataFrame(
         [
             (
@@ -194,6 +218,7 @@ def ingest_session(
         redactions=redactions,
         kinds=Counter(e.kind for e in events),
         data_version=version,
+        own_assessment=own,
     )
 
 
