@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import os
+import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -28,6 +30,19 @@ class BenchRow:
     goal: str
     met: bool | None
     how: str = ""
+
+
+def best_interleaved(*fns: Callable[[], object], repeat: int = 5) -> list[float]:
+    """Best wall time of each function over ``repeat`` rounds, the functions taking turns
+    within each round: on a shared machine a ratio of two timings is only fair when both
+    saw the same load, which back-to-back blocks of repeats do not ensure."""
+    best = [float("inf")] * len(fns)
+    for _ in range(repeat):
+        for k, fn in enumerate(fns):
+            start = time.perf_counter()
+            fn()
+            best[k] = min(best[k], time.perf_counter() - start)
+    return best
 
 
 def print_rows(rows: list[BenchRow]) -> None:

@@ -17,7 +17,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bench._common import BenchRow, print_rows
+from bench._common import BenchRow, best_interleaved, print_rows
 from selene_dag.context import count_tokens, pack_notes, prepare_notes
 from selene_dag.context import tokens as tk
 from selene_dag.paths import assets_dir
@@ -74,7 +74,7 @@ def _throughput_row(
         for t in texts:
             len(raw(t))
 
-    ours_s, raw_s = _best(ours), _best(baseline)
+    ours_s, raw_s = best_interleaved(ours, baseline)
     value, base = len(texts) / ours_s, len(texts) / raw_s
     ratio = value / base
     return BenchRow(
@@ -85,7 +85,7 @@ def _throughput_row(
         ratio=ratio,
         goal="≥ 0.9×",
         met=ratio >= 0.9,
-        how=f"{len(texts)} demo notes, best of 5, vs raw tokenizer call in the same run",
+        how=f"{len(texts)} demo notes, best of 5 rounds taking turns with the raw tokenizer call",
     )
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 import orjson
 import pandas as pd
 
-from bench._common import BenchRow, print_rows
+from bench._common import BenchRow, best_interleaved, print_rows
 from selene_dag.sessions.parsers import ParseStats, iter_events
 from selene_dag.sessions.scoring import score_arrays, score_event, score_frame
 
@@ -147,7 +147,7 @@ def run() -> list[BenchRow]:
             events.clear()
             events.extend(iter_events(path, "claude", ParseStats()))
 
-        t_bare, t_ours = _best(bare), _best(ours)
+        t_bare, t_ours = best_interleaved(bare, ours, repeat=3)
         rows.append(
             BenchRow(
                 "sessions: parse+normalize Claude JSONL",
