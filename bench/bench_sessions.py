@@ -160,20 +160,31 @@ def run() -> list[BenchRow]:
                 f"{mb:.1f} MB of real Claude transcripts; baseline = bare orjson.loads per line",
             )
         )
-        t_ccl = claude_code_log_seconds(path)
-        if t_ccl is None:
+        # Rounds taking turns (ours, then claude-code-log's best of 3 in its venv), so both
+        # sides see the same load on a shared machine.
+        ccl_runs: list[float] = []
+        ours_runs: list[float] = []
+        for _ in range(3):
+            ours_runs.append(best_interleaved(ours, repeat=1)[0])
+            t = claude_code_log_seconds(path)
+            if t is None:
+                break
+            ccl_runs.append(t)
+        if not ccl_runs:
             rows[-1].how += "; claude-code-log venv (.venv-ccl) absent: its baseline skipped"
         else:
+            t_ccl, t_mine = min(ccl_runs), min(ours_runs)
             rows.append(
                 BenchRow(
                     "sessions: parse+normalize vs claude-code-log load_transcript",
-                    mb / t_ours,
+                    mb / t_mine,
                     "MB/s",
                     mb / t_ccl,
-                    t_ccl / t_ours,
+                    t_ccl / t_mine,
                     "≥ 3×",
-                    t_ccl / t_ours >= 3,
-                    "same file; claude-code-log in its own venv, best of 3 in a subprocess",
+                    t_ccl / t_mine >= 3,
+                    "same file; 3 rounds taking turns: ours, then claude-code-log's best of 3 "
+                    "in its own venv",
                 )
             )
 
