@@ -52,15 +52,6 @@ def synthetic_notes(n: int = 10_000) -> list[dict[str, Any]]:
     return out
 
 
-def _best(fn: Callable[[], object], repeat: int = 5) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
-
-
 def _throughput_row(
     name: str, model: str, raw: Callable[[str], object], texts: list[str]
 ) -> BenchRow:
@@ -110,7 +101,7 @@ def run() -> list[BenchRow]:
     t = time.perf_counter()
     prepared = prepare_notes(notes, MODEL)
     count_s = time.perf_counter() - t
-    pack_s = _best(lambda: pack_notes(prepared, 8_000), repeat=5)
+    pack_s = best_interleaved(lambda: pack_notes(prepared, 8_000), repeat=5)[0]
     pack = pack_notes(prepared, 8_000)
     assert count_tokens(pack.text, MODEL) <= 8_000
     rows.append(

@@ -112,15 +112,6 @@ def pipeline_seconds(min_events: int = 500) -> tuple[float, int]:
 TARGET_BYTES = 8 * 1024 * 1024
 
 
-def _best(fn, repeat: int = 3) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        start = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - start)
-    return best
-
-
 def _corpus(directory: Path) -> Path:
     data = b"".join(p.read_bytes() for p in sorted(FIXTURES.glob("claude-code-log_*.jsonl")))
     path = directory / "corpus.jsonl"
@@ -199,9 +190,9 @@ def run() -> list[BenchRow]:
         }
     )
     sample = base[:100_000]
-    t_loop = _best(lambda: [score_event(e) for e in sample], repeat=2)
+    t_loop = best_interleaved(lambda: [score_event(e) for e in sample], repeat=2)[0]
     loop_rate = len(sample) / t_loop
-    t_frame = _best(lambda: score_frame(frame), repeat=2)
+    t_frame = best_interleaved(lambda: score_frame(frame), repeat=2)[0]
     rate = len(frame) / t_frame
     rows.append(
         BenchRow(
@@ -224,7 +215,7 @@ def run() -> list[BenchRow]:
         text.str.contains("```", regex=False).to_numpy(),
         (kind == "tool_use"),
     )
-    t_arr = _best(lambda: score_arrays(*feats), repeat=3)
+    t_arr = best_interleaved(lambda: score_arrays(*feats), repeat=3)[0]
     arr_rate = len(frame) / t_arr
     rows.append(
         BenchRow(
