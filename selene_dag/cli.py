@@ -22,7 +22,7 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from selene_dag.settings import Settings, SettingsError, load_settings
+from selene_dag.config import Settings, SettingsError, load_settings
 
 app = typer.Typer(
     name="selene-dag",

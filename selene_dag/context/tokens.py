@@ -392,7 +392,7 @@ def default_model() -> str:
     key = os.environ.get("SELENE_MODEL")
     model = _default_cache.get(key)
     if model is None:
-        from selene_dag.settings import load_settings
+        from selene_dag.config import load_settings
 
         model = load_settings().model or DEFAULT_MODEL
         _default_cache[key] = model

@@ -25,7 +25,7 @@ from selene_dag.notes.ingest import notes_data_version, read_notes
 from selene_dag.notes.processing import analyse_notes, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import stored_notes_version, write_notes
-from selene_dag.settings import load_settings
+from selene_dag.config import load_settings
 
 EMPTY_VERSION = notes_data_version([])
 HEALTH_BUDGET = 16_000

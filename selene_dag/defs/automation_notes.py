@@ -18,7 +18,7 @@ from selene_dag.defs.assets_notes import (
     thread_digests,
 )
 from selene_dag.notes.ingest import note_files
-from selene_dag.settings import load_settings
+from selene_dag.config import load_settings
 
 essences_job = dg.define_asset_job(
     "essences_job", selection=dg.AssetSelection.assets(raw_notes, processed_notes)

@@ -12,7 +12,7 @@ import dagster as dg
 
 from selene_dag.defs.assets_sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
-from selene_dag.settings import load_settings
+from selene_dag.config import load_settings
 
 
 def changed_files(files: list[ScannedFile], cursor: dict[str, list[float]]) -> list[ScannedFile]:

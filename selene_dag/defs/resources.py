@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 import dagster as dg
 import duckdb
 
-from selene_dag.settings import Settings, load_settings
+from selene_dag.config import Settings, load_settings
 from selene_dag.store import open_store
 
 if TYPE_CHECKING:

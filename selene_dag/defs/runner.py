@@ -12,7 +12,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from selene_dag.settings import Settings
+from selene_dag.config import Settings
 
 INSTANCE_YAML = """\
 # Written by selene-dag. DuckDB allows one writer per file: every asset that writes is in

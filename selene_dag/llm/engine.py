@@ -19,7 +19,7 @@ from selene_dag.llm.cache import CacheEntry, LLMCache, cache_key
 if TYPE_CHECKING:
     import duckdb
 
-    from selene_dag.settings import Settings
+    from selene_dag.config import Settings
 
 T = TypeVar("T")
 
@@ -259,7 +259,7 @@ def get_engine(
     first called. Raises ValueError for an unknown engine name.
     """
     if settings is None:
-        from selene_dag.settings import load_settings
+        from selene_dag.config import load_settings
 
         settings = load_settings()
     if settings.llm == "extractive":

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
 
-from selene_dag.llm import _text
+from selene_dag import text as _text
 from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.engine import (
     MIN_ESSENCE_CHARS,

@@ -26,7 +26,7 @@ import httpx
 import ollama
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
-from selene_dag.llm import _text
+from selene_dag import text as _text
 from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.engine import (
     MIN_DIGEST_CHARS,

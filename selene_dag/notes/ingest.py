@@ -26,7 +26,7 @@ from typing import Any
 import orjson
 import yaml
 
-from selene_dag.settings import parse_datetime
+from selene_dag.config import parse_datetime
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")

@@ -16,7 +16,7 @@ from typing import Annotated
 import typer
 
 from selene_dag.retrieval.ask import AskResult, ask, check_budget
-from selene_dag.settings import Settings, load_settings
+from selene_dag.config import Settings, load_settings
 
 
 class AskError(ValueError):

@@ -22,7 +22,7 @@ import duckdb
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
 
-from selene_dag.settings import Settings, load_settings
+from selene_dag.config import Settings, load_settings
 
 
 class AskRequest(BaseModel):

@@ -14,7 +14,7 @@ from typing import Any
 import duckdb
 
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
-from selene_dag.settings import Settings
+from selene_dag.config import Settings
 from selene_dag.store import connect
 
 

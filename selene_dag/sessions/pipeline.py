@@ -35,7 +35,7 @@ from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.redact import redact_counts
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
 from selene_dag.sessions.scoring import CODE_FENCE, is_file_edit, score_events
-from selene_dag.settings import Settings
+from selene_dag.config import Settings
 from selene_dag.store import transaction
 
 EVENT_COLUMNS = (

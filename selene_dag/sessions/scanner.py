@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selene_dag.sessions.parsers.detect import detect_platform_bytes
-from selene_dag.settings import SessionRoot
+from selene_dag.config import SessionRoot
 
 _DETECT_BYTES = 8192
 
@@ -118,9 +118,9 @@ def scan_roots(roots: Iterable[SessionRoot]) -> list[ScannedFile]:
 
 
 def scan(settings: object | None = None) -> list[ScannedFile]:
-    """Scan the roots of ``settings`` (default: :func:`selene_dag.settings.load_settings`)."""
+    """Scan the roots of ``settings`` (default: :func:`selene_dag.config.load_settings`)."""
     if settings is None:
-        from selene_dag.settings import load_settings
+        from selene_dag.config import load_settings
 
         settings = load_settings()
     return scan_roots(settings.session_roots)  # type: ignore[attr-defined]

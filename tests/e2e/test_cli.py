@@ -176,7 +176,7 @@ def test_daily_backfill_through_dagster_cli(tmp_path):
         timeout=300,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    from selene_dag.settings import load_settings
+    from selene_dag.config import load_settings
     from selene_dag.store import open_store
 
     with open_store(load_settings({**os.environ, **env}).db_path) as conn:

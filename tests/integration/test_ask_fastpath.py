@@ -23,7 +23,7 @@ from selene_dag.retrieval.index import (
 )
 from selene_dag.retrieval.search import query_terms, search
 from selene_dag.retrieval.server import SharedStore
-from selene_dag.settings import load_settings
+from selene_dag.config import load_settings
 from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
 

@@ -10,7 +10,7 @@ import dagster as dg
 import pytest
 
 from selene_dag.defs.runner import materialize
-from selene_dag.settings import load_settings
+from selene_dag.config import load_settings
 from selene_dag.store import open_store
 
 

@@ -7,11 +7,11 @@ from pathlib import Path
 import pytest
 
 from selene_dag.context.tokens import count_tokens
-from selene_dag.llm._text import split_sentences
+from selene_dag.text import split_sentences
 from selene_dag.llm.cache import LLMCache, cache_stats
 from selene_dag.llm.engine import Engine, EngineResponseError, EngineUnavailable, get_engine
 from selene_dag.llm.ollama import OllamaEngine
-from selene_dag.settings import load_settings
+from selene_dag.config import load_settings
 from selene_dag.store import connect
 from tests.support.fake_ollama import FakeOllama, fake_ollama, free_port  # noqa: F401
 

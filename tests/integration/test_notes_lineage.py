@@ -130,7 +130,7 @@ def test_ollama_engine_runs_the_same_assets_with_the_seed_limit(small_corpus, mo
         assert _meta(third, "processed_notes")["analysed"] == 0
         assert server.total_requests == before  # nothing new: no call reaches the server
     with open_store(
-        __import__("selene_dag.settings", fromlist=["x"]).load_settings().db_path
+        __import__("selene_dag.config", fromlist=["x"]).load_settings().db_path
     ) as conn:
         engines = {
             r[0] for r in conn.execute("SELECT DISTINCT engine FROM processed_notes").fetchall()

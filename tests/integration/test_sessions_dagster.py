@@ -17,7 +17,7 @@ from selene_dag.defs.checks_sessions import SESSION_CHECKS
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.sessions.parsers import parse_file
 from selene_dag.sessions.scanner import scan_roots
-from selene_dag.settings import load_settings
+from selene_dag.config import load_settings
 from tests.support.sessions import (
     REAL_CLAUDE,
     REAL_CODEX,

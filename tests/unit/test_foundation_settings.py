@@ -3,7 +3,7 @@ from pathlib import Path
 
 import pytest
 
-from selene_dag.settings import SettingsError, load_settings, settings_table_markdown
+from selene_dag.config import SettingsError, load_settings, settings_table_markdown
 
 
 def test_defaults():

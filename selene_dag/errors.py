@@ -1,0 +1,37 @@
+"""The error family of selene-dag.
+
+Every problem a user can fix (a bad setting, a missing database, a model server that is
+down, a budget that is not a positive number) is a :class:`SeleneError`; its ``str()`` is
+one line saying what to do. The CLI and the HTTP API catch this family only: any other
+exception is a bug and keeps its traceback. Subclasses also derive from the built-in
+exception a library caller would expect (``ValueError`` for bad input), so code written
+against the built-ins keeps working.
+"""
+
+from __future__ import annotations
+
+
+class SeleneError(Exception):
+    """Base of every user-fixable error; the message is one actionable line."""
+
+
+class UsageError(SeleneError, ValueError):
+    """A request the user must change: a bad option value, a missing input file."""
+
+
+class NotFoundError(SeleneError, LookupError):
+    """Something the request names does not exist (a session, a chunk, a database)."""
+
+
+def check_budget(value: object, name: str = "budget", minimum: int = 1) -> int:
+    """Return ``value`` when it is an int ≥ ``minimum`` (a bool is not an int here).
+
+    Raises ``TypeError`` for a non-int and :class:`UsageError` (a ``ValueError``) for a
+    number below ``minimum``, naming ``name`` in one line. The one budget validator of the
+    package: the context library calls it with ``minimum=0``, the front doors with 1.
+    """
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise UsageError(f"{name} must be >= {minimum}, got {value}")
+    return value

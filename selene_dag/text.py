@@ -1,0 +1,220 @@
+"""Text utilities used across selene-dag: markdown stripping, sentences, words, stop
+words, a light stemmer and content hashes.
+
+One home for each idea, so that the essence picker, the digest check, ask's passages and
+the relevance levels split sentences the same way and every data version hashes the same
+way. Pure functions, standard library only (imported by the context library too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import re
+from collections.abc import Iterable
+from typing import Any
+
+# English stop words (the list scikit-learn ships as ENGLISH_STOP_WORDS, copied so that
+# importing this module does not import scikit-learn).
+ENGLISH_STOP_WORDS = frozenset(
+    """
+    a about above across after afterwards again against all almost alone along already also
+    although always am among amongst amoungst amount an and another any anyhow anyone
+    anything anyway anywhere are around as at back be became because become becomes becoming
+    been before beforehand behind being below beside besides between beyond bill both bottom
+    but by call can cannot cant co con could couldnt cry de describe detail do done down due
+    during each eg eight either eleven else elsewhere empty enough etc even ever every
+    everyone everything everywhere except few fifteen fifty fill find fire first five for
+    former formerly forty found four from front full further get give go had has hasnt have
+    he hence her here hereafter hereby herein hereupon hers herself him himself his how
+    however hundred i ie if in inc indeed interest into is it its itself keep last latter
+    latterly least less ltd made many may me meanwhile might mill mine more moreover most
+    mostly move much must my myself name namely neither never nevertheless next nine no
+    nobody none noone nor not nothing now nowhere of off often on once one only onto or
+    other others otherwise our ours ourselves out over own part per perhaps please put
+    rather re same see seem seemed seeming seems serious several she should show side since
+    sincere six sixty so some somehow someone something sometime sometimes somewhere still
+    such system take ten than that the their them themselves then thence there thereafter
+    thereby therefore therein thereupon these they thick thin third this those though three
+    through throughout thru thus to together too top toward towards twelve twenty two un
+    under until up upon us very via was we well were what whatever when whence whenever
+    where whereafter whereas whereby wherein whereupon wherever whether which while whither
+    who whoever whole whom whose why will with within without would yet you your yours
+    yourself yourselves
+    """.split()
+)
+# Words that carry no topic in notes ("today I learned how to get …").
+_EXTRA_STOP_TEXT = """
+    use used using uses like just really want wanted need needed way ways thing things got get
+    gets getting make makes made lot lots bit good great new turns turned actually also able
+    let lets want does did doing done going went know knew think thought said says say tried
+    try trying worked works work working look looks looking looked run running ran runs
+    following follows example examples today little pretty quite simply simple stuff ended end
+    e.g i.e etc til i'm i've it's don't can't didn't doesn't isn't that's there's here's
+    you'll you're we're i'd i'll ve ll re
+"""
+EXTRA_STOP_WORDS = frozenset(_EXTRA_STOP_TEXT.split())
+# Stop words of key phrases and concepts (the extractive engine, heuristic assessments).
+STOP_WORDS = ENGLISH_STOP_WORDS | EXTRA_STOP_WORDS
+# A short list for question terms: only words no question is about; a longer list would
+# drop words such as "show" or "system" that questions do turn on.
+QUERY_STOP_WORDS = frozenset(
+    """
+    a about above after again against all am an and any are as at be because been before
+    being below between both but by can could did do does doing down during each few for
+    from further get had has have having he her here hers herself him himself his how i if
+    in into is it its itself just make me more most my myself need no nor not now of off on
+    once only or other our ours ourselves out over own same she should so some such than
+    that the their theirs them themselves then there these they this those through to too
+    under until up use used using very want was way we were what when where which while who
+    whom why will with would you your yours yourself yourselves
+    """.split()
+)
+
+
+_FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.MULTILINE | re.DOTALL)
+_OPEN_FENCE = re.compile(r"^\s*(```|~~~).*\Z", re.MULTILINE | re.DOTALL)
+_IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
+_REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s*\S+.*$", re.MULTILINE)
+_AUTOLINK = re.compile(r"<https?://[^>]+>")
+_URL = re.compile(r"\bhttps?://\S+|\bwww\.\S+")
+_HTML = re.compile(r"</?[a-zA-Z][^>]*>")
+_HEADING = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.MULTILINE)
+_TABLE = re.compile(r"^\s*\|.*\|\s*$", re.MULTILINE)
+_RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$", re.MULTILINE)
+_BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
+_QUOTE = re.compile(r"^\s*>\s?", re.MULTILINE)
+_INDENTED_CODE = re.compile(r"^(?: {4}|\t)(?!\s*(?:[-*+]|\d+[.)])\s).*$", re.MULTILINE)
+_EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
+_INLINE_CODE = re.compile(r"`([^`\n]*)`")
+_SPACES = re.compile(r"[ \t]+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
+
+CODE_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
+
+
+def strip_markdown(text: str) -> str:
+    """Prose of a markdown note: code blocks, headings, tables, URLs, link and HTML syntax removed.
+
+    Link text and inline-code text are kept (they are usually words of the sentence).
+    Paragraph breaks are kept as blank lines; list items and quotes become paragraphs.
+    """
+    text = text.replace("\r\n", "\n")
+    text = _FENCE.sub("\n", text)
+    text = _OPEN_FENCE.sub("\n", text)
+    text = _INDENTED_CODE.sub("", text)
+    text = _HEADING.sub("", text)
+    text = _TABLE.sub("", text)
+    text = _RULE.sub("", text)
+    text = _REF_DEF.sub("", text)
+    text = _IMAGE.sub("", text)
+    text = _LINK.sub(r"\1", text)
+    text = _REF_LINK.sub(r"\1", text)
+    text = _AUTOLINK.sub("", text)
+    text = _URL.sub("", text)
+    text = _HTML.sub("", text)
+    text = _BULLET.sub("\n", text)
+    text = _QUOTE.sub("", text)
+    text = _EMPHASIS.sub(r"\2", text)
+    text = _INLINE_CODE.sub(r"\1", text)
+    text = html.unescape(text)
+    lines = [_SPACES.sub(" ", line).strip() for line in text.split("\n")]
+    paragraphs: list[str] = []
+    current: list[str] = []
+    for line in lines:
+        if line:
+            current.append(line)
+        elif current:
+            paragraphs.append(" ".join(current))
+            current = []
+    if current:
+        paragraphs.append(" ".join(current))
+    return "\n\n".join(paragraphs)
+
+
+# A sentence ends at . ! or ? (closing quotes and brackets stay with it). ``capital``: the
+# next sentence must open with a capital, digit or backtick (prose: "e.g. foo" stays
+# whole); ``any``: any non-space opens it (plain splitting of already-clean text).
+_SENTENCE_END = {
+    "capital": re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])"),
+    "any": re.compile(r"(?<=[.!?])\s+(?=\S)"),
+}
+_PARAGRAPH = re.compile(r"\n\s*\n")
+
+
+def split_sentences(text: str, *, boundary: str = "capital", flatten: bool = False) -> list[str]:
+    """Sentences of plain text, in order, stripped, none empty.
+
+    Paragraph breaks (blank lines) always end a sentence. ``boundary="capital"`` splits
+    after ``. ! ?`` only before a capital, digit or backtick; ``"any"`` before any
+    non-space. ``flatten`` first collapses all white space to single spaces (paragraphs
+    then no longer split). Raises ValueError for an unknown boundary.
+    """
+    pattern = _SENTENCE_END.get(boundary)
+    if pattern is None:
+        raise ValueError(f"boundary must be 'capital' or 'any', got {boundary!r}")
+    if flatten:
+        text = " ".join(text.split())
+    sentences: list[str] = []
+    for paragraph in _PARAGRAPH.split(text):
+        for part in pattern.split(paragraph.strip()):
+            part = part.strip()
+            if part:
+                sentences.append(part)
+    return sentences
+
+
+def words(text: str) -> list[str]:
+    """Word tokens (letters, digits, and ``_ ' + # . -`` inside a word)."""
+    return _WORD.findall(text)
+
+
+def shorten(text: str, max_chars: int) -> str:
+    """``text`` cut at a word boundary to at most ``max_chars`` characters, ending with '…'."""
+    if len(text) <= max_chars:
+        return text
+    cut = text[: max_chars - 1].rsplit(" ", 1)[0].rstrip(" ,;:-")
+    return cut + "…"
+
+
+def ensure_period(sentence: str) -> str:
+    """``sentence`` ending with terminal punctuation."""
+    sentence = sentence.strip()
+    if not sentence:
+        return sentence
+    if sentence[-1] in ".!?…":
+        return sentence
+    if sentence[-1] in ":;,":
+        sentence = sentence[:-1]
+    return sentence + "."
+
+
+_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
+
+
+def stem(word: str) -> str:
+    """A light suffix stripper ("indexing" → "index"), keeping at least 3 characters:
+    enough for matching a question's words inside a text."""
+    for suffix in _SUFFIXES:
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def content_hash(*parts: Any, length: int = 32) -> str:
+    """The first ``length`` hex digits of sha256 over ``parts`` (each as ``str``, joined by
+    NUL): the data version of anything made of a few values."""
+    payload = "\x00".join("" if p is None else str(p) for p in parts)
+    return hashlib.sha256(payload.encode("utf-8")).hexdigest()[:length]
+
+
+def hash_rows(rows: Iterable[Any], length: int = 32) -> str:
+    """The first ``length`` hex digits of sha256 over the ``repr`` of each row in order:
+    the data version of a query result (same rows, same order → same hash)."""
+    digest = hashlib.sha256()
+    for row in rows:
+        digest.update(repr(row).encode("utf-8"))
+        digest.update(b"\n")
+    return digest.hexdigest()[:length]
