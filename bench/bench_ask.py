@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import BenchRow, print_rows
 from selene_dag.notes.ingest import read_notes
 from selene_dag.paths import assets_dir
-from selene_dag.retrieval.ask import ask
 from selene_dag.retrieval.evaluate import applicable, evaluate, load_questions
 from selene_dag.retrieval.index import build_index
+from selene_dag.retrieval.pack import ask
 from selene_dag.store import connect
 
 NOW = datetime(2026, 7, 15, tzinfo=UTC)

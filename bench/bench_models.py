@@ -19,11 +19,11 @@ import warnings
 from pathlib import Path
 
 from bench._common import BenchRow, print_rows
-from selene_dag.text import split_sentences, strip_markdown
 from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.extractive import ExtractiveEngine
 from selene_dag.paths import assets_dir
 from selene_dag.store import connect
+from selene_dag.text import split_sentences, strip_markdown
 
 
 def _notes() -> list[dict]:

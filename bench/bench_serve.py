@@ -19,7 +19,7 @@ from bench._common import BenchRow, print_rows
 from bench.bench_ask import NOW, _build
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.evaluate import load_questions
-from selene_dag.retrieval.loadtest import run_load, start_server
+from tests.support.loadtest import run_load, start_server
 
 CLIENTS = 50
 SECONDS = 30.0

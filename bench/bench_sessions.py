@@ -60,11 +60,11 @@ def pipeline_seconds(min_events: int = 500) -> tuple[float, int]:
     """Seconds to materialize the sessions spine on one real Claude file of ≥ ``min_events``."""
     import dagster as dg
 
-    from selene_dag.defs.assets_sessions import SESSION_PARTITIONS, SESSION_SPINE
+    from selene_dag.config import load_settings
     from selene_dag.defs.resources import SeleneResource
+    from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE
     from selene_dag.sessions.parsers import parse_file
     from selene_dag.sessions.scanner import scan_roots
-    from selene_dag.config import load_settings
 
     sources = sorted(FIXTURES.glob("claude-code-log_*.jsonl"), key=lambda p: p.stat().st_size)
     with tempfile.TemporaryDirectory() as tmp:

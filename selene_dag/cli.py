@@ -1,20 +1,23 @@
-"""The ``selene-dag`` command (typer + rich).
+"""The ``selene-dag`` command (typer + rich): each command parses its arguments, calls one
+use case of :mod:`selene_dag.service` and renders the result.
 
-Contract (DESIGN.md, Interfaces): exit code 0 on success, 1 on a user error with one clear
-line on stderr and never a traceback. Commands that print a context pack write only the pack
-on stdout; accounting and progress go to stderr.
+Exit code 0 on success, 1 on a user error (a :class:`~selene_dag.errors.SeleneError`)
+with one clear line on stderr. Any other exception is a bug and keeps its traceback;
+``--debug`` prints the traceback of user errors too. Commands that print a context pack
+write only the pack on stdout; accounting and progress go to stderr.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import shutil
 import subprocess
 import sys
 import time
+import traceback
 from collections.abc import Callable
-from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -22,7 +25,9 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from selene_dag.config import Settings, SettingsError, load_settings
+from selene_dag import __version__, service
+from selene_dag.config import Settings, load_settings
+from selene_dag.errors import SeleneError, UsageError
 
 app = typer.Typer(
     name="selene-dag",
@@ -31,77 +36,60 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+cache_app = typer.Typer(help="The cache of model calls (llm_cache).", no_args_is_help=True)
+distill_app = typer.Typer(
+    help="Session distillation: scan, run, status, report, assess, seed.", no_args_is_help=True
+)
+app.add_typer(cache_app, name="cache")
+app.add_typer(distill_app, name="distill")
+
 # Piped output gets a wide console: rich would otherwise squeeze tables into 80 columns.
 err = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200)
 out = Console(width=None if sys.stdout.isatty() else 200)
 
 F = TypeVar("F", bound=Callable[..., Any])
-
-
-class UserError(Exception):
-    """A problem the user can fix; printed as one line on stderr, exit code 1."""
-
-
-def _user_errors() -> tuple[type[BaseException], ...]:
-    from selene_dag.store import StoreError
-
-    errors: list[type[BaseException]] = [UserError, SettingsError, StoreError, FileNotFoundError]
-    try:
-        from selene_dag.llm.engine import EngineError
-
-        errors.append(EngineError)
-    except ImportError:  # the model layer is optional at import time of the CLI
-        pass
-    return tuple(errors)
+_DEBUG = {"on": False}
 
 
 def guarded(fn: F) -> F:
-    """Turn known errors into one stderr line and exit code 1 (never a traceback)."""
+    """Turn a :class:`SeleneError` into one stderr line and exit code 1; anything else is a
+    bug and propagates with its traceback."""
 
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return fn(*args, **kwargs)
-        except typer.Exit:
-            raise
-        except _user_errors() as exc:
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
-            raise typer.Exit(1) from None
-        except ValueError as exc:
+        except SeleneError as exc:
+            if _DEBUG["on"]:
+                traceback.print_exc()
             err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
 
 
+def _version(value: bool) -> None:
+    if value:
+        typer.echo(f"selene-dag {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def main_options(
+    debug: Annotated[
+        bool, typer.Option("--debug", help="Print the traceback of every error.")
+    ] = False,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=_version, is_eager=True, help="Print the version."),
+    ] = False,
+) -> None:
+    """Token-budgeted LLM context from notes and AI coding-agent sessions, as Dagster assets."""
+    _DEBUG["on"] = debug
+
+
 def _settings(home: Path | None = None) -> Settings:
-    if home is not None:
-        os.environ["SELENE_HOME"] = str(home)
-    return load_settings()
-
-
-def _bundled_notes() -> Path:
-    from selene_dag.paths import assets_dir
-
-    return assets_dir() / "demo" / "notes" / "til.jsonl"
-
-
-def _bundled_session_roots() -> str:
-    from selene_dag.paths import assets_dir
-
-    base = assets_dir() / "demo" / "sessions"
-    roots = [f"{p.name}={p}" for p in sorted(base.iterdir()) if p.is_dir()] if base.is_dir() else []
-    return os.pathsep.join(roots)
-
-
-def demo_now(notes_path: Path) -> datetime:
-    """The demo's pinned 'now': midnight UTC of the day after the corpus's newest note."""
-    from selene_dag.notes.ingest import read_notes
-
-    result = read_notes(notes_path)
-    newest = max(max(n.created_at, n.updated_at) for n in result.notes)
-    day = newest.astimezone(UTC).date() + timedelta(days=1)
-    return datetime(day.year, day.month, day.day, tzinfo=UTC)
+    return load_settings(home=home)
 
 
 def _print_counts(counts: dict[str, int], title: str) -> None:
@@ -109,9 +97,8 @@ def _print_counts(counts: dict[str, int], title: str) -> None:
     table.add_column("table")
     table.add_column("rows", justify="right")
     for name, rows in counts.items():
-        if name == "schema_migrations":
-            continue
-        table.add_row(name, f"{rows:,}")
+        if name != "schema_migrations":
+            table.add_row(name, f"{rows:,}")
     err.print(table)
 
 
@@ -133,6 +120,21 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
     console.print(table)
 
 
+def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | None = None) -> Table:
+    table = Table(title=title)
+    columns = columns or (list(rows[0]) if rows else [])
+    for column in columns:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+    return table
+
+
+def _check_format(value: str, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise UsageError(f"--format must be {' or '.join(allowed)}, got {value!r}")
+
+
 @app.command()
 @guarded
 def demo(
@@ -145,88 +147,30 @@ def demo(
     """Materialize the whole graph on the bundled corpus and print a report.
 
     A second run on the same home recomputes nothing when the inputs, the settings and
-    every asset's code version are unchanged (their fingerprint is kept in demo.json).
+    every asset's code version are unchanged.
     """
-    import json
-
-    import dagster as dg
-
-    from selene_dag.defs.assets_notes import demo_partition_range
-    from selene_dag.defs.runner import (
-        failure_message,
-        graph_fingerprint,
-        materialize,
-        materialize_daily_range,
-        unpartitioned_selection,
-    )
-    from selene_dag.sessions.commands import distill_run
-    from selene_dag.store import open_store, table_counts
-
     # --home wins over SELENE_HOME; with neither, the demo gets a home of its own.
-    home = home or Path(os.environ.get("SELENE_HOME") or ".selene-demo")
-    os.environ["SELENE_HOME"] = str(home)
-    notes = _bundled_notes()
-    os.environ["SELENE_NOTES_DIR"] = str(notes)
-    sessions = _bundled_session_roots()
-    if sessions:
-        os.environ["SELENE_SESSION_ROOTS"] = sessions
-    if not os.environ.get("SELENE_NOW"):
-        os.environ["SELENE_NOW"] = demo_now(notes).isoformat()
-    settings = load_settings()
+    home = home or (Path(os.environ["SELENE_HOME"]) if os.environ.get("SELENE_HOME") else None)
+    settings = service.demo_settings(load_settings(), home or service.DEMO_HOME)
     err.print(
         f"selene-dag demo → {settings.home} (engine {settings.llm}, model {settings.model}, "
         f"now {settings.now().isoformat()})"
     )
-    started = time.perf_counter()
-    stamp_path = settings.home / "demo.json"
-    fingerprint = graph_fingerprint(settings)
-    up_to_date = (
-        not force
-        and settings.db_path.exists()
-        and stamp_path.exists()
-        and json.loads(stamp_path.read_text()).get("fingerprint") == fingerprint
-    )
-    # The demo's home is its own: an in-memory instance avoids ~2,000 SQLite event writes.
-    instance = dg.DagsterInstance.ephemeral()
-    if up_to_date:
+    with err.status("materializing the graph…"):
+        report = service.demo(settings, force=force)
+    if report.up_to_date:
         err.print(
             "demo: nothing changed since the last run (same inputs, settings and code): nothing to recompute"
         )
-    else:
-        stamp_path.unlink(missing_ok=True)  # a run that fails half-way must not look complete
-        with err.status("materializing the graph…"):
-            # Sessions first, so the rollups in the unpartitioned run see every scored session.
-            sessions_done = (
-                distill_run(settings, all_files=True, instance=instance) if sessions else []
-            )
-            failed = [row for row in sessions_done if not row["ok"]]
-            if failed:
-                raise UserError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
-            result = materialize(unpartitioned_selection(), instance, raise_on_error=False)
-            if not result.success:
-                raise UserError(f"demo run failed: {failure_message(result)}")
-            first, last = demo_partition_range(settings.now())
-            result = materialize_daily_range(instance, first, last)
-            if not result.success:
-                raise UserError(f"demo daily summaries failed: {failure_message(result)}")
-        stamp_path.write_text(json.dumps({"fingerprint": fingerprint}), encoding="utf-8")
-    elapsed = time.perf_counter() - started
-    from selene_dag.notes.health import compression_health
-
-    with open_store(settings.db_path) as conn:
-        counts = table_counts(conn)
-        document = compression_health(conn, settings.now())
-        digests = conn.execute(
-            "SELECT name, thread_digest FROM threads WHERE thread_digest IS NOT NULL "
-            "ORDER BY note_count DESC LIMIT 2"
-        ).fetchall()
-    _print_counts(counts, "selene-dag demo: rows per table")
-    _print_health(document)
-    for name, digest in digests:
+    _print_counts(report.counts, "selene-dag demo: rows per table")
+    _print_health(report.health)
+    for name, digest in report.digests:
         err.print(f"[bold]{name}[/] digest: {digest}", highlight=False)
-    notes_count = counts.get("notes", 0)
-    verb = "up to date" if up_to_date else "materialized"
-    out.print(f"demo: {notes_count} notes {verb} in {settings.db_path} ({elapsed:.1f} s)")
+    verb = "up to date" if report.up_to_date else "materialized"
+    out.print(
+        f"demo: {report.counts.get('notes', 0)} notes {verb} in {settings.db_path} "
+        f"({report.seconds:.1f} s)"
+    )
     out.print(f"next: SELENE_HOME={settings.home} selene-dag context --budget 4000")
 
 
@@ -237,33 +181,13 @@ def ingest(
     home: Annotated[Path | None, typer.Option(help="SELENE_HOME to ingest into.")] = None,
 ) -> None:
     """Ingest notes from PATH and materialize the notes group so ask/context see them."""
-    from selene_dag.defs.runner import (
-        failure_message,
-        instance_for,
-        materialize,
-        unpartitioned_selection,
-    )
-
-    if not path.exists():
-        raise UserError(f"{path} does not exist")
-    os.environ["SELENE_NOTES_DIR"] = str(path.resolve())
     settings = _settings(home)
-    started = time.perf_counter()
-    import dagster as dg
-
     with err.status(f"ingesting {path}…"):
-        # The notes group and the search index, so `ask` and `context` see the notes at once.
-        selection = dg.AssetSelection.groups("notes", "context") & unpartitioned_selection()
-        result = materialize(selection, instance_for(settings), raise_on_error=False)
-    if not result.success:
-        raise UserError(f"ingest failed: {failure_message(result)}")
-    meta = {}
-    for mat in result.asset_materializations_for_node("raw_notes"):
-        meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+        report = service.ingest(settings, path)
     err.print(
-        f"ingested {path}: {meta.get('notes', '?')} notes ({meta.get('inserted', 0)} new, "
-        f"{meta.get('changed', 0)} changed, {meta.get('marked_deleted', 0)} deleted, "
-        f"{meta.get('bad_inputs', 0)} bad inputs skipped) in {time.perf_counter() - started:.1f} s"
+        f"ingested {path}: {report.notes} notes ({report.inserted} new, "
+        f"{report.changed} changed, {report.deleted} deleted, "
+        f"{report.bad_inputs} bad inputs skipped) in {report.seconds:.1f} s"
     )
 
 
@@ -274,26 +198,17 @@ def dev(
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
 ) -> None:
     """Start the Dagster UI and daemon (schedules and sensors live) on 127.0.0.1."""
-    from selene_dag.defs.runner import prepare_dagster_home
+    from selene_dag.defs.runs import prepare_dagster_home
 
     settings = load_settings()
     dagster_home = prepare_dagster_home(settings)
     exe = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     workspace = Path("workspace.yaml")
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "selene_dag.definitions"]
+    # The child process's own environment: the only variable selene-dag sets for another.
     env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
     err.print(f"Dagster UI on http://{host}:{port} (DAGSTER_HOME={dagster_home})")
     raise typer.Exit(subprocess.call([exe, "dev", *target, "-h", host, "-p", str(port)], env=env))
-
-
-def _read_store(settings: Settings):
-    from selene_dag.store import open_store
-
-    if not settings.db_path.exists():
-        raise UserError(
-            f"no database at {settings.db_path}: run `selene-dag ingest PATH` or `selene-dag demo` first"
-        )
-    return open_store(settings.db_path)
 
 
 @app.command()
@@ -303,27 +218,12 @@ def context(
     model: Annotated[str | None, typer.Option(help="Target model (default SELENE_MODEL).")] = None,
 ) -> None:
     """Print the tiered context of all notes (stdout: the pack only; accounting on stderr)."""
-    from selene_dag.notes.context_notes import load_context_notes, mark_accessed, pack_all_notes
-
-    if budget <= 0:
-        raise UserError("--budget must be a positive number of tokens")
-    settings = load_settings()
-    model = model or settings.model
-    started = time.perf_counter()
-    with _read_store(settings) as conn:
-        notes = load_context_notes(conn)
-        if not notes:
-            raise UserError("no notes yet: run `selene-dag ingest PATH` first")
-        pack = pack_all_notes(notes, budget, model)
-        used = [
-            note_id for note_id, tier in pack.tiers.items() if tier in ("full", "high", "summary")
-        ]
-        mark_accessed(conn, used, settings.now())
+    pack = service.context(load_settings(), budget, model)
     sys.stdout.write(pack.text + "\n")
     tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
     err.print(
-        f"{pack.total_tokens:,} / {budget:,} {model} tokens; {len(notes)} notes ({tiers}); "
-        f"{time.perf_counter() - started:.2f} s",
+        f"{pack.total_tokens:,} / {budget:,} {pack.model} tokens; {pack.notes} notes ({tiers}); "
+        f"{pack.seconds:.2f} s",
         highlight=False,
     )
 
@@ -340,25 +240,11 @@ def compact(
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
-    """Compact a conversation with seed 004's P1–P4 chain; print what each step removed."""
-    import json
-
-    from selene_dag.context.compaction import compact_messages, load_conversation
-    from selene_dag.llm import get_engine
-
-    if window <= 0:
-        raise UserError("--window must be a positive number of tokens")
-    settings = load_settings()
-    model = model or settings.model
-    conversation, digest = load_conversation(messages)
-    engine = get_engine(settings)
-
-    def summarizer(text: str, max_tokens: int) -> str:
-        return engine.summarize(text, max_tokens, model, kind="conversation")
-
-    report = compact_messages(
-        conversation, window, model=model, summarizer=summarizer, digest=digest
-    )
+    """Compact a conversation to fit a context window (chitchat, old stages, summaries,
+    pruning, in that order); print what each step removed."""
+    if not messages.exists():
+        raise UsageError(f"{messages} does not exist")
+    report = service.compact(load_settings(), messages, window, model)
     payload = json.dumps({"messages": report.messages}, ensure_ascii=False, indent=2)
     if output:
         output.write_text(payload + "\n", encoding="utf-8")
@@ -388,36 +274,136 @@ def compact(
 @guarded
 def health(
     as_json: Annotated[
-        bool, typer.Option("--json", help="Print seed 000's JSON document.")
+        bool, typer.Option("--json", help="Print the health document as JSON.")
     ] = False,
 ) -> None:
     """Compression health: tier distribution, essence progress, thread digests."""
-    import json
-
-    from selene_dag.notes.health import compression_health
-
-    settings = load_settings()
-    with _read_store(settings) as conn:
-        document = compression_health(conn, settings.now())
+    document = service.health(load_settings())
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
     _print_health(document, console=out)
 
 
-cache_app = typer.Typer(help="The cache of model calls (llm_cache).", no_args_is_help=True)
-app.add_typer(cache_app, name="cache")
+def _accounting(result: Any) -> str:
+    stats = result.stats
+    levels = ", ".join(f"{k} {v}" for k, v in stats.get("levels", {}).items() if v)
+    parts = [
+        f"ask: {len(result.items)} items ({levels or 'none'})",
+        f"{result.total_tokens:,}/{result.budget:,} tokens of {result.model}",
+        f"{stats.get('fts_matches', 0)} FTS matches → {stats.get('after_dedup', 0)} unique",
+        f"{stats.get('elapsed_ms', 0):.0f} ms",
+    ]
+    if stats.get("index_refreshed"):
+        parts.append("search_index refreshed first")
+    return "; ".join(parts)
+
+
+@app.command("ask")
+@guarded
+def ask_command(
+    question: Annotated[str, typer.Argument(help="The question to build context for.")],
+    budget: Annotated[int, typer.Option(help="Token budget of the pack (target model).")],
+    sources: Annotated[
+        str, typer.Option(help="Where to search: notes, sessions, or notes,sessions.")
+    ] = "notes,sessions",
+    model: Annotated[
+        str | None, typer.Option(help="Target model (tokenizer); default SELENE_MODEL.")
+    ] = None,
+    format: Annotated[str, typer.Option("--format", help="md (the pack) or json.")] = "md",
+    answer: Annotated[
+        bool, typer.Option("--answer", help="Send the pack to the model and print its answer.")
+    ] = False,
+) -> None:
+    """Question-driven context pack from notes and sessions, within --budget tokens."""
+    _check_format(format, ("md", "json"))
+    settings = load_settings()
+    if answer and settings.llm == "extractive":
+        raise UsageError("--answer needs a generative model: set SELENE_LLM=ollama")
+    result = service.ask(settings, question, budget, model=model, sources=sources)
+    err.print(_accounting(result), highlight=False, soft_wrap=True)
+    if result.stats.get("note"):
+        err.print(f"note: {result.stats['note']}", highlight=False, soft_wrap=True)
+    if answer:
+        started = time.perf_counter()
+        reply = service.answer(settings, question, result.text)
+        err.print(f"answer from {settings.model} in {time.perf_counter() - started:.1f} s")
+        sys.stdout.write(reply.rstrip("\n") + "\n")
+    elif format == "json":
+        sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
+    elif result.text:
+        sys.stdout.write(result.text + "\n")
+
+
+@app.command("eval")
+@guarded
+def eval_command(
+    questions: Annotated[Path, typer.Argument(help="JSONL: {question, must_contain}.")],
+    budget: Annotated[int, typer.Option(help="Token budget of every pack.")] = 2000,
+    model: Annotated[
+        str | None, typer.Option(help="Target model (tokenizer); default SELENE_MODEL.")
+    ] = None,
+    format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+) -> None:
+    """Recall of ask vs newest-first and BM25 baselines at the same budget."""
+    _check_format(format, ("table", "json"))
+    if not questions.exists():
+        raise UsageError(f"{questions} does not exist")
+    report = service.evaluate_questions(load_settings(), questions, budget, model)
+    err.print(
+        f"eval: {len(report.rows)} questions at {budget:,} tokens of {report.model}",
+        highlight=False,
+    )
+    if format == "json":
+        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
+        return
+    table = Table(title=f"recall at {budget:,} tokens")
+    for col in ("question", "ask", "newest-first", "bm25 top-k"):
+        table.add_column(col, justify="left" if col == "question" else "right")
+    for row in report.rows:
+        table.add_row(
+            row["question"],
+            f"{row['ask']:.2f}",
+            f"{row['newest_first']:.2f}",
+            f"{row['bm25_topk']:.2f}",
+        )
+    overall = report.overall
+    table.add_row(
+        "overall",
+        f"{overall['ask']:.3f}",
+        f"{overall['newest_first']:.3f}",
+        f"{overall['bm25_topk']:.3f}",
+        style="bold",
+    )
+    Console(width=120).print(table)
+
+
+@app.command("serve")
+@guarded
+def serve_command(
+    host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = (
+        "127.0.0.1"
+    ),
+    port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+) -> None:
+    """HTTP API: /ask, /context, /compact, /health/compression (docs at /docs)."""
+    import uvicorn
+
+    from selene_dag.api import create_app
+
+    if not 0 < port < 65536:
+        raise UsageError(f"--port must be within 1..65535, got {port}")
+    load_settings()  # fail early on bad settings
+    err.print(f"selene-dag API on http://{host}:{port} (docs at /docs)")
+    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
 
 
 @cache_app.command("stats")
 @guarded
 def cache_stats_command() -> None:
     """Entries per engine, model and task, with time and tokens spent."""
-    from selene_dag.llm.cache import cache_stats
-
     settings = load_settings()
-    with _read_store(settings) as conn:
-        rows = cache_stats(conn)
+    rows = service.cache_stats(settings)
     table = Table(title=f"llm_cache in {settings.db_path}")
     for column in (
         "engine",
@@ -449,37 +435,15 @@ def cache_clear_command(
     model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
 ) -> None:
     """Delete cached calls (all, or one engine / model)."""
-    from selene_dag.llm.cache import cache_clear
-
-    settings = load_settings()
-    with _read_store(settings) as conn:
-        deleted = cache_clear(conn, engine=engine, model=model)
+    deleted = service.cache_clear(load_settings(), engine=engine, model=model)
     out.print(f"deleted {deleted:,} cached calls")
-
-
-distill_app = typer.Typer(
-    help="Session distillation (seed 003's :distill verbs).", no_args_is_help=True
-)
-app.add_typer(distill_app, name="distill")
-
-
-def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | None = None) -> Table:
-    table = Table(title=title)
-    columns = columns or (list(rows[0]) if rows else [])
-    for column in columns:
-        table.add_column(column)
-    for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
-    return table
 
 
 @distill_app.command("scan")
 @guarded
 def distill_scan_command() -> None:
     """List session files under SELENE_SESSION_ROOTS with platform, size, events and state."""
-    from selene_dag.sessions.commands import distill_scan
-
-    rows = distill_scan(load_settings())
+    rows = service.distill_scan(load_settings())
     out.print(
         _rows_table(rows, f"{len(rows)} session files")
         if rows
@@ -496,9 +460,7 @@ def distill_run_command(
     all_files: Annotated[bool, typer.Option("--all", help="Every scanned file.")] = False,
 ) -> None:
     """Parse, chunk, score and distill sessions (materializes the sessions spine)."""
-    from selene_dag.sessions.commands import distill_run
-
-    rows = distill_run(load_settings(), sessions or [], all_files=all_files)
+    rows = service.distill_run(load_settings(), sessions or [], all_files=all_files)
     out.print(
         _rows_table(rows, "distill run", ["session_key", "platform", "ok", "distilled", "error"])
     )
@@ -510,9 +472,7 @@ def distill_run_command(
 @guarded
 def distill_status_command() -> None:
     """Files per state and rows per sessions table."""
-    from selene_dag.sessions.commands import distill_status
-
-    status = distill_status(load_settings())
+    status = service.distill_status(load_settings())
     out.print(_rows_table([{"figure": k, "value": v} for k, v in status.items()], "distill status"))
 
 
@@ -522,9 +482,7 @@ def distill_report_command(
     session: Annotated[str | None, typer.Argument(help="One session (default: all).")] = None,
 ) -> None:
     """Per session: events, chunks, importance, consensus, distilled tokens."""
-    from selene_dag.sessions.commands import distill_report
-
-    rows = distill_report(load_settings(), session)
+    rows = service.distill_report(load_settings(), session)
     out.print(
         _rows_table(rows, "distill report")
         if rows
@@ -536,11 +494,7 @@ def distill_report_command(
 @guarded
 def distill_assess_command(chunk_id: Annotated[str, typer.Argument(help="A chunk id.")]) -> None:
     """Run every available assessor on one chunk now and show the consensus."""
-    import json
-
-    from selene_dag.sessions.commands import distill_assess
-
-    result = distill_assess(load_settings(), chunk_id)
+    result = service.distill_assess(load_settings(), chunk_id)
     out.print_json(json.dumps(result, default=str))
 
 
@@ -553,20 +507,10 @@ def distill_seed_command(
     max_tokens: Annotated[int, typer.Option(help="Budget of the seeded session.")] = 80_000,
 ) -> None:
     """Write a fresh, resumable session file for PLATFORM from a distilled session."""
-    import json
-
-    from selene_dag.sessions.commands import distill_seed
-
-    result = distill_seed(
+    result = service.distill_seed(
         load_settings(), platform, session, out_dir=out_dir, max_tokens=max_tokens
     )
     out.print_json(json.dumps(result, default=str))
-
-
-def _register_retrieval() -> None:
-    from selene_dag.retrieval.commands import register
-
-    register(app)
 
 
 def main() -> None:
@@ -576,9 +520,6 @@ def main() -> None:
     warnings.filterwarnings("ignore", module="dagster")
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
     app()
-
-
-_register_retrieval()
 
 
 if __name__ == "__main__":

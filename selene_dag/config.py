@@ -1,18 +1,33 @@
-"""Every ``SELENE_*`` setting in one place, read from the environment with defaults.
+"""Every ``SELENE_*`` setting in one typed object, each default written once.
 
-``load_settings()`` validates each value and raises :class:`SettingsError` whose message is
-one line naming the variable and what it accepts. Nothing else in the package reads
-``os.environ`` for SELENE_* variables.
+``Settings()`` reads the process environment (pydantic-settings, prefix ``SELENE_``);
+``load_settings(env)`` reads a given mapping the same way. Either validates every value and
+raises :class:`SettingsError` whose message is one line naming the variable and what it
+accepts. Settings are passed explicitly from the front doors to the code that needs them;
+nothing in the package writes them back into ``os.environ``.
 """
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
+
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic.dataclasses import dataclass
+from pydantic.fields import FieldInfo
+from pydantic_settings import (
+    BaseSettings,
+    NoDecode,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+)
+
+from selene_dag.context.tokens import DEFAULT_MODEL
+from selene_dag.errors import SeleneError
 
 LLM_ENGINES = ("extractive", "ollama")
 SESSION_PLATFORMS = ("claude", "codex", "gemini")
@@ -21,9 +36,13 @@ DEFAULT_SESSION_ROOTS = (
     ("codex", "~/.codex/sessions"),
     ("gemini", "~/.gemini/tmp"),
 )
+DEFAULT_HOME = "./.selene"
+DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
+# Seed 000: with a model server, essences are limited to 10 notes per run.
+OLLAMA_ESSENCE_LIMIT = 10
 
 
-class SettingsError(ValueError):
+class SettingsError(SeleneError, ValueError):
     """An environment variable holds a value selene-dag cannot use (message: one line)."""
 
 
@@ -35,97 +54,8 @@ class SessionRoot:
     platform: str | None
 
 
-@dataclass(frozen=True)
-class SettingSpec:
-    """Documentation of one variable: its name, default as shown to users, and meaning."""
-
-    name: str
-    default: str
-    meaning: str
-
-
-SPECS: tuple[SettingSpec, ...] = (
-    SettingSpec(
-        "SELENE_HOME", "./.selene", "Working directory: database, distilled files, Dagster home."
-    ),
-    SettingSpec("SELENE_DB", "$SELENE_HOME/selene.duckdb", "The DuckDB file."),
-    SettingSpec(
-        "SELENE_NOTES_DIR", "$SELENE_HOME/notes", "Folder of markdown / JSONL notes to ingest."
-    ),
-    SettingSpec("SELENE_LLM", "extractive", "Engine: `extractive` (offline, default) or `ollama`."),
-    SettingSpec(
-        "SELENE_MODEL", "mistral:7b", "Target model: its tokenizer counts budgets; Ollama runs it."
-    ),
-    SettingSpec("SELENE_OLLAMA_HOST", "http://127.0.0.1:11434", "Ollama server URL."),
-    SettingSpec("SELENE_OLLAMA_TIMEOUT", "120", "Seconds before one Ollama request times out."),
-    SettingSpec(
-        "SELENE_SESSION_ROOTS",
-        "claude=~/.claude/projects:codex=~/.codex/sessions:gemini=~/.gemini/tmp",
-        "Session folders, `os.pathsep`-separated, each `platform=DIR` or a bare `DIR` (platform detected).",
-    ),
-    SettingSpec(
-        "SELENE_NOW",
-        "(wall clock)",
-        "Fixed ISO-8601 'now' for reproducible tiers, demos and tests.",
-    ),
-    SettingSpec(
-        "SELENE_ESSENCE_LIMIT",
-        "10 with ollama, unlimited with extractive",
-        "Most essences computed per `processed_notes` run (0 = unlimited).",
-    ),
-    SettingSpec(
-        "SELENE_THREAD_ACTIVE_DAYS", "90", "A thread with no activity for longer is archived."
-    ),
-    SettingSpec(
-        "SELENE_DAILY_START",
-        "(earliest note in SELENE_NOTES_DIR)",
-        "First day of the `daily_summaries` partitions.",
-    ),
-    SettingSpec("SELENE_ASK_MIN_RECALL", "0.6", "Threshold of the `ask_quality` asset check."),
-    SettingSpec(
-        "SELENE_CLI_ASSESSORS",
-        "claude,codex,gemini",
-        "CLI assessors tried when present on PATH (empty: none).",
-    ),
-)
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Validated settings; build with :func:`load_settings`."""
-
-    home: Path
-    db_path: Path
-    notes_dir: Path
-    llm: str
-    model: str
-    ollama_host: str
-    ollama_timeout: float
-    session_roots: tuple[SessionRoot, ...]
-    now_override: datetime | None
-    essence_limit: int | None
-    thread_active_days: int
-    ask_min_recall: float
-    daily_start: datetime | None
-    cli_assessors: tuple[str, ...]
-
-    def now(self) -> datetime:
-        """Return SELENE_NOW when set, else the current UTC time (always timezone-aware)."""
-        return self.now_override or datetime.now(UTC)
-
-    @property
-    def distilled_dir(self) -> Path:
-        """Directory where distilled session files are written."""
-        return self.home / "distilled"
-
-    @property
-    def dagster_home(self) -> Path:
-        """DAGSTER_HOME used by `make dev` / `selene-dag dev` so runs persist."""
-        return self.home / "dagster"
-
-
-def _fail(name: str, value: str, allowed: str) -> SettingsError:
-    return SettingsError(f"{name}={value!r} is invalid: expected {allowed}")
+def _fail(name: str, value: object, allowed: str) -> ValueError:
+    return ValueError(f"{name}={str(value)!r} is invalid: expected {allowed}")
 
 
 def parse_datetime(value: str) -> datetime:
@@ -140,7 +70,10 @@ def parse_datetime(value: str) -> datetime:
 
 
 def parse_session_roots(value: str) -> tuple[SessionRoot, ...]:
-    """Parse SELENE_SESSION_ROOTS (``os.pathsep``-separated ``platform=DIR`` or ``DIR``)."""
+    """Parse SELENE_SESSION_ROOTS (``os.pathsep``-separated ``platform=DIR`` or ``DIR``).
+
+    Raises ValueError naming the variable on an unknown platform or an empty directory.
+    """
     roots: list[SessionRoot] = []
     for entry in value.split(os.pathsep):
         entry = entry.strip()
@@ -163,123 +96,317 @@ def parse_session_roots(value: str) -> tuple[SessionRoot, ...]:
     return tuple(roots)
 
 
-def _int(env: Mapping[str, str], name: str, default: int | None, minimum: int = 0) -> int | None:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
+def _blank(value: Any) -> bool:
+    return value is None or (isinstance(value, str) and not value.strip())
+
+
+def _whole(name: str, value: Any, minimum: int) -> int:
     try:
-        number = int(raw)
+        number = int(str(value).strip())
     except ValueError:
-        raise _fail(name, raw, f"a whole number >= {minimum}") from None
+        raise _fail(name, value, f"a whole number >= {minimum}") from None
     if number < minimum:
-        raise _fail(name, raw, f"a whole number >= {minimum}")
+        raise _fail(name, value, f"a whole number >= {minimum}")
     return number
 
 
-def _float(env: Mapping[str, str], name: str, default: float, low: float, high: float) -> float:
-    raw = env.get(name, "").strip()
-    if not raw:
-        return default
+def _number(name: str, value: Any, low: float, high: float) -> float:
     try:
-        number = float(raw)
+        number = float(str(value).strip())
     except ValueError:
-        raise _fail(name, raw, f"a number from {low} to {high}") from None
+        raise _fail(name, value, f"a number from {low} to {high}") from None
     if not low <= number <= high:
-        raise _fail(name, raw, f"a number from {low} to {high}")
+        raise _fail(name, value, f"a number from {low} to {high}")
     return number
 
 
-def _choice(env: Mapping[str, str], name: str, default: str, allowed: tuple[str, ...]) -> str:
-    raw = env.get(name, "").strip().lower() or default
-    if raw not in allowed:
-        raise _fail(name, raw, "one of " + ", ".join(allowed))
-    return raw
+def _shown(default: str) -> dict[str, str]:
+    """The default as the README shows it, where it is derived rather than a literal."""
+    return {"shown_default": default}
+
+
+class Settings(BaseSettings):
+    """Validated settings. Field ``X`` is read from ``SELENE_X`` unless its alias says
+    otherwise; ``description`` is what the README's settings table says of it."""
+
+    model_config = SettingsConfigDict(
+        env_prefix="SELENE_", frozen=True, extra="ignore", populate_by_name=True
+    )
+
+    home: Path = Field(
+        Path(DEFAULT_HOME),
+        description="Working directory: database, distilled files, Dagster home.",
+    )
+    db_path: Path | None = Field(
+        None,
+        validation_alias="SELENE_DB",
+        description="The DuckDB file.",
+        json_schema_extra=_shown("$SELENE_HOME/selene.duckdb"),
+    )
+    notes_dir: Path | None = Field(
+        None,
+        description="Folder of markdown / JSONL notes to ingest.",
+        json_schema_extra=_shown("$SELENE_HOME/notes"),
+    )
+    llm: str = Field(
+        "extractive", description="Engine: `extractive` (offline, default) or `ollama`."
+    )
+    model: str = Field(
+        DEFAULT_MODEL, description="Target model: its tokenizer counts budgets; Ollama runs it."
+    )
+    ollama_host: str = Field(DEFAULT_OLLAMA_HOST, description="Ollama server URL.")
+    ollama_timeout: float = Field(120.0, description="Seconds before one Ollama request times out.")
+    session_roots: Annotated[tuple[SessionRoot, ...], NoDecode] = Field(
+        tuple(SessionRoot(Path(p).expanduser(), plat) for plat, p in DEFAULT_SESSION_ROOTS),
+        description=(
+            "Session folders, `os.pathsep`-separated, each `platform=DIR` or a bare `DIR` "
+            "(platform detected)."
+        ),
+        json_schema_extra=_shown(":".join(f"{plat}={p}" for plat, p in DEFAULT_SESSION_ROOTS)),
+    )
+    now_override: datetime | None = Field(
+        None,
+        validation_alias="SELENE_NOW",
+        description="Fixed ISO-8601 'now' for reproducible tiers, demos and tests.",
+        json_schema_extra=_shown("(wall clock)"),
+    )
+    essence_limit: int | None = Field(
+        None,
+        description="Most essences computed per `processed_notes` run (0 = unlimited).",
+        json_schema_extra=_shown(f"{OLLAMA_ESSENCE_LIMIT} with ollama, unlimited with extractive"),
+    )
+    thread_active_days: int = Field(
+        90, description="A thread with no activity for longer is archived."
+    )
+    daily_start: datetime | None = Field(
+        None,
+        description="First day of the `daily_summaries` partitions (earlier notes get no daily summary).",
+        json_schema_extra=_shown("2020-01-01"),
+    )
+    ask_min_recall: float = Field(0.6, description="Threshold of the `ask_quality` asset check.")
+    cli_assessors: Annotated[tuple[str, ...], NoDecode] = Field(
+        SESSION_PLATFORMS,
+        description="CLI assessors tried when present on PATH (empty: none).",
+        json_schema_extra=_shown(",".join(SESSION_PLATFORMS)),
+    )
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Keyword arguments win over the environment; no .env or secrets files."""
+        return (init_settings, _EnvironmentSource(settings_cls))
+
+    @field_validator("home", "db_path", "notes_dir", mode="before")
+    @classmethod
+    def _path(cls, value: Any) -> Any:
+        if _blank(value):
+            return None
+        return Path(str(value).strip()).expanduser()
+
+    @field_validator("llm", mode="before")
+    @classmethod
+    def _engine(cls, value: Any) -> str:
+        name = "extractive" if _blank(value) else str(value).strip().lower()
+        if name not in LLM_ENGINES:
+            raise _fail("SELENE_LLM", name, "one of " + ", ".join(LLM_ENGINES))
+        return name
+
+    @field_validator("model", mode="before")
+    @classmethod
+    def _model(cls, value: Any) -> str:
+        return DEFAULT_MODEL if _blank(value) else str(value).strip()
+
+    @field_validator("ollama_host", mode="before")
+    @classmethod
+    def _host(cls, value: Any) -> str:
+        host = DEFAULT_OLLAMA_HOST if _blank(value) else str(value).strip()
+        if not host.startswith(("http://", "https://")):
+            raise _fail("SELENE_OLLAMA_HOST", host, "a URL starting with http:// or https://")
+        return host.rstrip("/")
+
+    @field_validator("ollama_timeout", mode="before")
+    @classmethod
+    def _timeout(cls, value: Any) -> float:
+        return 120.0 if _blank(value) else _number("SELENE_OLLAMA_TIMEOUT", value, 0.1, 86400.0)
+
+    @field_validator("session_roots", mode="before")
+    @classmethod
+    def _roots(cls, value: Any) -> Any:
+        if _blank(value):
+            return cls.model_fields["session_roots"].default
+        return parse_session_roots(value) if isinstance(value, str) else value
+
+    @field_validator("now_override", mode="before")
+    @classmethod
+    def _now(cls, value: Any) -> Any:
+        if _blank(value):
+            return None
+        if isinstance(value, datetime):
+            return value if value.tzinfo else value.replace(tzinfo=UTC)
+        try:
+            return parse_datetime(str(value))
+        except ValueError:
+            raise _fail(
+                "SELENE_NOW", value, "an ISO-8601 date or datetime, e.g. 2026-07-01T00:00:00Z"
+            ) from None
+
+    @field_validator("daily_start", mode="before")
+    @classmethod
+    def _daily_start(cls, value: Any) -> Any:
+        if _blank(value):
+            return None
+        if isinstance(value, datetime):
+            return value
+        try:
+            return parse_datetime(str(value))
+        except ValueError:
+            raise _fail("SELENE_DAILY_START", value, "an ISO-8601 date, e.g. 2020-01-01") from None
+
+    @field_validator("essence_limit", mode="before")
+    @classmethod
+    def _essence_limit(cls, value: Any) -> Any:
+        # -1 stands for "not set": the default depends on the engine (resolved below).
+        return -1 if _blank(value) else _whole("SELENE_ESSENCE_LIMIT", value, 0)
+
+    @field_validator("thread_active_days", mode="before")
+    @classmethod
+    def _active_days(cls, value: Any) -> int:
+        return 90 if _blank(value) else _whole("SELENE_THREAD_ACTIVE_DAYS", value, 1)
+
+    @field_validator("ask_min_recall", mode="before")
+    @classmethod
+    def _min_recall(cls, value: Any) -> float:
+        return 0.6 if _blank(value) else _number("SELENE_ASK_MIN_RECALL", value, 0.0, 1.0)
+
+    @field_validator("cli_assessors", mode="before")
+    @classmethod
+    def _assessors(cls, value: Any) -> Any:
+        if value is None:
+            return SESSION_PLATFORMS
+        if not isinstance(value, str):
+            return tuple(value)
+        names = tuple(a.strip().lower() for a in value.split(",") if a.strip())
+        for name in names:
+            if name not in SESSION_PLATFORMS:
+                raise _fail("SELENE_CLI_ASSESSORS", value, "a comma list of claude, codex, gemini")
+        return names
+
+    @model_validator(mode="after")
+    def _derived(self) -> Settings:
+        # Frozen model: derived defaults are filled in once, right after validation.
+        if self.db_path is None:
+            object.__setattr__(self, "db_path", self.home / "selene.duckdb")
+        if self.notes_dir is None:
+            object.__setattr__(self, "notes_dir", self.home / "notes")
+        if self.essence_limit == -1:
+            default = OLLAMA_ESSENCE_LIMIT if self.llm == "ollama" else None
+            object.__setattr__(self, "essence_limit", default)
+        elif self.essence_limit == 0:
+            object.__setattr__(self, "essence_limit", None)
+        return self
+
+    def now(self) -> datetime:
+        """Return SELENE_NOW when set, else the current UTC time (always timezone-aware)."""
+        return self.now_override or datetime.now(UTC)
+
+    @property
+    def distilled_dir(self) -> Path:
+        """Directory where distilled session files are written."""
+        return self.home / "distilled"
+
+    @property
+    def dagster_home(self) -> Path:
+        """DAGSTER_HOME of this home's persistent Dagster instance (CLI runs and `dev`)."""
+        return self.home / "dagster"
+
+    def replace(self, **changes: Any) -> Settings:
+        """A copy with ``changes`` (field names) validated again; derived defaults (the
+        database and notes folder under ``home``) follow a changed ``home``."""
+        data = self.model_dump()
+        if "home" in changes:
+            for derived in ("db_path", "notes_dir"):
+                if data[derived] == self.home / _DERIVED[derived]:
+                    data[derived] = None
+        data.update(changes)
+        return _validated(data)
+
+
+_DERIVED = {"db_path": "selene.duckdb", "notes_dir": "notes"}
+
+
+def env_name(field: str) -> str:
+    """The environment variable of a Settings field (``db_path`` → ``SELENE_DB``)."""
+    alias = Settings.model_fields[field].validation_alias
+    return alias if isinstance(alias, str) else f"SELENE_{field.upper()}"
+
+
+# The mapping that stands for the environment while load_settings(env) builds Settings.
+_ENVIRONMENT: ContextVar[Mapping[str, str] | None] = ContextVar("selene_env", default=None)
+
+
+class _EnvironmentSource(PydanticBaseSettingsSource):
+    """SELENE_* variables of the process environment, or of the mapping given to
+    :func:`load_settings`; an unset variable leaves its field to the default."""
+
+    def get_field_value(self, field: FieldInfo, field_name: str) -> tuple[Any, str, bool]:
+        source = _ENVIRONMENT.get()
+        source = os.environ if source is None else source
+        name = env_name(field_name)
+        return source.get(name), name, False
+
+    def __call__(self) -> dict[str, Any]:
+        values: dict[str, Any] = {}
+        for field_name, field in self.settings_cls.model_fields.items():
+            value, _, _ = self.get_field_value(field, field_name)
+            if value is not None:
+                values[field_name] = value
+        return values
+
+
+def _validated(data: Mapping[str, Any], env: Mapping[str, str] | None = None) -> Settings:
+    token = _ENVIRONMENT.set({} if env is None else env)
+    try:
+        return Settings(**data)
+    except ValidationError as exc:
+        raise _one_line(exc) from None
+    finally:
+        _ENVIRONMENT.reset(token)
+
+
+def _one_line(exc: ValidationError) -> SettingsError:
+    error = exc.errors()[0]
+    original = (error.get("ctx") or {}).get("error")
+    if original is not None:
+        return SettingsError(str(original))
+    field = str(error["loc"][0]) if error.get("loc") else "setting"
+    name = env_name(field) if field in Settings.model_fields else field
+    return SettingsError(f"{name}={error.get('input')!r} is invalid: {error['msg']}")
 
 
 def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
-    """Read and validate every SELENE_* variable from ``env`` (default ``os.environ``).
+    """Read and validate every SELENE_* variable of ``env`` (default: the process
+    environment). Keyword ``overrides`` (field names, e.g. ``home=``) win over ``env``.
 
-    Keyword ``overrides`` replace fields after validation (used by the CLI's ``--home``).
     Raises :class:`SettingsError` with a one-line message on an invalid value.
     """
-    env = os.environ if env is None else env
-    home = Path(overrides.pop("home", None) or env.get("SELENE_HOME") or "./.selene").expanduser()
-    db_raw = env.get("SELENE_DB", "").strip()
-    db_path = Path(db_raw).expanduser() if db_raw else home / "selene.duckdb"
-    notes_raw = env.get("SELENE_NOTES_DIR", "").strip()
-    notes_dir = Path(notes_raw).expanduser() if notes_raw else home / "notes"
-    llm = _choice(env, "SELENE_LLM", "extractive", LLM_ENGINES)
-    model = env.get("SELENE_MODEL", "").strip() or "mistral:7b"
-    host = env.get("SELENE_OLLAMA_HOST", "").strip() or "http://127.0.0.1:11434"
-    if not host.startswith(("http://", "https://")):
-        raise _fail("SELENE_OLLAMA_HOST", host, "a URL starting with http:// or https://")
-    timeout = _float(env, "SELENE_OLLAMA_TIMEOUT", 120.0, 0.1, 86400.0)
-
-    roots_raw = env.get("SELENE_SESSION_ROOTS")
-    if roots_raw is None or not roots_raw.strip():
-        roots = tuple(SessionRoot(Path(p).expanduser(), plat) for plat, p in DEFAULT_SESSION_ROOTS)
-    else:
-        roots = parse_session_roots(roots_raw)
-
-    now_raw = env.get("SELENE_NOW", "").strip()
-    now_override = None
-    if now_raw:
-        try:
-            now_override = parse_datetime(now_raw)
-        except ValueError:
-            raise _fail(
-                "SELENE_NOW", now_raw, "an ISO-8601 date or datetime, e.g. 2026-07-01T00:00:00Z"
-            ) from None
-
-    daily_raw = env.get("SELENE_DAILY_START", "").strip()
-    daily_start = None
-    if daily_raw:
-        try:
-            daily_start = parse_datetime(daily_raw)
-        except ValueError:
-            raise _fail(
-                "SELENE_DAILY_START", daily_raw, "an ISO-8601 date, e.g. 2020-01-01"
-            ) from None
-
-    default_limit = 10 if llm == "ollama" else None
-    limit = _int(env, "SELENE_ESSENCE_LIMIT", default_limit)
-    essence_limit = None if limit == 0 else limit
-    active_days = _int(env, "SELENE_THREAD_ACTIVE_DAYS", 90, minimum=1)
-    min_recall = _float(env, "SELENE_ASK_MIN_RECALL", 0.6, 0.0, 1.0)
-    assessors_raw = env.get("SELENE_CLI_ASSESSORS")
-    if assessors_raw is None:
-        assessors: tuple[str, ...] = SESSION_PLATFORMS
-    else:
-        assessors = tuple(a.strip().lower() for a in assessors_raw.split(",") if a.strip())
-        for name in assessors:
-            if name not in SESSION_PLATFORMS:
-                raise _fail(
-                    "SELENE_CLI_ASSESSORS", assessors_raw, "a comma list of claude, codex, gemini"
-                )
-
-    settings = Settings(
-        home=home,
-        db_path=db_path,
-        notes_dir=notes_dir,
-        llm=llm,
-        model=model,
-        ollama_host=host.rstrip("/"),
-        ollama_timeout=timeout,
-        session_roots=roots,
-        now_override=now_override,
-        essence_limit=essence_limit,
-        thread_active_days=active_days or 90,
-        ask_min_recall=min_recall,
-        daily_start=daily_start,
-        cli_assessors=assessors,
-    )
-    if overrides:
-        settings = replace(settings, **overrides)
-    return settings
+    data = {k: v for k, v in overrides.items() if v is not None}
+    return _validated(data, os.environ if env is None else env)
 
 
 def settings_table_markdown() -> str:
-    """Return the settings as a markdown table (used to keep the README honest)."""
+    """Return the settings as a markdown table (the README's table is kept equal to it)."""
     lines = ["| variable | default | meaning |", "|---|---|---|"]
-    lines += [f"| `{s.name}` | `{s.default}` | {s.meaning} |" for s in SPECS]
+    for field, info in Settings.model_fields.items():
+        extra = info.json_schema_extra if isinstance(info.json_schema_extra, dict) else {}
+        shown = extra.get("shown_default")
+        if shown is None:
+            default = info.default
+            shown = str(default) if not isinstance(default, Path) else f"./{default}"
+        lines.append(f"| `{env_name(field)}` | `{shown}` | {info.description} |")
     return "\n".join(lines)

@@ -1,23 +1,35 @@
-"""The code location: one ``dg.Definitions`` holding every asset, check, schedule and sensor."""
+"""The code location: the definitions of every domain merged into one ``dg.Definitions``.
+
+Each domain module of ``selene_dag.defs`` holds its assets, checks and automation; the
+automation-condition sensor below evaluates every asset's condition and is running by
+default, so `dagster dev` follows changes and cadences without a click.
+"""
 
 from __future__ import annotations
 
 import dagster as dg
 
-from selene_dag.defs.assets_context import CONTEXT_ASSETS, CONTEXT_CHECKS
-from selene_dag.defs.assets_notes import NOTES_ASSETS
-from selene_dag.defs.assets_sessions import SESSION_ROLLUPS, SESSION_SPINE
-from selene_dag.defs.automation_notes import NOTES_AUTOMATION
-from selene_dag.defs.automation_sessions import session_files_sensor
-from selene_dag.defs.checks_notes import NOTES_CHECKS
-from selene_dag.defs.checks_sessions import SESSION_CHECKS
+from selene_dag.defs.notes import NOTES_ASSETS, NOTES_CHECKS, notes_folder_sensor
 from selene_dag.defs.resources import default_resources
+from selene_dag.defs.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS
+from selene_dag.defs.sessions import (
+    SESSION_CHECKS,
+    SESSION_ROLLUPS,
+    SESSION_SPINE,
+    session_files_sensor,
+)
+
+automation_sensor = dg.AutomationConditionSensorDefinition(
+    "selene_automation",
+    target=dg.AssetSelection.all(),
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=30,
+    description="Runs what follows changed inputs, and each cadence (essences, digests, tiers, daily summaries).",
+)
 
 defs = dg.Definitions(
-    assets=[*NOTES_ASSETS, *SESSION_SPINE, *SESSION_ROLLUPS, *CONTEXT_ASSETS],
-    asset_checks=[*NOTES_CHECKS, *SESSION_CHECKS, *CONTEXT_CHECKS],
-    jobs=[*NOTES_AUTOMATION["jobs"]],
-    schedules=[*NOTES_AUTOMATION["schedules"]],
-    sensors=[*NOTES_AUTOMATION["sensors"], session_files_sensor],
+    assets=[*NOTES_ASSETS, *SESSION_SPINE, *SESSION_ROLLUPS, *RETRIEVAL_ASSETS],
+    asset_checks=[*NOTES_CHECKS, *SESSION_CHECKS, *RETRIEVAL_CHECKS],
+    sensors=[notes_folder_sensor, session_files_sensor, automation_sensor],
     resources=default_resources(),
 )

@@ -37,3 +37,17 @@ def transform_sql(name: str) -> str:
     """Return the text of ``sql/transforms/<name>.sql``; raise FileNotFoundError if absent."""
     path = sql_dir() / "transforms" / f"{name}.sql"
     return path.read_text(encoding="utf-8")
+
+
+def transforms_hash(*names: str) -> str:
+    """The first 8 hex digits of sha256 over the named transforms' texts, in order: part
+    of the code version of every asset that runs them, so editing one marks exactly those
+    assets stale."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name in names:
+        digest.update(name.encode())
+        digest.update(b"\x00")
+        digest.update(transform_sql(name).encode())
+    return digest.hexdigest()[:8]

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import duckdb
 
+from selene_dag.errors import SeleneError
 from selene_dag.paths import sql_dir
 
 _MIGRATION_NAME = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
 
 
-class StoreError(RuntimeError):
+class StoreError(SeleneError, RuntimeError):
     """The database cannot be opened or used; the message says what to do."""
 
 

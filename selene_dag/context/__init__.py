@@ -1,7 +1,9 @@
-"""Pure context library: token counting and budgeted packing (no Dagster, no database).
+"""Pure context library: token counting and budgeted packing (no Dagster, no database, no
+settings).
 
 Everything here counts in the target model's own tokens (``model=None`` means
-SELENE_MODEL) and never returns a pack over its budget. Tokenizers load on first use.
+``tokens.DEFAULT_MODEL``; callers pass the configured model) and never returns a pack over
+its budget. Tokenizers load on first use.
 """
 
 from selene_dag.context.builder import (

@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from selene_dag.context.tokens import count_tokens, count_tokens_batch, tokenizer_for
+from selene_dag.errors import check_budget
 
 TIERS: tuple[str, ...] = ("full", "high", "summary", "skeleton")
 TIER_RANK = {tier: i for i, tier in enumerate(TIERS)}  # 0 = highest fidelity
@@ -108,14 +109,6 @@ def render_thread(thread: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _check_budget(budget: object, name: str = "budget_tokens") -> int:
-    if isinstance(budget, bool) or not isinstance(budget, int):
-        raise TypeError(f"{name} must be an int, got {type(budget).__name__}")
-    if budget < 0:
-        raise ValueError(f"{name} must be >= 0, got {budget}")
-    return budget
-
-
 class ContextBuilder:
     """Assemble note and thread blocks within ``budget_tokens`` of ``model``'s tokens.
 
@@ -129,7 +122,7 @@ class ContextBuilder:
     _QUICK_REJECT_SLACK = 8
 
     def __init__(self, budget_tokens: int, model: str | None = None) -> None:
-        self.budget_tokens = _check_budget(budget_tokens)
+        self.budget_tokens = check_budget(budget_tokens, "budget_tokens", minimum=0)
         tokenizer_for(model)  # validate the model name now, not on the first add
         self.model = model
         self._blocks: list[str] = []
@@ -307,7 +300,7 @@ def pack_notes(
     representation is counted once (``prepare_notes``; pass a ``PreparedNotes`` to reuse
     the counts); the final text is counted exactly and is ≤ ``budget``.
     """
-    _check_budget(budget, "budget")
+    check_budget(budget, "budget", minimum=0)
     prepared = notes if isinstance(notes, PreparedNotes) else prepare_notes(notes, model, priority)
     chains, model = prepared.chains, prepared.model
     level, included = _choose_levels(chains, budget)

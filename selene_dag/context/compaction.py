@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from selene_dag.context.levels import extractive_summary
 from selene_dag.context.tokens import count_tokens_batch, truncate_to_tokens
 
 WARN_RATIO = 0.6
@@ -204,8 +205,6 @@ def completed_stages(messages: Sequence[Message]) -> list[str]:
 
 
 def _default_summarizer(model: str | None) -> Summarizer:
-    from selene_dag.context.levels import extractive_summary
-
     def summarize(text: str, max_tokens: int) -> str:
         return extractive_summary(text, max_tokens, model)
 

@@ -5,15 +5,12 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from selene_dag.errors import check_budget
+from selene_dag.text import ENGLISH_STOP_WORDS, split_sentences
+
 # Words of 3+ characters starting with a letter; keeps identifiers such as ``duckdb``,
 # ``gpt-4o`` or ``fidelity_tier``.
 TOKEN_PATTERN = r"(?u)\b[^\W\d_][\w\-]*[\w]\b"
-_SPLIT = re.compile(r"(?<=[.!?])\s+|\n\s*\n")
-
-
-def _documents(text: str) -> list[str]:
-    parts = [p.strip() for p in _SPLIT.split(text) if p.strip()]
-    return parts or [text]
 
 
 def extract_keywords(
@@ -26,16 +23,14 @@ def extract_keywords(
 
     Term frequency is taken in ``text``; inverse document frequency over ``corpus`` (plus
     ``text``) when given, else over the sentences of ``text`` itself. English stop words
-    (scikit-learn's list, plus ``extra_stop_words``) and numbers never appear. Ties break
-    by first occurrence in the text, so the result is deterministic. Returns ``[]`` only
-    when the text has no content word. Raises TypeError / ValueError on bad input.
+    (scikit-learn's list, as ``selene_dag.text.ENGLISH_STOP_WORDS``, plus
+    ``extra_stop_words``) and numbers never appear. Ties break by first occurrence in the
+    text, so the result is deterministic. Returns ``[]`` only when the text has no content
+    word. Raises TypeError / ValueError on bad input.
     """
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if isinstance(k, bool) or not isinstance(k, int):
-        raise TypeError(f"k must be an int, got {type(k).__name__}")
-    if k < 1:
-        raise ValueError(f"k must be >= 1, got {k}")
+    check_budget(k, "k", minimum=1)
     if corpus is not None and (
         isinstance(corpus, str) or not all(isinstance(d, str) for d in corpus)
     ):
@@ -43,10 +38,14 @@ def extract_keywords(
     if not re.search(r"[^\W\d_]", text):
         return []
 
-    from sklearn.feature_extraction.text import ENGLISH_STOP_WORDS, TfidfVectorizer
+    # scikit-learn loads on the first extraction, not when the context library is imported.
+    from sklearn.feature_extraction.text import TfidfVectorizer
 
     stop = sorted(ENGLISH_STOP_WORDS | {w.lower() for w in extra_stop_words})
-    docs = [*list(corpus), text] if corpus else [*_documents(text), text]
+    if corpus:
+        docs = [*list(corpus), text]
+    else:
+        docs = [*(split_sentences(text, boundary="any") or [text]), text]
     vectorizer = TfidfVectorizer(
         lowercase=True,
         stop_words=stop,

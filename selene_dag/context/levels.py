@@ -10,7 +10,6 @@ tokens and demotion continues until it fits: ``total_tokens <= budget - reserved
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
@@ -18,6 +17,8 @@ from typing import Any
 
 from selene_dag.context.keywords import extract_keywords
 from selene_dag.context.tokens import count_tokens, count_tokens_batch, truncate_to_tokens
+from selene_dag.errors import check_budget
+from selene_dag.text import split_sentences
 
 Summarizer = Callable[[str, int], str]
 
@@ -151,9 +152,6 @@ class LevelsResult:
         return None
 
 
-_SENTENCE = re.compile(r"(?<=[.!?])\s+")
-
-
 def extractive_summary(text: str, max_tokens: int, model: str | None = None) -> str:
     """Default summarizer: the leading sentences of ``text`` that fit ``max_tokens``
     (whitespace collapsed), the first sentence truncated when even it does not fit."""
@@ -161,7 +159,7 @@ def extractive_summary(text: str, max_tokens: int, model: str | None = None) -> 
     if count_tokens(flat, model) <= max_tokens:
         return flat
     out = ""
-    for sentence in _SENTENCE.split(flat):
+    for sentence in split_sentences(flat, boundary="any"):
         candidate = f"{out} {sentence}" if out else sentence
         if count_tokens(candidate, model) > max_tokens:
             break
@@ -315,10 +313,7 @@ def compress_context(
     earned level, never above a better-scored item). Raises TypeError/ValueError on bad
     input.
     """
-    if isinstance(budget, bool) or not isinstance(budget, int):
-        raise TypeError(f"budget must be an int, got {type(budget).__name__}")
-    if budget < 0:
-        raise ValueError(f"budget must be >= 0, got {budget}")
+    check_budget(budget, "budget", minimum=0)
     config = config or LevelConfig()
     if summarizer is not None and not callable(summarizer):
         raise TypeError("summarizer must be a callable (text, max_tokens) -> str")

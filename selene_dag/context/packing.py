@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
 from selene_dag.context.tokens import count_tokens, count_tokens_batch, truncate_to_tokens
+from selene_dag.errors import check_budget
 
 PRIORITY_SYSTEM = 100
 PRIORITY_RECENT = 90
@@ -81,10 +82,7 @@ def _check(tiers: Sequence[ContextTier], max_tokens: int) -> list[ContextTier]:
     for t in tiers:
         if not isinstance(t, ContextTier):
             raise TypeError(f"tiers must hold ContextTier objects, got {type(t).__name__}")
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-        raise TypeError(f"max_tokens must be an int, got {type(max_tokens).__name__}")
-    if max_tokens < 0:
-        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
+    check_budget(max_tokens, "max_tokens", minimum=0)
     # sorted() is stable: equal priorities keep their input order.
     return sorted(tiers, key=lambda t: -t.priority)
 

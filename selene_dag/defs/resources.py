@@ -1,37 +1,92 @@
-"""The one resource every selene-dag asset uses: settings, the DuckDB store and the engine.
+"""The resource every selene-dag asset uses: settings, the DuckDB store and the engine.
 
-Settings are read from the environment when a run executes (not when definitions load), so
-one set of definitions serves the CLI, `dagster dev` and tests that point SELENE_HOME at a
-temporary folder. Connections come from ``selene_dag.store`` (migrated to the latest
-schema, lock conflicts retried with capped backoff, ~10 s). ``dagster_duckdb.DuckDBResource``
-also retries, but for ~100 s with doubling delays before it gives up; a person waiting on
-the CLI should hear about a held lock sooner.
+Fields are typed and mirror :class:`selene_dag.config.Settings`. The CLI builds the
+resource from its settings (:meth:`SeleneResource.from_settings`), so a run sees exactly
+the settings of the command that started it. A field left unset falls back to the
+environment at run time, which is how `dagster dev` and a bare ``SeleneResource()`` get
+their settings. Connections come from ``selene_dag.store`` (migrated to the latest schema,
+lock conflicts retried with capped backoff, ~10 s): a person waiting on the CLI should
+hear about a held lock sooner than ``dagster_duckdb``'s ~100 s of retries.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import Any
 
 import dagster as dg
 import duckdb
 
 from selene_dag.config import Settings, load_settings
+from selene_dag.llm import get_engine
+from selene_dag.llm.engine import Engine
 from selene_dag.store import open_store
-
-if TYPE_CHECKING:
-    from selene_dag.llm.engine import Engine
 
 
 class SeleneResource(dg.ConfigurableResource):
-    """Settings, database and model engine for assets; ``home`` overrides SELENE_HOME."""
+    """Settings, database and model engine for assets. Each field is the setting of the
+    same name; None means "from the environment when the run executes"."""
 
     home: str | None = None
+    db_path: str | None = None
+    notes_dir: str | None = None
+    llm: str | None = None
+    model: str | None = None
+    ollama_host: str | None = None
+    ollama_timeout: float | None = None
+    session_roots: str | None = None  # os.pathsep-separated, as SELENE_SESSION_ROOTS
+    now: str | None = None  # ISO-8601; None: the wall clock (or SELENE_NOW)
+    essence_limit: int | None = None  # 0: unlimited
+    thread_active_days: int | None = None
+    daily_start: str | None = None
+    ask_min_recall: float | None = None
+    cli_assessors: str | None = None  # comma list; "" for none
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> SeleneResource:
+        """A resource whose every field is taken from ``settings`` (nothing left to the
+        environment)."""
+        roots = os.pathsep.join(
+            f"{r.platform}={r.path}" if r.platform else str(r.path) for r in settings.session_roots
+        )
+        return cls(
+            home=str(settings.home),
+            db_path=str(settings.db_path),
+            notes_dir=str(settings.notes_dir),
+            llm=settings.llm,
+            model=settings.model,
+            ollama_host=settings.ollama_host,
+            ollama_timeout=settings.ollama_timeout,
+            session_roots=roots,
+            now=settings.now_override.isoformat() if settings.now_override else None,
+            essence_limit=settings.essence_limit or 0,
+            thread_active_days=settings.thread_active_days,
+            daily_start=settings.daily_start.isoformat() if settings.daily_start else None,
+            ask_min_recall=settings.ask_min_recall,
+            cli_assessors=",".join(settings.cli_assessors),
+        )
 
     def settings(self) -> Settings:
-        """Return validated settings (SELENE_* environment, ``home`` override applied)."""
-        return load_settings(home=self.home) if self.home else load_settings()
+        """Validated settings: the fields that are set, the environment for the others."""
+        overrides: dict[str, Any] = {
+            "home": self.home,
+            "db_path": self.db_path,
+            "notes_dir": self.notes_dir,
+            "llm": self.llm,
+            "model": self.model,
+            "ollama_host": self.ollama_host,
+            "ollama_timeout": self.ollama_timeout,
+            "session_roots": self.session_roots,
+            "now_override": self.now,
+            "essence_limit": self.essence_limit,
+            "thread_active_days": self.thread_active_days,
+            "daily_start": self.daily_start,
+            "ask_min_recall": self.ask_min_recall,
+            "cli_assessors": self.cli_assessors,
+        }
+        return load_settings(**overrides)
 
     @contextmanager
     def connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
@@ -44,12 +99,15 @@ class SeleneResource(dg.ConfigurableResource):
             yield conn
 
     def engine(self, conn: duckdb.DuckDBPyConnection | None = None) -> Engine:
-        """Return the configured engine (SELENE_LLM), caching its calls in ``conn``."""
-        from selene_dag.llm import get_engine
-
+        """Return the configured engine (``llm``), caching its calls in ``conn``."""
         return get_engine(self.settings(), cache_conn=conn)
 
 
 def default_resources() -> dict[str, object]:
-    """Resources for the code location: settings come from the environment at run time."""
+    """Resources of the code location: settings from the environment at run time."""
     return {"selene": SeleneResource()}
+
+
+def resources_for(settings: Settings) -> dict[str, object]:
+    """Resources of a run started by the CLI or the API with ``settings``."""
+    return {"selene": SeleneResource.from_settings(settings)}

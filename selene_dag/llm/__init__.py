@@ -3,7 +3,8 @@
 ``get_engine(settings, cache_conn)`` returns the engine named by ``SELENE_LLM``:
 ``extractive`` (default, offline, deterministic) or ``ollama`` (a local Ollama server).
 Engines share one protocol (:class:`Engine`), typed results, errors and a DuckDB cache.
-Submodules import lazily so ``import selene_dag.llm`` stays cheap.
+The engines themselves load only when :func:`get_engine` picks one, so
+``import selene_dag.llm`` stays cheap.
 """
 
 from __future__ import annotations
@@ -18,8 +19,8 @@ from selene_dag.llm.engine import (
     EngineUnavailable,
     NoteAnalysis,
     ThreadProposal,
-    get_engine,
 )
+from selene_dag.llm.factory import get_engine
 from selene_dag.llm.prompts import PromptTemplate, load_prompt, prompt_hash
 
 __all__ = [

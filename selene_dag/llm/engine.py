@@ -2,7 +2,8 @@
 
 Two engines implement it: :class:`~selene_dag.llm.extractive.ExtractiveEngine` (default,
 offline, deterministic) and :class:`~selene_dag.llm.ollama.OllamaEngine` (a local Ollama
-server). :func:`get_engine` picks one from the settings. Both route every operation through
+server); :func:`selene_dag.llm.get_engine` picks one from the settings. This module imports
+neither engine, so both can import it. Both route every operation through
 the content-addressed cache (:mod:`selene_dag.llm.cache`) and count ``calls_made`` (computed
 now) and ``calls_cached`` (served from the cache) so Dagster assets can report both.
 """
@@ -11,23 +12,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol, TypeVar, runtime_checkable
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
 
+from selene_dag.errors import SeleneError
 from selene_dag.llm.cache import CacheEntry, LLMCache, cache_key
-
-if TYPE_CHECKING:
-    import duckdb
-
-    from selene_dag.config import Settings
-
-T = TypeVar("T")
 
 MIN_ESSENCE_CHARS = 11  # seed 000 rejects essences of 10 characters or fewer
 MIN_DIGEST_CHARS = 30  # seed 000 rejects digests shorter than 30 characters
 
 
-class EngineError(RuntimeError):
+class EngineError(SeleneError, RuntimeError):
     """Base of every model-layer error; ``str(error)`` is one line a person can act on."""
 
 
@@ -82,26 +77,42 @@ class Engine(Protocol):
     model: str
 
     @property
-    def calls_made(self) -> int: ...
+    def calls_made(self) -> int:
+        """Operations computed (not served from the cache) since the engine was made."""
+        ...
 
     @property
-    def calls_cached(self) -> int: ...
+    def calls_cached(self) -> int:
+        """Operations served from the cache since the engine was made."""
+        ...
 
-    def analyze_note(self, title: str, content: str) -> NoteAnalysis: ...
+    def analyze_note(self, title: str, content: str) -> NoteAnalysis:
+        """Concepts, primary theme and an essence of more than 10 characters of one note."""
+        ...
 
     def detect_threads(
         self, context: str, notes: Sequence[Mapping[str, Any]]
-    ) -> list[ThreadProposal]: ...
+    ) -> list[ThreadProposal]:
+        """Threads over ``notes`` (mappings with an ``id``); ``context`` renders them."""
+        ...
 
-    def digest_thread(self, name: str, why: str, essences: Sequence[str]) -> str: ...
+    def digest_thread(self, name: str, why: str, essences: Sequence[str]) -> str:
+        """A 3–5 sentence digest of a thread from its notes' essences."""
+        ...
 
     def summarize(
         self, text: str, max_tokens: int, model: str | None = None, *, kind: str = "text"
-    ) -> str: ...
+    ) -> str:
+        """A summary of ``text`` counting ≤ ``max_tokens`` of ``model``'s tokens."""
+        ...
 
-    def assess_chunk(self, text: str, context: str | None = None) -> Assessment: ...
+    def assess_chunk(self, text: str, context: str | None = None) -> Assessment:
+        """Three 1–10 ratings of a chunk, relative to ``context`` (a question) when given."""
+        ...
 
-    def answer(self, question: str, context: str) -> str: ...
+    def answer(self, question: str, context: str) -> str:
+        """An answer to ``question`` from ``context`` only."""
+        ...
 
 
 SUMMARY_KINDS = ("text", "conversation")
@@ -200,17 +211,8 @@ def require_text(value: object, what: str, *, allow_empty: bool = True) -> str:
     return value
 
 
-def require_max_tokens(value: object) -> int:
-    """Validate a token budget: an int ≥ 1."""
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"max_tokens must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"max_tokens must be >= 1, got {value}")
-    return value
-
-
 def require_kind(kind: object) -> str:
-    """Validate a summary kind."""
+    """Return ``kind`` when it is one of ``SUMMARY_KINDS``; else raise ValueError."""
     if kind not in SUMMARY_KINDS:
         raise ValueError(f"kind must be one of {', '.join(SUMMARY_KINDS)}, got {kind!r}")
     return str(kind)
@@ -226,55 +228,3 @@ def note_ids_of(notes: Sequence[Mapping[str, Any]]) -> list[str]:
             raise ValueError(f"notes[{i}] must be a mapping with an 'id'")
         ids.append(str(note["id"]))
     return ids
-
-
-def analysis_to_json(value: NoteAnalysis | ThreadProposal | Assessment) -> dict[str, Any]:
-    """A dataclass result as a plain dict (what the cache stores)."""
-    return asdict(value)
-
-
-def count_tokens(text: str, model: str | None = None) -> int:
-    """Tokens of ``text`` in ``model``'s tokenizer (imported lazily from selene_dag.context)."""
-    from selene_dag.context.tokens import count_tokens as _count
-
-    return _count(text, model=model)
-
-
-def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> str:
-    """``text`` cut to at most ``max_tokens`` of ``model``'s tokens (lazy import)."""
-    from selene_dag.context.tokens import truncate_to_tokens as _truncate
-
-    return _truncate(text, max_tokens, model=model)
-
-
-def get_engine(
-    settings: Settings | None = None,
-    cache_conn: duckdb.DuckDBPyConnection | None = None,
-) -> BaseEngine:
-    """The engine named by ``settings.llm`` (default: ``load_settings()``).
-
-    ``cache_conn`` is a migrated DuckDB connection for the persistent cache of model calls;
-    None keeps the cache in memory. The extractive engine always caches in memory only. ``extractive`` needs nothing; ``ollama`` uses ``settings.ollama_host``,
-    ``settings.model`` and ``settings.ollama_timeout`` and contacts the server only when
-    first called. Raises ValueError for an unknown engine name.
-    """
-    if settings is None:
-        from selene_dag.config import load_settings
-
-        settings = load_settings()
-    if settings.llm == "extractive":
-        from selene_dag.llm.extractive import ExtractiveEngine
-
-        # Deterministic and cheaper to recompute than a committed cache row per call.
-        return ExtractiveEngine(cache=LLMCache(None), token_model=settings.model)
-    cache = LLMCache(cache_conn)
-    if settings.llm == "ollama":
-        from selene_dag.llm.ollama import OllamaEngine
-
-        return OllamaEngine(
-            host=settings.ollama_host,
-            model=settings.model,
-            timeout=settings.ollama_timeout,
-            cache=cache,
-        )
-    raise ValueError(f"unknown engine {settings.llm!r}: expected extractive or ollama")

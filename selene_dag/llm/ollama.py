@@ -27,6 +27,8 @@ import ollama
 from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from selene_dag import text as _text
+from selene_dag.context.tokens import DEFAULT_MODEL, count_tokens, truncate_to_tokens
+from selene_dag.errors import check_budget
 from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.engine import (
     MIN_DIGEST_CHARS,
@@ -38,17 +40,13 @@ from selene_dag.llm.engine import (
     EngineUnavailable,
     NoteAnalysis,
     ThreadProposal,
-    count_tokens,
     note_ids_of,
     require_kind,
-    require_max_tokens,
     require_text,
-    truncate_to_tokens,
 )
 from selene_dag.llm.prompts import load_prompt
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
-DEFAULT_MODEL = "mistral:7b"
 
 ANALYSIS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -356,7 +354,7 @@ class OllamaEngine(BaseEngine):
         ``truncate_to_tokens`` if the model overshoots.
         """
         require_text(text, "text")
-        require_max_tokens(max_tokens)
+        check_budget(max_tokens, "max_tokens")
         require_kind(kind)
         target = model or self.model
         template = load_prompt("summarize" if kind == "text" else "compaction_summary")

@@ -1,7 +1,7 @@
 """Versions of the extractive engine's algorithms, one per task.
 
 Bumping one changes the cache key of that task and the code_version of the assets that use
-it, so exactly those are marked stale. Kept apart from ``extractive.py`` so that loading the
+it, so exactly those are marked stale. Kept apart from ``extractive/`` so that loading the
 Dagster definitions does not import scikit-learn.
 """
 

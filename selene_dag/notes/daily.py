@@ -13,6 +13,7 @@ from datetime import date, datetime, timedelta
 import duckdb
 
 from selene_dag.llm.engine import Engine
+from selene_dag.store import transaction
 
 SUMMARY_MAX_TOKENS = 200
 
@@ -69,8 +70,7 @@ def write_day_summaries(
     now: datetime,
 ) -> None:
     """Replace the summaries of [start, end) with ``summaries`` in one transaction."""
-    conn.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(conn):
         conn.execute("DELETE FROM daily_summaries WHERE day >= ? AND day < ?", [start, end])
         if summaries:
             conn.executemany(
@@ -78,10 +78,6 @@ def write_day_summaries(
                 "VALUES (?, ?, ?, ?, ?)",
                 [[s.day, s.summary, len(s.note_ids), s.note_ids, now] for s in summaries],
             )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
 
 
 def days(start: date, end: date) -> list[date]:

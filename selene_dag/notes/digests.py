@@ -8,19 +8,17 @@ five sentences, shorter or empty ones are rejected and counted.
 
 from __future__ import annotations
 
-import hashlib
-import re
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
 
 from selene_dag.llm.engine import MIN_DIGEST_CHARS, Engine
+from selene_dag.text import content_hash, split_sentences
 
 MIN_THREAD_NOTES = 10
 MIN_THREAD_ESSENCES = 5
 MIN_SENTENCES, MAX_SENTENCES = 3, 5
-_SENTENCE_END = re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[A-Z0-9\"'(\[`])")
 
 
 @dataclass
@@ -34,24 +32,13 @@ class DigestStats:
     rejected_threads: list[str] = field(default_factory=list)
 
 
-def split_sentences(text: str) -> list[str]:
-    """Split prose into sentences at ., ! or ? followed by a capitalised word."""
-    parts = [p.strip() for p in _SENTENCE_END.split(" ".join(text.split()))]
-    return [p for p in parts if p]
-
-
 def validate_digest(text: str | None) -> str | None:
     """Return the digest cut to at most 5 sentences, or None if it is not 3+ sentences / 30+ chars."""
-    sentences = split_sentences(text or "")
+    sentences = split_sentences(text or "", flatten=True)
     if len(sentences) < MIN_SENTENCES:
         return None
     digest = " ".join(sentences[:MAX_SENTENCES])
     return digest if len(digest) >= MIN_DIGEST_CHARS else None
-
-
-def _source_hash(name: str, why: str | None, essences: list[str]) -> str:
-    payload = "\x00".join([name, why or "", *essences])
-    return hashlib.sha256(payload.encode()).hexdigest()[:32]
 
 
 def compile_digests(conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime) -> DigestStats:
@@ -68,7 +55,7 @@ def compile_digests(conn: duckdb.DuckDBPyConnection, engine: Engine, now: dateti
     ).fetchall()
     stats = DigestStats(eligible=len(threads))
     for thread_id, name, why, stored_source, essences in threads:
-        source = _source_hash(name, why, essences)
+        source = content_hash(name, why or "", *essences)
         if source == stored_source:
             stats.fresh += 1
             continue

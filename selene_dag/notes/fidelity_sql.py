@@ -12,6 +12,7 @@ from datetime import datetime
 import duckdb
 
 from selene_dag.paths import transform_sql
+from selene_dag.store import transaction
 
 
 def _check_now(now: datetime) -> None:
@@ -51,11 +52,6 @@ def apply_fidelity_tiers(conn: duckdb.DuckDBPyConnection, now: datetime) -> int:
     """
     _check_now(now)
     sql = fidelity_update_sql()
-    conn.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(conn):
         changed = conn.execute(sql, {"now": now}).fetchone()[0]
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return int(changed)

@@ -15,7 +15,6 @@ JSONL: one note per line in the format of ``til.jsonl``: ``id``, ``title``, ``co
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from typing import Any
 import orjson
 import yaml
 
+from selene_dag import text as _text
 from selene_dag.config import parse_datetime
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
@@ -79,16 +79,13 @@ class IngestResult:
 
 
 def content_hash(title: str, content: str) -> str:
-    """Return the sha256 hex digest identifying a note's title and content."""
-    return hashlib.sha256(f"{title}\x00{content}".encode()).hexdigest()
+    """Return the sha256 hex digest (64 digits) identifying a note's title and content."""
+    return _text.content_hash(title, content, length=64)
 
 
 def notes_data_version(pairs: Iterable[tuple[str, str]]) -> str:
     """Hash ``(id, content_hash)`` pairs in id order into one short data version."""
-    digest = hashlib.sha256()
-    for note_id, chash in sorted(pairs):
-        digest.update(f"{note_id}\x00{chash}\n".encode())
-    return digest.hexdigest()[:32]
+    return _text.hash_rows(sorted(pairs))
 
 
 def note_files(path: Path) -> list[Path]:

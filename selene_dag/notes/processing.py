@@ -2,15 +2,15 @@
 
 Incremental: only notes that are new, changed since their analysis, or lack an essence are
 analysed, newest first. A note that cost a model call is committed as soon as it is
-stored; other notes (extractive, or answered from the call cache) are committed at least
-every ``COMMIT_EVERY_SECONDS`` instead of paying one disk sync each. A crash or a server
+analysed; other notes (extractive, or answered from the call cache) are committed in one
+transaction per batch, at least every ``COMMIT_EVERY_SECONDS``, instead of paying one disk
+sync each. A crash or a server
 going down loses at most that cheap window, and a re-run resumes where the committed work
 ends.
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -20,6 +20,8 @@ import duckdb
 
 from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine
 from selene_dag.paths import transform_sql
+from selene_dag.store import transaction
+from selene_dag.text import hash_rows
 
 COMMIT_EVERY_SECONDS = 0.5
 
@@ -69,8 +71,19 @@ def analyse_notes(
     stats = AnalysisStats(pending=len(todo))
     upsert = transform_sql("essence_upsert")
     engine_label = f"{engine.name}:{engine.model}"
-    conn.execute("BEGIN TRANSACTION")
+    pending: list[dict[str, object]] = []
     last_commit = time.monotonic()
+
+    def commit_pending() -> None:
+        nonlocal last_commit
+        batch = pending.copy()
+        pending.clear()
+        if batch:
+            with transaction(conn):
+                for params in batch:
+                    conn.execute(upsert, params)
+        last_commit = time.monotonic()
+
     try:
         for index, (note_id, title, content, chash) in enumerate(todo, start=1):
             calls_before = engine.calls_made
@@ -79,8 +92,7 @@ def analyse_notes(
             if essence is None:
                 stats.rejected_essences += 1
                 stats.rejected_ids.append(note_id)
-            conn.execute(
-                upsert,
+            pending.append(
                 {
                     "note_id": note_id,
                     "concepts": list(analysis.concepts),
@@ -89,19 +101,17 @@ def analyse_notes(
                     "essence_at": now,
                     "source_hash": chash,
                     "engine": engine_label,
-                },
+                }
             )
             stats.analysed += 1
             paid_for = engine.calls_made > calls_before
             if paid_for or time.monotonic() - last_commit >= COMMIT_EVERY_SECONDS:
-                conn.execute("COMMIT")
-                conn.execute("BEGIN TRANSACTION")
-                last_commit = time.monotonic()
+                commit_pending()
             if progress:
                 progress(index, len(todo))
     finally:
         # Keep every completed note, also when the engine fails on the next one.
-        conn.execute("COMMIT")
+        commit_pending()
     return stats
 
 
@@ -111,7 +121,4 @@ def processed_version(conn: duckdb.DuckDBPyConnection) -> str:
         "SELECT p.note_id, p.essence, p.concepts, p.primary_theme FROM processed_notes p "
         "JOIN notes n ON n.id = p.note_id WHERE n.deleted_at IS NULL ORDER BY p.note_id"
     ).fetchall()
-    digest = hashlib.sha256()
-    for row in rows:
-        digest.update(repr(row).encode())
-    return digest.hexdigest()[:32]
+    return hash_rows(rows)

@@ -7,16 +7,17 @@ through a ``ContextBuilder(3000)``; its proposals become ``origin='model'`` thre
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
 
+from selene_dag.context.builder import ContextBuilder
 from selene_dag.llm.engine import Engine
 from selene_dag.paths import transform_sql
-from selene_dag.store import execute_script
+from selene_dag.store import execute_script, transaction
+from selene_dag.text import hash_rows
 
 DETECT_NOTE_LIMIT = 30
 DETECT_BUDGET_TOKENS = 3000
@@ -36,9 +37,11 @@ def _slug(text: str) -> str:
 
 
 def detect_model_threads(conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime) -> int:
-    """Run the engine's thread detection over up to 30 newest unthreaded notes; return added."""
-    from selene_dag.context.builder import ContextBuilder
+    """Run the engine's thread detection over up to 30 newest unthreaded notes; return added.
 
+    The notes reach the engine as a context of 3000 tokens of the engine's model (the model
+    that reads it), besides the notes themselves.
+    """
     rows = conn.execute(
         "SELECT n.id, n.title, n.content, p.essence, p.primary_theme, p.concepts, p.fidelity_tier "
         "FROM notes n JOIN processed_notes p ON p.note_id = n.id "
@@ -51,7 +54,7 @@ def detect_model_threads(conn: duckdb.DuckDBPyConnection, engine: Engine, now: d
         return 0
     keys = ("id", "title", "content", "essence", "primary_theme", "concepts", "fidelity_tier")
     notes = [dict(zip(keys, row, strict=True)) for row in rows]
-    builder = ContextBuilder(DETECT_BUDGET_TOKENS)
+    builder = ContextBuilder(DETECT_BUDGET_TOKENS, model=engine.model)
     for note in notes:
         builder.add_note(note)
     known = {n["id"] for n in notes}
@@ -87,13 +90,8 @@ def refresh_threads(
     ``active_days`` of ``now``, else archived.
     """
     params = {"now": now, "active_days": active_days}
-    conn.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(conn):
         execute_script(conn, transform_sql("threads_by_topic"), params)
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     added = detect_model_threads(conn, engine, now) if engine is not None else 0
     conn.execute(transform_sql("threads_refresh_model"), params)
     total, active = conn.execute(
@@ -108,4 +106,4 @@ def threads_version(conn: duckdb.DuckDBPyConnection) -> str:
         "SELECT t.id, t.status, list(tn.note_id ORDER BY tn.note_id) FROM threads t "
         "LEFT JOIN thread_notes tn ON tn.thread_id = t.id GROUP BY t.id, t.status ORDER BY t.id"
     ).fetchall()
-    return hashlib.sha256(repr(rows).encode()).hexdigest()[:32]
+    return hash_rows(rows)

@@ -18,7 +18,8 @@ from typing import Any
 import duckdb
 
 from selene_dag.context.tokens import count_tokens, default_model, truncate_to_tokens
-from selene_dag.retrieval.ask import ask, check_budget
+from selene_dag.errors import UsageError, check_budget
+from selene_dag.retrieval.pack import ask
 from selene_dag.retrieval.search import Candidate, newest_notes, search
 
 METHODS = ("ask", "newest_first", "bm25_topk")
@@ -34,7 +35,11 @@ class Question:
 
 
 def load_questions(path: str | Path) -> list[Question]:
-    """Parse a JSONL question file; ValueError names the line of any malformed entry."""
+    """Parse a JSONL question file into its questions, in file order.
+
+    Raises FileNotFoundError when ``path`` is not a file, and UsageError (a ValueError)
+    naming the line of any malformed entry, or when the file holds no question.
+    """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such question file")
@@ -45,23 +50,23 @@ def load_questions(path: str | Path) -> list[Question]:
         try:
             data = json.loads(line)
         except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not JSON ({exc.msg})") from None
+            raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from None
         question = data.get("question") if isinstance(data, dict) else None
         facts = data.get("must_contain") if isinstance(data, dict) else None
         if not isinstance(question, str) or not question.strip():
-            raise ValueError(f"{path}:{number}: 'question' must be a non-empty string")
+            raise UsageError(f"{path}:{number}: 'question' must be a non-empty string")
         if (
             not isinstance(facts, list)
             or not facts
             or not all(isinstance(f, str) and f for f in facts)
         ):
-            raise ValueError(f"{path}:{number}: 'must_contain' must be a non-empty list of strings")
+            raise UsageError(f"{path}:{number}: 'must_contain' must be a non-empty list of strings")
         source = data.get("source")
         if source is not None and not isinstance(source, str):
-            raise ValueError(f"{path}:{number}: 'source' must be a string")
+            raise UsageError(f"{path}:{number}: 'source' must be a string")
         questions.append(Question(question, tuple(facts), source))
     if not questions:
-        raise ValueError(f"{path}: no questions")
+        raise UsageError(f"{path}: no questions")
     return questions
 
 
@@ -146,7 +151,7 @@ def evaluate(
 
     Read-only: no ``last_accessed_at`` stamps. Needs a built ``search_index``.
     """
-    budget = check_budget(budget)
+    budget = check_budget(budget, "budget", minimum=1)
     model = model or default_model()
     report = EvalReport(budget, model)
     newest = truncation_pack(newest_notes(conn), budget, model)

@@ -22,8 +22,10 @@ from pathlib import Path
 
 import duckdb
 
+from selene_dag.context.tokens import count_tokens_batch, default_model
+from selene_dag.errors import SeleneError
 from selene_dag.paths import transform_sql
-from selene_dag.store import execute_script
+from selene_dag.store import execute_script, transaction
 
 DOCS_TABLE = "search_docs"
 FTS_SCHEMA = f"fts_main_{DOCS_TABLE}"
@@ -37,7 +39,7 @@ BM25_B = 0.75
 _COUNT_BATCH = 512
 
 
-class SearchIndexError(RuntimeError):
+class SearchIndexError(SeleneError, RuntimeError):
     """The full-text index cannot be built or used (missing extension, no index yet)."""
 
 
@@ -178,8 +180,6 @@ def header_text(citation: str, title: str) -> str:
 
 
 def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str) -> None:
-    from selene_dag.context.tokens import count_tokens_batch
-
     conn.execute(
         f"CREATE OR REPLACE TABLE {DOC_TOKENS_TABLE} (doc_id VARCHAR PRIMARY KEY, "
         "model VARCHAR NOT NULL, header_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL)"
@@ -209,13 +209,10 @@ def build_index(
 
     The documents, derived tables and the stored version change in one transaction.
     """
-    from selene_dag.context.tokens import default_model
-
     model = model or default_model()
     load_fts(conn)
     version = corpus_version(conn)
-    conn.execute("BEGIN TRANSACTION")
-    try:
+    with transaction(conn):
         execute_script(conn, transform_sql("search_docs"))
         conn.execute(
             f"PRAGMA create_fts_index('{DOCS_TABLE}', 'doc_id', 'title', 'body', "
@@ -231,8 +228,4 @@ def build_index(
             "INSERT OR REPLACE INTO search_index_meta VALUES (1, ?, ?, ?)",
             [version, notes + chunks, now],
         )
-        conn.execute("COMMIT")
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
     return BuildResult(int(notes), int(chunks), version)

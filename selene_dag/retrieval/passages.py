@@ -20,14 +20,13 @@ section (the heading above it). ``piece_relevance`` scores each piece in [0, 1]:
 from __future__ import annotations
 
 import itertools
-import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from selene_dag.retrieval.rerank import CoverageMatcher
+from selene_dag.retrieval.terms import CoverageMatcher
+from selene_dag.text import split_sentences
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=\S)")
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
@@ -99,16 +98,12 @@ def segment(text: str) -> list[Piece]:
             section += 1
             pieces.append(Piece(line.strip(), "heading", section, -1, "\n"))
             continue
-        sentences = _SENTENCE_END.split(line.strip())
+        # Pieces are units of relevance, not prose: any . ! ? before a non-space ends one.
+        sentences = split_sentences(line.strip(), boundary="any")
         for k, sentence in enumerate(sentences):
             joint = " " if k < len(sentences) - 1 else "\n"
             pieces.append(Piece(sentence, "text", section, -1, joint))
     return pieces
-
-
-def idf(df: int, n_docs: int) -> float:
-    """BM25's inverse document frequency, > 0 for every df in [0, n_docs]."""
-    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
 def _weighted_share(found: set[str], weights: Mapping[str, float], total: float) -> float:

@@ -8,14 +8,17 @@ session chunks, fidelity tier and recency for notes.
 
 from __future__ import annotations
 
-import hashlib
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from selene_dag.retrieval.search import Candidate
+from selene_dag.retrieval.terms import CoverageMatcher
+from selene_dag.text import content_hash
+
+# Seed 003's duplicate test: two documents whose first this many characters are equal.
+DEDUP_CHARS = 500
 
 DEFAULT_TIER_WEIGHTS: Mapping[str, float] = {
     "full": 1.0,
@@ -69,8 +72,9 @@ class Ranked:
 
 
 def dedup_key(text: str) -> str:
-    """sha256 of the first 500 characters (seed 003's duplicate test)."""
-    return hashlib.sha256(text[:500].encode("utf-8")).hexdigest()
+    """The full sha256 hex digest (64 digits) of the first 500 characters of ``text``: the
+    ``dedup_key`` column of ``search_docs`` (seed 003's duplicate test)."""
+    return content_hash(text[:DEDUP_CHARS], length=64)
 
 
 def dedup(candidates: Sequence[Candidate]) -> list[Candidate]:
@@ -83,80 +87,6 @@ def dedup(candidates: Sequence[Candidate]) -> list[Candidate]:
             best[cand.dedup_key] = cand
     winners = {id(c) for c in best.values()}
     return [c for c in candidates if id(c) in winners]
-
-
-_SUFFIXES = ("ations", "ation", "ings", "ing", "ies", "ied", "ed", "es", "ly", "s")
-
-
-def stem(word: str) -> str:
-    """A light suffix stripper ("indexing" → "index"): enough for substring coverage."""
-    for suffix in _SUFFIXES:
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-class CoverageMatcher:
-    """Finds which question terms (stemmed, matched at a word start) occur in a text, in
-    one regex pass per text: alternatives are tried longest first, and a stem is found
-    wherever a longer matched stem starts with it (both match at that position)."""
-
-    def __init__(self, terms: Sequence[str]) -> None:
-        self.terms = list(terms)
-        self.stems = [stem(t) for t in self.terms]
-        alternatives = sorted(set(self.stems), key=lambda s: (-len(s), s))
-        self._pattern = (
-            re.compile(r"\b(" + "|".join(re.escape(a) for a in alternatives) + ")")
-            if alternatives
-            else None
-        )
-        self._implied: dict[str, frozenset[str]] = {
-            a: frozenset(s for s in alternatives if a.startswith(s)) for a in alternatives
-        }
-
-    def found(self, text: str) -> set[str]:
-        """The stems found in ``text`` (compared lower-case)."""
-        if self._pattern is None or not text:
-            return set()
-        out: set[str] = set()
-        for match in set(self._pattern.findall(text.lower())):
-            out |= self._implied[match]
-        return out
-
-    def coverage(
-        self,
-        title: str,
-        body: str,
-        title_bonus: float = 1.0,
-        weights: Mapping[str, float] | None = None,
-    ) -> float:
-        """See :func:`term_coverage`."""
-        if not self.terms:
-            return 0.0
-        in_title = self.found(title)
-        in_body = self.found(body)
-        total = 0.0
-        norm = 0.0
-        for s in self.stems:
-            w = weights.get(s, 1.0) if weights else 1.0
-            t = s in in_title
-            total += w * (float(t or s in in_body) + title_bonus * float(t)) / (1.0 + title_bonus)
-            norm += w
-        return total / norm if norm else 0.0
-
-
-def term_coverage(
-    terms: Sequence[str],
-    title: str,
-    body: str,
-    title_bonus: float = 1.0,
-    weights: Mapping[str, float] | None = None,
-) -> float:
-    """Mean over ``terms`` (stemmed, matched at a word start) of
-    ``(found anywhere + title_bonus * found in title) / (1 + title_bonus)``, weighted by
-    ``weights[stem]`` when given (IDF: a rare word counts more; missing stems weigh 1):
-    in [0, 1], 0.0 for no terms."""
-    return CoverageMatcher(terms).coverage(title, body, title_bonus, weights)
 
 
 def static_score(cand: Candidate, now: datetime, config: RerankConfig) -> float:

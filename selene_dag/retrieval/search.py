@@ -6,189 +6,39 @@ postings of the question's own stemmed terms), so a question never scans every d
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
 
+from selene_dag.errors import UsageError
 from selene_dag.retrieval.index import (
     DOC_TOKENS_TABLE,
     DOCS_TABLE,
     FTS_SCHEMA,
     POSTINGS_TABLE,
+    SearchIndexError,
     index_exists,
     load_fts,
 )
+from selene_dag.retrieval.terms import query_terms, weights_by_stem
 
 SOURCES: dict[str, str] = {"notes": "note", "sessions": "chunk"}
-MAX_TERMS = 32
-# A small list for term coverage; the index itself drops the fts extension's English list.
-STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "above",
-        "after",
-        "again",
-        "against",
-        "all",
-        "am",
-        "an",
-        "and",
-        "any",
-        "are",
-        "as",
-        "at",
-        "be",
-        "because",
-        "been",
-        "before",
-        "being",
-        "below",
-        "between",
-        "both",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "doing",
-        "down",
-        "during",
-        "each",
-        "few",
-        "for",
-        "from",
-        "further",
-        "had",
-        "has",
-        "have",
-        "having",
-        "he",
-        "her",
-        "here",
-        "hers",
-        "herself",
-        "him",
-        "himself",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "itself",
-        "just",
-        "me",
-        "more",
-        "most",
-        "my",
-        "myself",
-        "no",
-        "nor",
-        "not",
-        "now",
-        "of",
-        "off",
-        "on",
-        "once",
-        "only",
-        "or",
-        "other",
-        "our",
-        "ours",
-        "ourselves",
-        "out",
-        "over",
-        "own",
-        "same",
-        "she",
-        "should",
-        "so",
-        "some",
-        "such",
-        "than",
-        "that",
-        "the",
-        "their",
-        "theirs",
-        "them",
-        "themselves",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "through",
-        "to",
-        "too",
-        "under",
-        "until",
-        "up",
-        "very",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "while",
-        "who",
-        "whom",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-        "yours",
-        "yourself",
-        "yourselves",
-        "use",
-        "used",
-        "using",
-        "get",
-        "make",
-        "way",
-        "want",
-        "need",
-    ]
-)
-_WORD = re.compile(r"[^\W_]+")
-
-
-def query_terms(question: str) -> list[str]:
-    """Distinct lower-case words of ``question`` minus stopwords and 1-letter words, in
-    order, at most 32: the only thing that reaches the FTS engine (no quotes, operators)."""
-    if not isinstance(question, str):
-        raise TypeError(f"question must be a str, got {type(question).__name__}")
-    seen: dict[str, None] = {}
-    for word in _WORD.findall(question.lower()):
-        if len(word) > 1 and word not in STOPWORDS and word not in seen:
-            seen[word] = None
-        if len(seen) >= MAX_TERMS:
-            break
-    return list(seen)
 
 
 def parse_sources(sources: str | Sequence[str] | None) -> tuple[str, ...]:
-    """``"notes,sessions"`` or a sequence → validated tuple; None means both."""
+    """``"notes,sessions"`` or a sequence → validated tuple; None means both.
+
+    Raises UsageError (a ValueError) naming any unknown source, or when none is given.
+    """
     if sources is None:
         return tuple(SOURCES)
     items = sources.split(",") if isinstance(sources, str) else list(sources)
     names = tuple(dict.fromkeys(s.strip().lower() for s in items if s.strip()))
     unknown = [s for s in names if s not in SOURCES]
     if unknown or not names:
-        raise ValueError(
+        raise UsageError(
             f"unknown source {', '.join(unknown) or '(none)'}: expected notes, sessions or both"
         )
     return names
@@ -261,20 +111,13 @@ _DOC_COUNT_SQL = f"SELECT num_docs FROM {FTS_SCHEMA}.stats"
 
 def term_weights(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> dict[str, float]:
     """BM25 IDF of each question term in the index, keyed by the term's light stem
-    (``rerank.stem``): rare words weigh more. A term absent from the corpus counts as
-    found in one document. Needs a built index."""
-    from selene_dag.retrieval.passages import idf
-    from selene_dag.retrieval.rerank import stem
-
+    (``terms.stem``): rare words weigh more. A term absent from the corpus counts as
+    found in one document (see ``terms.weights_by_stem``). Needs a built index."""
     if not terms:
         return {}
     load_fts(conn)
     n_docs = int(conn.execute(_DOC_COUNT_SQL).fetchone()[0])
-    out: dict[str, float] = {}
-    for word, df in conn.execute(_TERM_DF_SQL, [list(terms)]).fetchall():
-        key = stem(word)
-        out[key] = max(out.get(key, 0.0), idf(max(1, int(df)), n_docs))
-    return out
+    return weights_by_stem(conn.execute(_TERM_DF_SQL, [list(terms)]).fetchall(), n_docs)
 
 
 def search(
@@ -288,10 +131,9 @@ def search(
     stored token counts of ``model`` when the index was built for it.
 
     An empty list when the question has no searchable word or nothing matches. Raises
-    SearchIndexError when the index was never built (or lacks its postings).
+    SearchIndexError when the index was never built (or lacks its postings), ValueError
+    when ``limit`` < 1, UsageError for an unknown source.
     """
-    from selene_dag.retrieval.index import SearchIndexError
-
     if limit < 1:
         raise ValueError(f"limit must be >= 1, got {limit}")
     terms = query_terms(question)

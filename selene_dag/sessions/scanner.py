@@ -12,8 +12,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from selene_dag.sessions.parsers.detect import detect_platform_bytes
 from selene_dag.config import SessionRoot
+from selene_dag.sessions.parsers.detect import detect_platform_bytes
 
 _DETECT_BYTES = 8192
 

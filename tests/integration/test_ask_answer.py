@@ -5,7 +5,7 @@ import dagster as dg
 from typer.testing import CliRunner
 
 from selene_dag.cli import app
-from selene_dag.defs.runner import materialize
+from selene_dag.defs.runs import materialize
 from tests.integration.test_ask_dagster import notes_home  # noqa: F401  (fixture)
 from tests.support.fake_ollama import FakeOllama
 

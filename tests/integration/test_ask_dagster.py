@@ -11,9 +11,8 @@ import typer
 from typer.testing import CliRunner
 
 from selene_dag.context.tokens import count_tokens
-from selene_dag.defs.assets_context import CONTEXT_ASSETS, CONTEXT_CHECKS, search_index
 from selene_dag.defs.resources import default_resources
-from selene_dag.retrieval.commands import register
+from selene_dag.defs.retrieval import RETRIEVAL_ASSETS, RETRIEVAL_CHECKS, search_index
 from selene_dag.store import connect
 from tests.support.ask import NOTES
 
@@ -21,11 +20,11 @@ from tests.support.ask import NOTES
 def _defs() -> dg.Definitions:
     from selene_dag.definitions import defs
 
-    assets = [a for a in defs.assets or [] if a not in CONTEXT_ASSETS]
-    checks = [c for c in defs.asset_checks or [] if c not in CONTEXT_CHECKS]
+    assets = [a for a in defs.assets or [] if a not in RETRIEVAL_ASSETS]
+    checks = [c for c in defs.asset_checks or [] if c not in RETRIEVAL_CHECKS]
     return dg.Definitions(
-        assets=[*assets, *CONTEXT_ASSETS],
-        asset_checks=[*checks, *CONTEXT_CHECKS],
+        assets=[*assets, *RETRIEVAL_ASSETS],
+        asset_checks=[*checks, *RETRIEVAL_CHECKS],
         resources=default_resources(),
     )
 
@@ -88,7 +87,7 @@ def test_unpartitioned_run_without_session_partitions(notes_home: Path) -> None:
 
 
 def _ingest() -> None:
-    from selene_dag.defs.runner import materialize
+    from selene_dag.defs.runs import materialize
 
     materialize(
         ["raw_notes", "processed_notes", "threads", "fidelity_tiers"],
@@ -97,8 +96,8 @@ def _ingest() -> None:
 
 
 def _cli() -> typer.Typer:
-    app = typer.Typer()
-    register(app)
+    from selene_dag.cli import app
+
     return app
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from selene_dag.config import load_settings
 from selene_dag.context.tokens import count_tokens
-from selene_dag.retrieval.ask import ask
 from selene_dag.retrieval.index import (
     DOC_TOKENS_TABLE,
     DOCS_TABLE,
@@ -21,9 +21,10 @@ from selene_dag.retrieval.index import (
     index_exists,
     load_fts,
 )
-from selene_dag.retrieval.search import query_terms, search
-from selene_dag.retrieval.server import SharedStore
-from selene_dag.config import load_settings
+from selene_dag.retrieval.pack import ask
+from selene_dag.retrieval.search import search
+from selene_dag.retrieval.terms import query_terms
+from selene_dag.service import SharedStore
 from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
 

@@ -10,10 +10,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selene_dag.context.tokens import count_tokens
+from selene_dag.errors import SeleneError
 from selene_dag.notes.context_notes import mark_accessed
-from selene_dag.retrieval.ask import ask
 from selene_dag.retrieval.evaluate import Question, applicable, evaluate
-from selene_dag.retrieval.index import build_index, index_exists, index_is_stale
+from selene_dag.retrieval.index import (
+    SearchIndexError,
+    build_index,
+    index_exists,
+    index_is_stale,
+)
+from selene_dag.retrieval.pack import ask
 from selene_dag.retrieval.search import search, term_weights
 from selene_dag.store import connect
 from tests.support.ask import NOW, SESSION_PATH, add_session, seed_store
@@ -127,14 +133,13 @@ def test_budget_is_a_hard_promise(store, budget: int, question: str) -> None:
 
 
 def test_search_needs_an_index(tmp_path: Path) -> None:
-    from selene_dag.retrieval.index import SearchIndexError
-
     seed_store(tmp_path / "s.duckdb", with_session=False)
     conn = connect(tmp_path / "s.duckdb")
     try:
         assert not index_exists(conn) and index_is_stale(conn)
-        with pytest.raises(SearchIndexError, match="never built"):
+        with pytest.raises(SearchIndexError, match="never built") as raised:
             search(conn, "docker", ("notes",))
+        assert isinstance(raised.value, SeleneError)
     finally:
         conn.close()
 

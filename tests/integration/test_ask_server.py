@@ -13,9 +13,9 @@ import httpx
 import pytest
 import uvicorn
 
+from selene_dag.api import create_app
 from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval.index import build_index
-from selene_dag.retrieval.server import create_app
 from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
 

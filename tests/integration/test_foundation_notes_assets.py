@@ -9,8 +9,8 @@ from pathlib import Path
 import dagster as dg
 import pytest
 
-from selene_dag.defs.runner import materialize
 from selene_dag.config import load_settings
+from selene_dag.defs.runs import materialize
 from selene_dag.store import open_store
 
 
@@ -98,7 +98,7 @@ def test_bad_file_ingests_the_rest_and_deleted_file_marks_notes(tmp_path, monkey
 def test_notes_source_observation_tracks_content(corpus):
     from dagster._core.definitions.observe import observe as dagster_observe
 
-    from selene_dag.defs.assets_notes import notes_source
+    from selene_dag.defs.notes import notes_source
     from selene_dag.defs.resources import SeleneResource
 
     def observe():

@@ -7,10 +7,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from selene_dag.llm.cache import LLMCache, cache_clear, cache_stats
-from selene_dag.llm.engine import get_engine
-from selene_dag.llm.extractive import ExtractiveEngine
 from selene_dag.config import load_settings
+from selene_dag.llm import get_engine
+from selene_dag.llm.cache import LLMCache, cache_clear, cache_stats
+from selene_dag.llm.extractive import ExtractiveEngine
 from selene_dag.store import connect
 
 NOTES = [("Grid layout", "CSS grid places items in rows and columns. It beats floats for layout.")]

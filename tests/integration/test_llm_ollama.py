@@ -6,13 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from selene_dag.context.tokens import count_tokens
-from selene_dag.text import split_sentences
-from selene_dag.llm.cache import LLMCache, cache_stats
-from selene_dag.llm.engine import Engine, EngineResponseError, EngineUnavailable, get_engine
-from selene_dag.llm.ollama import OllamaEngine
 from selene_dag.config import load_settings
+from selene_dag.context.tokens import count_tokens
+from selene_dag.llm import get_engine
+from selene_dag.llm.cache import LLMCache, cache_stats
+from selene_dag.llm.engine import Engine, EngineResponseError, EngineUnavailable
+from selene_dag.llm.ollama import OllamaEngine
 from selene_dag.store import connect
+from selene_dag.text import split_sentences
 from tests.support.fake_ollama import FakeOllama, fake_ollama, free_port  # noqa: F401
 
 NOTE_TITLE = "Avoiding length errors in Apache Bench"

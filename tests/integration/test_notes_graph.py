@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from selene_dag.context import count_tokens
-from selene_dag.defs.runner import materialize, unpartitioned_selection
-from selene_dag.notes.digests import split_sentences
+from selene_dag.defs.runs import materialize, unpartitioned_selection
 from selene_dag.notes.fidelity import compute_tier
 from selene_dag.store import open_store
+from selene_dag.text import split_sentences
 
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
 
@@ -106,7 +106,7 @@ def test_threads_tiers_and_digests_match_rules_applied_to_the_source(graph):
     assert {t for t, (_, _, digest) in threads.items() if digest} == eligible
     for t in eligible:
         digest = threads[t][2]
-        assert 3 <= len(split_sentences(digest)) <= 5 and len(digest) >= 30
+        assert 3 <= len(split_sentences(digest, flatten=True)) <= 5 and len(digest) >= 30
     for row in source:
         age = (NOW - datetime.fromisoformat(row["created_at"])).total_seconds() / 86400
         status = "active" if row["topic"].lower() in active else "archived"
@@ -146,7 +146,7 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
 
 
 def test_daily_summaries_backfill_a_range_in_one_run(graph_env):
-    from selene_dag.defs.runner import materialize_daily_range
+    from selene_dag.defs.runs import materialize_daily_range
 
     instance = dg.DagsterInstance.ephemeral()
     result = materialize_daily_range(instance, "2024-01-01", "2024-03-31")

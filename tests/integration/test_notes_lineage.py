@@ -8,9 +8,9 @@ import pytest
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._core.definitions.observe import observe
 
-from selene_dag.defs.assets_notes import notes_source
+from selene_dag.defs.notes import notes_source
 from selene_dag.defs.resources import SeleneResource
-from selene_dag.defs.runner import materialize, unpartitioned_selection
+from selene_dag.defs.runs import materialize, unpartitioned_selection
 from selene_dag.store import open_store
 from tests.conftest import DEMO_NOTES
 from tests.support.fake_ollama import FakeOllama
@@ -142,39 +142,64 @@ def test_ollama_engine_runs_the_same_assets_with_the_seed_limit(small_corpus, mo
     assert cached >= 12
 
 
-def test_schedules_follow_seed_000_times():
+def _requested(defs, instance, at, cursor):
+    result = dg.evaluate_automation_conditions(
+        defs=defs, instance=instance, evaluation_time=at, cursor=cursor
+    )
+    keys = {r.key.to_user_string() for r in result.results if r.true_subset.size}
+    return keys, result.cursor
+
+
+def test_cadences_follow_seed_000_times():
+    """Seed 000's launchd times as automation conditions: essences every 5 minutes, digests
+    hourly, tiers daily at 03:00, each day's summary at 00:30; nothing between ticks."""
     from selene_dag.definitions import defs
 
-    schedules = {s.name: s for s in defs.schedules}
-    assert schedules["essences_every_5_minutes"].cron_schedule == "*/5 * * * *"
-    assert schedules["fidelity_daily_0300"].cron_schedule == "0 3 * * *"
-    assert schedules["digests_hourly"].cron_schedule == "0 * * * *"
-    at = datetime(2026, 7, 15, 3, 0, tzinfo=UTC)
-    for name, schedule in schedules.items():
-        if name.startswith("daily_summaries"):
-            continue
-        context = dg.build_schedule_context(scheduled_execution_time=at)
-        requests = list(schedule.evaluate_tick(context).run_requests or [])
-        assert len(requests) == 1
-    targets = {
-        name: defs.resolve_job_def(schedules[name].job_name).asset_layer.executable_asset_keys
-        for name in ("fidelity_daily_0300", "digests_hourly")
+    instance = dg.DagsterInstance.ephemeral()
+    for assets_def in defs.assets:
+        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.partitions_def is None:
+            for key in assets_def.keys:
+                instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    start = datetime(2026, 7, 15, 2, 58, tzinfo=UTC)
+    _, cursor = _requested(defs, instance, start, None)
+    at_three, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 1, tzinfo=UTC), cursor)
+    assert {"processed_notes", "fidelity_tiers", "thread_digests"} <= at_three
+    between, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 3, tzinfo=UTC), cursor)
+    assert between == set()
+    five_past, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 6, tzinfo=UTC), cursor)
+    assert "processed_notes" in five_past
+    conditions = {
+        key.to_user_string(): repr(a.automation_conditions_by_key.get(key))
+        for a in defs.assets
+        if isinstance(a, dg.AssetsDefinition)
+        for key in a.keys
     }
-    daily = defs.resolve_schedule_def("daily_summaries_job_schedule")
-    assert daily.cron_schedule == "30 0 * * *"
-    assert {k.to_user_string() for k in targets["fidelity_daily_0300"]} == {"fidelity_tiers"}
-    assert {k.to_user_string() for k in targets["digests_hourly"]} == {"thread_digests"}
+    assert "*/5 * * * *" in conditions["processed_notes"]
+    assert "0 3 * * *" in conditions["fidelity_tiers"]
+    assert "0 * * * *" in conditions["thread_digests"]
+    assert "30 0 * * *" in conditions["daily_summaries"]
+    assert not list(defs.schedules or [])  # one mechanism per cadence
 
 
 def test_notes_folder_sensor_fires_on_change_only(small_corpus):
-    from selene_dag.defs.automation_notes import notes_folder_sensor
+    from selene_dag.defs.notes import notes_folder_sensor
 
     path, _rows = small_corpus
     instance = dg.DagsterInstance.ephemeral()
-    first = notes_folder_sensor(dg.build_sensor_context(instance=instance))
+    first = notes_folder_sensor(
+        dg.build_sensor_context(instance=instance, resources={"selene": SeleneResource()})
+    )
     assert len(first.run_requests) == 1
-    idle = notes_folder_sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor))
+    idle = notes_folder_sensor(
+        dg.build_sensor_context(
+            instance=instance, cursor=first.cursor, resources={"selene": SeleneResource()}
+        )
+    )
     assert not idle.run_requests
     (path.parent / "new.md").write_text("# New note\nbody")
-    changed = notes_folder_sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor))
+    changed = notes_folder_sensor(
+        dg.build_sensor_context(
+            instance=instance, cursor=first.cursor, resources={"selene": SeleneResource()}
+        )
+    )
     assert len(changed.run_requests) == 1 and changed.cursor != first.cursor

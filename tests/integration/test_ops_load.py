@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from selene_dag.retrieval.index import build_index
-from selene_dag.retrieval.loadtest import run_load, start_server
 from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
+from tests.support.loadtest import run_load, start_server
 
 QUESTIONS = [
     "How do I attach a bash shell to a running Docker container?",

@@ -10,11 +10,11 @@ import dagster as dg
 import duckdb
 import pytest
 
-from selene_dag.defs.assets_sessions import SESSION_PARTITIONS, SESSION_SPINE
-from selene_dag.defs.resources import SeleneResource
-from selene_dag.sessions.commands import distill_report, distill_status
-from selene_dag.sessions.scanner import scan_roots
 from selene_dag.config import load_settings
+from selene_dag.defs.resources import SeleneResource
+from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE
+from selene_dag.sessions.report import distill_report, distill_status
+from selene_dag.sessions.scanner import scan_roots
 from tests.support.sessions import REAL_CODEX
 
 TABLES = ("session_files", "session_events", "chunks", "chunk_scores", "distilled_sessions")

@@ -11,13 +11,16 @@ import dagster as dg
 import duckdb
 import pytest
 
-from selene_dag.defs.assets_sessions import SESSION_PARTITIONS, SESSION_SPINE
-from selene_dag.defs.automation_sessions import session_files_sensor
-from selene_dag.defs.checks_sessions import SESSION_CHECKS
+from selene_dag.config import load_settings
 from selene_dag.defs.resources import SeleneResource
+from selene_dag.defs.sessions import (
+    SESSION_CHECKS,
+    SESSION_PARTITIONS,
+    SESSION_SPINE,
+    session_files_sensor,
+)
 from selene_dag.sessions.parsers import parse_file
 from selene_dag.sessions.scanner import scan_roots
-from selene_dag.config import load_settings
 from tests.support.sessions import (
     REAL_CLAUDE,
     REAL_CODEX,
@@ -159,13 +162,19 @@ def test_rerun_is_idempotent(world, first_run) -> None:
 
 def test_sensor_adds_partitions_and_requests_new_or_grown_files(world) -> None:
     instance = dg.DagsterInstance.ephemeral()
-    ctx = dg.build_sensor_context(instance=instance, cursor=None)
+    ctx = dg.build_sensor_context(
+        instance=instance, cursor=None, resources={"selene": SeleneResource()}
+    )
     first = session_files_sensor(ctx)
     keys = sorted(f.session_key for f in world["files"])
     assert sorted(r.partition_key for r in first.run_requests) == keys
     assert sorted(first.dynamic_partitions_requests[0].partition_keys) == keys
     instance.add_dynamic_partitions(SESSION_PARTITIONS.name, keys)
-    idle = session_files_sensor(dg.build_sensor_context(instance=instance, cursor=first.cursor))
+    idle = session_files_sensor(
+        dg.build_sensor_context(
+            instance=instance, cursor=first.cursor, resources={"selene": SeleneResource()}
+        )
+    )
     assert idle.run_requests == [] and idle.dynamic_partitions_requests == []
     codex = next(f for f in world["files"] if f.platform == "codex")
     with open(codex.path, "a", encoding="utf-8") as handle:
@@ -179,20 +188,24 @@ def test_sensor_adds_partitions_and_requests_new_or_grown_files(world) -> None:
             )
             + "\n"
         )
-    grown = session_files_sensor(dg.build_sensor_context(instance=instance, cursor=idle.cursor))
+    grown = session_files_sensor(
+        dg.build_sensor_context(
+            instance=instance, cursor=idle.cursor, resources={"selene": SeleneResource()}
+        )
+    )
     assert [r.partition_key for r in grown.run_requests] == [codex.session_key]
     assert grown.dynamic_partitions_requests == []
 
 
 def test_cli_functions(world, first_run) -> None:
-    from selene_dag.sessions.commands import (
+    from selene_dag.service import (
         distill_assess,
         distill_report,
         distill_scan,
         distill_seed,
         distill_status,
-        resolve_sessions,
     )
+    from selene_dag.sessions.report import resolve_sessions
 
     settings = world["settings"]
     scan = distill_scan(settings)
@@ -218,7 +231,7 @@ def test_cli_functions(world, first_run) -> None:
 
 
 def test_project_distillation_spans_a_projects_sessions(world, first_run) -> None:
-    from selene_dag.defs.assets_sessions import project_distillations
+    from selene_dag.defs.sessions import project_distillations
 
     result = dg.materialize(
         [project_distillations, *SESSION_SPINE],

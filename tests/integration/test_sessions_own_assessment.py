@@ -8,10 +8,10 @@ import json
 from datetime import UTC, datetime
 from pathlib import Path
 
-from selene_dag.llm.cli_assessors import build_prompt
-from selene_dag.sessions.pipeline import ingest_session, is_own_assessment
-from selene_dag.sessions.scanner import scan_roots
 from selene_dag.config import load_settings
+from selene_dag.llm.cli_assessors import build_prompt
+from selene_dag.sessions.scanner import scan_roots
+from selene_dag.sessions.steps import ingest_session, is_own_assessment
 from selene_dag.store import connect
 from tests.support.sessions import REAL_CLAUDE
 

@@ -1,7 +1,7 @@
 """Helpers of the operations tests: subprocess materializations, corpus slices, snapshots.
 
 A materialization in a child process runs the real definitions through
-``selene_dag.defs.runner.materialize`` with an ephemeral instance, configured only by the
+``selene_dag.defs.runs.materialize`` with an ephemeral instance, configured only by the
 environment (SELENE_HOME, SELENE_NOTES_DIR, SELENE_LLM, ...), exactly like the CLI does.
 """
 
@@ -31,7 +31,7 @@ MATERIALIZE_CHILD = """
 import sys, warnings
 warnings.filterwarnings("ignore")
 import dagster as dg
-from selene_dag.defs.runner import failure_message, materialize
+from selene_dag.defs.runs import failure_message, materialize
 result = materialize(sys.argv[1:], dg.DagsterInstance.ephemeral(), raise_on_error=False)
 if not result.success:
     print(failure_message(result), file=sys.stderr)

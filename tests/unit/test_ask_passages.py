@@ -11,13 +11,12 @@ from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval.allocate import DocPlan, allocate, document_weight
 from selene_dag.retrieval.passages import (
     FLOOR,
-    idf,
     join_pieces,
     piece_relevance,
     segment,
     title_share,
 )
-from selene_dag.retrieval.rerank import CoverageMatcher
+from selene_dag.retrieval.terms import CoverageMatcher, idf
 
 MODEL = "mistral:7b"
 

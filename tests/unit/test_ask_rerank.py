@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from datetime import UTC, datetime, timedelta
@@ -12,13 +13,13 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selene_dag.context.tokens import count_tokens
-from selene_dag.retrieval.ask import (
-    check_budget,
+from selene_dag.errors import UsageError, check_budget
+from selene_dag.retrieval.evaluate import load_questions, recall
+from selene_dag.retrieval.pack import (
     pack_ranked,
     passage_summarizer,
     plan_items,
 )
-from selene_dag.retrieval.evaluate import load_questions, recall
 from selene_dag.retrieval.rerank import (
     Ranked,
     RerankConfig,
@@ -26,10 +27,9 @@ from selene_dag.retrieval.rerank import (
     dedup_key,
     rerank,
     static_score,
-    stem,
-    term_coverage,
 )
-from selene_dag.retrieval.search import Candidate, parse_sources, query_terms
+from selene_dag.retrieval.search import Candidate, parse_sources
+from selene_dag.retrieval.terms import query_terms, stem, term_coverage
 
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
 
@@ -74,7 +74,7 @@ def test_parse_sources() -> None:
     assert parse_sources(None) == ("notes", "sessions")
     assert parse_sources("sessions") == ("sessions",)
     assert parse_sources(" notes , notes ") == ("notes",)
-    with pytest.raises(ValueError, match="unknown source"):
+    with pytest.raises(UsageError, match="unknown source"):
         parse_sources("notes,web")
     with pytest.raises(ValueError):
         parse_sources("")
@@ -86,6 +86,12 @@ def test_dedup_keeps_higher_bm25_in_order() -> None:
     b = cand("b", "other", 2.0)
     c = cand("c", same + " tail two", 3.0)  # same first 500 characters as a
     assert [x.doc_id for x in dedup([a, b, c])] == ["b", "c"]
+
+
+def test_dedup_key_is_sha256_of_the_first_500_characters() -> None:
+    # The same value the search_docs transform stores: sha256(left(body, 500)).
+    body = "é" * 499 + "xyz"
+    assert dedup_key(body) == hashlib.sha256(body[:500].encode("utf-8")).hexdigest()
 
 
 def test_term_coverage_counts_title_hits_higher() -> None:
@@ -172,7 +178,7 @@ def test_focused_excerpt_never_exceeds_its_limit(pieces: list[str], limit: int) 
 
 def test_check_budget() -> None:
     assert check_budget(5) == 5
-    with pytest.raises(ValueError):
+    with pytest.raises(UsageError, match="budget must be >= 1, got 0"):
         check_budget(0)
     with pytest.raises(TypeError):
         check_budget(True)
@@ -191,7 +197,7 @@ def test_load_questions(tmp_path: Path) -> None:
     assert load_questions(good)[0].source == "note:x"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q?", "must_contain": []}\n')
-    with pytest.raises(ValueError, match=r"bad\.jsonl:1"):
+    with pytest.raises(UsageError, match=r"bad\.jsonl:1"):
         load_questions(bad)
     bad.write_text("not json\n")
     with pytest.raises(ValueError, match="not JSON"):

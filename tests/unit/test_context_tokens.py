@@ -142,11 +142,11 @@ def test_batch_matches_single_counts() -> None:
         assert count_tokens_batch(texts, model) == [count_tokens(t, model) for t in texts]
 
 
-def test_default_model_is_selene_model(monkeypatch) -> None:
+def test_default_model_is_the_library_default_not_the_environment(monkeypatch) -> None:
     monkeypatch.setenv("SELENE_MODEL", "gpt-4")
-    assert count_tokens("SELECT 12345", None) == count_tokens("SELECT 12345", "gpt-4")
-    monkeypatch.setenv("SELENE_MODEL", "mistral:7b")
-    assert count_tokens("SELECT 12345") == count_tokens("SELECT 12345", "mistral:7b")
+    assert tk.default_model() == tk.DEFAULT_MODEL == "mistral:7b"
+    assert count_tokens("SELECT 12345", None) == count_tokens("SELECT 12345", "mistral:7b")
+    assert tokenizer_info().model == "mistral:7b"
 
 
 def test_mistral_tokenizers_load_without_network(monkeypatch) -> None:

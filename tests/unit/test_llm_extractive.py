@@ -7,9 +7,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selene_dag.context.tokens import count_tokens
-from selene_dag.text import split_sentences, strip_markdown
 from selene_dag.llm.engine import Engine, EngineUnavailable
 from selene_dag.llm.extractive import ExtractiveEngine
+from selene_dag.text import split_sentences, strip_markdown
 
 NOTE = """# Avoiding length errors
 

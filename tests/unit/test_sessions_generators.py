@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from selene_dag.errors import UsageError
 from selene_dag.sessions.chunker import build_chunks
 from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk, distill
 from selene_dag.sessions.generators import SeedMeta, message_texts, render_session, write_session
@@ -89,5 +90,5 @@ def test_gemini_shape(distilled) -> None:
 
 def test_deterministic_and_bad_platform(distilled) -> None:
     assert render_session("codex", distilled, META) == render_session("codex", distilled, META)
-    with pytest.raises(ValueError, match="platform"):
+    with pytest.raises(UsageError, match="platform"):
         render_session("cursor", distilled, META)

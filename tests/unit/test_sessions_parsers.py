@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from selene_dag.errors import UsageError
 from selene_dag.sessions.parsers import ParseStats, detect_platform, iter_events, parse_file
 from tests.support.sessions import (
     ALL_FILES,
@@ -292,7 +293,7 @@ def test_detection_rejects_other_json(tmp_path: Path) -> None:
     path.write_text('{"name": "x", "version": "1.0.0"}')
     with pytest.raises(ValueError, match="not a Claude Code"):
         detect_platform(path)
-    with pytest.raises(ValueError, match="unknown platform"):
+    with pytest.raises(UsageError, match="unknown platform"):
         list(iter_events(path, platform="cursor"))
 
 

@@ -7,8 +7,8 @@ import re
 import shutil
 from pathlib import Path
 
-from selene_dag.sessions.scanner import is_under_roots, scan_roots, session_key
 from selene_dag.config import SessionRoot, parse_session_roots
+from selene_dag.sessions.scanner import is_under_roots, scan_roots, session_key
 from tests.support.sessions import FIXTURES, REAL_CLAUDE, REAL_CODEX, REAL_GEMINI
 
 KEY = re.compile(r"^(claude|codex|gemini)-[0-9a-f]{12}$")

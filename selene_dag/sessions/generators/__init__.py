@@ -11,6 +11,7 @@ import os
 from pathlib import Path
 
 from selene_dag.context.tokens import count_tokens
+from selene_dag.errors import UsageError
 from selene_dag.sessions.distiller import DistilledSession
 from selene_dag.sessions.generators import claude, codex, gemini
 from selene_dag.sessions.generators._base import ACK_TEXT, SeedMeta, message_texts, preamble
@@ -18,9 +19,10 @@ from selene_dag.sessions.generators._base import ACK_TEXT, SeedMeta, message_tex
 GENERATOR_PLATFORMS: tuple[str, ...] = ("claude", "codex", "gemini")
 
 
-def _check(platform: str) -> None:
+def check_platform(platform: str) -> None:
+    """Raise UsageError (a ValueError) unless ``platform`` has a generator."""
     if platform not in GENERATOR_PLATFORMS:
-        raise ValueError(f"platform {platform!r}: expected one of {', '.join(GENERATOR_PLATFORMS)}")
+        raise UsageError(f"platform {platform!r}: expected one of {', '.join(GENERATOR_PLATFORMS)}")
 
 
 def overhead_tokens(
@@ -31,7 +33,7 @@ def overhead_tokens(
     The preamble is counted for ``n_chunks`` and for a 6-digit count, so the reserve holds
     whatever number of chunks ends up selected.
     """
-    _check(platform)
+    check_platform(platform)
     reserve = max(
         count_tokens(preamble(meta, n_chunks), model=model),
         count_tokens(preamble(meta, 999_999), model=model),
@@ -44,7 +46,7 @@ def overhead_tokens(
 
 def render_session(platform: str, distilled: DistilledSession, meta: SeedMeta) -> tuple[str, str]:
     """``(file_name, text)`` of the resumable session for ``platform``."""
-    _check(platform)
+    check_platform(platform)
     texts = message_texts(distilled, meta)
     if platform == "claude":
         return claude.file_name(meta), claude.render(texts, meta, pre_tokens=distilled.total_tokens)
@@ -70,6 +72,7 @@ __all__ = [
     "ACK_TEXT",
     "GENERATOR_PLATFORMS",
     "SeedMeta",
+    "check_platform",
     "message_texts",
     "overhead_tokens",
     "render_session",

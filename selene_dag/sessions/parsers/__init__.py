@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from selene_dag.errors import UsageError
 from selene_dag.sessions.parsers.claude import iter_claude
 from selene_dag.sessions.parsers.codex import iter_codex
 from selene_dag.sessions.parsers.detect import detect_platform, detect_platform_bytes
@@ -34,14 +35,14 @@ def iter_events(
     """Yield the normalized events of one session file.
 
     ``platform`` None means detect from the content. Malformed records are skipped and
-    counted in ``stats`` (pass one to read the counts). Raises ValueError for an unknown
-    platform or an undetectable file, FileNotFoundError for a missing file.
+    counted in ``stats`` (pass one to read the counts). Raises UsageError (a ValueError)
+    for an unknown platform, ValueError for an undetectable file, FileNotFoundError for a missing file.
     """
     path = Path(path)
     if platform is None:
         platform = detect_platform(path)
     if platform not in _PARSERS:
-        raise ValueError(f"unknown platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
+        raise UsageError(f"unknown platform {platform!r}: expected one of {', '.join(PLATFORMS)}")
     return _PARSERS[platform](path, stats if stats is not None else ParseStats())
 
 

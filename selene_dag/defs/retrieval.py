@@ -1,4 +1,4 @@
-"""Context group: the full-text ``search_index`` over notes and session chunks, and the
+"""Retrieval domain (asset group ``context``): the full-text ``search_index`` over notes and session chunks, and the
 ``ask_quality`` check (recall of ask at 2,000 tokens on the shipped example questions).
 
 ``search_index`` is unpartitioned and reads every session partition of ``chunk_scores``
@@ -10,29 +10,27 @@ No ``from __future__ import annotations`` here: Dagster inspects the ``context``
 
 import dagster as dg
 
-from selene_dag.defs.assets_notes import fidelity_tiers, processed_notes
-from selene_dag.defs.assets_sessions import chunk_scores
-from selene_dag.defs.metadata import markdown_table
+from selene_dag.defs.conditions import FOLLOW_UPSTREAM
+from selene_dag.defs.metadata import code_version, duckdb_asset, markdown_table
+from selene_dag.defs.notes import fidelity_tiers, processed_notes
 from selene_dag.defs.resources import SeleneResource
+from selene_dag.defs.sessions import chunk_scores
+from selene_dag.paths import assets_dir
+from selene_dag.retrieval.evaluate import applicable, evaluate, load_questions
+from selene_dag.retrieval.index import build_index
 
 ASK_CHECK_BUDGET = 2_000
 
-FOLLOW_DATA_VERSIONS = dg.AutomationCondition.eager().replace(
-    "newly_updated", dg.AutomationCondition.data_version_changed()
-)
 
-
-@dg.asset(
+@duckdb_asset(
+    "context",
     deps=[
         processed_notes,
         fidelity_tiers,
         dg.AssetDep(chunk_scores, partition_mapping=dg.AllPartitionMapping()),
     ],
-    group_name="context",
-    kinds={"duckdb"},
-    code_version="2",
-    pool="duckdb",
-    automation_condition=FOLLOW_DATA_VERSIONS,
+    code_version=code_version("2", sql=("search_docs",)),
+    automation_condition=FOLLOW_UPSTREAM,
     description=(
         "DuckDB full-text (BM25, porter stemmer) index over live notes (title, essence, "
         "content) and scored session chunks, with the static-score inputs of ask's rerank "
@@ -42,8 +40,6 @@ FOLLOW_DATA_VERSIONS = dg.AutomationCondition.eager().replace(
 )
 def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
     """Rebuild ``search_docs`` and its FTS index from notes and chunks."""
-    from selene_dag.retrieval.index import build_index
-
     settings = selene.settings()
     with selene.connection() as conn:
         built = build_index(conn, settings.now(), model=settings.model)
@@ -74,9 +70,6 @@ def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
 )
 def ask_quality(selene: SeleneResource) -> dg.AssetCheckResult:
     """Run the example questions through ask and both baselines."""
-    from selene_dag.paths import assets_dir
-    from selene_dag.retrieval.evaluate import applicable, evaluate, load_questions
-
     settings = selene.settings()
     questions = load_questions(assets_dir() / "eval" / "questions.jsonl")
     with selene.connection() as conn:
@@ -107,5 +100,5 @@ def ask_quality(selene: SeleneResource) -> dg.AssetCheckResult:
     )
 
 
-CONTEXT_ASSETS = [search_index]
-CONTEXT_CHECKS = [ask_quality]
+RETRIEVAL_ASSETS = [search_index]
+RETRIEVAL_CHECKS = [ask_quality]

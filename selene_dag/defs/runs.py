@@ -1,18 +1,25 @@
-"""Run materializations of the real definitions from the CLI, against a persistent instance.
+"""Materialize the real definitions from the CLI and the API, with their settings.
 
-The instance lives in ``$SELENE_HOME/dagster`` (the same DAGSTER_HOME that ``selene-dag dev``
-uses), so runs started from the CLI show up in the UI and staleness is tracked across both.
+The persistent instance lives in ``$SELENE_HOME/dagster`` (the same DAGSTER_HOME that
+``selene-dag dev`` uses), so runs started from the CLI show up in the UI and staleness is
+tracked across both. Runs get their resources from the caller's settings, never from
+variables written into the environment.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import dagster as dg
 
 from selene_dag.config import Settings
+from selene_dag.definitions import defs
+from selene_dag.defs.notes import daily_summaries
+from selene_dag.defs.resources import default_resources, resources_for
+from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
+from selene_dag.notes.ingest import read_notes
+from selene_dag.sessions.scanner import scan_roots
 
 INSTANCE_YAML = """\
 # Written by selene-dag. DuckDB allows one writer per file: every asset that writes is in
@@ -37,15 +44,11 @@ def prepare_dagster_home(settings: Settings) -> Path:
 
 def instance_for(settings: Settings) -> dg.DagsterInstance:
     """Return the persistent Dagster instance under ``$SELENE_HOME/dagster``."""
-    home = prepare_dagster_home(settings)
-    os.environ["DAGSTER_HOME"] = str(home)
-    return dg.DagsterInstance.from_config(str(home))
+    return dg.DagsterInstance.from_config(str(prepare_dagster_home(settings)))
 
 
 def all_assets_and_checks() -> list:
     """Every asset and asset check of the code location (for ``dg.materialize``)."""
-    from selene_dag.definitions import defs
-
     items: list = list(defs.assets or [])
     items += list(defs.asset_checks or [])
     return items
@@ -59,19 +62,23 @@ def materialize(
     tags: dict[str, str] | None = None,
     raise_on_error: bool = True,
     log_level: str = "CRITICAL",
+    settings: Settings | None = None,
+    run_config: dict | None = None,
 ) -> dg.ExecuteInProcessResult:
-    """Materialize ``selection`` (None: every unpartitioned asset) in-process with the real defs."""
-    from selene_dag.definitions import defs
-
+    """Materialize ``selection`` in-process with the real definitions. Resources come from
+    ``settings`` (None: the environment at run time, as in `dagster dev`)."""
     return dg.materialize(
         all_assets_and_checks(),
         selection=selection,
         instance=instance,
-        resources=dict(defs.resources or {}),
+        resources=resources_for(settings) if settings is not None else default_resources(),
         partition_key=partition_key,
         tags=tags,
         raise_on_error=raise_on_error,
-        run_config={"loggers": {"console": {"config": {"log_level": log_level}}}},
+        run_config={
+            **(run_config or {}),
+            "loggers": {"console": {"config": {"log_level": log_level}}},
+        },
     )
 
 
@@ -92,8 +99,6 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
 
 def unpartitioned_selection() -> dg.AssetSelection:
     """Every asset of the code location that has no partitions definition."""
-    from selene_dag.definitions import defs
-
     keys = [
         key
         for assets_def in defs.assets or []
@@ -104,11 +109,9 @@ def unpartitioned_selection() -> dg.AssetSelection:
 
 
 def materialize_daily_range(
-    instance: dg.DagsterInstance, first: str, last: str
+    instance: dg.DagsterInstance, first: str, last: str, settings: Settings | None = None
 ) -> dg.ExecuteInProcessResult:
     """Materialize every daily partition in [first, last] in one run (single-run backfill)."""
-    from selene_dag.defs.assets_notes import daily_summaries
-
     return materialize(
         [daily_summaries.key.to_user_string()],
         instance,
@@ -117,6 +120,7 @@ def materialize_daily_range(
             "dagster/asset_partition_range_end": last,
         },
         raise_on_error=False,
+        settings=settings,
     )
 
 
@@ -128,10 +132,6 @@ def graph_fingerprint(settings: Settings) -> str:
     """
     import hashlib
     import json
-
-    from selene_dag.definitions import defs
-    from selene_dag.notes.ingest import read_notes
-    from selene_dag.sessions.scanner import scan_roots
 
     code = sorted(
         (key.to_user_string(), assets_def.code_versions_by_key.get(key) or "")
@@ -149,3 +149,29 @@ def graph_fingerprint(settings: Settings) -> str:
         "now": settings.now().isoformat(),
     }
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
+
+
+def materialize_sessions(
+    settings: Settings,
+    session_keys: Sequence[str],
+    instance: dg.DagsterInstance,
+    run_config: dict | None = None,
+) -> dict[str, str | None]:
+    """Materialize the sessions spine for each session key (one run per partition), adding
+    missing dynamic partitions first. Returns ``{session_key: None or failure line}``."""
+    existing = set(instance.get_dynamic_partitions(SESSION_PARTITIONS.name))
+    missing = [key for key in session_keys if key not in existing]
+    if missing:
+        instance.add_dynamic_partitions(SESSION_PARTITIONS.name, missing)
+    outcome: dict[str, str | None] = {}
+    for key in session_keys:
+        result = materialize(
+            SESSION_SPINE_SELECTION,
+            instance,
+            partition_key=key,
+            raise_on_error=False,
+            settings=settings,
+            run_config=run_config,
+        )
+        outcome[key] = None if result.success else failure_message(result)
+    return outcome

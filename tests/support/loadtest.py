@@ -4,7 +4,8 @@
 questions round-robin until ``seconds`` have passed (every loop checks the deadline, so the
 run stops by itself), and checks every response: HTTP 200, a JSON body of ask's schema and
 ``total_tokens <= budget``. ``start_server`` runs ``selene-dag serve`` as a child process on
-a free loopback port. Used by the load test and ``bench/bench_serve.py``.
+a free loopback port. Test tooling, not part of the package: used by
+``tests/integration/test_ops_load.py`` and ``bench/bench_serve.py``.
 """
 
 from __future__ import annotations

@@ -1,34 +1,41 @@
-"""Sessions group (seed 003): one dynamic partition per session file, spine
-``session_events`` → ``session_chunks`` → ``chunk_scores`` → ``distilled_sessions``.
+"""Sessions domain: one dynamic partition per session file, the spine
+``session_events`` → ``session_chunks`` → ``chunk_scores`` → ``distilled_sessions``, the
+per-project rollup, their checks, and the sensor that finds session files.
 
-Thin layer over :mod:`selene_dag.sessions.pipeline`: each partition's rows are rewritten in
+Thin layer over :mod:`selene_dag.sessions.steps`: each partition's rows are rewritten in
 one transaction (delete-then-insert by session key), so re-runs are idempotent. Data
-versions are content hashes. The ``session_files`` sensor adds partitions and requests runs.
+versions are content hashes. The ``session_files_sensor`` adds partitions and requests runs.
 
 No ``from __future__ import annotations`` here: Dagster inspects the ``context`` annotation.
 """
 
-import dataclasses
-import hashlib
+import json
 from collections import Counter
+from pathlib import Path
 
 import dagster as dg
 
-from selene_dag.defs.metadata import OWNERS, markdown_table
+from selene_dag.defs.conditions import FOLLOW_UPSTREAM
+from selene_dag.defs.metadata import duckdb_asset, markdown_table
 from selene_dag.defs.resources import SeleneResource
+from selene_dag.llm import get_engine
+from selene_dag.llm.cli_assessors import available_assessors
 from selene_dag.sessions.chunker import ChunkConfig
 from selene_dag.sessions.distiller import SORT_MODES, DistillerConfig
-from selene_dag.sessions.pipeline import (
+from selene_dag.sessions.scanner import ScannedFile, scan_roots
+from selene_dag.sessions.steps import (
     archived_session,
     chunk_session,
     default_assessors,
     distill_project,
     distill_session,
+    file_content_tokens,
     find_session_file,
     ingest_session,
-    project_names,
     score_session,
 )
+from selene_dag.sessions.store import project_names
+from selene_dag.text import content_hash
 
 SESSION_PARTITIONS = dg.DynamicPartitionsDefinition(name="session_files")
 
@@ -37,13 +44,10 @@ def _counter_table(counter: Counter, label: str) -> dg.MetadataValue:
     return markdown_table([label, "count"], counter.most_common())
 
 
-@dg.asset(
+@duckdb_asset(
+    "sessions",
     partitions_def=SESSION_PARTITIONS,
-    group_name="sessions",
-    owners=OWNERS,
-    kinds={"duckdb"},
     code_version="1",
-    pool="duckdb",
     description=(
         "One session file (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with seed 003's "
@@ -96,14 +100,11 @@ def session_events(
     )
 
 
-@dg.asset(
+@duckdb_asset(
+    "sessions",
     deps=[session_events],
     partitions_def=SESSION_PARTITIONS,
-    group_name="sessions",
-    owners=OWNERS,
-    kinds={"duckdb"},
     code_version="1",
-    pool="duckdb",
     description=(
         "Assessment chunks of a session (seed 003): events below importance 30 left out, at most "
         "20 events and 4,000 target-model tokens per chunk, 2 events of overlap; ids are hashes "
@@ -137,14 +138,12 @@ def session_chunks(
     )
 
 
-@dg.asset(
+@duckdb_asset(
+    "sessions",
+    model=True,
     deps=[session_chunks],
     partitions_def=SESSION_PARTITIONS,
-    group_name="sessions",
-    owners=OWNERS,
-    kinds={"duckdb", "ollama"},
     code_version="1",
-    pool="duckdb",
     description=(
         "Every chunk rated 1–10 (relevance, signal density, reusability) by each available "
         "assessor — extractive content heuristics and the structural importance heuristic "
@@ -154,12 +153,9 @@ def session_chunks(
 )
 def chunk_scores(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
     """Assess the partition's chunks and store assessments and consensus."""
-    from selene_dag.llm import get_engine
-    from selene_dag.llm.cli_assessors import available_assessors
-
     settings = selene.settings()
     with selene.connection() as conn:
-        extractive = get_engine(dataclasses.replace(settings, llm="extractive"), cache_conn=conn)
+        extractive = get_engine(settings.replace(llm="extractive"), cache_conn=conn)
         model_engine = selene.engine(conn) if settings.llm != "extractive" else None
         clis = available_assessors(list(settings.cli_assessors)) if settings.cli_assessors else []
         result = score_session(
@@ -192,15 +188,20 @@ class DistillConfig(dg.Config):
     sort_by: str = "hybrid"
     platform: str = ""
 
+    def distiller(self) -> DistillerConfig:
+        """The distiller's configuration; a run fails with one line on an unknown sort mode."""
+        if self.sort_by not in SORT_MODES:
+            raise dg.Failure(
+                description=f"sort_by {self.sort_by!r}: expected one of {', '.join(SORT_MODES)}"
+            )
+        return DistillerConfig(self.max_tokens, self.min_consensus, self.sort_by)
 
-@dg.asset(
+
+@duckdb_asset(
+    "sessions",
     deps=[chunk_scores],
     partitions_def=SESSION_PARTITIONS,
-    group_name="sessions",
-    owners=OWNERS,
-    kinds={"duckdb"},
     code_version="1",
-    pool="duckdb",
     description=(
         "A resumable session file per source session under $SELENE_HOME/distilled/<platform>/: "
         "chunks with consensus ≥ 5.0 chosen by hybrid score (0.7 consensus + 0.3 recency) within "
@@ -211,12 +212,8 @@ def distilled_sessions(
     context: dg.AssetExecutionContext, config: DistillConfig, selene: SeleneResource
 ) -> dg.MaterializeResult:
     """Write the distilled session file and its ``distilled_sessions`` row."""
-    if config.sort_by not in SORT_MODES:
-        raise dg.Failure(
-            description=f"sort_by {config.sort_by!r}: expected one of {', '.join(SORT_MODES)}"
-        )
     settings = selene.settings()
-    distiller = DistillerConfig(config.max_tokens, config.min_consensus, config.sort_by)
+    distiller = config.distiller()
     with selene.connection() as conn:
         result = distill_session(
             conn,
@@ -242,16 +239,11 @@ def distilled_sessions(
     )
 
 
-@dg.asset(
+@duckdb_asset(
+    "sessions",
     deps=[chunk_scores],
-    group_name="sessions",
-    owners=OWNERS,
-    kinds={"duckdb"},
     code_version="1",
-    pool="duckdb",
-    automation_condition=dg.AutomationCondition.eager().replace(
-        "newly_updated", dg.AutomationCondition.data_version_changed()
-    ),
+    automation_condition=FOLLOW_UPSTREAM,
     description=(
         "One distilled session per project (working directory) across all of its scored "
         "sessions: their chunks compete for one 80,000-token budget (seed 003's per-project "
@@ -260,12 +252,8 @@ def distilled_sessions(
 )
 def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.MaterializeResult:
     """Write one distilled file per project with scored sessions."""
-    if config.sort_by not in SORT_MODES:
-        raise dg.Failure(
-            description=f"sort_by {config.sort_by!r}: expected one of {', '.join(SORT_MODES)}"
-        )
     settings = selene.settings()
-    distiller = DistillerConfig(config.max_tokens, config.min_consensus, config.sort_by)
+    distiller = config.distiller()
     results = []
     with selene.connection() as conn:
         for project in project_names(conn):
@@ -281,9 +269,7 @@ def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.M
             results.append((project, result))
     rows = [(p, r.platform, len(r.distilled.chunks), r.tokens, r.path.name) for p, r in results]
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(
-            hashlib.sha256("".join(r.data_version for _, r in results).encode()).hexdigest()[:32]
-        ),
+        data_version=dg.DataVersion(content_hash(*(r.data_version for _, r in results))),
         metadata={
             "projects": dg.MetadataValue.int(len(results)),
             "files": markdown_table(["project", "platform", "chunks", "tokens", "file"], rows),
@@ -295,3 +281,161 @@ def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.M
 SESSION_SPINE = [session_events, session_chunks, chunk_scores, distilled_sessions]
 SESSION_ROLLUPS = [project_distillations]
 SESSION_SPINE_SELECTION = dg.AssetSelection.assets(*SESSION_SPINE)
+
+
+# Checks: ranges and budgets block downstream; coverage figures warn.
+
+PARSE_ERROR_WARN_RATE = 0.05
+
+
+@dg.asset_check(
+    asset=session_events, blocking=True, description="Every importance score is within 0..100."
+)
+def session_events_importance_range(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Fail when any stored event has an importance outside 0..100."""
+    with selene.connection() as conn:
+        bad, total = conn.execute(
+            "SELECT count(*) FILTER (WHERE importance < 0 OR importance > 100), count(*) FROM session_events"
+        ).fetchone()
+    return dg.AssetCheckResult(passed=bad == 0, metadata={"out_of_range": bad, "events": total})
+
+
+@dg.asset_check(asset=session_events, description="Share of malformed lines across ingested files.")
+def session_files_parse_errors(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Report the parse-error rate (warning above 5 %)."""
+    with selene.connection() as conn:
+        errors, events, files, worst = conn.execute(
+            "SELECT coalesce(sum(parse_errors), 0), coalesce(sum(events), 0), count(*), "
+            "arg_max(path, parse_errors) FROM session_files"
+        ).fetchone()
+    rate = errors / (errors + events) if errors + events else 0.0
+    return dg.AssetCheckResult(
+        passed=rate <= PARSE_ERROR_WARN_RATE,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "parse_errors": int(errors),
+            "events": int(events),
+            "files": files,
+            "error_rate_pct": round(100 * rate, 3),
+            "worst_file": str(worst or ""),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=chunk_scores, blocking=True, description="Ratings in 1..10, consensus in 0..10."
+)
+def chunk_scores_range(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Fail on any assessment rating outside 1..10 or consensus outside 0..10."""
+    with selene.connection() as conn:
+        bad_a = conn.execute(
+            "SELECT count(*) FROM assessments WHERE least(relevance, signal_density, reusability) < 1 "
+            "OR greatest(relevance, signal_density, reusability) > 10 OR overall < 1 OR overall > 10"
+        ).fetchone()[0]
+        bad_s = conn.execute(
+            "SELECT count(*) FROM chunk_scores WHERE consensus < 0 OR consensus > 10"
+        ).fetchone()[0]
+    return dg.AssetCheckResult(
+        passed=bad_a == 0 and bad_s == 0,
+        metadata={"bad_assessments": bad_a, "bad_consensus": bad_s},
+    )
+
+
+@dg.asset_check(
+    asset=chunk_scores, description="Share of chunks with a sufficient (≥ 2 assessors) consensus."
+)
+def chunk_scores_coverage(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Report how many chunks are scored and how many have a sufficient consensus."""
+    with selene.connection() as conn:
+        chunks, scored, sufficient = conn.execute(
+            "SELECT count(*), count(s.chunk_id), count(*) FILTER (WHERE s.sufficient) "
+            "FROM chunks c LEFT JOIN chunk_scores s ON s.chunk_id = c.id AND s.session_key = c.session_key"
+        ).fetchone()
+    coverage = sufficient / chunks if chunks else 1.0
+    return dg.AssetCheckResult(
+        passed=coverage >= 0.95,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={
+            "chunks": chunks,
+            "scored": scored,
+            "sufficient": sufficient,
+            "sufficient_pct": round(100 * coverage, 1),
+        },
+    )
+
+
+@dg.asset_check(
+    asset=distilled_sessions,
+    blocking=True,
+    description="No distilled file over its token budget; every recorded file exists.",
+)
+def distilled_within_budget(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Re-read every distilled file and count its texts against the budget."""
+    model = selene.settings().model
+    with selene.connection() as conn:
+        rows = conn.execute(
+            "SELECT session_key, path, tokens, budget FROM distilled_sessions"
+        ).fetchall()
+    over, missing = [], []
+    for key, path, tokens, budget in rows:
+        if not Path(path).is_file():
+            missing.append(key)
+            continue
+        counted = file_content_tokens(Path(path), model=model)
+        if tokens > budget or counted > budget:
+            over.append(f"{key}: {max(tokens, counted)} > {budget}")
+    return dg.AssetCheckResult(
+        passed=not over and not missing,
+        metadata={
+            "files": len(rows),
+            "over_budget": ", ".join(over) or "none",
+            "missing_files": ", ".join(missing) or "none",
+        },
+    )
+
+
+SESSION_CHECKS = [
+    session_events_importance_range,
+    session_files_parse_errors,
+    chunk_scores_range,
+    chunk_scores_coverage,
+    distilled_within_budget,
+]
+
+
+# Automation: session files are on disk, where Dagster cannot see a change.
+
+
+def changed_files(files: list[ScannedFile], cursor: dict[str, list[float]]) -> list[ScannedFile]:
+    """Files that are new, or whose size or mtime differ from the cursor."""
+    return [f for f in files if cursor.get(f.path) != [f.size, f.mtime]]
+
+
+@dg.sensor(
+    target=SESSION_SPINE_SELECTION,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    minimum_interval_seconds=60,
+    description="Scans SELENE_SESSION_ROOTS; new or grown session files get a partition and a run.",
+)
+def session_files_sensor(
+    context: dg.SensorEvaluationContext, selene: SeleneResource
+) -> dg.SensorResult:
+    """One tick: scan, diff against the cursor, add partitions, request runs."""
+    settings = selene.settings()
+    try:
+        cursor = json.loads(context.cursor) if context.cursor else {}
+    except json.JSONDecodeError:
+        cursor = {}
+    files = scan_roots(settings.session_roots)
+    existing = set(context.instance.get_dynamic_partitions(SESSION_PARTITIONS.name))
+    new_keys = sorted({f.session_key for f in files} - existing)
+    requests = [
+        dg.RunRequest(partition_key=f.session_key, run_key=f"{f.session_key}:{f.size}:{f.mtime}")
+        for f in changed_files(files, cursor)
+    ]
+    partition_requests = [SESSION_PARTITIONS.build_add_request(new_keys)] if new_keys else []
+    return dg.SensorResult(
+        run_requests=requests,
+        dynamic_partitions_requests=partition_requests,
+        cursor=json.dumps({f.path: [f.size, f.mtime] for f in files}, sort_keys=True),
+    )

@@ -1,82 +1,69 @@
-"""Notes group (seed 000 end to end): source, ingest, essences, threads, digests, tiers,
-daily summaries and compression health.
+"""Notes domain: the notes folder, ingest, essences, threads, digests, tiers, daily
+summaries and compression health, with their checks and automation.
 
 Thin layer: each asset reads its inputs, calls a plain function of ``selene_dag.notes``,
 writes the result and returns metadata. Data versions are content hashes, so a re-run that
-produces the same content marks nothing downstream stale; code versions include the hash of
-the prompt templates an asset uses, so editing a prompt marks exactly those assets stale.
+produces the same content marks nothing downstream stale; code versions include the hashes
+of the prompts, algorithms and SQL transforms an asset uses, so editing one marks exactly
+those assets stale. Cadences: essences every 5 minutes, digests hourly, tiers daily at
+03:00, each day's summary after midnight; everything also follows changed inputs.
 
 No ``from __future__ import annotations`` here: Dagster inspects the ``context`` annotation.
 """
 
 import hashlib
-from datetime import UTC, date, datetime, timedelta
+import json
+from datetime import date, datetime, timedelta
+from pathlib import Path
 
 import dagster as dg
 
-from selene_dag.defs.metadata import OWNERS, markdown_table
+from selene_dag.config import load_settings
+from selene_dag.context import count_tokens, count_tokens_batch
+from selene_dag.defs.conditions import (
+    DAILY_SUMMARY_CRON,
+    DIGESTS_CRON,
+    ESSENCES_CRON,
+    FOLLOW_UPSTREAM,
+    TIERS_CRON,
+    follow_or_every,
+)
+from selene_dag.defs.metadata import (
+    OWNERS,
+    code_version,
+    duckdb_asset,
+    engine_metadata,
+    markdown_table,
+)
 from selene_dag.defs.resources import SeleneResource
-from selene_dag.llm.prompts import prompt_hash
-from selene_dag.llm.versions import ALGORITHM_VERSIONS
+from selene_dag.notes.context_notes import load_context_notes, pack_all_notes
 from selene_dag.notes.daily import summarize_days, write_day_summaries
-from selene_dag.notes.digests import compile_digests
+from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
+from selene_dag.notes.fidelity import compute_tier
+from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
 from selene_dag.notes.health import compression_health as health_document
-from selene_dag.notes.ingest import notes_data_version, read_notes
+from selene_dag.notes.ingest import note_files, notes_data_version, read_notes
 from selene_dag.notes.processing import analyse_notes, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import stored_notes_version, write_notes
-from selene_dag.config import load_settings
+from selene_dag.text import hash_rows, split_sentences
 
 EMPTY_VERSION = notes_data_version([])
 HEALTH_BUDGET = 16_000
 
-# Downstream assets follow their inputs' data versions, not mere re-materializations.
-FOLLOW_UPSTREAM = dg.AutomationCondition.eager().replace(
-    "newly_updated", dg.AutomationCondition.data_version_changed()
-)
+
+DEFAULT_DAILY_START = date(2020, 1, 1)
 
 
-def _code_version(
-    base: str, prompts: tuple[str, ...] = (), algorithms: tuple[str, ...] = ()
-) -> str:
-    parts = [base]
-    if prompts:
-        parts.append(prompt_hash(*prompts))
-    if algorithms:
-        joined = ",".join(ALGORITHM_VERSIONS[a] for a in algorithms)
-        parts.append(hashlib.sha256(joined.encode()).hexdigest()[:8])
-    return "-".join(parts)
-
-
-def _engine_metadata(engine) -> dict[str, dg.MetadataValue]:
-    return {
-        "engine": dg.MetadataValue.text(f"{engine.name}:{engine.model}"),
-        "llm_calls_made": dg.MetadataValue.int(engine.calls_made),
-        "llm_calls_cached": dg.MetadataValue.int(engine.calls_cached),
-    }
-
-
-def _hash_rows(rows: list) -> str:
-    return hashlib.sha256(repr(rows).encode()).hexdigest()[:32]
-
-
-def first_note_day() -> date:
-    """First day of the daily partitions: SELENE_DAILY_START, else the earliest note in the
-    notes folder, else 2020-01-01. Read once when the definitions load (files only)."""
-    settings = load_settings()
-    if settings.daily_start is not None:
-        return settings.daily_start.date()
-    try:
-        notes = read_notes(settings.notes_dir).notes
-    except FileNotFoundError:
-        notes = []
-    if notes:
-        return min(n.created_at for n in notes).astimezone(UTC).date()
-    return date(2020, 1, 1)
+def first_partition_day() -> date:
+    """First day of the daily partitions: SELENE_DAILY_START, else 2020-01-01. A setting,
+    not the data: loading the definitions never parses the notes."""
+    start = load_settings().daily_start
+    return start.date() if start is not None else DEFAULT_DAILY_START
 
 
 DAILY_PARTITIONS = dg.DailyPartitionsDefinition(
-    start_date=first_note_day().isoformat(), end_offset=1
+    start_date=first_partition_day().isoformat(), end_offset=1
 )
 
 
@@ -96,13 +83,10 @@ def notes_source(selene: SeleneResource) -> dg.DataVersion:
     return dg.DataVersion(read_notes(notes_dir).data_version())
 
 
-@dg.asset(
+@duckdb_asset(
+    "notes",
     deps=[notes_source],
-    group_name="notes",
-    owners=OWNERS,
-    kinds={"duckdb"},
-    code_version="1",
-    pool="duckdb",
+    code_version=code_version("1", sql=("notes_changes", "notes_upsert", "notes_mark_deleted")),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Every note of SELENE_NOTES_DIR upserted into `notes` by id (content hash, dates, "
@@ -148,14 +132,17 @@ def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.M
     return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
 
 
-@dg.asset(
+@duckdb_asset(
+    "notes",
+    model=True,
     deps=[raw_notes],
-    group_name="notes",
-    owners=OWNERS,
-    kinds={"duckdb", "ollama"},
-    code_version=_code_version("1", ("note_analysis",), ("analyze_note",)),
-    pool="duckdb",
-    automation_condition=FOLLOW_UPSTREAM,
+    code_version=code_version(
+        "1",
+        prompts=("note_analysis",),
+        algorithms=("analyze_note",),
+        sql=("essence_todo", "essence_upsert"),
+    ),
+    automation_condition=follow_or_every(ESSENCES_CRON),
     description=(
         "Concepts, primary theme and a 1–2 sentence essence for every note. Incremental: only "
         "new notes, changed notes and notes without an essence, newest first; test_run notes "
@@ -199,18 +186,18 @@ def processed_notes(
         ),
         "newest_essences": markdown_table(["title", "theme", "essence"], preview, width=120),
         "dagster/row_count": dg.MetadataValue.int(total),
-        **_engine_metadata(engine),
+        **engine_metadata(engine),
     }
     return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
 
 
-@dg.asset(
+@duckdb_asset(
+    "notes",
+    model=True,
     deps=[processed_notes],
-    group_name="notes",
-    owners=OWNERS,
-    kinds={"duckdb", "ollama"},
-    code_version=_code_version("1", ("detect_threads",)),
-    pool="duckdb",
+    code_version=code_version(
+        "1", prompts=("detect_threads",), sql=("threads_by_topic", "threads_refresh_model")
+    ),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Notes grouped into threads: one per topic / primary theme by default; with a model "
@@ -238,18 +225,16 @@ def threads(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.Mat
         "dagster/row_count": dg.MetadataValue.int(stats.threads),
     }
     if engine is not None:
-        metadata.update(_engine_metadata(engine))
+        metadata.update(engine_metadata(engine))
     return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
 
 
-@dg.asset(
+@duckdb_asset(
+    "notes",
+    model=True,
     deps=[threads, processed_notes],
-    group_name="notes",
-    owners=OWNERS,
-    kinds={"duckdb", "ollama"},
-    code_version=_code_version("1", ("thread_digest",), ("digest_thread",)),
-    pool="duckdb",
-    automation_condition=FOLLOW_UPSTREAM,
+    code_version=code_version("1", prompts=("thread_digest",), algorithms=("digest_thread",)),
+    automation_condition=follow_or_every(DIGESTS_CRON),
     description=(
         "A 3–5 sentence digest (≥ 30 characters) of every active thread with ≥ 10 notes and "
         "≥ 5 essences, regenerated only when the essences it was made from changed."
@@ -276,19 +261,16 @@ def thread_digests(
         "digests_fresh": dg.MetadataValue.int(stats.fresh),
         "digests_rejected": dg.MetadataValue.int(stats.rejected),
         "digests": markdown_table(["thread", "notes", "digest"], preview, width=200),
-        **_engine_metadata(engine),
+        **engine_metadata(engine),
     }
-    return dg.MaterializeResult(data_version=dg.DataVersion(_hash_rows(rows)), metadata=metadata)
+    return dg.MaterializeResult(data_version=dg.DataVersion(hash_rows(rows)), metadata=metadata)
 
 
-@dg.asset(
+@duckdb_asset(
+    "notes",
     deps=[processed_notes, threads],
-    group_name="notes",
-    owners=OWNERS,
-    kinds={"duckdb"},
-    code_version="1",
-    pool="duckdb",
-    automation_condition=FOLLOW_UPSTREAM,
+    code_version=code_version("1", sql=("fidelity_inputs", "fidelity_tiers", "fidelity_write")),
+    automation_condition=follow_or_every(TIERS_CRON),
     description=(
         "Fidelity tier of every note (full / high / summary / skeleton) by seed 000's rules, "
         "as one set-based SQL statement (sql/transforms/fidelity_tiers.sql) using SELENE_NOW."
@@ -298,8 +280,6 @@ def fidelity_tiers(
     context: dg.AssetExecutionContext, selene: SeleneResource
 ) -> dg.MaterializeResult:
     """Recompute every note's tier in SQL."""
-    from selene_dag.notes.fidelity_sql import apply_fidelity_tiers
-
     settings = selene.settings()
     with selene.connection() as conn:
         changes = apply_fidelity_tiers(conn, settings.now())
@@ -315,18 +295,17 @@ def fidelity_tiers(
         "tiers": markdown_table(["tier", "notes"], distribution),
         **{f"tier_{tier}": dg.MetadataValue.int(count) for tier, count in distribution},
     }
-    return dg.MaterializeResult(data_version=dg.DataVersion(_hash_rows(rows)), metadata=metadata)
+    return dg.MaterializeResult(data_version=dg.DataVersion(hash_rows(rows)), metadata=metadata)
 
 
-@dg.asset(
+@duckdb_asset(
+    "notes",
+    model=True,
     deps=[processed_notes],
-    group_name="notes",
-    owners=OWNERS,
-    kinds={"duckdb", "ollama"},
-    code_version=_code_version("1", ("summarize",)),
-    pool="duckdb",
+    code_version=code_version("1", prompts=("summarize",)),
     partitions_def=DAILY_PARTITIONS,
     backfill_policy=dg.BackfillPolicy.single_run(),
+    automation_condition=dg.AutomationCondition.on_cron(DAILY_SUMMARY_CRON),
     description=(
         "One summary per day of the notes created that day (essence → top-3 concepts → "
         "content[:100]). Daily partitions from the first note's day; a backfill of any range "
@@ -358,21 +337,18 @@ def daily_summaries(
         "days_with_notes": dg.MetadataValue.int(days_with_notes),
         "notes_summarized": dg.MetadataValue.int(sum(len(s.note_ids) for s in summaries)),
         "latest": markdown_table(["day", "notes", "first line"], preview, width=120),
-        **_engine_metadata(engine),
+        **engine_metadata(engine),
     }
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(_hash_rows([(s.day, s.summary) for s in summaries])),
+        data_version=dg.DataVersion(hash_rows([(s.day, s.summary) for s in summaries])),
         metadata=metadata,
     )
 
 
-@dg.asset(
+@duckdb_asset(
+    "notes",
     deps=[fidelity_tiers, thread_digests, processed_notes],
-    group_name="notes",
-    owners=OWNERS,
-    kinds={"duckdb"},
     code_version="1",
-    pool="duckdb",
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Seed 000's /health/compression figures (tier distribution, essence progress, active "
@@ -384,9 +360,6 @@ def compression_health(
     context: dg.AssetExecutionContext, selene: SeleneResource
 ) -> dg.MaterializeResult:
     """Compute the health document and the token savings of the tiered pack."""
-    from selene_dag.context import count_tokens_batch
-    from selene_dag.notes.context_notes import load_context_notes, pack_all_notes
-
     settings = selene.settings()
     with selene.connection() as conn:
         health = health_document(conn, settings.now())
@@ -417,10 +390,134 @@ def compression_health(
         ),
         "pack_tiers": markdown_table(["tier", "notes in pack"], sorted(pack.counts.items())),
     }
-    version = _hash_rows(
+    version = hash_rows(
         [health["tiers"], health["essences"], health["threadDigests"], pack.total_tokens]
     )
     return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
+
+
+# Checks: coverage figures warn, rules that must hold block downstream.
+
+
+@dg.asset_check(asset=processed_notes, description="Share of live notes that have an essence.")
+def essence_coverage(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Warn while some notes still lack an essence (normal with a per-run limit)."""
+    with selene.connection() as conn:
+        total, done = conn.execute(
+            "SELECT count(*), count(p.essence) FROM notes n LEFT JOIN processed_notes p "
+            "ON p.note_id = n.id WHERE n.deleted_at IS NULL AND NOT n.test_run"
+        ).fetchone()
+    pct = round(100 * done / total, 1) if total else 100.0
+    return dg.AssetCheckResult(
+        passed=done == total,
+        severity=dg.AssetCheckSeverity.WARN,
+        metadata={"notes": total, "with_essence": done, "coverage_pct": pct},
+    )
+
+
+@dg.asset_check(
+    asset=fidelity_tiers,
+    blocking=True,
+    description="Every stored tier equals seed 000's rules recomputed in Python from SQL inputs.",
+)
+def tier_rules(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Recompute each note's tier with ``compute_tier`` and compare with the stored one."""
+    now = selene.settings().now()
+    with selene.connection() as conn:
+        inputs = fidelity_inputs(conn, now)
+        stored = dict(conn.execute("SELECT note_id, fidelity_tier FROM processed_notes").fetchall())
+    wrong = [
+        note_id
+        for note_id, age, has_essence, status, access in inputs
+        if stored.get(note_id) != compute_tier(age, has_essence, status, access)
+    ]
+    return dg.AssetCheckResult(
+        passed=not wrong,
+        metadata={"checked": len(inputs), "mismatches": len(wrong), "examples": wrong[:10]},
+    )
+
+
+@dg.asset_check(
+    asset=thread_digests, description="Every digest has 3–5 sentences and ≥ 30 characters."
+)
+def digest_shape(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Check stored digests against seed 000's length rules."""
+    with selene.connection() as conn:
+        digests = conn.execute(
+            "SELECT id, thread_digest FROM threads WHERE thread_digest IS NOT NULL"
+        ).fetchall()
+    bad = [
+        thread_id
+        for thread_id, digest in digests
+        if len(digest) < 30
+        or not MIN_SENTENCES <= len(split_sentences(digest, flatten=True)) <= MAX_SENTENCES
+    ]
+    return dg.AssetCheckResult(passed=not bad, metadata={"digests": len(digests), "bad": bad[:10]})
+
+
+@dg.asset_check(
+    asset=compression_health,
+    blocking=True,
+    description="The tiered context of all notes never exceeds its budget in the target model's tokens.",
+)
+def context_within_budget(selene: SeleneResource) -> dg.AssetCheckResult:
+    """Pack all notes at several budgets and count each pack in the model's own tokens."""
+    model = selene.settings().model
+    with selene.connection() as conn:
+        notes = load_context_notes(conn)
+    results = {}
+    for budget in (500, 4_000, HEALTH_BUDGET):
+        pack = pack_all_notes(notes, budget, model)
+        results[budget] = count_tokens(pack.text, model)
+    over = {b: t for b, t in results.items() if t > b}
+    return dg.AssetCheckResult(
+        passed=not over,
+        metadata={"model": model, **{f"tokens_at_{b}": t for b, t in results.items()}},
+    )
+
+
+NOTES_CHECKS = [essence_coverage, tier_rules, digest_shape, context_within_budget]
+
+
+# Automation: the notes folder is on disk, where Dagster cannot see a change.
+
+
+def folder_fingerprint(notes_dir: Path) -> str:
+    """Hash of the notes folder's file names, sizes and mtimes (no file is parsed)."""
+    digest = hashlib.sha256()
+    for path in note_files(notes_dir):
+        try:
+            stat = path.stat()
+        except OSError:
+            continue
+        digest.update(f"{path}\x00{stat.st_size}\x00{stat.st_mtime_ns}\n".encode())
+    return digest.hexdigest()[:32]
+
+
+@dg.sensor(
+    name="notes_folder_sensor",
+    target=dg.AssetSelection.assets(raw_notes),
+    minimum_interval_seconds=30,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description="Ingests SELENE_NOTES_DIR when a file is added, changed or removed.",
+)
+def notes_folder_sensor(
+    context: dg.SensorEvaluationContext, selene: SeleneResource
+) -> dg.SensorResult:
+    """Request a raw_notes run when the folder fingerprint changes (cursor = fingerprint);
+    skip with a reason while the folder does not exist."""
+    notes_dir = selene.settings().notes_dir
+    if not notes_dir.exists():
+        return dg.SensorResult(
+            skip_reason=f"notes folder {notes_dir} does not exist: set SELENE_NOTES_DIR",
+            cursor=context.cursor,
+        )
+    fingerprint = folder_fingerprint(notes_dir)
+    previous = json.loads(context.cursor)["fingerprint"] if context.cursor else None
+    cursor = json.dumps({"fingerprint": fingerprint})
+    if fingerprint == previous:
+        return dg.SensorResult(skip_reason="notes folder unchanged", cursor=cursor)
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=fingerprint)], cursor=cursor)
 
 
 NOTES_ASSETS = [

@@ -27,6 +27,7 @@ from selene_dag.context.levels import (
     extractive_summary,
 )
 from selene_dag.context.tokens import count_tokens, default_model, truncate_to_tokens
+from selene_dag.errors import check_budget
 from selene_dag.retrieval.allocate import (
     CHARS_PER_TOKEN_BOUND,
     DocPlan,
@@ -42,14 +43,9 @@ from selene_dag.retrieval.passages import (
     segment,
     title_share,
 )
-from selene_dag.retrieval.rerank import CoverageMatcher, Ranked, RerankConfig, dedup, rerank
-from selene_dag.retrieval.search import (
-    Candidate,
-    parse_sources,
-    query_terms,
-    search,
-    term_weights,
-)
+from selene_dag.retrieval.rerank import Ranked, RerankConfig, dedup, rerank
+from selene_dag.retrieval.search import Candidate, parse_sources, search, term_weights
+from selene_dag.retrieval.terms import CoverageMatcher, query_terms
 
 JSON_SCHEMA_VERSION = 1
 # Relative relevance (final / best final) → level: the best items go in full, the next
@@ -100,15 +96,6 @@ class AskResult:
     def note_ids(self) -> list[str]:
         """Ids of the notes the pack uses (for ``last_accessed_at``)."""
         return [item.id.removeprefix("note:") for item in self.items if item.kind == "note"]
-
-
-def check_budget(budget: object) -> int:
-    """A positive int budget, else ValueError/TypeError with a clear message."""
-    if isinstance(budget, bool) or not isinstance(budget, int):
-        raise TypeError(f"budget must be an int, got {type(budget).__name__}")
-    if budget < 1:
-        raise ValueError(f"budget must be >= 1 token, got {budget}")
-    return budget
 
 
 class PassageSummarizer:
@@ -390,13 +377,15 @@ def ask(
 
     Reads the ``search_index`` (it must exist; the caller refreshes a stale one). An empty
     question, one with no searchable word or no match gives an empty pack with
-    ``stats["note"]`` saying why. Raises ValueError/TypeError on a bad budget or sources.
+    ``stats["note"]`` saying why. Raises TypeError for a non-str question or a non-int
+    budget, UsageError (a ValueError) for a budget < 1 or an unknown source, and
+    SearchIndexError when the index was never built.
     Does not write: the caller stamps ``last_accessed_at`` with ``result.note_ids``.
     """
     started = time.perf_counter()
     if not isinstance(question, str):
         raise TypeError(f"question must be a str, got {type(question).__name__}")
-    budget = check_budget(budget)
+    budget = check_budget(budget, "budget", minimum=1)
     model = model or default_model()
     kinds = parse_sources(sources)
     now = now or datetime.now(UTC)

@@ -1,0 +1,136 @@
+"""Local HTTP API (FastAPI) over :mod:`selene_dag.service`: ask, the tiered context of all
+notes, compaction, health.
+
+Requests share one DuckDB connection per database file and each runs on its own cursor
+(``service.SharedStore``), so they read concurrently and the file is left to other
+processes between bursts. Errors: a store locked by another process or an index that
+cannot be refreshed is 503, any other user error (:class:`SeleneError`) 422 with its
+message; anything else is a bug and is a 500 with its traceback in the server log.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, Field
+
+from selene_dag import service
+from selene_dag.config import Settings, load_settings
+from selene_dag.errors import SeleneError
+
+
+class AskRequest(BaseModel):
+    """Body of ``POST /ask``."""
+
+    question: str = Field(description="The question to build context for.")
+    budget: int = Field(gt=0, description="Token budget of the pack (target model).")
+    sources: list[str] | None = Field(
+        default=None, description="Subset of ['notes', 'sessions'] (default both)."
+    )
+    model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
+
+
+class ContextRequest(BaseModel):
+    """Body of ``POST /context``."""
+
+    budget: int = Field(gt=0, description="Token budget of the pack.")
+    model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
+
+
+class CompactRequest(BaseModel):
+    """Body of ``POST /compact``."""
+
+    messages: list[dict[str, Any]] = Field(description="Chat messages {role, content, ...}.")
+    window: int = Field(gt=0, description="Context window in tokens.")
+    model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
+
+
+def create_app(settings_provider: Callable[[], Settings] = load_settings) -> FastAPI:
+    """The API; ``settings_provider`` is called per request (SELENE_* read at request time)."""
+    shared = service.SharedStore()
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        yield
+        shared.close()  # release the file at shutdown, lingering or not
+
+    app = FastAPI(
+        title="selene-dag",
+        description="Token-budgeted context from notes and AI coding-agent sessions.",
+        lifespan=lifespan,
+    )
+    app.state.store = shared
+
+    @app.exception_handler(SeleneError)
+    async def user_error(_: Request, exc: SeleneError) -> JSONResponse:
+        status = 503 if isinstance(exc, service.UNAVAILABLE_ERRORS) else 422
+        return JSONResponse(status_code=status, content={"detail": str(exc)})
+
+    @app.get("/health/compression")
+    def health_compression() -> dict[str, Any]:
+        """Compression health: tiers, essence progress, thread digests."""
+        settings = settings_provider()
+        with shared.cursor(settings) as cur:
+            return service.health_in(cur, settings)
+
+    @app.post("/ask")
+    def ask_endpoint(body: AskRequest) -> dict[str, Any]:
+        """The JSON document of ``selene-dag ask --format json``: ``text`` is the exact pack
+        the md form prints, ``items`` its parts with citations."""
+        settings = settings_provider()
+        with shared.cursor(settings) as cur:
+            result = service.ask_in(
+                cur,
+                settings,
+                body.question,
+                body.budget,
+                model=body.model,
+                sources=body.sources,
+                write_lock=shared.write_lock,
+            )
+        result.stats["index_refreshed"] = False
+        return result.to_json()
+
+    @app.post("/context")
+    def context_endpoint(body: ContextRequest) -> dict[str, Any]:
+        """The tiered pack of all notes (as ``selene-dag context``)."""
+        settings = settings_provider()
+        with shared.cursor(settings) as cur:
+            return service.context_in(cur, settings, body.budget, body.model)
+
+    @app.post("/compact")
+    def compact_endpoint(body: CompactRequest) -> dict[str, Any]:
+        """Compact ``messages`` to fit a ``window``-token context."""
+        settings = settings_provider()
+        model = body.model or settings.model
+        report = service.compact(
+            settings, body.messages, body.window, model, summarize_with_engine=False
+        )
+        return {
+            "window": report.window,
+            "model": model,
+            "tokens_before": report.tokens_before,
+            "tokens_after": report.tokens_after,
+            "compaction_threshold": report.compaction_threshold,
+            "resolved_at": report.resolved_at,
+            "removed": report.removed,
+            "shrink_stage_detail": report.shrink_stage_detail,
+            "compacted_stages": list(report.compacted_stages),
+            "steps": [
+                {
+                    "name": s.name,
+                    "removed": s.removed,
+                    "tokens_before": s.tokens_before,
+                    "tokens_after": s.tokens_after,
+                    "detail": s.detail,
+                }
+                for s in report.steps
+            ],
+            "messages": report.messages,
+        }
+
+    return app

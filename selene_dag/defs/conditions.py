@@ -1,0 +1,38 @@
+"""Automation conditions, each defined once and used by the assets of every domain.
+
+One mechanism per cadence: assets follow their inputs with :data:`FOLLOW_UPSTREAM`, and
+the cadences the specification gives (essences every 5 minutes, digests hourly, tiers
+daily at 03:00, each day's summary after midnight) are cron conditions on the assets
+themselves. The automation-condition sensor in ``definitions.py`` evaluates them all.
+"""
+
+from __future__ import annotations
+
+import dagster as dg
+
+# Follow an input only when its content changed (its data version), not whenever it was
+# merely re-materialized: a cosmetic re-run that produces the same hash triggers nothing.
+FOLLOW_UPSTREAM = dg.AutomationCondition.eager().replace(
+    "newly_updated", dg.AutomationCondition.data_version_changed()
+)
+
+ESSENCES_CRON = "*/5 * * * *"
+DIGESTS_CRON = "0 * * * *"
+TIERS_CRON = "0 3 * * *"
+DAILY_SUMMARY_CRON = "30 0 * * *"
+
+
+def every(cron: str) -> dg.AutomationCondition:
+    """Run once per tick of ``cron`` whatever the inputs did, once every input exists, and
+    never twice at once."""
+    return (
+        dg.AutomationCondition.cron_tick_passed(cron)
+        & ~dg.AutomationCondition.any_deps_missing()
+        & ~dg.AutomationCondition.in_progress()
+    ).with_label(f"every {cron}")
+
+
+def follow_or_every(cron: str) -> dg.AutomationCondition:
+    """Follow changed inputs, and also run once per tick of ``cron``: for work that ages
+    with the clock (tiers) or is limited per run (essences with a model server)."""
+    return (FOLLOW_UPSTREAM | every(cron)).with_label(f"follow inputs, and every {cron}")

@@ -1,0 +1,157 @@
+"""ExtractiveEngine: the Engine protocol over the algorithms of this package."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.errors import check_budget
+from selene_dag.llm.cache import LLMCache
+from selene_dag.llm.engine import (
+    Assessment,
+    BaseEngine,
+    EngineUnavailable,
+    NoteAnalysis,
+    ThreadProposal,
+    note_ids_of,
+    require_kind,
+    require_text,
+)
+from selene_dag.llm.extractive import assess, digest, essence, summarize, threads
+from selene_dag.llm.versions import ALGORITHM_VERSIONS
+
+
+class ExtractiveEngine(BaseEngine):
+    """Deterministic offline engine; each task's algorithm is described in its module."""
+
+    name = "extractive"
+
+    def __init__(
+        self,
+        cache: LLMCache | None = None,
+        *,
+        token_model: str | None = None,
+        concepts_k: int = 5,
+        min_thread_notes: int = 3,
+        thread_distance: float = 0.8,
+    ) -> None:
+        """``token_model`` is the default model whose tokens ``summarize`` counts."""
+        super().__init__(cache)
+        self.model = "extractive-v1"
+        self.token_model = token_model
+        self.concepts_k = concepts_k
+        self.min_thread_notes = min_thread_notes
+        self.thread_distance = thread_distance
+
+    # -- notes ---------------------------------------------------------------------------
+
+    def analyze_note(self, title: str, content: str) -> NoteAnalysis:
+        """Concepts, primary theme and essence of a note (essence > 10 chars if any text).
+
+        Raises TypeError for non-str input and ValueError when title and content are both empty.
+        """
+        require_text(title, "title")
+        require_text(content, "content")
+        if not title.strip() and not content.strip():
+            raise ValueError("a note needs a title or content")
+
+        def compute() -> tuple[dict[str, Any], None, None]:
+            return essence.analyze_note(title, content, self.concepts_k), None, None
+
+        out = self._cached(
+            "analyze_note",
+            ALGORITHM_VERSIONS["analyze_note"],
+            {"title": title, "content": content, "k": self.concepts_k},
+            compute,
+        )
+        return NoteAnalysis(
+            concepts=list(out["concepts"]),
+            primary_theme=out["primary_theme"],
+            essence=out["essence"],
+        )
+
+    def detect_threads(
+        self, context: str, notes: Sequence[Mapping[str, Any]]
+    ) -> list[ThreadProposal]:
+        """Cluster notes into threads (``context`` is not needed here and is ignored).
+
+        Each note is a mapping with ``id`` and some of ``title``, ``essence``, ``concepts``
+        (list or JSON list), ``primary_theme``, ``topic``, ``content``. Returns threads of at
+        least ``min_thread_notes`` notes, largest first. Raises TypeError/ValueError on
+        malformed notes.
+        """
+        ids = note_ids_of(notes)
+        if len(set(ids)) != len(ids):
+            raise ValueError("note ids must be unique")
+        docs = {nid: threads.note_doc(note) for nid, note in zip(ids, notes, strict=True)}
+        payload = {"docs": docs, "min": self.min_thread_notes, "dist": self.thread_distance}
+
+        def compute() -> tuple[list[dict[str, Any]], None, None]:
+            found = threads.cluster_threads(docs, self.min_thread_notes, self.thread_distance)
+            return found, None, None
+
+        out = self._cached("detect_threads", ALGORITHM_VERSIONS["detect_threads"], payload, compute)
+        return [ThreadProposal(**t) for t in out]
+
+    def digest_thread(self, name: str, why: str, essences: Sequence[str]) -> str:
+        """A 3–5 sentence paragraph: an opening line naming the thread, then central essences.
+
+        Raises ValueError when no essence has text.
+        """
+        require_text(name, "name", allow_empty=False)
+        require_text(why, "why")
+        cleaned = [require_text(e, "essence").strip() for e in essences]
+        cleaned = [e for e in cleaned if e]
+        if not cleaned:
+            raise ValueError("digest_thread needs at least one non-empty essence")
+
+        def compute() -> tuple[str, None, None]:
+            return digest.digest_thread(name, why, cleaned), None, None
+
+        payload = {"name": name, "why": why, "essences": cleaned}
+        return self._cached("digest_thread", ALGORITHM_VERSIONS["digest_thread"], payload, compute)
+
+    # -- text -----------------------------------------------------------------------------
+
+    def summarize(
+        self, text: str, max_tokens: int, model: str | None = None, *, kind: str = "text"
+    ) -> str:
+        """The most central sentences of ``text`` in document order, ≤ ``max_tokens`` tokens.
+
+        ``model`` names the tokenizer (default: the engine's ``token_model``). ``kind``
+        "conversation" renders bullet points (seed 004's compaction summary). Raises
+        TypeError/ValueError on bad arguments.
+        """
+        require_text(text, "text")
+        check_budget(max_tokens, "max_tokens")
+        require_kind(kind)
+        target = model or self.token_model
+
+        def compute() -> tuple[str, None, int]:
+            summary = summarize.summarize(text, max_tokens, target, kind)
+            return summary, None, count_tokens(summary, model=target)
+
+        payload = {"text": text, "max_tokens": max_tokens, "model": target, "kind": kind}
+        return self._cached("summarize", ALGORITHM_VERSIONS["summarize"], payload, compute)
+
+    def assess_chunk(self, text: str, context: str | None = None) -> Assessment:
+        """Rate a chunk 1–10 with transparent heuristics (no model), described in
+        :mod:`selene_dag.llm.extractive.assess`; ``reason`` lists the counts on one line.
+
+        Raises TypeError for non-str input.
+        """
+        require_text(text, "text")
+        if context is not None:
+            require_text(context, "context")
+
+        def compute() -> tuple[dict[str, Any], None, None]:
+            return assess.assess_chunk(text, context), None, None
+
+        payload = {"text": text, "context": context}
+        out = self._cached("assess_chunk", ALGORITHM_VERSIONS["assess_chunk"], payload, compute)
+        return Assessment(**out)
+
+    def answer(self, question: str, context: str) -> str:
+        """Always raises EngineUnavailable: answering needs a generative model."""
+        raise EngineUnavailable("answering needs a model server: set SELENE_LLM=ollama")

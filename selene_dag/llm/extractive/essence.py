@@ -1,0 +1,100 @@
+"""A note's essence, concepts and primary theme (the ``analyze_note`` task).
+
+Markdown, code blocks, tables, URLs and link syntax are stripped; the prose is split into
+sentences. A sentence's score adds its centrality (mean TF-IDF cosine similarity to the
+other sentences, fitted on the note's own sentences and its title), its similarity to the
+title, an early-position bonus, a bonus for insight cues ("the trick is", "turns out",
+"the fix", "you can", ...), and a length fit (40–260 characters preferred); it loses points
+for ending in ':' (it introduces a code block) or pointing at one ("the following", "like
+this"), or opening with a bare pronoun. The best sentence is the essence; a short best
+sentence (< 90 chars) is joined by the next best one (in document order). An essence is
+always > 10 characters for a note with text (the title is the last fallback).
+
+The concepts are :func:`~selene_dag.llm.extractive.phrases.key_phrases`; the theme is the
+first concept that occurs in the title (else the first concept).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from selene_dag import text as _text
+from selene_dag.llm.engine import MIN_ESSENCE_CHARS
+from selene_dag.llm.extractive.phrases import key_phrases
+from selene_dag.llm.extractive.scoring import centrality, length_fit
+
+_INSIGHT_CUES = re.compile(
+    r"\b(the trick|trick is|turns out|turned out|the fix|the solution|the answer|the key|"
+    r"i learned|i figured|figured out|you can|lets you|allows you|it's possible|"
+    r"the way to|the easiest way|the best way|the problem|the reason|the secret|"
+    r"solved|solution|workaround|instead of|decided|realized|works by)\b",
+    re.IGNORECASE,
+)
+_POINTS_AT_CODE = re.compile(
+    r"\b(the following|like this|as follows|this command|this code|this snippet|here's how|doing this|by running)\b",
+    re.IGNORECASE,
+)
+_WEAK_START = re.compile(
+    r"^(it|this|that|these|those|here|so|but|and|then|which|they|he|she)\b", re.IGNORECASE
+)
+
+
+def analyze_note(title: str, content: str, concepts_k: int) -> dict[str, Any]:
+    """``{"concepts", "primary_theme", "essence"}`` of a note (see the module docstring)."""
+    body = _text.strip_markdown(content)
+    concepts = key_phrases(title, body, concepts_k)
+    lowered_title = title.lower()
+    theme = next((c for c in concepts if c in lowered_title), concepts[0] if concepts else "")
+    essence = pick_essence(title, content, body)
+    return {"concepts": concepts, "primary_theme": theme, "essence": essence}
+
+
+def pick_essence(title: str, content: str, prose: str | None = None) -> str:
+    """The 1–2 most central sentences of a note (see the module docstring); never ≤ 10 chars.
+
+    ``prose`` is ``content`` already passed through ``strip_markdown`` (computed if None).
+    """
+    prose = _text.strip_markdown(content) if prose is None else prose
+    sentences = _text.split_sentences(prose)
+    candidates = [s for s in sentences if len(_text.words(s)) >= 4 and 20 <= len(s) <= 600]
+    if not candidates:
+        candidates = [s for s in sentences if len(s) >= MIN_ESSENCE_CHARS]
+    if not candidates:
+        return _title_fallback(title, content)
+    central, to_title = centrality(candidates, title or None)
+    top_central = float(central.max()) or 1.0
+    n = len(candidates)
+    scores = []
+    for i, sentence in enumerate(candidates):
+        score = 0.45 * float(central[i]) / top_central + 0.35 * float(to_title[i])
+        score += 0.2 * (1.0 - i / n) if n > 1 else 0.2
+        score += 0.2 if _INSIGHT_CUES.search(sentence) else 0.0
+        score += length_fit(sentence)
+        if sentence.rstrip().endswith(":"):
+            score -= 0.5
+        if _POINTS_AT_CODE.search(sentence):
+            score -= 0.3
+        if _WEAK_START.match(sentence):
+            score -= 0.1
+        if "?" in sentence[-2:]:
+            score -= 0.05
+        scores.append(score)
+    order = sorted(range(n), key=lambda i: (-scores[i], i))
+    chosen = [order[0]]
+    if len(candidates[order[0]]) < 90 and n > 1:
+        second = order[1]
+        if len(candidates[second]) <= 260 and not candidates[second].rstrip().endswith(":"):
+            chosen.append(second)
+    essence = " ".join(_text.ensure_period(candidates[i]) for i in sorted(chosen))
+    essence = _text.shorten(essence, 360)
+    if len(essence) < MIN_ESSENCE_CHARS:
+        return _title_fallback(title, content)
+    return essence
+
+
+def _title_fallback(title: str, content: str) -> str:
+    text = " ".join(title.split()) or " ".join(content.split())[:200]
+    if len(text) < MIN_ESSENCE_CHARS:
+        text = f"A short note: {text}" if text else ""
+    return _text.ensure_period(text) if text else text

@@ -1,0 +1,46 @@
+"""Pick the engine the settings name: :func:`get_engine`."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from selene_dag.config import Settings, load_settings
+from selene_dag.llm.cache import LLMCache
+from selene_dag.llm.engine import BaseEngine
+
+if TYPE_CHECKING:
+    import duckdb
+
+
+def get_engine(
+    settings: Settings | None = None,
+    cache_conn: duckdb.DuckDBPyConnection | None = None,
+) -> BaseEngine:
+    """The engine named by ``settings.llm`` (default: ``load_settings()``).
+
+    ``cache_conn`` is a migrated DuckDB connection for the persistent cache of model calls;
+    None keeps the cache in memory. The extractive engine always caches in memory only.
+    ``extractive`` needs nothing; ``ollama`` uses ``settings.ollama_host``,
+    ``settings.model`` and ``settings.ollama_timeout`` and contacts the server only when
+    first called. Raises ValueError for an unknown engine name.
+    """
+    if settings is None:
+        settings = load_settings()
+    # Each engine is imported only when chosen: the extractive one loads scikit-learn, the
+    # Ollama one its HTTP client, and `import selene_dag.llm` must stay cheap for Dagster.
+    if settings.llm == "extractive":
+        from selene_dag.llm.extractive import ExtractiveEngine
+
+        # Deterministic and cheaper to recompute than a committed cache row per call.
+        return ExtractiveEngine(cache=LLMCache(None), token_model=settings.model)
+    cache = LLMCache(cache_conn)
+    if settings.llm == "ollama":
+        from selene_dag.llm.ollama import OllamaEngine
+
+        return OllamaEngine(
+            host=settings.ollama_host,
+            model=settings.model,
+            timeout=settings.ollama_timeout,
+            cache=cache,
+        )
+    raise ValueError(f"unknown engine {settings.llm!r}: expected extractive or ollama")

@@ -1,0 +1,123 @@
+"""A question's terms and how they are weighed and found in a text: the one home of ask's
+term analysis.
+
+Pure functions, no database: ``query_terms`` turns a question into the words that reach
+the full-text engine, ``idf`` / ``weights_by_stem`` weigh them (rare words count more),
+and :class:`CoverageMatcher` finds which of them a text holds. Stop words and the light
+stemmer are :mod:`selene_dag.text`'s, shared with the rest of the package.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+
+from selene_dag.text import QUERY_STOP_WORDS, stem
+
+__all__ = [
+    "MAX_TERMS",
+    "CoverageMatcher",
+    "idf",
+    "query_terms",
+    "stem",
+    "term_coverage",
+    "weights_by_stem",
+]
+
+MAX_TERMS = 32
+_WORD = re.compile(r"[^\W_]+")
+
+
+def query_terms(question: str) -> list[str]:
+    """Distinct lower-case words of ``question`` minus stop words and 1-letter words, in
+    order, at most ``MAX_TERMS``: the only thing that reaches the FTS engine (no quotes,
+    no operators). Raises TypeError when ``question`` is not a str."""
+    if not isinstance(question, str):
+        raise TypeError(f"question must be a str, got {type(question).__name__}")
+    seen: dict[str, None] = {}
+    for word in _WORD.findall(question.lower()):
+        if len(word) > 1 and word not in QUERY_STOP_WORDS and word not in seen:
+            seen[word] = None
+        if len(seen) >= MAX_TERMS:
+            break
+    return list(seen)
+
+
+def idf(df: int, n_docs: int) -> float:
+    """BM25's inverse document frequency, > 0 for every df in [0, n_docs]."""
+    return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
+
+
+def weights_by_stem(frequencies: Iterable[tuple[str, int]], n_docs: int) -> dict[str, float]:
+    """The IDF of each ``(word, document frequency)`` keyed by the word's light stem (the
+    highest when several words share a stem). A frequency below 1 counts as 1: a word
+    absent from the corpus weighs as if found in one document."""
+    out: dict[str, float] = {}
+    for word, df in frequencies:
+        key = stem(word)
+        out[key] = max(out.get(key, 0.0), idf(max(1, int(df)), n_docs))
+    return out
+
+
+class CoverageMatcher:
+    """Finds which question terms (stemmed, matched at a word start) occur in a text, in
+    one regex pass per text: alternatives are tried longest first, and a stem is found
+    wherever a longer matched stem starts with it (both match at that position)."""
+
+    def __init__(self, terms: Sequence[str]) -> None:
+        self.terms = list(terms)
+        self.stems = [stem(t) for t in self.terms]
+        alternatives = sorted(set(self.stems), key=lambda s: (-len(s), s))
+        self._pattern = (
+            re.compile(r"\b(" + "|".join(re.escape(a) for a in alternatives) + ")")
+            if alternatives
+            else None
+        )
+        self._implied: dict[str, frozenset[str]] = {
+            a: frozenset(s for s in alternatives if a.startswith(s)) for a in alternatives
+        }
+
+    def found(self, text: str) -> set[str]:
+        """The stems found in ``text`` (compared lower-case)."""
+        if self._pattern is None or not text:
+            return set()
+        out: set[str] = set()
+        for match in set(self._pattern.findall(text.lower())):
+            out |= self._implied[match]
+        return out
+
+    def coverage(
+        self,
+        title: str,
+        body: str,
+        title_bonus: float = 1.0,
+        weights: Mapping[str, float] | None = None,
+    ) -> float:
+        """See :func:`term_coverage`."""
+        if not self.terms:
+            return 0.0
+        in_title = self.found(title)
+        in_body = self.found(body)
+        total = 0.0
+        norm = 0.0
+        for s in self.stems:
+            w = weights.get(s, 1.0) if weights else 1.0
+            t = s in in_title
+            total += w * (float(t or s in in_body) + title_bonus * float(t)) / (1.0 + title_bonus)
+            norm += w
+        return total / norm if norm else 0.0
+
+
+def term_coverage(
+    terms: Sequence[str],
+    title: str,
+    body: str,
+    title_bonus: float = 1.0,
+    weights: Mapping[str, float] | None = None,
+) -> float:
+    """Mean over ``terms`` (stemmed, matched at a word start) of
+    ``(found anywhere + title_bonus * found in title) / (1 + title_bonus)``, weighted by
+    ``weights[stem]`` when given (IDF: a rare word counts more; missing stems weigh 1):
+    in [0, 1], 0.0 for no terms."""
+    return CoverageMatcher(terms).coverage(title, body, title_bonus, weights)

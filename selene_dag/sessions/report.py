@@ -1,0 +1,310 @@
+"""Database-reading use cases behind ``selene-dag distill scan|status|report|assess|seed``.
+
+Each returns rows (dicts) or a dict for a front door to print; none prints and none writes
+the database. A request naming something that does not exist raises
+:class:`~selene_dag.sessions.steps.SessionNotFoundError`, a bad option
+:class:`~selene_dag.errors.UsageError` (both ``ValueError`` subclasses, one-line
+messages). Reads open the database only when it exists. No Dagster here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import duckdb
+
+from selene_dag.config import Settings
+from selene_dag.errors import UsageError
+from selene_dag.sessions.scanner import ScannedFile, scan_roots
+from selene_dag.sessions.steps import SessionNotFoundError
+from selene_dag.sessions.store import fetch_dicts
+from selene_dag.store import connect
+
+_NO_DATABASE = "no database yet: run `selene-dag distill run` first"
+_SESSION_TABLES = (
+    "session_files",
+    "session_events",
+    "chunks",
+    "assessments",
+    "chunk_scores",
+    "distilled_sessions",
+)
+
+
+def read_conn(settings: Settings) -> duckdb.DuckDBPyConnection | None:
+    """A connection to the database, or None when it does not exist yet."""
+    if not settings.db_path.exists():
+        return None
+    return connect(settings.db_path)
+
+
+def _known(settings: Settings) -> dict[str, dict[str, Any]]:
+    conn = read_conn(settings)
+    if conn is None:
+        return {}
+    try:
+        rows = fetch_dicts(
+            conn, "SELECT session_key, size, mtime, events, parse_errors FROM session_files"
+        )
+    finally:
+        conn.close()
+    return {row["session_key"]: row for row in rows}
+
+
+def distill_scan(settings: Settings) -> list[dict[str, Any]]:
+    """Every session file under the roots: key, platform, path, size, events, state.
+
+    ``state`` is ``new`` (never ingested), ``grown`` (size or mtime changed since) or ``done``.
+    """
+    known = _known(settings)
+    rows = []
+    for f in scan_roots(settings.session_roots):
+        seen = known.get(f.session_key)
+        if seen is None:
+            state = "new"
+        elif (seen["size"], seen["mtime"]) == (f.size, f.mtime):
+            state = "done"
+        else:
+            state = "grown"
+        rows.append(
+            {
+                "session_key": f.session_key,
+                "platform": f.platform,
+                "path": f.path,
+                "size": f.size,
+                "events": seen["events"] if seen else None,
+                "parse_errors": seen["parse_errors"] if seen else None,
+                "state": state,
+            }
+        )
+    return rows
+
+
+def resolve_sessions(
+    settings: Settings, ids: Sequence[str], all_files: bool = False
+) -> list[ScannedFile]:
+    """Scanned files matching ``ids`` (session key, the tool's session id, or a path) or all.
+
+    Raises UsageError when neither ids nor ``all_files`` are given, SessionNotFoundError
+    naming the first id that matches nothing.
+    """
+    files = scan_roots(settings.session_roots)
+    if all_files:
+        return files
+    if not ids:
+        raise UsageError("give session ids, keys or paths, or --all")
+    by_source: dict[str, str] = {}
+    conn = read_conn(settings)
+    if conn is not None:
+        try:
+            rows = fetch_dicts(
+                conn,
+                "SELECT source_session_id, session_key FROM session_files "
+                "WHERE source_session_id IS NOT NULL",
+            )
+        finally:
+            conn.close()
+        by_source = {row["source_session_id"]: row["session_key"] for row in rows}
+    chosen: dict[str, ScannedFile] = {}
+    for ident in ids:
+        match = [
+            f
+            for f in files
+            if ident in (f.session_key, f.path, str(Path(f.path).name))
+            or by_source.get(ident) == f.session_key
+            or Path(f.path).stem.endswith(ident)
+        ]
+        if not match:
+            raise SessionNotFoundError(
+                f"no session file matches {ident!r} under SELENE_SESSION_ROOTS"
+            )
+        for f in match:
+            chosen[f.session_key] = f
+    return list(chosen.values())
+
+
+def distilled_paths_by_session(settings: Settings) -> dict[str, str] | None:
+    """``session_key -> path`` of every distilled file; None when there is no database."""
+    conn = read_conn(settings)
+    if conn is None:
+        return None
+    try:
+        rows = fetch_dicts(conn, "SELECT session_key, path FROM distilled_sessions")
+    finally:
+        conn.close()
+    return {row["session_key"]: row["path"] for row in rows}
+
+
+def distill_status(settings: Settings) -> dict[str, Any]:
+    """Pipeline state: files per state, rows per sessions table, distilled files, and
+    ``source_gone``: ingested sessions whose file no longer exists (rows kept)."""
+    scan = distill_scan(settings)
+    status: dict[str, Any] = {"files": len(scan)}
+    for state in ("new", "grown", "done"):
+        status[state] = sum(r["state"] == state for r in scan)
+    conn = read_conn(settings)
+    if conn is not None:
+        try:
+            for table in _SESSION_TABLES:
+                status[table] = fetch_dicts(conn, f"SELECT count(*) AS n FROM {table}")[0]["n"]
+            paths = [r["path"] for r in fetch_dicts(conn, "SELECT path FROM session_files")]
+            # Ingested sessions whose file is gone: their rows are the archive and stay.
+            status["source_gone"] = sum(not Path(p).is_file() for p in paths)
+        finally:
+            conn.close()
+    return status
+
+
+def distill_report(settings: Settings, session: str | None = None) -> list[dict[str, Any]]:
+    """Per session: events, chunks, mean importance, mean consensus, distilled tokens and
+    path, and whether the source file still exists (``source_exists``).
+
+    Raises SessionNotFoundError when ``session`` matches no ingested session.
+    """
+    conn = read_conn(settings)
+    if conn is None:
+        return []
+    try:
+        out = fetch_dicts(
+            conn,
+            "SELECT f.session_key, f.platform, f.source_session_id AS session_id, f.path, "
+            "f.events, f.parse_errors, "
+            "(SELECT count(*) FROM chunks c WHERE c.session_key = f.session_key) AS chunks, "
+            "(SELECT round(avg(importance), 1) FROM session_events e "
+            "WHERE e.session_key = f.session_key) AS importance_avg, "
+            "(SELECT round(avg(consensus), 2) FROM chunk_scores s "
+            "WHERE s.session_key = f.session_key) AS consensus_avg, "
+            "d.tokens AS distilled_tokens, d.budget, d.chunk_count AS distilled_chunks, "
+            "d.path AS distilled_path "
+            "FROM session_files f LEFT JOIN distilled_sessions d ON d.session_key = f.session_key "
+            "ORDER BY f.session_key",
+        )
+    finally:
+        conn.close()
+    for row in out:
+        row["source_exists"] = Path(row["path"]).is_file()
+    if session:
+        out = [r for r in out if session in (r["session_key"], r["session_id"], r["path"])]
+        if not out:
+            raise SessionNotFoundError(f"no ingested session matches {session!r}")
+    return out
+
+
+def _rating(assessor: str, assessment: Any) -> dict[str, Any]:
+    return {
+        "assessor": assessor,
+        "relevance": assessment.relevance,
+        "signal_density": assessment.signal_density,
+        "reusability": assessment.reusability,
+        "overall": assessment.overall,
+        "reason": assessment.reason,
+    }
+
+
+def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
+    """Run every available assessor on one stored chunk now; returns ratings and consensus.
+
+    Nothing is written (the ``chunk_scores`` asset owns the stored scores). Raises
+    SessionNotFoundError when there is no database or no chunk ``chunk_id``.
+    """
+    from selene_dag.llm import get_engine
+    from selene_dag.llm.cli_assessors import assess_with_clis, available_assessors
+    from selene_dag.sessions.assessors import run_assessors
+    from selene_dag.sessions.consensus import AssessmentScore, compute_consensus
+    from selene_dag.sessions.steps import chunk_views, default_assessors
+    from selene_dag.sessions.store import chunk_session_key
+
+    conn = read_conn(settings)
+    if conn is None:
+        raise SessionNotFoundError(_NO_DATABASE)
+    try:
+        session_key = chunk_session_key(conn, chunk_id)
+        if session_key is None:
+            raise SessionNotFoundError(f"no chunk with id {chunk_id!r}")
+        view = next(v for v in chunk_views(conn, session_key) if v.chunk_id == chunk_id)
+        extractive = get_engine(settings.replace(llm="extractive"), cache_conn=conn)
+        model = get_engine(settings, cache_conn=conn) if settings.llm != "extractive" else None
+        named = run_assessors(view, default_assessors(extractive, model))
+    finally:
+        conn.close()
+    ratings = [_rating(n.assessor, n.assessment) for n in named]
+    clis = available_assessors(list(settings.cli_assessors)) if settings.cli_assessors else []
+    for r in assess_with_clis(view.text, clis) if clis else []:
+        if r.ok and r.assessment is not None:
+            ratings.append(_rating(r.name, r.assessment))
+    consensus = compute_consensus([AssessmentScore(r["assessor"], r["overall"]) for r in ratings])
+    return {
+        "chunk_id": chunk_id,
+        "assessments": ratings,
+        "consensus": consensus.score,
+        "sufficient": consensus.sufficient,
+        "dropped": list(consensus.dropped),
+    }
+
+
+def distill_seed(
+    settings: Settings,
+    platform: str,
+    session: str | None = None,
+    out_dir: Path | None = None,
+    max_tokens: int = 80_000,
+) -> dict[str, Any]:
+    """Write a fresh ``platform`` session file from a scored session (default: most recent).
+
+    The file goes to ``out_dir`` (default ``$SELENE_HOME/distilled/seeds``); returns its path
+    and token accounting. Only the file is written, not the database. Raises UsageError
+    for an unknown platform, SessionNotFoundError when there is no database or no scored
+    session (matching ``session``).
+    """
+    from selene_dag.sessions.distiller import DistillerConfig
+    from selene_dag.sessions.generators import check_platform
+    from selene_dag.sessions.steps import session_meta, write_distilled_file
+    from selene_dag.sessions.store import load_scored, scored_session_files
+
+    check_platform(platform)
+    conn = read_conn(settings)
+    if conn is None:
+        raise SessionNotFoundError(_NO_DATABASE)
+    try:
+        rows = scored_session_files(conn)
+        if session:
+            rows = [r for r in rows if session in (r.session_key, r.source_session_id)]
+        if not rows:
+            raise SessionNotFoundError(
+                f"no scored session{' matches ' + repr(session) if session else ''}: run distill first"
+            )
+        chosen = rows[0]
+        scored = load_scored(conn, chosen.session_key)
+    finally:
+        conn.close()
+    meta = session_meta(chosen, f"{chosen.session_key}:{platform}:seed", scored, settings.now())
+    result = write_distilled_file(
+        scored,
+        meta,
+        platform,
+        DistillerConfig(max_tokens=max_tokens),
+        out_dir or settings.distilled_dir / "seeds",
+        model=settings.model,
+    )
+    return {
+        "session_key": chosen.session_key,
+        "platform": platform,
+        "path": str(result.path),
+        "chunks": len(result.distilled.chunks),
+        "tokens": result.tokens,
+        "budget": max_tokens,
+    }
+
+
+__all__ = [
+    "distill_assess",
+    "distill_report",
+    "distill_scan",
+    "distill_seed",
+    "distill_status",
+    "distilled_paths_by_session",
+    "read_conn",
+    "resolve_sessions",
+]

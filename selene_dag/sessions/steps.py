@@ -1,0 +1,555 @@
+"""Per-session steps of the sessions graph over DuckDB, free of Dagster.
+
+Each ``*_session`` function computes first and then rewrites the rows of one session key
+through :mod:`selene_dag.sessions.store` (delete-then-insert in one transaction), so a
+re-run is idempotent and a crash leaves either the old rows or the new ones, never a mix.
+Each returns a data version: a content hash of what the next step reads. The Dagster
+assets call these.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+
+import duckdb
+
+from selene_dag.config import Settings
+from selene_dag.context.tokens import count_tokens, count_tokens_batch
+from selene_dag.errors import NotFoundError
+from selene_dag.llm.prompts import load_prompt
+from selene_dag.sessions.assessors import (
+    Assessor,
+    ChunkView,
+    NamedAssessment,
+    importance_assessment,
+    run_assessors,
+)
+from selene_dag.sessions.chunker import Chunk, ChunkConfig, build_chunks
+from selene_dag.sessions.consensus import AssessmentScore, ConsensusConfig, compute_consensus
+from selene_dag.sessions.distiller import DistilledSession, DistillerConfig, ScoredChunk, distill
+from selene_dag.sessions.generators import SeedMeta, overhead_tokens, write_session
+from selene_dag.sessions.parsers import ParseStats, iter_events
+from selene_dag.sessions.parsers.model import SessionEvent
+from selene_dag.sessions.redact import redact_counts
+from selene_dag.sessions.scanner import ScannedFile, scan_roots
+from selene_dag.sessions.scoring import CODE_FENCE, is_file_edit, score_events
+from selene_dag.sessions.store import (
+    AssessmentRow,
+    ChunkScoreRow,
+    DistillationRow,
+    SessionFileRow,
+    distilled_paths,
+    load_chunks,
+    load_events,
+    load_scored,
+    load_session_file,
+    project_names,
+    replace_chunks,
+    replace_distillation,
+    replace_scores,
+    replace_session,
+    scored_session_files,
+)
+from selene_dag.text import hash_rows
+
+
+class SessionNotFoundError(NotFoundError, ValueError):
+    """Something a sessions request names does not exist: a session file, an ingested or
+    scored session, a chunk, the database. Also a ``ValueError``, the contract these
+    functions had before the :class:`~selene_dag.errors.SeleneError` family, which the
+    ``session_events`` asset still catches."""
+
+
+def find_session_file(settings: Settings, session_key: str) -> ScannedFile:
+    """The scanned file whose key is ``session_key``; :class:`SessionNotFoundError` when no
+    root holds it."""
+    for scanned in scan_roots(settings.session_roots):
+        if scanned.session_key == session_key:
+            return scanned
+    raise SessionNotFoundError(
+        f"no session file with key {session_key!r} under the configured roots "
+        "(SELENE_SESSION_ROOTS); it was moved or deleted"
+    )
+
+
+def file_sha256(path: Path | str) -> str:
+    """SHA-256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# --- ingest ------------------------------------------------------------------------------
+
+
+@dataclass
+class IngestResult:
+    """Outcome of :func:`ingest_session`."""
+
+    session_key: str
+    events: int
+    parse_errors: int
+    error_samples: list[str]
+    duplicates: int
+    redactions: Counter[str] = field(default_factory=Counter)
+    kinds: Counter[str] = field(default_factory=Counter)
+    data_version: str = ""
+    own_assessment: bool = False
+
+
+def normalize_events(
+    scanned: ScannedFile, model: str | None = None
+) -> tuple[list[SessionEvent], ParseStats, Counter[str]]:
+    """Parse (streaming), redact every text, score importance and count tokens."""
+    stats = ParseStats()
+    redactions: Counter[str] = Counter()
+    events: list[SessionEvent] = []
+    for event in iter_events(scanned.path, scanned.platform, stats):
+        if event.text:
+            event.text, counts = redact_counts(event.text)
+            redactions.update(counts)
+        events.append(event)
+    score_events(events)
+    if events:
+        for event, n in zip(
+            events, count_tokens_batch([e.text for e in events], model=model), strict=True
+        ):
+            event.tokens = n
+    return events, stats, redactions
+
+
+# How far into the first prompt the assessment prompt's opening may sit (a CLI may put its
+# own instruction before the piped text).
+_MARKER_WINDOW = 2000
+
+
+def is_own_assessment(events: Sequence[SessionEvent]) -> bool:
+    """True when the session's first user prompt is selene-dag's own chunk-assessment
+    prompt: the transcript a CLI assessor left behind (Gemini CLI has no flag to skip
+    it). Ingesting it would make the pipeline feed on its own output."""
+    marker = load_prompt("assess_chunk").text.strip().splitlines()[0].strip()
+    for event in events:
+        if event.kind == "user_prompt":
+            return marker in event.text[:_MARKER_WINDOW]
+    return False
+
+
+def events_version(events: Sequence[SessionEvent]) -> str:
+    """Data version of a session's events: what its chunks and scores are computed from."""
+    return hash_rows((e.seq, e.kind, e.text, e.importance, e.tool_name, e.is_error) for e in events)
+
+
+def ingest_session(
+    conn: duckdb.DuckDBPyConnection, scanned: ScannedFile, now: datetime, model: str | None = None
+) -> IngestResult:
+    """Parse, redact, score one file and rewrite its ``session_files`` and ``session_events`` rows.
+
+    A transcript of selene-dag's own assessment run (:func:`is_own_assessment`) keeps its
+    ``session_files`` row with no events (``IngestResult.own_assessment``)."""
+    sha = file_sha256(scanned.path)
+    events, stats, redactions = normalize_events(scanned, model)
+    own = is_own_assessment(events)
+    if own:
+        events = []
+    replace_session(
+        conn,
+        SessionFileRow(
+            session_key=scanned.session_key,
+            path=scanned.path,
+            platform=scanned.platform,
+            project=stats.project,
+            source_session_id=stats.session_id,
+            size=scanned.size,
+            mtime=scanned.mtime,
+            sha256=sha,
+            events=len(events),
+            parse_errors=stats.errors,
+            error_samples=stats.error_samples,
+            duplicates=stats.duplicates,
+            redactions=sum(redactions.values()),
+            scanned_at=now,
+            parsed_at=now,
+        ),
+        events,
+    )
+    return IngestResult(
+        session_key=scanned.session_key,
+        events=len(events),
+        parse_errors=stats.errors,
+        error_samples=stats.error_samples,
+        duplicates=stats.duplicates,
+        redactions=redactions,
+        kinds=Counter(e.kind for e in events),
+        data_version=events_version(events),
+        own_assessment=own,
+    )
+
+
+def archived_session(conn: duckdb.DuckDBPyConnection, session_key: str) -> IngestResult | None:
+    """The stored state of a session whose file is gone (agents delete old transcripts,
+    Claude Code after 30 days by default): its rows are the archive and stay; None when
+    the session was never ingested. The data version equals the one of its last ingest,
+    so nothing downstream turns stale."""
+    row = load_session_file(conn, session_key)
+    if row is None:
+        return None
+    events = load_events(conn, session_key)
+    return IngestResult(
+        session_key=session_key,
+        events=len(events),
+        parse_errors=int(row.parse_errors or 0),
+        error_samples=[],
+        duplicates=int(row.duplicates or 0),
+        kinds=Counter(e.kind for e in events),
+        data_version=events_version(events),
+    )
+
+
+# --- chunk -------------------------------------------------------------------------------
+
+
+def chunk_session(
+    conn: duckdb.DuckDBPyConnection,
+    session_key: str,
+    config: ChunkConfig = ChunkConfig(),
+    model: str | None = None,
+) -> tuple[list[Chunk], str]:
+    """Rebuild the ``chunks`` rows of one session; returns the chunks and a data version."""
+    chunks = build_chunks(load_events(conn, session_key), session_key, config, model=model)
+    replace_chunks(conn, session_key, chunks)
+    return chunks, hash_rows((c.id, c.text) for c in chunks)
+
+
+def chunk_views(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[ChunkView]:
+    """Assessor inputs for every chunk of one session (text plus event features)."""
+    events = {e.seq: e for e in load_events(conn, session_key)}
+    views = []
+    for c in load_chunks(conn, session_key):
+        members = [events[s] for s in c.seqs if s in events]
+        views.append(
+            ChunkView(
+                chunk_id=c.id,
+                text=c.text,
+                importance_avg=c.importance_avg,
+                kinds=tuple(e.kind for e in members),
+                errors=sum(e.is_error or e.kind == "error" for e in members),
+                file_edits=sum(is_file_edit(e.kind, e.tool_name, e.text) for e in members),
+                code_blocks=sum(CODE_FENCE in e.text for e in members),
+            )
+        )
+    return views
+
+
+# --- score -------------------------------------------------------------------------------
+
+
+@dataclass
+class ScoreResult:
+    """Outcome of :func:`score_session`."""
+
+    chunks: int
+    assessments: int
+    sufficient: int
+    assessors: Counter[str]
+    data_version: str
+    cli_errors: list[str] = field(default_factory=list)
+
+
+def default_assessors(
+    extractive_engine: object, model_engine: object | None = None
+) -> list[tuple[str, Assessor]]:
+    """``extractive`` (content) and ``importance`` (structure), plus ``ollama`` when given."""
+    out: list[tuple[str, Assessor]] = [
+        ("extractive", lambda v: extractive_engine.assess_chunk(v.text)),  # type: ignore[attr-defined]
+        ("importance", importance_assessment),
+    ]
+    if model_engine is not None:
+        out.append(
+            (getattr(model_engine, "name", "ollama"), lambda v: model_engine.assess_chunk(v.text))
+        )  # type: ignore[attr-defined]
+    return out
+
+
+def score_session(
+    conn: duckdb.DuckDBPyConnection,
+    session_key: str,
+    assessors: Sequence[tuple[str, Assessor]],
+    now: datetime,
+    cli_names: Sequence[str] = (),
+    consensus: ConsensusConfig = ConsensusConfig(),
+    cli_timeout: float = 30.0,
+) -> ScoreResult:
+    """Assess every chunk of one session and rewrite its ``assessments`` and ``chunk_scores``.
+
+    ``assessors`` run in process; ``cli_names`` are CLI assessors (already filtered to those
+    on PATH) whose failures are reported in ``cli_errors`` and do not fail the step.
+    """
+    views = chunk_views(conn, session_key)
+    assessments: list[AssessmentRow] = []
+    scores: list[ChunkScoreRow] = []
+    used: Counter[str] = Counter()
+    cli_errors: list[str] = []
+    sufficient = 0
+    for view in views:
+        named: list[NamedAssessment] = run_assessors(view, assessors)
+        if cli_names:
+            from selene_dag.llm.cli_assessors import assess_with_clis
+
+            for result in assess_with_clis(view.text, list(cli_names), timeout=cli_timeout):
+                if result.ok and result.assessment is not None:
+                    named.append(NamedAssessment(result.name, result.assessment))
+                elif result.error:
+                    cli_errors.append(result.error)
+        for n in named:
+            a = n.assessment
+            used[n.assessor] += 1
+            assessments.append(
+                AssessmentRow(
+                    chunk_id=view.chunk_id,
+                    session_key=session_key,
+                    assessor=n.assessor,
+                    relevance=a.relevance,
+                    signal_density=a.signal_density,
+                    reusability=a.reusability,
+                    overall=a.overall,
+                    reason=a.reason,
+                    created_at=now,
+                )
+            )
+        result = compute_consensus(
+            [AssessmentScore(n.assessor, n.assessment.overall) for n in named], consensus
+        )
+        sufficient += result.sufficient
+        scores.append(
+            ChunkScoreRow(
+                chunk_id=view.chunk_id,
+                session_key=session_key,
+                consensus=result.score,
+                n_assessments=result.n_assessments,
+                assessors=list(result.assessors),
+                dropped=list(result.dropped),
+                sufficient=result.sufficient,
+            )
+        )
+    replace_scores(conn, session_key, assessments, scores)
+    version = hash_rows(
+        (
+            sorted((r.chunk_id, r.assessor, r.relevance) for r in assessments),
+            sorted((r.chunk_id, r.consensus) for r in scores),
+        )
+    )
+    return ScoreResult(len(views), len(assessments), sufficient, used, version, cli_errors)
+
+
+# --- distill -----------------------------------------------------------------------------
+
+
+@dataclass
+class DistillResult:
+    """Outcome of a distillation: the written file, its platform, the selection, the
+    file's tokens (preamble, wrappers and chunks) and its data version (file hash)."""
+
+    path: Path
+    platform: str
+    distilled: DistilledSession
+    tokens: int
+    data_version: str
+
+
+def _created_at(chunks: Sequence[ScoredChunk], now: datetime) -> str:
+    stamps = [s.chunk.last_timestamp for s in chunks if s.chunk.last_timestamp]
+    if stamps:
+        return max(stamps)
+    return now.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+
+
+def session_meta(
+    session: SessionFileRow, key: str, scored: Sequence[ScoredChunk], now: datetime
+) -> SeedMeta:
+    """Identity of a file distilled from one ingested session; ``key`` drives its uuids.
+
+    Its time is the newest chunk's timestamp (``now`` when no chunk has one)."""
+    source = session.source_session_id or session.session_key
+    return SeedMeta(
+        key=key,
+        source_platform=session.platform,
+        source_sessions=(source,),
+        cwd=session.project or "/",
+        created_at=_created_at(scored, now),
+        title=f"Distilled {session.platform} session {source}",
+    )
+
+
+def write_distilled_file(
+    scored: Sequence[ScoredChunk],
+    meta: SeedMeta,
+    platform: str,
+    config: DistillerConfig,
+    directory: Path,
+    model: str | None = None,
+) -> DistillResult:
+    """Select chunks of ``scored`` and write ``platform``'s resumable file under ``directory``.
+
+    The file's texts (preamble, wrappers and chunks) count at most ``config.max_tokens`` in
+    the target model's tokens. Writes only the file, never the database.
+    """
+    reserve, per_chunk = overhead_tokens(platform, meta, len(scored), model=model)
+    result = distill(scored, config, reserve_tokens=reserve, per_chunk_tokens=per_chunk)
+    tokens = reserve + sum(s.chunk.token_count + per_chunk for s in result.chunks)
+    path = write_session(platform, result, meta, directory)
+    return DistillResult(path, platform, result, tokens, file_sha256(path)[:32])
+
+
+@dataclass(frozen=True)
+class _Distillation:
+    """What one ``distilled_sessions`` row is made of: its key and project, the file's
+    identity, the candidate chunks and the platform to write."""
+
+    key: str
+    project: str | None
+    meta: SeedMeta
+    scored: list[ScoredChunk]
+    platform: str
+
+
+def distill_session(
+    conn: duckdb.DuckDBPyConnection,
+    session_key: str,
+    out_dir: Path,
+    now: datetime,
+    config: DistillerConfig = DistillerConfig(),
+    platform: str | None = None,
+    model: str | None = None,
+) -> DistillResult:
+    """Select chunks within budget, write the resumable file, rewrite the ``distilled_sessions`` row.
+
+    ``platform`` None writes the source's own format. The file's texts (preamble, wrappers
+    and chunks) count at most ``config.max_tokens`` in the target model's tokens. Raises
+    ValueError when the session was never ingested (its upstream step did not run).
+    """
+    session = load_session_file(conn, session_key)
+    if session is None:
+        raise ValueError(f"session {session_key!r} has not been ingested (no session_files row)")
+    target = platform or session.platform
+    scored = load_scored(conn, session_key)
+    meta = session_meta(session, f"{session_key}:{target}", scored, now)
+    plan = _Distillation(session_key, session.project, meta, scored, target)
+    return _record_distillation(conn, plan, out_dir, now, config, model)
+
+
+def distill_project(
+    conn: duckdb.DuckDBPyConnection,
+    project: str,
+    out_dir: Path,
+    now: datetime,
+    config: DistillerConfig = DistillerConfig(),
+    platform: str | None = None,
+    model: str | None = None,
+) -> DistillResult:
+    """One distillation over every scored session of ``project`` (seed 003's per-project run).
+
+    Chunks of all its sessions compete for one budget; the file is written in the platform
+    most of the project's sessions use unless ``platform`` says otherwise; its row has
+    ``session_key = 'project:<project>'``. Raises ValueError when ``project`` has no
+    scored session (callers pass names from :func:`project_names`).
+    """
+    sessions = scored_session_files(conn, project)
+    if not sessions:
+        raise ValueError(f"project {project!r} has no scored session")
+    platforms = [s.platform for s in sessions]
+    source_platform = max(sorted(set(platforms)), key=platforms.count)
+    target = platform or source_platform
+    scored = [c for s in sessions for c in load_scored(conn, s.session_key)]
+    key = f"project:{project}"
+    meta = SeedMeta(
+        key=f"{key}:{target}",
+        source_platform=source_platform,
+        source_sessions=tuple(s.source_session_id or s.session_key for s in sessions),
+        cwd=project or "/",
+        created_at=_created_at(scored, now),
+        title=f"Distilled project {project} ({len(sessions)} sessions)",
+    )
+    plan = _Distillation(key, project, meta, scored, target)
+    return _record_distillation(conn, plan, out_dir, now, config, model)
+
+
+def _record_distillation(
+    conn: duckdb.DuckDBPyConnection,
+    plan: _Distillation,
+    out_dir: Path,
+    now: datetime,
+    config: DistillerConfig,
+    model: str | None,
+) -> DistillResult:
+    """Write the file under ``out_dir / plan.platform``, remove the one it replaces (a new
+    file name in the same folder) and rewrite the row of ``(plan.key, plan.platform)``."""
+    previous = distilled_paths(conn, plan.key, plan.platform)
+    result = write_distilled_file(
+        plan.scored, plan.meta, plan.platform, config, out_dir / plan.platform, model
+    )
+    path = result.path
+    for old in previous:
+        if old != path and old.is_file() and old.parent == path.parent:
+            old.unlink()
+    replace_distillation(
+        conn,
+        DistillationRow(
+            session_key=plan.key,
+            project=plan.project,
+            platform=plan.platform,
+            source_platform=plan.meta.source_platform,
+            path=str(path),
+            tokens=result.tokens,
+            budget=config.max_tokens,
+            chunk_count=len(result.distilled.chunks),
+            dropped_chunks=result.distilled.dropped_chunks,
+            sort_mode=config.sort_by,
+            min_consensus=config.min_consensus,
+            created_at=now,
+        ),
+    )
+    return result
+
+
+def file_content_tokens(path: Path, model: str | None = None) -> int:
+    """Tokens of every user/assistant text in a generated file, re-read with our parser."""
+    from selene_dag.sessions.parsers import parse_file
+
+    texts = [
+        e.text
+        for e in parse_file(path).events
+        if e.kind in ("user_prompt", "summary") and e.raw_type != "summary"
+    ]
+    return sum(count_tokens(t, model=model) for t in texts)
+
+
+__all__ = [
+    "DistillResult",
+    "IngestResult",
+    "ScoreResult",
+    "SessionNotFoundError",
+    "archived_session",
+    "chunk_session",
+    "chunk_views",
+    "default_assessors",
+    "distill_project",
+    "distill_session",
+    "events_version",
+    "file_content_tokens",
+    "file_sha256",
+    "find_session_file",
+    "ingest_session",
+    "is_own_assessment",
+    "normalize_events",
+    "project_names",
+    "score_session",
+    "session_meta",
+    "write_distilled_file",
+]

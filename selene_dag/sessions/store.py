@@ -1,0 +1,363 @@
+"""Row I/O of the sessions tables (``session_files``, ``session_events``, ``chunks``,
+``assessments``, ``chunk_scores``, ``distilled_sessions``), by column name.
+
+Rows are read into dataclasses through the column names of the result (never by
+position) and written through named column lists. The ``replace_*`` writers delete a
+session key's rows and insert the new ones in one transaction, so a re-run is idempotent
+and a crash leaves either the old rows or the new ones, never a mix. No Dagster here.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pandas as pd
+
+from selene_dag.sessions.chunker import Chunk
+from selene_dag.sessions.distiller import ScoredChunk
+from selene_dag.sessions.parsers.model import SessionEvent
+from selene_dag.store import transaction
+
+# Table column -> dataclass field, where the names differ.
+_EVENT_FIELDS = {"ts": "timestamp"}
+_CHUNK_FIELDS = {"first_ts": "first_timestamp", "last_ts": "last_timestamp"}
+
+EVENT_COLUMNS = (
+    "session_key",
+    "seq",
+    "session_id",
+    "platform",
+    "ts",
+    "role",
+    "kind",
+    "text",
+    "tool_name",
+    "file_paths",
+    "is_error",
+    "is_sidechain",
+    "tokens",
+    "importance",
+    "raw_type",
+    "line",
+)
+
+
+@dataclass(frozen=True)
+class SessionFileRow:
+    """One ``session_files`` row: a source file and the outcome of its last ingest."""
+
+    session_key: str
+    path: str
+    platform: str
+    project: str | None
+    source_session_id: str | None
+    size: int
+    mtime: float
+    sha256: str
+    events: int
+    parse_errors: int
+    error_samples: list[str]
+    duplicates: int
+    redactions: int
+    scanned_at: datetime
+    parsed_at: datetime
+
+
+@dataclass(frozen=True)
+class AssessmentRow:
+    """One ``assessments`` row: one assessor's ratings of one chunk."""
+
+    chunk_id: str
+    session_key: str
+    assessor: str
+    relevance: int
+    signal_density: int
+    reusability: int
+    overall: float
+    reason: str | None
+    created_at: datetime
+
+
+@dataclass(frozen=True)
+class ChunkScoreRow:
+    """One ``chunk_scores`` row: the consensus of a chunk's assessments."""
+
+    chunk_id: str
+    session_key: str
+    consensus: float
+    n_assessments: int
+    assessors: list[str]
+    dropped: list[str]
+    sufficient: bool
+
+
+@dataclass(frozen=True)
+class DistillationRow:
+    """One ``distilled_sessions`` row: a written session file and its token accounting."""
+
+    session_key: str
+    project: str | None
+    platform: str
+    source_platform: str
+    path: str
+    tokens: int
+    budget: int
+    chunk_count: int
+    dropped_chunks: int
+    sort_mode: str
+    min_consensus: float
+    created_at: datetime
+
+
+def fetch_dicts(
+    conn: duckdb.DuckDBPyConnection, sql: str, params: Sequence[object] = ()
+) -> list[dict[str, Any]]:
+    """The result rows of ``sql`` as dicts keyed by the result's column names."""
+    cursor = conn.execute(sql, list(params))
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+def _columns(cls: type) -> tuple[str, ...]:
+    return tuple(f.name for f in dataclasses.fields(cls))
+
+
+def _select(cls: type, renames: Mapping[str, str] | None = None, alias: str = "") -> str:
+    """A select list of ``cls``'s fields, each column (``renames``: column -> field)
+    aliased to its field name."""
+    by_field = {v: k for k, v in (renames or {}).items()}
+    prefix = f"{alias}." if alias else ""
+    parts = []
+    for name in _columns(cls):
+        column = by_field.get(name, name)
+        parts.append(f"{prefix}{column}" + (f" AS {name}" if column != name else ""))
+    return ", ".join(parts)
+
+
+def _insert(
+    conn: duckdb.DuckDBPyConnection,
+    table: str,
+    rows: Sequence[Any],
+    renames: Mapping[str, str] | None = None,
+) -> None:
+    """Insert dataclass rows (all of one type) into ``table`` by their field names
+    (``renames``: column -> field); tuples are written as lists (DuckDB arrays)."""
+    if not rows:
+        return
+    fields = _columns(type(rows[0]))
+    by_field = {v: k for k, v in (renames or {}).items()}
+    columns = [by_field.get(name, name) for name in fields]
+    conn.executemany(
+        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
+        [[_value(getattr(row, name)) for name in fields] for row in rows],
+    )
+
+
+def _value(value: object) -> object:
+    return list(value) if isinstance(value, tuple) else value
+
+
+@contextmanager
+def _registered(conn: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> Iterator[None]:
+    conn.register(name, frame)
+    try:
+        yield
+    finally:
+        conn.unregister(name)
+
+
+# --- session_files and session_events --------------------------------------------------
+
+
+def replace_session(
+    conn: duckdb.DuckDBPyConnection,
+    file_row: SessionFileRow,
+    events: Sequence[SessionEvent],
+) -> None:
+    """Rewrite the ``session_files`` row and ``session_events`` rows of ``file_row.session_key``."""
+    key = file_row.session_key
+    frame = pd.DataFrame(
+        [
+            {
+                "session_key": key,
+                "seq": e.seq,
+                "session_id": e.session_id,
+                "platform": e.platform,
+                "ts": e.timestamp,
+                "role": e.role,
+                "kind": e.kind,
+                "text": e.text,
+                "tool_name": e.tool_name,
+                "file_paths": list(e.file_paths),
+                "is_error": e.is_error,
+                "is_sidechain": e.is_sidechain,
+                "tokens": e.tokens,
+                "importance": e.importance,
+                "raw_type": e.raw_type,
+                "line": e.line,
+            }
+            for e in events
+        ],
+        columns=list(EVENT_COLUMNS),
+    )
+    with transaction(conn):
+        conn.execute("DELETE FROM session_events WHERE session_key = ?", [key])
+        conn.execute("DELETE FROM session_files WHERE session_key = ?", [key])
+        if len(frame):
+            columns = ", ".join(EVENT_COLUMNS)
+            with _registered(conn, "_events_frame", frame):
+                conn.execute(
+                    f"INSERT INTO session_events ({columns}) SELECT {columns} FROM _events_frame"
+                )
+        _insert(conn, "session_files", [file_row])
+
+
+def load_session_file(conn: duckdb.DuckDBPyConnection, session_key: str) -> SessionFileRow | None:
+    """The ``session_files`` row of ``session_key``; None when it was never ingested."""
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {_select(SessionFileRow)} FROM session_files WHERE session_key = ?",
+        [session_key],
+    )
+    return SessionFileRow(**rows[0]) if rows else None
+
+
+def scored_session_files(
+    conn: duckdb.DuckDBPyConnection, project: str | None = None
+) -> list[SessionFileRow]:
+    """``session_files`` rows of sessions with at least one chunk score.
+
+    All of them newest file first (by mtime), or those of ``project`` in order of their
+    first event (sessions without timestamps last, then by key).
+    """
+    scored = "EXISTS (SELECT 1 FROM chunk_scores s WHERE s.session_key = f.session_key)"
+    select = f"SELECT {_select(SessionFileRow, alias='f')} FROM session_files f"
+    if project is None:
+        sql = f"{select} WHERE {scored} ORDER BY f.mtime DESC"
+        params: list[object] = []
+    else:
+        sql = (
+            f"{select} WHERE f.project = ? AND {scored} "
+            "ORDER BY (SELECT min(ts) FROM session_events e WHERE e.session_key = f.session_key) "
+            "NULLS LAST, f.session_key"
+        )
+        params = [project]
+    return [SessionFileRow(**row) for row in fetch_dicts(conn, sql, params)]
+
+
+def project_names(conn: duckdb.DuckDBPyConnection) -> list[str]:
+    """Projects (working directories) with at least one scored session."""
+    rows = fetch_dicts(
+        conn,
+        "SELECT DISTINCT f.project FROM session_files f JOIN chunk_scores s USING (session_key) "
+        "WHERE f.project IS NOT NULL ORDER BY 1",
+    )
+    return [row["project"] for row in rows]
+
+
+def load_events(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[SessionEvent]:
+    """The stored (redacted, scored) events of one session, in seq order."""
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {_select(SessionEvent, _EVENT_FIELDS)} FROM session_events "
+        "WHERE session_key = ? ORDER BY seq",
+        [session_key],
+    )
+    for row in rows:
+        row["file_paths"] = tuple(row["file_paths"] or ())
+        row["raw_type"] = row["raw_type"] or ""
+        row["line"] = row["line"] or 0
+    return [SessionEvent(**row) for row in rows]
+
+
+# --- chunks ------------------------------------------------------------------------------
+
+
+def replace_chunks(
+    conn: duckdb.DuckDBPyConnection, session_key: str, chunks: Sequence[Chunk]
+) -> None:
+    """Rewrite the ``chunks`` rows of one session."""
+    with transaction(conn):
+        conn.execute("DELETE FROM chunks WHERE session_key = ?", [session_key])
+        _insert(conn, "chunks", chunks, _CHUNK_FIELDS)
+
+
+def load_chunks(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[Chunk]:
+    """The stored chunks of one session, in chunk order."""
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {_select(Chunk, _CHUNK_FIELDS)} FROM chunks "
+        "WHERE session_key = ? ORDER BY chunk_index",
+        [session_key],
+    )
+    for row in rows:
+        row["seqs"] = tuple(row["seqs"] or ())
+    return [Chunk(**row) for row in rows]
+
+
+def chunk_session_key(conn: duckdb.DuckDBPyConnection, chunk_id: str) -> str | None:
+    """The session key of the chunk ``chunk_id``; None when no such chunk is stored."""
+    rows = fetch_dicts(conn, "SELECT session_key FROM chunks WHERE id = ?", [chunk_id])
+    return rows[0]["session_key"] if rows else None
+
+
+# --- assessments and chunk_scores --------------------------------------------------------
+
+
+def replace_scores(
+    conn: duckdb.DuckDBPyConnection,
+    session_key: str,
+    assessments: Sequence[AssessmentRow],
+    scores: Sequence[ChunkScoreRow],
+) -> None:
+    """Rewrite the ``assessments`` and ``chunk_scores`` rows of one session."""
+    with transaction(conn):
+        conn.execute("DELETE FROM assessments WHERE session_key = ?", [session_key])
+        conn.execute("DELETE FROM chunk_scores WHERE session_key = ?", [session_key])
+        _insert(conn, "assessments", assessments)
+        _insert(conn, "chunk_scores", scores)
+
+
+def load_scored(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[ScoredChunk]:
+    """Chunks of one session with their consensus, in chronological (chunk) order."""
+    rows = fetch_dicts(
+        conn,
+        "SELECT chunk_id, consensus FROM chunk_scores WHERE session_key = ?",
+        [session_key],
+    )
+    scores = {row["chunk_id"]: row["consensus"] for row in rows}
+    return [
+        ScoredChunk(c, float(scores[c.id]))
+        for c in load_chunks(conn, session_key)
+        if c.id in scores
+    ]
+
+
+# --- distilled_sessions ------------------------------------------------------------------
+
+
+def distilled_paths(conn: duckdb.DuckDBPyConnection, session_key: str, platform: str) -> list[Path]:
+    """Paths of the files recorded for ``session_key`` in ``platform``'s format."""
+    rows = fetch_dicts(
+        conn,
+        "SELECT path FROM distilled_sessions WHERE session_key = ? AND platform = ?",
+        [session_key, platform],
+    )
+    return [Path(row["path"]) for row in rows]
+
+
+def replace_distillation(conn: duckdb.DuckDBPyConnection, row: DistillationRow) -> None:
+    """Rewrite the ``distilled_sessions`` row of ``(row.session_key, row.platform)``."""
+    with transaction(conn):
+        conn.execute(
+            "DELETE FROM distilled_sessions WHERE session_key = ? AND platform = ?",
+            [row.session_key, row.platform],
+        )
+        _insert(conn, "distilled_sessions", [row])

@@ -1,0 +1,35 @@
+"""The sessions use cases' user-facing errors: the SeleneError family, one line each, and
+still ValueErrors for callers written against the older contract."""
+
+from __future__ import annotations
+
+import pytest
+
+from selene_dag.config import load_settings
+from selene_dag.errors import NotFoundError, SeleneError, UsageError
+from selene_dag.sessions.report import (
+    distill_assess,
+    distill_report,
+    distill_seed,
+    distill_status,
+    resolve_sessions,
+)
+from selene_dag.sessions.steps import SessionNotFoundError, find_session_file
+
+
+def test_errors_without_a_database() -> None:
+    settings = load_settings()
+    for call in (lambda: distill_assess(settings, "c"), lambda: distill_seed(settings, "codex")):
+        with pytest.raises(SessionNotFoundError, match="no database yet") as caught:
+            call()
+        assert isinstance(caught.value, NotFoundError) and isinstance(caught.value, ValueError)
+    with pytest.raises(UsageError, match="platform 'vim'"):
+        distill_seed(settings, "vim")
+    with pytest.raises(UsageError, match="--all"):
+        resolve_sessions(settings, [])
+    with pytest.raises(SeleneError, match="no session file matches 'x'"):
+        resolve_sessions(settings, ["x"])
+    with pytest.raises(SessionNotFoundError, match="it was moved or deleted"):
+        find_session_file(settings, "claude-000000000000")
+    assert distill_report(settings) == []
+    assert distill_status(settings) == {"files": 0, "new": 0, "grown": 0, "done": 0}
