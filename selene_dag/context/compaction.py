@@ -31,6 +31,7 @@ from typing import Any
 
 from selene_dag.context.levels import extractive_summary
 from selene_dag.context.tokens import count_tokens_batch, truncate_to_tokens
+from selene_dag.errors import check_budget
 
 WARN_RATIO = 0.6
 PRUNE_RATIO = 0.8
@@ -72,13 +73,8 @@ def check_context_budget(
 ) -> BudgetCheck:
     """Flags for ``total_tokens`` in ``context_window``: warn > 60 %, prune > 80 %,
     compact > 85 % (thresholds are ``floor(window × ratio)``, comparisons strict)."""
-    for name, value in (("total_tokens", total_tokens), ("context_window", context_window)):
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if total_tokens < 0:
-        raise ValueError(f"total_tokens must be >= 0, got {total_tokens}")
-    if context_window <= 0:
-        raise ValueError(f"context_window must be > 0, got {context_window}")
+    check_budget(total_tokens, "total_tokens", minimum=0)
+    check_budget(context_window, "context_window", minimum=1)
     warn = math.floor(context_window * warn_ratio)
     prune = math.floor(context_window * prune_ratio)
     compact = math.floor(context_window * compact_ratio)

@@ -60,10 +60,8 @@ class LevelConfig:
             "reference_max_tokens",
             "keywords_k",
         ):
-            if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be >= 1")
-        if self.reserved_tokens < 0:
-            raise ValueError("reserved_tokens must be >= 0")
+            check_budget(getattr(self, name), name, minimum=1)
+        check_budget(self.reserved_tokens, "reserved_tokens", minimum=0)
 
     def level_for(self, score: float) -> Level:
         """The level a relevance score earns before any budget demotion."""

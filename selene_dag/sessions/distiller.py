@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from selene_dag.errors import check_budget
 from selene_dag.sessions.chunker import Chunk
 
 SORT_MODES: tuple[str, ...] = ("consensus", "chronological", "hybrid")
@@ -41,8 +42,7 @@ class DistillerConfig:
     def __post_init__(self) -> None:
         if self.sort_by not in SORT_MODES:
             raise ValueError(f"sort_by {self.sort_by!r}: expected one of {', '.join(SORT_MODES)}")
-        if self.max_tokens < 1:
-            raise ValueError("max_tokens must be >= 1")
+        check_budget(self.max_tokens, "max_tokens", minimum=1)
 
 
 @dataclass(frozen=True)
