@@ -184,10 +184,11 @@ def ingest(
     settings = _settings(home)
     with err.status(f"ingesting {path}…"):
         report = service.ingest(settings, path)
+    ran = f"ran {len(report.ran)} assets" if report.ran else "nothing changed, no step ran"
     err.print(
         f"ingested {path}: {report.notes} notes ({report.inserted} new, "
         f"{report.changed} changed, {report.deleted} deleted, "
-        f"{report.bad_inputs} bad inputs skipped) in {report.seconds:.1f} s"
+        f"{report.bad_inputs} bad inputs skipped); {ran}; {report.seconds:.1f} s"
     )
 
 

@@ -88,20 +88,24 @@ def existing_store(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
 
 @dataclass(frozen=True)
 class IngestReport:
-    """What one ingest did (counts from the ``raw_notes`` materialization)."""
+    """What one ingest did: the ``raw_notes`` counts when it ran, and which assets ran
+    (none when nothing changed since the last run)."""
 
     path: Path
-    notes: int | str
+    notes: int
     inserted: int
     changed: int
     deleted: int
     bad_inputs: int
     seconds: float
+    ran: tuple[str, ...] = ()
 
 
 def ingest(settings: Settings, path: Path) -> IngestReport:
-    """Ingest the notes of ``path`` (folder or file) and materialize the notes group and
-    ``search_index`` so that ask and context see them at once."""
+    """Ingest the notes of ``path`` (folder or file) into the home: materialize what is
+    stale or missing in the notes group and ``search_index`` (so that ask and context see
+    the notes at once), in one run against the home's persistent Dagster instance.
+    Unchanged notes start no run at all."""
     import dagster as dg
 
     if not path.exists():
@@ -109,23 +113,28 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     settings = settings.replace(notes_dir=path.resolve())
     runs = _defs_runs()
     started = time.perf_counter()
-    selection = dg.AssetSelection.groups("notes", "context") & runs.unpartitioned_selection()
-    result = runs.materialize(
-        selection, runs.instance_for(settings), raise_on_error=False, settings=settings
-    )
-    if not result.success:
-        raise RunFailedError(f"ingest failed: {runs.failure_message(result)}")
+    selection = dg.AssetSelection.groups("notes", "context")
+    outcome = runs.materialize_stale(runs.instance_for(settings), settings, selection)
+    if not outcome.success:
+        raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
     meta: dict[str, Any] = {}
-    for mat in result.asset_materializations_for_node("raw_notes"):
-        meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    if outcome.result is not None:
+        for mat in outcome.result.asset_materializations_for_node("raw_notes"):
+            meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+    if "notes" not in meta:
+        with open_store(settings.db_path) as conn:
+            meta["notes"] = conn.execute(
+                "SELECT count(*) FROM notes WHERE deleted_at IS NULL"
+            ).fetchone()[0]
     return IngestReport(
         path=path,
-        notes=meta.get("notes", "?"),
+        notes=int(meta["notes"]),
         inserted=meta.get("inserted", 0),
         changed=meta.get("changed", 0),
         deleted=meta.get("marked_deleted", 0),
         bad_inputs=meta.get("bad_inputs", 0),
         seconds=time.perf_counter() - started,
+        ran=tuple(outcome.selected),
     )
 
 
@@ -543,56 +552,51 @@ class DemoReport:
     counts: dict[str, int] = field(default_factory=dict)
     health: dict[str, Any] = field(default_factory=dict)
     digests: list[tuple[str, str]] = field(default_factory=list)
+    ran: list[str] = field(default_factory=list)
 
 
 def demo(
     settings: Settings, *, force: bool = False, on_start: Callable[[Settings], None] | None = None
 ) -> DemoReport:
     """Materialize the whole graph on the bundled corpus in ``settings.home`` (use
-    :func:`demo_settings` first). A second run recomputes nothing when the inputs, the
-    settings and every asset's code version are unchanged (fingerprint in demo.json)."""
-    import json
-
+    :func:`demo_settings` first), against the home's persistent Dagster instance, so
+    `selene-dag dev` on that home shows what the demo built. Only what Dagster reports
+    stale or missing runs: a second run with nothing changed starts no step."""
     import dagster as dg
 
     runs = _defs_runs()
     if on_start is not None:
         on_start(settings)
     started = time.perf_counter()
-    stamp_path = settings.home / "demo.json"
-    fingerprint = runs.graph_fingerprint(settings)
-    up_to_date = (
-        not force
-        and settings.db_path.exists()
-        and stamp_path.exists()
-        and json.loads(stamp_path.read_text()).get("fingerprint") == fingerprint
-    )
-    # The demo's home is its own: an in-memory instance avoids ~2,000 SQLite event writes.
-    instance = dg.DagsterInstance.ephemeral()
-    if not up_to_date:
-        stamp_path.unlink(missing_ok=True)  # a run that fails half-way must not look complete
-        # Sessions first, so the rollups in the unpartitioned run see every scored session.
-        has_sessions = bool(bundled_session_roots())
-        sessions_done = (
-            distill_run(settings, all_files=True, instance=instance) if has_sessions else []
-        )
-        failed = [row for row in sessions_done if not row["ok"]]
-        if failed:
-            raise RunFailedError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
-        result = runs.materialize(
-            runs.unpartitioned_selection(), instance, raise_on_error=False, settings=settings
-        )
-        if not result.success:
-            raise RunFailedError(f"demo run failed: {runs.failure_message(result)}")
-        from selene_dag.defs.notes import demo_partition_range
+    instance = runs.instance_for(settings)
+    ran: list[str] = []
+    # Sessions first, so the rollups in the unpartitioned run see every scored session.
+    if bundled_session_roots():
+        scanned = sessions_report.distill_scan(settings)
+        changed = {row["session_key"] for row in scanned if row["state"] != "done"}
+        keys = [row["session_key"] for row in scanned]
+        todo = keys if force else runs.sessions_to_run(instance, keys, changed)
+        if todo:
+            rows = distill_run(settings, todo, instance=instance)
+            failed = [row for row in rows if not row["ok"]]
+            if failed:
+                raise RunFailedError(
+                    f"demo session {failed[0]['path']} failed: {failed[0]['error']}"
+                )
+            ran += [f"session {key}" for key in todo]
+    outcome = runs.materialize_stale(instance, settings, dg.AssetSelection.all(), force=force)
+    if not outcome.success:
+        raise RunFailedError(f"demo run failed: {runs.failure_message(outcome.result)}")
+    ran += outcome.selected
+    from selene_dag.defs.notes import demo_partition_range
 
-        first, last = demo_partition_range(settings.now())
+    first, last = demo_partition_range(settings.now())
+    if runs.daily_range_to_run(instance, first, last, force=force):
         result = runs.materialize_daily_range(instance, first, last, settings=settings)
         if not result.success:
             raise RunFailedError(f"demo daily summaries failed: {runs.failure_message(result)}")
-        stamp_path.parent.mkdir(parents=True, exist_ok=True)
-        stamp_path.write_text(json.dumps({"fingerprint": fingerprint}), encoding="utf-8")
-    report = DemoReport(settings, up_to_date, time.perf_counter() - started)
+        ran.append(f"daily_summaries {first}..{last}")
+    report = DemoReport(settings, not ran, time.perf_counter() - started, ran=ran)
     with open_store(settings.db_path) as conn:
         report.counts = table_counts(conn)
         report.health = compression_health(conn, settings.now())

@@ -15,6 +15,10 @@ from selene_dag.paths import transforms_hash
 
 # Shown as the owner of every asset in the Dagster UI.
 OWNERS = ["team:selene-dag"]
+# Assets whose result depends on the day as well as on their inputs (tiers age): they
+# record the day they were computed for, and a CLI run recomputes them on a new day.
+CLOCK_TAG = {"selene/clock": "day"}
+AS_OF_DAY = "as_of_day"
 
 
 def code_version(

@@ -9,17 +9,18 @@ variables written into the environment.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
 from selene_dag.config import Settings
 from selene_dag.definitions import defs
-from selene_dag.defs.notes import daily_summaries
+from selene_dag.defs.metadata import AS_OF_DAY
+from selene_dag.defs.notes import daily_summaries, notes_source
 from selene_dag.defs.resources import default_resources, resources_for
 from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
-from selene_dag.notes.ingest import read_notes
-from selene_dag.sessions.scanner import scan_roots
 
 INSTANCE_YAML = """\
 # Written by selene-dag. DuckDB allows one writer per file: every asset that writes is in
@@ -124,33 +125,6 @@ def materialize_daily_range(
     )
 
 
-def graph_fingerprint(settings: Settings) -> str:
-    """Hash of what the whole graph's output depends on: every asset's code version, the
-    notes' data version, the session files (path, size, mtime), engine, model and "now".
-
-    Equal fingerprints mean a full materialization would recompute nothing that changed.
-    """
-    import hashlib
-    import json
-
-    code = sorted(
-        (key.to_user_string(), assets_def.code_versions_by_key.get(key) or "")
-        for assets_def in defs.assets or []
-        if isinstance(assets_def, dg.AssetsDefinition)
-        for key in assets_def.keys
-    )
-    notes = read_notes(settings.notes_dir).data_version() if settings.notes_dir.exists() else ""
-    sessions = sorted((f.path, f.size, f.mtime) for f in scan_roots(settings.session_roots))
-    payload = {
-        "code": code,
-        "notes": notes,
-        "sessions": sessions,
-        "engine": [settings.llm, settings.model],
-        "now": settings.now().isoformat(),
-    }
-    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()
-
-
 def materialize_sessions(
     settings: Settings,
     session_keys: Sequence[str],
@@ -175,3 +149,169 @@ def materialize_sessions(
         )
         outcome[key] = None if result.success else failure_message(result)
     return outcome
+
+
+@dataclass
+class StaleRun:
+    """What a stale-only materialization decided and did."""
+
+    selected: list[str] = field(default_factory=list)
+    result: dg.ExecuteInProcessResult | None = None
+    reasons: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def success(self) -> bool:
+        """True when nothing had to run or the run succeeded."""
+        return self.result is None or self.result.success
+
+
+def observe_notes_folder(instance: dg.DagsterInstance, settings: Settings) -> None:
+    """Record the notes folder's current data version (the observable source
+    ``notes_source``), so that staleness of ``raw_notes`` reflects the files now."""
+    from dagster._core.definitions.observe import observe  # internal: pinned minor range
+
+    observe(
+        [notes_source],
+        instance=instance,
+        resources=resources_for(settings),
+        run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
+    )
+
+
+def _stale_resolver(instance: dg.DagsterInstance) -> Any:
+    # Internal Dagster API (pinned to the 1.13 minor range in pyproject).
+    from dagster._core.asset_graph_view.asset_graph_view import AssetGraphView, TemporalContext
+    from dagster._core.definitions.data_version import CachingStaleStatusResolver
+    from dagster._time import get_current_datetime
+
+    graph = defs.resolve_asset_graph()
+    view = AssetGraphView(
+        temporal_context=TemporalContext(effective_dt=get_current_datetime(), last_event_id=None),
+        instance=instance,
+        asset_graph=graph,
+    )
+    return CachingStaleStatusResolver(instance=instance, asset_graph=graph, loading_context=view)
+
+
+def _latest_metadata(instance: dg.DagsterInstance, key: dg.AssetKey) -> dict[str, Any] | None:
+    event = instance.get_latest_materialization_event(key)
+    if event is None or event.asset_materialization is None:
+        return None
+    return {k: getattr(v, "value", v) for k, v in event.asset_materialization.metadata.items()}
+
+
+def stale_reasons(
+    instance: dg.DagsterInstance, settings: Settings, keys: Sequence[dg.AssetKey]
+) -> dict[str, str]:
+    """Why each of ``keys`` (unpartitioned assets) must run now, for those that must:
+    never materialized, stale in Dagster's lineage (an input's data version or its code
+    version changed), computed with another engine or model, or computed for another day
+    (assets tagged ``selene/clock``). Keys absent from the result are fresh."""
+    from dagster._core.definitions.data_version import StaleStatus
+
+    from selene_dag.llm import get_engine
+
+    resolver = _stale_resolver(instance)
+    graph = defs.resolve_asset_graph()
+    engine = get_engine(settings)
+    expected_engine = f"{engine.name}:{engine.model}"
+    today = settings.now().date().isoformat()
+    reasons: dict[str, str] = {}
+    for key in keys:
+        name = key.to_user_string()
+        status = resolver.get_status(key)
+        if status == StaleStatus.MISSING:
+            reasons[name] = "never materialized"
+            continue
+        if status == StaleStatus.STALE:
+            causes = resolver.get_stale_root_causes(key)
+            reasons[name] = "; ".join(c.reason for c in causes) or "stale"
+            continue
+        metadata = _latest_metadata(instance, key) or {}
+        if "engine" in metadata and metadata["engine"] != expected_engine:
+            reasons[name] = f"computed with {metadata['engine']}, now {expected_engine}"
+        elif graph.get(key).tags.get("selene/clock") and metadata.get(AS_OF_DAY) != today:
+            reasons[name] = f"computed for {metadata.get(AS_OF_DAY)}, now {today}"
+    return reasons
+
+
+def materialize_stale(
+    instance: dg.DagsterInstance,
+    settings: Settings,
+    selection: dg.AssetSelection,
+    *,
+    force: bool = False,
+) -> StaleRun:
+    """Materialize, in one run, the unpartitioned assets of ``selection`` that must run
+    (see :func:`stale_reasons`) and everything downstream of them inside ``selection``;
+    with nothing stale no run starts. ``force`` runs the whole selection."""
+    graph = defs.resolve_asset_graph()
+    keys = sorted(
+        k
+        for k in selection.resolve(graph)
+        if graph.get(k).is_materializable and graph.get(k).partitions_def is None
+    )
+    if force:
+        reasons = {k.to_user_string(): "forced" for k in keys}
+    else:
+        observe_notes_folder(instance, settings)
+        reasons = stale_reasons(instance, settings, keys)
+    if not reasons:
+        return StaleRun()
+    roots = {dg.AssetKey.from_user_string(name) for name in reasons}
+    chosen = (dg.AssetSelection.assets(*roots).downstream()).resolve(graph) & set(keys)
+    names = sorted(k.to_user_string() for k in chosen)
+    result = materialize(names, instance, raise_on_error=False, settings=settings)
+    return StaleRun(selected=names, result=result, reasons=reasons)
+
+
+def _partition_status(
+    resolver: Any, key: dg.AssetKey, partition_keys: Sequence[str]
+) -> dict[str, Any]:
+    return {p: resolver.get_status(key, p) for p in partition_keys}
+
+
+def sessions_to_run(
+    instance: dg.DagsterInstance, session_keys: Sequence[str], changed: set[str]
+) -> list[str]:
+    """The session partitions to (re)materialize: files new or grown since their ingest
+    (``changed``), and partitions of the spine that are missing or stale in Dagster's
+    lineage (a code version changed)."""
+    from dagster._core.definitions.data_version import StaleStatus
+
+    existing = set(instance.get_dynamic_partitions(SESSION_PARTITIONS.name))
+    resolver = _stale_resolver(instance)
+    chosen = []
+    for key in session_keys:
+        if key in changed or key not in existing:
+            chosen.append(key)
+            continue
+        for asset_key in SESSION_SPINE_SELECTION.resolve(defs.resolve_asset_graph()):
+            if resolver.get_status(asset_key, key) != StaleStatus.FRESH:
+                chosen.append(key)
+                break
+    return chosen
+
+
+def daily_range_to_run(
+    instance: dg.DagsterInstance, first: str, last: str, *, force: bool = False
+) -> bool:
+    """True when the daily summaries of [first, last] must run (then the whole range runs
+    as one single-run backfill): a partition is missing, the code version changed, or
+    their input ``processed_notes`` was materialized after them. Three queries, whatever
+    the number of days (asking Dagster's stale status per partition costs seconds for
+    thousands of days)."""
+    if force:
+        return True
+    keys = daily_summaries.partitions_def.get_partition_keys_in_range(
+        dg.PartitionKeyRange(first, last)
+    )
+    if set(keys) - set(instance.get_materialized_partitions(daily_summaries.key)):
+        return True
+    latest = instance.get_latest_materialization_event(daily_summaries.key)
+    upstream = instance.get_latest_materialization_event(dg.AssetKey("processed_notes"))
+    if latest is None or upstream is None:
+        return True
+    code = daily_summaries.code_versions_by_key.get(daily_summaries.key)
+    recorded = (latest.asset_materialization.tags or {}).get("dagster/code_version")
+    return recorded != code or upstream.timestamp > latest.timestamp

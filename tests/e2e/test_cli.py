@@ -168,7 +168,7 @@ def test_daily_backfill_through_dagster_cli(tmp_path):
             "--select",
             "daily_summaries",
             "--partition-range",
-            "2024-01-01...2024-01-04",
+            "2024-01-01...2024-01-01",
         ],
         capture_output=True,
         text=True,

@@ -149,7 +149,7 @@ def test_daily_summaries_backfill_a_range_in_one_run(graph_env):
     from selene_dag.defs.runs import materialize_daily_range
 
     instance = dg.DagsterInstance.ephemeral()
-    result = materialize_daily_range(instance, "2024-01-01", "2024-03-31")
+    result = materialize_daily_range(instance, "2024-01-01", "2024-03-01")
     assert result.success
     assert len(instance.get_run_records()) == 1
     expected = defaultdict(list)

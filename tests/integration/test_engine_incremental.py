@@ -1,0 +1,104 @@
+"""Dagster decides what a CLI run recomputes, against the home's persistent instance:
+unchanged input starts no step, one edited note re-runs only its dependents and only that
+note's work, a new day re-runs only what depends on the clock. The notes-folder sensor
+skips with a reason while its folder is missing."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+
+from selene_dag import service
+from selene_dag.config import load_settings
+from selene_dag.defs.notes import notes_folder_sensor
+from selene_dag.defs.resources import SeleneResource
+from selene_dag.defs.runs import instance_for
+from tests.conftest import DEMO_NOTES
+
+NOTES_AND_INDEX = {
+    "raw_notes",
+    "processed_notes",
+    "threads",
+    "thread_digests",
+    "fidelity_tiers",
+    "compression_health",
+    "search_index",
+}
+
+
+def _notes(folder: Path, count: int = 30) -> tuple[Path, list[dict]]:
+    rows = [json.loads(line) for line in DEMO_NOTES.read_text().splitlines()[:count]]
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / "notes.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path, rows
+
+
+def _steps_run(settings) -> list[set[str]]:
+    """Asset keys materialized per run recorded in the home's persistent instance."""
+    instance = instance_for(settings)
+    runs = []
+    for record in instance.get_run_records():
+        keys = {
+            e.dagster_event.asset_key.to_user_string()
+            for e in instance.all_logs(
+                record.dagster_run.run_id, of_type=dg.DagsterEventType.ASSET_MATERIALIZATION
+            )
+        }
+        if keys:
+            runs.append(keys)
+    return runs
+
+
+def test_unchanged_edited_and_next_day_runs(tmp_path: Path, home: Path) -> None:
+    path, rows = _notes(tmp_path / "notes")
+    settings = load_settings(home=home, now_override="2026-07-15")
+
+    first = service.ingest(settings, path)
+    assert set(first.ran) == NOTES_AND_INDEX and first.inserted == 30
+    runs_after_first = len(_steps_run(settings))
+
+    again = service.ingest(settings, path)
+    assert again.ran == () and again.notes == 30
+    assert len(_steps_run(settings)) == runs_after_first  # no run started at all
+
+    rows[3]["content"] += "\n\nOne more paragraph."
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    edited = service.ingest(settings, path)
+    assert edited.changed == 1 and edited.inserted == 0
+    assert "raw_notes" in edited.ran and set(edited.ran) <= NOTES_AND_INDEX
+    last_run = _steps_run(settings)[0]  # newest first
+    assert last_run == set(edited.ran)
+
+    next_day = service.ingest(settings.replace(now_override="2026-07-16"), path)
+    assert set(next_day.ran) == {"fidelity_tiers", "compression_health", "search_index"}
+
+
+def test_one_edited_note_analyses_only_that_note(tmp_path: Path, home: Path) -> None:
+    path, rows = _notes(tmp_path / "notes", 20)
+    settings = load_settings(home=home, now_override="2026-07-15")
+    service.ingest(settings, path)
+    rows[0]["content"] += "\n\nEdited."
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    from selene_dag.defs.runs import materialize_stale
+
+    instance = instance_for(settings)
+    outcome = materialize_stale(
+        instance, settings.replace(notes_dir=path.resolve()), dg.AssetSelection.groups("notes")
+    )
+    (mat,) = outcome.result.asset_materializations_for_node("processed_notes")
+    assert mat.metadata["analysed"].value == 1
+    assert outcome.reasons.keys() == {"raw_notes"}
+
+
+def test_notes_folder_sensor_skips_a_missing_folder(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("SELENE_NOTES_DIR", str(tmp_path / "nowhere"))
+    result = notes_folder_sensor(
+        dg.build_sensor_context(
+            instance=dg.DagsterInstance.ephemeral(), resources={"selene": SeleneResource()}
+        )
+    )
+    assert not result.run_requests
+    assert "does not exist" in (result.skip_reason.skip_message or "")
