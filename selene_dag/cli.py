@@ -197,17 +197,21 @@ def ingest(
 def dev(
     port: Annotated[int, typer.Option(help="Port of the Dagster UI.")] = 3000,
     host: Annotated[str, typer.Option(help="Address to bind (loopback by default).")] = "127.0.0.1",
+    home: Annotated[
+        Path | None, typer.Option(help="SELENE_HOME to open, with its run history.")
+    ] = None,
 ) -> None:
-    """Start the Dagster UI and daemon (schedules and sensors live) on 127.0.0.1."""
+    """Start the Dagster UI and daemon (automation and sensors live) on 127.0.0.1."""
     from selene_dag.defs.runs import prepare_dagster_home
 
-    settings = load_settings()
+    settings = _settings(home)
     dagster_home = prepare_dagster_home(settings)
     exe = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     workspace = Path("workspace.yaml")
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "selene_dag.definitions"]
-    # The child process's own environment: the only variable selene-dag sets for another.
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home)}
+    # The child process's own environment (this process's is never written): its Dagster
+    # home and, so that its runs use the same database, its SELENE_HOME.
+    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "SELENE_HOME": str(settings.home)}
     err.print(f"Dagster UI on http://{host}:{port} (DAGSTER_HOME={dagster_home})")
     raise typer.Exit(subprocess.call([exe, "dev", *target, "-h", host, "-p", str(port)], env=env))
 
