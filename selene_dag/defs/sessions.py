@@ -369,13 +369,21 @@ def chunk_scores_coverage(selene: SeleneResource) -> dg.AssetCheckResult:
     blocking=True,
     description="No distilled file over its token budget; every recorded file exists.",
 )
-def distilled_within_budget(selene: SeleneResource) -> dg.AssetCheckResult:
-    """Re-read every distilled file and count its texts against the budget."""
+def distilled_within_budget(
+    context: dg.AssetCheckExecutionContext, selene: SeleneResource
+) -> dg.AssetCheckResult:
+    """Re-read the distilled files this run wrote (its partitions; every file when the run
+    has none) and count their texts against the budget: a backfill checks each file once,
+    not every file once per partition."""
     model = selene.settings().model
+    run = context.op_execution_context
+    keys = list(run.partition_keys) if run.has_partition_key_range or run.has_partition_key else []
     with selene.connection() as conn:
-        rows = conn.execute(
-            "SELECT session_key, path, tokens, budget FROM distilled_sessions"
-        ).fetchall()
+        query = "SELECT session_key, path, tokens, budget FROM distilled_sessions"
+        if keys:
+            rows = conn.execute(query + " WHERE list_contains(?, session_key)", [keys]).fetchall()
+        else:
+            rows = conn.execute(query).fetchall()
     over, missing = [], []
     for key, path, tokens, budget in rows:
         if not Path(path).is_file():

@@ -107,6 +107,11 @@ def test_spine_runs_for_every_platform(world, first_run) -> None:
     assert all(r.success for r in results.values())
     for r in results.values():
         assert all(c.passed for c in r.get_asset_check_evaluations())
+        # The budget check re-reads only the file its run wrote (not every file each run).
+        (budget,) = [
+            c for c in r.get_asset_check_evaluations() if c.check_name == "distilled_within_budget"
+        ]
+        assert budget.metadata["files"].value == 1
     platforms = sorted(row[2] for row in tables["session_files"])
     assert platforms == ["claude", "codex", "gemini"]
     conn = duckdb.connect(str(world["settings"].db_path), read_only=True)
