@@ -518,13 +518,38 @@ def distill_seed_command(
     out.print_json(json.dumps(result, default=str))
 
 
+def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> str:
+    return f"warning: {message}\n"
+
+
 def main() -> None:
-    """Console-script entry point."""
+    """Console-script entry point. Usage errors (an unknown command or option, a value of
+    the wrong type, a missing option) are one line on stderr with exit code 2; warnings
+    are one line, without the source line that raised them."""
     import warnings
+
+    try:  # typer >= 0.2x carries its own copy of click
+        from typer._click.exceptions import ClickException
+    except ImportError:  # pragma: no cover - older typer uses click itself
+        from click.exceptions import ClickException
 
     warnings.filterwarnings("ignore", module="dagster")
     warnings.filterwarnings("ignore", message=".*is currently in beta.*")
-    app()
+    warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
+    try:
+        code = app(standalone_mode=False)
+    except ClickException as exc:
+        context = getattr(exc, "ctx", None)
+        message = exc.format_message()
+        if not message and context is not None:  # no arguments at all: show the help
+            typer.echo(context.get_help())
+            raise SystemExit(0) from None
+        hint = f" (see `{context.command_path} --help`)" if context is not None else ""
+        err.print(f"[bold red]error:[/] {message}{hint}", highlight=False)
+        raise SystemExit(exc.exit_code) from None
+    except typer.Abort:
+        raise SystemExit(130) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":

@@ -206,3 +206,44 @@ def test_demo_materializes_everything_then_reruns_as_a_no_op(tmp_path):
     assert "demo: 577 notes up to date" in second.stdout
     ctx = run("context", "--budget", "4000", env={"SELENE_HOME": str(home)}, cwd=tmp_path)
     assert ctx.returncode == 0 and count_tokens(ctx.stdout.rstrip("\n"), "mistral:7b") <= 4000
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["context", "--budget", "abc"], "--budget"),
+        (["ask", "docker"], "Missing option '--budget'"),
+        (["no-such-command"], "No such command"),
+    ],
+)
+def test_usage_errors_are_one_line_with_exit_2(args, fragment):
+    proc = run(*args)
+    assert proc.returncode == 2, proc.stderr
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error:") and fragment in lines[0]
+    assert "Traceback" not in proc.stderr and "╭" not in proc.stderr
+
+
+def test_version_and_unknown_model_warning_in_one_line(tmp_path):
+    proc = run("--version")
+    assert proc.returncode == 0 and proc.stdout.startswith("selene-dag ")
+    messages = tmp_path / "m.json"
+    messages.write_text(json.dumps([{"role": "user", "content": "hello there"}]))
+    proc = run("compact", str(messages), "--window", "1000", "--model", "llama-foo")
+    assert proc.returncode == 0, proc.stderr
+    warnings = [line for line in proc.stderr.splitlines() if "llama-foo" in line]
+    assert len(warnings) == 1 and warnings[0].startswith("warning: unknown model")
+    assert "warnings.warn" not in proc.stderr
+
+
+def test_ask_on_a_missing_home_fails_and_creates_nothing(tmp_path):
+    home = tmp_path / "nowhere"
+    proc = run("ask", "docker", "--budget", "100", env={"SELENE_HOME": str(home)})
+    assert_one_line_error(proc, "no database", "selene-dag ingest")
+    assert not home.exists()
+
+
+def test_debug_prints_the_traceback_of_a_user_error(tmp_path):
+    proc = run("--debug", "health", env={"SELENE_HOME": str(tmp_path / "none")})
+    assert proc.returncode == 1
+    assert "Traceback" in proc.stderr and "no database" in proc.stderr
