@@ -29,13 +29,16 @@ ASK_CHECK_BUDGET = 2_000
         fidelity_tiers,
         dg.AssetDep(chunk_scores, partition_mapping=dg.AllPartitionMapping()),
     ],
-    code_version=code_version("2", sql=("search_docs",)),
+    code_version=code_version("3", sql=("search_docs",)),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "DuckDB full-text (BM25, porter stemmer) index over live notes (title, essence, "
         "content) and scored session chunks, with the static-score inputs of ask's rerank "
         "(fidelity tier, recency, consensus, importance), per-term BM25 postings and each "
-        "document's token count in SELENE_MODEL. Data version = corpus content hash."
+        "document's token count in SELENE_MODEL; every document cut into ~100-300-token "
+        "passages (search_passages) with their own BM25 index and wordllama embeddings "
+        "(passage_embeddings, computed only for passage contents not seen before). "
+        "Data version = corpus content hash."
     ),
 )
 def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
@@ -53,6 +56,8 @@ def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
             "documents": dg.MetadataValue.int(built.documents),
             "notes": dg.MetadataValue.int(built.notes),
             "chunks": dg.MetadataValue.int(built.chunks),
+            "passages": dg.MetadataValue.int(built.passages),
+            "passages_embedded": dg.MetadataValue.int(built.embedded),
             "corpus_version": dg.MetadataValue.text(built.corpus_version),
             "sample": markdown_table(["kind", "citation", "title"], sample),
             "dagster/row_count": dg.MetadataValue.int(built.documents),

@@ -11,6 +11,13 @@ that does not depend on it: ``search_postings`` holds each (term, document) BM25
 of ``match_bm25`` (k = 1.2, b = 0.75, both fields) sorted by term, so a query reads only the
 postings of its own terms; ``search_doc_tokens`` holds each document's header and body token
 counts in the default model's tokens, for ask's planning (the final pack is always counted).
+
+Passages, ask's retrieval unit, are rewritten with them: ``search_passages`` holds every
+document cut along its structure (``passages.cut_passages``) with its title, char span and
+token count, under a BM25 index of its own (title + text) whose postings are
+``search_passage_postings``; ``passage_embeddings`` holds one unit vector per distinct
+passage content hash and is only added to (and pruned), so a rebuild embeds only passages
+it has not seen: one edited note costs the embedding of its own passages.
 """
 
 from __future__ import annotations
@@ -21,18 +28,26 @@ from functools import cache
 from pathlib import Path
 
 import duckdb
+import pandas as pd
 
 from selene_dag.context.tokens import count_tokens_batch, default_model
 from selene_dag.errors import SeleneError
 from selene_dag.paths import transform_sql
+from selene_dag.retrieval.embed import EMBED_MODEL, embed_texts
+from selene_dag.retrieval.passages import cut_passages
 from selene_dag.store import execute_script, transaction
+from selene_dag.text import content_hash
 
 DOCS_TABLE = "search_docs"
 FTS_SCHEMA = f"fts_main_{DOCS_TABLE}"
 POSTINGS_TABLE = "search_postings"
 DOC_TOKENS_TABLE = "search_doc_tokens"
+PASSAGES_TABLE = "search_passages"
+PASSAGES_FTS = f"fts_main_{PASSAGES_TABLE}"
+PASSAGE_POSTINGS_TABLE = "search_passage_postings"
+EMBEDDINGS_TABLE = "passage_embeddings"
 # Bumped whenever the derived tables change shape or meaning.
-INDEX_LAYOUT = 2
+INDEX_LAYOUT = 3
 BM25_K = 1.2
 BM25_B = 0.75
 # Documents per tokenizer batch when counting at build time (bounds memory).
@@ -133,15 +148,15 @@ def index_is_stale(conn: duckdb.DuckDBPyConnection) -> bool:
 
 
 def index_exists(conn: duckdb.DuckDBPyConnection) -> bool:
-    """True when the BM25 index schema and its postings table exist in this database
-    (an index built by an older version, without postings, counts as missing)."""
+    """True when both BM25 index schemas (documents, passages) and their derived tables
+    exist in this database (an index built by an older version counts as missing)."""
     row = conn.execute(
-        "SELECT (SELECT count(*) FROM duckdb_schemas() WHERE schema_name = ?), "
+        "SELECT (SELECT count(*) FROM duckdb_schemas() WHERE schema_name IN (?, ?)), "
         "(SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' "
-        "AND table_name IN (?, ?))",
-        [FTS_SCHEMA, POSTINGS_TABLE, DOC_TOKENS_TABLE],
+        "AND table_name IN (?, ?, ?))",
+        [FTS_SCHEMA, PASSAGES_FTS, POSTINGS_TABLE, DOC_TOKENS_TABLE, PASSAGE_POSTINGS_TABLE],
     ).fetchone()
-    return bool(row[0]) and row[1] == 2
+    return row[0] == 2 and row[1] == 3
 
 
 @dataclass(frozen=True)
@@ -151,6 +166,8 @@ class BuildResult:
     notes: int
     chunks: int
     corpus_version: str
+    passages: int = 0
+    embedded: int = 0  # passages whose vector was computed by this build (new content)
 
     @property
     def documents(self) -> int:
@@ -158,20 +175,29 @@ class BuildResult:
         return self.notes + self.chunks
 
 
-# match_bm25's formula (log is base 10 in DuckDB, as in the extension's macro), per posting.
-_POSTINGS_SQL = f"""
-CREATE OR REPLACE TABLE {POSTINGS_TABLE} AS
+def postings_sql(table: str, key: str, schema: str, target: str) -> str:
+    """``CREATE TABLE target`` with one ``match_bm25`` sub-score per (term, row) of the
+    fts index ``schema`` over ``table`` (key column ``key``), sorted by term id. The formula
+    is the extension macro's (log base 10, k = 1.2, b = 0.75, all fields)."""
+    return f"""
+CREATE OR REPLACE TABLE {target} AS
 SELECT t.termid, t.docid, s.kind,
        log(((st.num_docs - dc.df + 0.5) / (dc.df + 0.5)) + 1)
          * ((t.tf * ({BM25_K} + 1))
             / (t.tf + {BM25_K} * ((1 - {BM25_B}) + {BM25_B} * (d.len / st.avgdl)))) AS score
-FROM (SELECT termid, docid, count(*) AS tf FROM {FTS_SCHEMA}.terms GROUP BY termid, docid) t
-JOIN {FTS_SCHEMA}.docs d ON d.docid = t.docid
-JOIN {FTS_SCHEMA}.dict dc ON dc.termid = t.termid
-JOIN {DOCS_TABLE} s ON s.doc_id = d.name
-CROSS JOIN {FTS_SCHEMA}.stats st
+FROM (SELECT termid, docid, count(*) AS tf FROM {schema}.terms GROUP BY termid, docid) t
+JOIN {schema}.docs d ON d.docid = t.docid
+JOIN {schema}.dict dc ON dc.termid = t.termid
+JOIN {table} s ON s.{key} = d.name
+CROSS JOIN {schema}.stats st
 ORDER BY t.termid, t.docid
 """
+
+
+_POSTINGS_SQL = postings_sql(DOCS_TABLE, "doc_id", FTS_SCHEMA, POSTINGS_TABLE)
+_PASSAGE_POSTINGS_SQL = postings_sql(
+    PASSAGES_TABLE, "passage_id", PASSAGES_FTS, PASSAGE_POSTINGS_TABLE
+)
 
 
 def header_text(citation: str, title: str) -> str:
@@ -201,11 +227,83 @@ def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str) -> None:
         )
 
 
+def passage_text(title: str, text: str) -> str:
+    """What a passage is embedded as: its document's title, a newline, its text."""
+    return f"{title}\n{text}" if title else text
+
+
+def _write_passages(conn: duckdb.DuckDBPyConnection, model: str) -> int:
+    conn.execute(f"DELETE FROM {PASSAGES_TABLE}")
+    last = ""
+    total = 0
+    while rows := conn.execute(
+        f"SELECT doc_id, kind, title, body FROM {DOCS_TABLE} WHERE doc_id > ? "
+        "ORDER BY doc_id LIMIT ?",
+        [last, _COUNT_BATCH],
+    ).fetchall():
+        last = rows[-1][0]
+        out: list[tuple[str, str, str, int, str, str, int, int, str]] = []
+        for doc_id, kind, title, body in rows:
+            for k, (a, b) in enumerate(cut_passages(body)):
+                text = body[a:b]
+                out.append(
+                    (f"{doc_id}#{k}", doc_id, kind, k, title, text, a, b, content_hash(title, text))
+                )
+        if not out:
+            continue
+        tokens = count_tokens_batch([r[5] for r in out], model)
+        frame = pd.DataFrame(
+            out,
+            columns=["passage_id", "doc_id", "kind", "ordinal", "title", "text", "a", "b", "h"],
+        )
+        frame["tokens"] = tokens
+        conn.register("_passages_frame", frame)
+        try:
+            conn.execute(
+                f"INSERT INTO {PASSAGES_TABLE} SELECT passage_id, doc_id, kind, ordinal, title, "
+                "text, a, b, tokens, h FROM _passages_frame"
+            )
+        finally:
+            conn.unregister("_passages_frame")
+        total += len(out)
+    return total
+
+
+def _write_embeddings(conn: duckdb.DuckDBPyConnection) -> int:
+    """Embed the passages whose content hash has no vector yet; drop vectors no passage
+    uses any more. Returns how many were embedded."""
+    conn.execute(
+        f"DELETE FROM {EMBEDDINGS_TABLE} WHERE model <> ? OR hash NOT IN "
+        f"(SELECT hash FROM {PASSAGES_TABLE})",
+        [EMBED_MODEL],
+    )
+    todo = conn.execute(
+        f"SELECT hash, any_value(title), any_value(text) FROM {PASSAGES_TABLE} "
+        f"WHERE hash NOT IN (SELECT hash FROM {EMBEDDINGS_TABLE}) GROUP BY hash ORDER BY hash"
+    ).fetchall()
+    if not todo:
+        return 0
+    vectors = embed_texts([passage_text(title, text) for _, title, text in todo])
+    frame = pd.DataFrame({"hash": [r[0] for r in todo], "vec": list(vectors)})
+    conn.register("_embeddings_frame", frame)
+    try:
+        conn.execute(
+            f"INSERT INTO {EMBEDDINGS_TABLE} SELECT hash, ?, vec::FLOAT[256] "
+            "FROM _embeddings_frame",
+            [EMBED_MODEL],
+        )
+    finally:
+        conn.unregister("_embeddings_frame")
+    return len(todo)
+
+
 def build_index(
     conn: duckdb.DuckDBPyConnection, now: datetime, model: str | None = None
 ) -> BuildResult:
     """Rewrite ``search_docs`` and its BM25 index (porter stemmer, English stopwords), the
-    per-term postings and each document's token counts in ``model`` (default SELENE_MODEL).
+    per-term postings and each document's token counts in ``model`` (default SELENE_MODEL);
+    then the passages, their BM25 index and postings, and the embeddings of passages not
+    embedded before.
 
     The documents, derived tables and the stored version change in one transaction.
     """
@@ -220,6 +318,13 @@ def build_index(
         )
         conn.execute(_POSTINGS_SQL)
         _write_doc_tokens(conn, model)
+        passages = _write_passages(conn, model)
+        conn.execute(
+            f"PRAGMA create_fts_index('{PASSAGES_TABLE}', 'passage_id', 'title', 'text', "
+            "stemmer='porter', stopwords='english', strip_accents=1, lower=1, overwrite=1)"
+        )
+        conn.execute(_PASSAGE_POSTINGS_SQL)
+        embedded = _write_embeddings(conn)
         notes, chunks = conn.execute(
             f"SELECT count(*) FILTER (kind = 'note'), count(*) FILTER (kind = 'chunk') "
             f"FROM {DOCS_TABLE}"
@@ -228,4 +333,4 @@ def build_index(
             "INSERT OR REPLACE INTO search_index_meta VALUES (1, ?, ?, ?)",
             [version, notes + chunks, now],
         )
-    return BuildResult(int(notes), int(chunks), version)
+    return BuildResult(int(notes), int(chunks), version, passages, embedded)

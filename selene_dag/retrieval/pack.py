@@ -1,8 +1,10 @@
 """Question-driven context packs (seed 003 §5.12 query flow + seed 002 relevance levels).
 
-``ask`` runs: BM25 candidates → dedup (sha256 of the first 500 characters) → question-aware
-rerank (0.6 question + 0.4 static) → relevance levels FULL / SUMMARY / KEYWORDS / REFERENCE
-packed into the budget by ``compress_context``. Every item is headed by its citation (note
+``ask`` runs: BM25 document candidates, joined by the documents of the best passages
+(BM25 and dense embedding ranks fused) → dedup (sha256 of the first 500 characters) →
+question-aware rerank (0.6 question + 0.4 static, the question score sharing in the
+document's best passage) → relevance levels FULL / SUMMARY / KEYWORDS / REFERENCE packed
+into the budget by ``compress_context``, the retrieved passages' pieces valued highest. Every item is headed by its citation (note
 id, or session file + event range). The pack counts at most ``budget`` tokens of the target
 model: the final text is counted and trimmed if it ever were over.
 """
@@ -37,20 +39,47 @@ from selene_dag.retrieval.allocate import (
 from selene_dag.retrieval.index import header_text
 from selene_dag.retrieval.passages import (
     Piece,
+    boost_spans,
     direct_scores,
     join_pieces,
+    piece_offsets,
     piece_relevance,
     segment,
     title_share,
 )
 from selene_dag.retrieval.rerank import Ranked, RerankConfig, dedup, rerank
-from selene_dag.retrieval.search import Candidate, parse_sources, search, term_weights
+from selene_dag.retrieval.search import (
+    Candidate,
+    PassageHit,
+    documents,
+    hybrid_passages,
+    parse_sources,
+    search,
+    term_weights,
+)
 from selene_dag.retrieval.terms import CoverageMatcher, query_terms
 
 JSON_SCHEMA_VERSION = 1
 # Relative relevance (final / best final) → level: the best items go in full, the next
 # ones as question-focused summaries, then keywords, then a citation line.
 ASK_LEVELS = LevelConfig(full_threshold=0.85, summary_threshold=0.6, keywords_threshold=0.45)
+# Passage retrieval (chosen on assets/eval/dev.jsonl and sessions_dev.jsonl only): passages per list (BM25, dense),
+# documents of the best PASSAGE_DOCS passages added to the candidates, the rerank's share
+# for a document's best passage, the relevance its retrieved passages' pieces get
+# (× their relative fused score), and the level floor they give their document.
+PASSAGE_LIMIT = 50
+PASSAGE_DOCS = 10
+ASK_RERANK = RerankConfig(passage_share=0.5)
+PASSAGE_BOOST = 1.0
+PASSAGE_OWN = 0.0
+# A document's pieces outside its retrieved passages keep this share of their relevance.
+PASSAGE_OUTSIDE = 0.5
+PASSAGE_LEVEL = 0.9
+# A retrieved passage's value falls by this factor per rank of the fused list (RRF scores
+# themselves are nearly flat over the first ranks); None: fused score / best fused score.
+PASSAGE_DECAY: float | None = 0.7
+# Reciprocal rank fusion's k for ask (dev sets: 5 beat 60 on notes and sessions).
+PASSAGE_RRF_K = 5.0
 
 
 @dataclass(frozen=True)
@@ -120,6 +149,7 @@ class PassageSummarizer:
         self.model = model
         self._sizes: dict[str, int] = {}
         self._analysed: dict[tuple[str, str], tuple[list[Piece], list[float], bool]] = {}
+        self._offsets: dict[str, list[int]] = {}
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` in the model (memoized)."""
@@ -139,6 +169,13 @@ class PassageSummarizer:
             share = title_share(title, self.matcher, self.weights) if title else 0.0
             relevance = piece_relevance(pieces, self.matcher, self.weights, share, direct)
             found = self._analysed[(text, title)] = (pieces, relevance, matched)
+        return found
+
+    def offsets(self, text: str, pieces: Sequence[Piece]) -> list[int]:
+        """Where each piece of ``text`` starts (``passages.piece_offsets``, memoized)."""
+        found = self._offsets.get(text)
+        if found is None:
+            found = self._offsets[text] = piece_offsets(text, pieces)
         return found
 
     def __call__(self, text: str, max_tokens: int) -> str:
@@ -209,12 +246,17 @@ def plan_items(
     model: str,
     summarizer: PassageSummarizer,
     level_config: LevelConfig = ASK_LEVELS,
+    spans: Mapping[str, Sequence[tuple[int, int, float]]] | None = None,
 ) -> list[LevelItem]:
     """Level items for the pack: each candidate's level comes from its relevance (final /
-    best final); ``allocate`` then shares the budget among the FULL and SUMMARY candidates
-    piece by piece, best value first, and gives a line to KEYWORDS/REFERENCE ones while
-    there is room. The items' rendered texts fit ``budget`` (checked by counting).
+    best final), raised to ``PASSAGE_LEVEL × v`` by its best retrieved passage; ``allocate``
+    then shares the budget among the FULL and SUMMARY candidates piece by piece, best value
+    first, and gives a line to KEYWORDS/REFERENCE ones while there is room. ``spans``: per
+    document id, its retrieved passages ``(char start, end, relative score v)``; their
+    pieces are worth at least ``PASSAGE_BOOST × v``. The items' rendered texts fit
+    ``budget`` (checked by counting).
     """
+    spans = spans or {}
     if not ranked:
         return []
     top = ranked[0].final if ranked[0].final > 0 else 1.0
@@ -223,7 +265,9 @@ def plan_items(
     for r in ranked:
         cand = r.candidate
         relative = r.final / top
-        level = level_config.level_for(relative)
+        found = spans.get(cand.doc_id, ())
+        lift = PASSAGE_LEVEL * max((v for _, _, v in found), default=0.0)
+        level = level_config.level_for(max(relative, lift))
         head = cand.header_tokens
         if head is None:
             head = count_tokens(header_text(cand.citation, cand.title), model)
@@ -232,6 +276,11 @@ def plan_items(
             if level is Level.FULL and _is_short(cand, budget, model):
                 whole = max(relevance, default=0.0) * WHOLE_VALUE
                 relevance = [max(r, whole) for r in relevance]
+            if found:
+                offsets = summarizer.offsets(cand.body, pieces)
+                relevance = boost_spans(
+                    offsets, relevance, found, PASSAGE_BOOST, PASSAGE_OWN, PASSAGE_OUTSIDE
+                )
         else:
             pieces, relevance = [], []
         line = (
@@ -315,16 +364,17 @@ def pack_ranked(
     terms: Sequence[str],
     level_config: LevelConfig = ASK_LEVELS,
     weights: Mapping[str, float] | None = None,
+    spans: Mapping[str, Sequence[tuple[int, int, float]]] | None = None,
 ) -> tuple[str, list[AskItem], dict[str, int]]:
     """Pack reranked candidates into ``budget`` tokens; returns text, items, level counts.
 
     ``weights`` are the terms' IDF by stem (``search.term_weights``); without them every
-    term weighs the same.
+    term weighs the same. ``spans``: retrieved passages per document (see ``plan_items``).
     """
     essences = {r.candidate.body: r.candidate.essence for r in ranked if r.candidate.essence}
     summarize = passage_summarizer(terms, weights or {}, essences, model)
     result = compress_context(
-        plan_items(ranked, budget, model, summarize, level_config),
+        plan_items(ranked, budget, model, summarize, level_config, spans),
         budget,
         model=model,
         config=level_config,
@@ -360,6 +410,24 @@ def pack_ranked(
     return text, items, counts
 
 
+def passage_evidence(
+    hits: Sequence[PassageHit],
+) -> tuple[dict[str, float], dict[str, list[tuple[int, int, float]]]]:
+    """Per document, its best passage's fused score relative to the best passage overall
+    (in (0, 1]), and its passages' ``(char start, end, relative score)``: the fused score
+    over the best one, or ``PASSAGE_DECAY ** rank`` when set."""
+    if not hits:
+        return {}, {}
+    top = hits[0].fused or 1.0
+    best: dict[str, float] = {}
+    spans: dict[str, list[tuple[int, int, float]]] = {}
+    for rank, h in enumerate(hits):
+        value = h.fused / top if PASSAGE_DECAY is None else PASSAGE_DECAY**rank
+        best[h.doc_id] = max(best.get(h.doc_id, 0.0), value)
+        spans.setdefault(h.doc_id, []).append((h.char_start, h.char_end, value))
+    return best, spans
+
+
 def ask(
     conn: duckdb.DuckDBPyConnection,
     question: str,
@@ -372,6 +440,7 @@ def ask(
     level_config: LevelConfig = ASK_LEVELS,
     candidate_limit: int = 40,
     max_items: int = 20,
+    passage_limit: int = PASSAGE_LIMIT,
 ) -> AskResult:
     """Build the context pack for ``question`` within ``budget`` tokens of ``model``.
 
@@ -405,14 +474,30 @@ def ask(
         stats["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
         return result
     candidates: list[Candidate] = search(conn, question, kinds, limit=candidate_limit, model=model)
+    hits = (
+        hybrid_passages(conn, question, kinds, limit=passage_limit, k=PASSAGE_RRF_K)
+        if passage_limit
+        else []
+    )
+    have = {c.doc_id for c in candidates}
+    extra = [d for d in dict.fromkeys(h.doc_id for h in hits[:PASSAGE_DOCS]) if d not in have]
+    candidates += documents(conn, extra, model)
     searched = time.perf_counter()
     unique = dedup(candidates)
     weights = term_weights(conn, terms) if unique else {}
-    ranked = rerank(unique, terms, now, rerank_config, weights)[:max_items]
-    stats.update(fts_matches=len(candidates), after_dedup=len(unique), considered=len(ranked))
+    best, spans = passage_evidence(hits)
+    config = rerank_config or ASK_RERANK
+    ranked = rerank(unique, terms, now, config, weights, best)[:max_items]
+    stats.update(
+        fts_matches=len(candidates),
+        after_dedup=len(unique),
+        considered=len(ranked),
+        passages=len(hits),
+        passage_docs=len(extra),
+    )
     if ranked:
         text, items, levels = pack_ranked(
-            question, ranked, budget, model, terms, level_config, weights
+            question, ranked, budget, model, terms, level_config, weights, spans
         )
         result.text, result.items = text, items
         result.total_tokens = count_tokens(text, model) if text else 0

@@ -207,3 +207,172 @@ def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
         out.append(joint)
         out.append(pieces[j].text)
     return "".join(out)
+
+
+# --- Passages: the retrieval unit (cut once, when the index is built) -----------------
+
+# Characters per passage: about 200 tokens of prose aimed at, 100-300 allowed.
+PASSAGE_TARGET_CHARS = 800
+PASSAGE_MIN_CHARS = 400
+PASSAGE_MAX_CHARS = 1200
+# A code block stays with the line introducing it up to this much over the maximum.
+_GLUE_SLACK = 1.5
+_LIST_ITEM = re.compile(r"^\s{0,6}(?:[-*+]|\d{1,3}[.)])\s")
+_TURN = re.compile(r"^\s{0,3}(?:\*\*)?[A-Z][\w .'’-]{0,40}(?:\*\*)?:\s")
+_EVENT = re.compile(r"^\[[a-z_]+/[a-z_]+")
+
+
+@dataclass(frozen=True)
+class _Unit:
+    start: int
+    end: int
+    kind: str  # "heading" | "code" | "text"
+    glue: bool  # never separated from the unit before it (when sizes allow)
+
+
+def _units(text: str) -> list[_Unit]:
+    """Structural units with their spans: headings, fenced blocks (glued to the line
+    before), list items, dialogue turns, session events and paragraphs."""
+    units: list[_Unit] = []
+    start = end = -1
+    kind = "text"
+    glue = False
+    in_fence = False
+    after_blank = True
+
+    def close() -> None:
+        nonlocal start
+        if start >= 0:
+            units.append(_Unit(start, end, kind, glue))
+        start = -1
+
+    pos = 0
+    for line in text.splitlines(keepends=True):
+        begin, stripped = pos, line.rstrip()
+        pos += len(line)
+        finish = begin + len(stripped)
+        if in_fence:
+            end = finish if stripped else end
+            if _FENCE.match(line):
+                in_fence = False
+                close()
+            continue
+        if not stripped.strip():
+            close()
+            after_blank = True
+            continue
+        if _FENCE.match(line):
+            close()
+            prev_prose = bool(units) and units[-1].kind == "text"
+            start, end, kind, glue, in_fence = begin, finish, "code", prev_prose, True
+        elif _HEADING.match(line):
+            close()
+            start, end, kind, glue = begin, finish, "heading", False
+            close()
+        elif (
+            start < 0
+            or _LIST_ITEM.match(line)
+            or _TURN.match(line)
+            or _EVENT.match(line)
+            or (after_blank and start < 0)
+        ):
+            close()
+            heading_before = bool(units) and units[-1].kind == "heading"
+            start, end, kind, glue = begin, finish, "text", heading_before
+        else:
+            end = finish
+        after_blank = False
+    close()
+    return [piece for unit in units for piece in _split_long(text, unit)]
+
+
+def _split_long(text: str, unit: _Unit) -> list[_Unit]:
+    """``unit`` itself, or consecutive slices of at most PASSAGE_MAX_CHARS cut at a line
+    end, else a sentence end, else a space (else anywhere)."""
+    out: list[_Unit] = []
+    start, glue = unit.start, unit.glue
+    while unit.end - start > PASSAGE_MAX_CHARS:
+        window = text[start : start + PASSAGE_MAX_CHARS]
+        cut = -1
+        for mark in ("\n", ". ", " "):
+            k = window.rfind(mark, PASSAGE_MIN_CHARS // 2)
+            if k > 0:
+                cut = k + len(mark)
+                break
+        cut = start + (cut if cut > 0 else PASSAGE_MAX_CHARS)
+        out.append(_Unit(start, cut, unit.kind, glue))
+        start, glue = cut, False
+        while start < unit.end and text[start].isspace():
+            start += 1
+    if start < unit.end:
+        out.append(_Unit(start, unit.end, unit.kind, glue))
+    return out
+
+
+def cut_passages(text: str) -> list[tuple[int, int]]:
+    """Character spans ``[start, end)`` of ``text``'s passages, in order, covering every
+    non-blank character once: structural units (see ``_units``) merged up to about
+    PASSAGE_TARGET_CHARS (never past PASSAGE_MAX_CHARS, except a code block kept with its
+    introducing line), a new passage at each heading once the current one is substantial;
+    a short tail joins the passage before it. Empty for a blank text."""
+    spans: list[list[int]] = []
+    length = 0
+    for unit in _units(text):
+        size = unit.end - unit.start
+        if spans:
+            joined = unit.end - spans[-1][0]
+            if unit.kind == "heading":
+                join = length < PASSAGE_MIN_CHARS // 2
+            elif unit.glue:
+                join = joined <= PASSAGE_MAX_CHARS * _GLUE_SLACK
+            else:
+                join = joined <= PASSAGE_TARGET_CHARS or (
+                    length < PASSAGE_MIN_CHARS and joined <= PASSAGE_MAX_CHARS
+                )
+            if join:
+                spans[-1][1] = unit.end
+                length = joined
+                continue
+        spans.append([unit.start, unit.end])
+        length = size
+    short_tail = len(spans) > 1 and spans[-1][1] - spans[-1][0] < PASSAGE_MIN_CHARS // 2
+    if short_tail and spans[-1][1] - spans[-2][0] <= PASSAGE_MAX_CHARS:
+        tail = spans.pop()
+        spans[-1][1] = tail[1]
+    return [(a, b) for a, b in spans]
+
+
+def piece_offsets(text: str, pieces: Sequence[Piece]) -> list[int]:
+    """The character offset in ``text`` where each of ``segment(text)``'s pieces starts
+    (found in order; a piece not found, which ``segment`` never yields, takes the offset
+    reached so far)."""
+    out: list[int] = []
+    pos = 0
+    for piece in pieces:
+        k = text.find(piece.text, pos)
+        if k >= 0:
+            pos = k
+        out.append(pos)
+    return out
+
+
+def boost_spans(
+    offsets: Sequence[int],
+    relevance: Sequence[float],
+    spans: Sequence[tuple[int, int, float]],
+    boost: float,
+    own: float = 0.0,
+    outside: float = 1.0,
+) -> list[float]:
+    """Relevance once the document's retrieved passages are known: every piece's own
+    relevance ``r`` scaled by ``outside``, and a piece starting inside a span
+    ``(start, end, value)`` raised to ``boost × (outside + (1 - outside) × value) ×
+    (1 - own + own × r)`` (``own`` > 0 keeps the passage's matching lines first within
+    it); capped at 1. With ``outside`` < 1 the retrieved passages come before the rest."""
+    out = [outside * r for r in relevance]
+    for start, end, value in spans:
+        lift = boost * (outside + (1.0 - outside) * value)
+        for i, at in enumerate(offsets):
+            if start <= at < end:
+                out[i] = min(1.0, max(out[i], lift * (1.0 - own + own * relevance[i])))
+    return out

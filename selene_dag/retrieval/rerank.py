@@ -41,6 +41,9 @@ class RerankConfig:
     # Long: a note does not lose half its worth in a few years (the tier already says age).
     recency_half_life_days: float = 10 * 365.0
     tier_weights: Mapping[str, float] = field(default_factory=lambda: dict(DEFAULT_TIER_WEIGHTS))
+    # Of the question score, the share taken by the document's best retrieved passage
+    # (fused BM25 + dense rank, relative to the best passage); 0 ignores passages.
+    passage_share: float = 0.0
 
     def __post_init__(self) -> None:
         for name in (
@@ -49,6 +52,7 @@ class RerankConfig:
             "bm25_share",
             "consensus_share",
             "tier_share",
+            "passage_share",
         ):
             value = getattr(self, name)
             if not 0.0 <= value <= 1.0:
@@ -112,12 +116,14 @@ def rerank(
     now: datetime,
     config: RerankConfig | None = None,
     weights: Mapping[str, float] | None = None,
+    passages: Mapping[str, float] | None = None,
 ) -> list[Ranked]:
     """Score candidates against the question terms, best first (ties by BM25, doc id).
 
     ``final = qw * question + sw * static`` normalized by ``qw + sw``; the question score
     is ``bm25_share * bm25 / max_bm25 + (1 - bm25_share) * coverage`` (coverage weighted
-    by ``weights``, the terms' IDF, when given).
+    by ``weights``, the terms' IDF, when given), mixed with ``passages[doc_id]`` (the
+    document's best passage score in [0, 1], 0 when absent) at ``passage_share``.
     """
     config = config or RerankConfig()
     if not candidates:
@@ -130,6 +136,9 @@ def rerank(
         coverage = matcher.coverage(cand.title, cand.body, config.title_bonus, weights)
         question = config.bm25_share * max(0.0, cand.bm25) / top
         question += (1 - config.bm25_share) * coverage
+        if passages is not None and config.passage_share:
+            best = passages.get(cand.doc_id, 0.0)
+            question = (1 - config.passage_share) * question + config.passage_share * best
         static = static_score(cand, now, config)
         final = (config.question_weight * question + config.static_weight * static) / weight
         ranked.append(Ranked(cand, question, static, final))

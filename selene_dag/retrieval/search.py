@@ -1,4 +1,5 @@
-"""Full-text candidates for a question: sanitized query terms, BM25 over ``search_docs``.
+"""Candidates for a question: sanitized query terms, BM25 over ``search_docs``, and
+passages ranked by BM25 and by embedding similarity, fused by reciprocal rank.
 
 Scores are ``match_bm25``'s, read from the precomputed ``search_postings`` (only the
 postings of the question's own stemmed terms), so a question never scans every document.
@@ -6,17 +7,24 @@ postings of the question's own stemmed terms), so a question never scans every d
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
 import duckdb
+import numpy as np
 
 from selene_dag.errors import UsageError
+from selene_dag.retrieval.embed import embed_query
 from selene_dag.retrieval.index import (
     DOC_TOKENS_TABLE,
     DOCS_TABLE,
+    EMBEDDINGS_TABLE,
     FTS_SCHEMA,
+    PASSAGE_POSTINGS_TABLE,
+    PASSAGES_FTS,
+    PASSAGES_TABLE,
     POSTINGS_TABLE,
     SearchIndexError,
     index_exists,
@@ -167,3 +175,186 @@ def newest_notes(conn: duckdb.DuckDBPyConnection) -> list[Candidate]:
         "ORDER BY updated_at DESC NULLS LAST, doc_id"
     ).fetchall()
     return [Candidate(*row, bm25=0.0) for row in rows]
+
+
+# --- Passages: BM25 and dense candidates, fused ----------------------------------------
+
+# Reciprocal rank fusion's constant (Cormack et al.'s default; chosen on the dev sets).
+RRF_K = 60
+
+
+@dataclass(frozen=True)
+class PassageHit:
+    """One passage ranked for a question: ``fused`` is its reciprocal-rank-fusion score,
+    ``bm25_rank`` / ``dense_rank`` its 1-based rank in each list (None when absent)."""
+
+    passage_id: str
+    doc_id: str
+    char_start: int
+    char_end: int
+    tokens: int
+    fused: float
+    bm25_rank: int | None
+    dense_rank: int | None
+
+
+_PASSAGE_TERM_IDS_SQL = f"""
+SELECT DISTINCT termid FROM {PASSAGES_FTS}.dict
+WHERE term IN (SELECT stem(unnest({PASSAGES_FTS}.tokenize(?)), 'porter'))
+"""
+_PASSAGE_TOP_SQL = f"""
+SELECT d.name, s.score FROM (
+    SELECT docid, sum(score) AS score FROM {PASSAGE_POSTINGS_TABLE}
+    WHERE list_contains(?, termid) AND list_contains(?, kind)
+    GROUP BY docid ORDER BY score DESC, docid LIMIT ?
+) s JOIN {PASSAGES_FTS}.docs d ON d.docid = s.docid
+"""
+_MATRIX_SQL = f"""
+SELECT p.passage_id, p.kind, e.vec
+FROM {PASSAGES_TABLE} p JOIN {EMBEDDINGS_TABLE} e ON e.hash = p.hash
+ORDER BY p.passage_id
+"""
+_SPANS_SQL = f"SELECT passage_id, doc_id, char_start, char_end, tokens FROM {PASSAGES_TABLE}"
+_BUILD_KEY_SQL = (
+    "SELECT (SELECT coalesce(path, database_name) FROM duckdb_databases() "
+    "WHERE database_name = current_database()), "
+    "(SELECT corpus_version || '@' || built_at FROM search_index_meta WHERE id = 1)"
+)
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    ids: np.ndarray  # passage ids (object)
+    kinds: np.ndarray  # note | chunk (object)
+    vectors: np.ndarray  # (n, 256) float32, unit rows
+    spans: dict[str, tuple[str, int, int, int]]  # every passage: doc id, start, end, tokens
+
+
+_MATRICES: dict[tuple[str, str], _Matrix] = {}
+_MATRIX_LOCK = threading.Lock()
+# Indexes whose matrix is kept in memory at once (databases, or builds of one database).
+_MATRIX_SLOTS = 4
+
+
+def passage_matrix(conn: duckdb.DuckDBPyConnection) -> _Matrix:
+    """Every embedded passage's vector (and every passage's document and span), read from
+    DuckDB once per index build and kept
+    (keyed by database path + stored corpus version and build time), so a question costs
+    one matrix-vector product instead of a table scan."""
+    key = tuple(str(v) for v in conn.execute(_BUILD_KEY_SQL).fetchone())
+    found = _MATRICES.get(key)
+    if found is not None:
+        return found
+    with _MATRIX_LOCK:
+        found = _MATRICES.get(key)
+        if found is None:
+            cols = conn.execute(_MATRIX_SQL).fetchnumpy()
+            vectors = (
+                np.stack(list(cols["vec"])).astype(np.float32, copy=False)
+                if len(cols["vec"])
+                else np.zeros((0, 256), dtype=np.float32)
+            )
+            spans = {r[0]: r[1:] for r in conn.execute(_SPANS_SQL).fetchall()}
+            found = _Matrix(
+                np.asarray(cols["passage_id"]), np.asarray(cols["kind"]), vectors, spans
+            )
+            while len(_MATRICES) >= _MATRIX_SLOTS:
+                _MATRICES.pop(next(iter(_MATRICES)))
+            _MATRICES[key] = found
+    return found
+
+
+def passage_bm25(
+    conn: duckdb.DuckDBPyConnection, terms: Sequence[str], kinds: Sequence[str], limit: int
+) -> list[tuple[str, float]]:
+    """The ``limit`` best passages by BM25 (title + text) as ``(passage_id, score)``,
+    best first; empty when no term is in the index."""
+    load_fts(conn)
+    ids = [int(r[0]) for r in conn.execute(_PASSAGE_TERM_IDS_SQL, [" ".join(terms)]).fetchall()]
+    if not ids:
+        return []
+    rows = conn.execute(_PASSAGE_TOP_SQL, [ids, list(kinds), limit]).fetchall()
+    return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: (-r[1], r[0]))
+
+
+def passage_dense(
+    conn: duckdb.DuckDBPyConnection, question: str, kinds: Sequence[str], limit: int
+) -> list[tuple[str, float]]:
+    """The ``limit`` passages whose embedding is closest (cosine) to the question's, as
+    ``(passage_id, similarity)``, best first; empty when the question embeds to zero."""
+    vector = embed_query(question)
+    if not vector.any():
+        return []
+    matrix = passage_matrix(conn)
+    if not len(matrix.ids):
+        return []
+    sims = matrix.vectors @ vector
+    if set(kinds) != {"note", "chunk"}:
+        sims = np.where(np.isin(matrix.kinds, list(kinds)), sims, -np.inf)
+    n = min(limit, len(sims))
+    top = np.argpartition(-sims, n - 1)[:n]
+    order = sorted(top.tolist(), key=lambda i: (-sims[i], matrix.ids[i]))
+    return [(str(matrix.ids[i]), float(sims[i])) for i in order if np.isfinite(sims[i])]
+
+
+def fuse(rankings: Sequence[Sequence[str]], k: float = RRF_K) -> dict[str, float]:
+    """Reciprocal rank fusion: ``sum over rankings of 1 / (k + rank)`` (rank from 1)."""
+    out: dict[str, float] = {}
+    for ranking in rankings:
+        for rank, key in enumerate(ranking, 1):
+            out[key] = out.get(key, 0.0) + 1.0 / (k + rank)
+    return out
+
+
+def hybrid_passages(
+    conn: duckdb.DuckDBPyConnection,
+    question: str,
+    sources: Sequence[str] = tuple(SOURCES),
+    limit: int = 50,
+    k: float = RRF_K,
+    dense: bool = True,
+) -> list[PassageHit]:
+    """Passages for ``question``: the ``limit`` best by BM25 and the ``limit`` nearest by
+    embedding, fused by reciprocal rank (``k``), best first (ties by passage id). Empty
+    when the question has no searchable word or no word of it is in any passage (a
+    question nothing matches gets no pack from nearest neighbours alone). Needs a built
+    index."""
+    terms = query_terms(question)
+    if not terms:
+        return []
+    kinds = [SOURCES[s] for s in parse_sources(sources)]
+    lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit)]
+    if not lexical:
+        return []
+    nearest = [p for p, _ in passage_dense(conn, question, kinds, limit)] if dense else []
+    scores = fuse([lexical, nearest], k)
+    if not scores:
+        return []
+    rows = passage_matrix(conn).spans
+    lex_rank = {p: i for i, p in enumerate(lexical, 1)}
+    dense_rank = {p: i for i, p in enumerate(nearest, 1)}
+    hits = [
+        PassageHit(p, r[0], r[1], r[2], r[3], s, lex_rank.get(p), dense_rank.get(p))
+        for p, s in scores.items()
+        if (r := rows.get(p)) is not None
+    ]
+    hits.sort(key=lambda h: (-h.fused, h.passage_id))
+    return hits
+
+
+def documents(
+    conn: duckdb.DuckDBPyConnection, doc_ids: Sequence[str], model: str | None = None
+) -> list[Candidate]:
+    """The indexed documents ``doc_ids`` (in that order, unknown ids skipped) as candidates
+    with a BM25 score of 0 and their stored token counts in ``model``."""
+    if not doc_ids:
+        return []
+    ids = list(doc_ids)
+    rows = {r[0]: r for r in conn.execute(_ROWS_SQL, [ids]).fetchall()}
+    tokens = {r[0]: r[1:] for r in conn.execute(_TOKENS_SQL, [model or "", ids]).fetchall()}
+    return [
+        Candidate(*rows[d], bm25=0.0, header_tokens=h, body_tokens=b)
+        for d in ids
+        if d in rows
+        for h, b in [tokens.get(d, (None, None))]
+    ]

@@ -1,0 +1,86 @@
+"""Offline embeddings: wordllama loads from its wheel with sockets blocked, passages are
+embedded once per content, and one edited note re-embeds only its own passages."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from selene_dag.retrieval import embed
+from selene_dag.retrieval.index import build_index
+from selene_dag.retrieval.pack import ask
+from selene_dag.retrieval.search import hybrid_passages, passage_dense
+from selene_dag.store import connect
+from tests.support.ask import NOW, seed_store
+
+MODEL = "mistral:7b"
+
+
+def test_loads_and_embeds_with_the_network_blocked(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def refuse(*_args: object, **_kwargs: object) -> None:
+        raise OSError("network blocked by the test")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket.socket, "connect_ex", refuse)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    embed.load_model.cache_clear()
+    try:
+        vectors = embed.embed_texts(["docker exec a shell", "run a shell in a container", ""])
+    finally:
+        embed.load_model.cache_clear()
+    assert vectors.shape == (3, embed.DIM) and vectors.dtype == np.float32
+    assert np.allclose(np.linalg.norm(vectors[:2], axis=1), 1.0, atol=1e-5)
+    assert not vectors[2].any()
+    assert float(vectors[0] @ vectors[1]) > 0.3
+    assert (tmp_path / "selene-dag" / "wordllama" / "tokenizers").is_dir()
+
+
+def test_only_new_passage_contents_are_embedded(tmp_path: Path) -> None:
+    db = tmp_path / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    try:
+        first = build_index(conn, NOW, model=MODEL)
+        assert first.passages > 0 and first.embedded > 0
+        assert build_index(conn, NOW, model=MODEL).embedded == 0
+        conn.execute(
+            "UPDATE notes SET content = content || '\n\nAlso: docker exec -u root ID sh.', "
+            "content_hash = 'edited' WHERE id = 'docker/exec.md'"
+        )
+        again = build_index(conn, NOW, model=MODEL)
+        own = conn.execute(
+            "SELECT count(*) FROM search_passages WHERE doc_id = 'note:docker/exec.md'"
+        ).fetchone()[0]
+        assert 1 <= again.embedded <= own
+        unused = conn.execute(
+            "SELECT count(*) FROM passage_embeddings WHERE hash NOT IN "
+            "(SELECT hash FROM search_passages)"
+        ).fetchone()[0]
+        assert unused == 0
+        # The dense side sees the rebuilt index (its in-memory matrix follows the build).
+        near = passage_dense(conn, "docker exec as root user", ["note", "chunk"], 3)
+        assert near and near[0][0].startswith("note:docker/exec.md#")
+    finally:
+        conn.close()
+
+
+def test_hybrid_passages_and_ask_cite_the_right_note(tmp_path: Path) -> None:
+    db = tmp_path / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    try:
+        build_index(conn, NOW, model=MODEL)
+        hits = hybrid_passages(conn, "open a bash shell in a running docker container")
+        assert hits and hits[0].doc_id == "note:docker/exec.md"
+        assert hits[0].bm25_rank is not None and hits[0].char_end > hits[0].char_start
+        assert hybrid_passages(conn, "xylophone quasar") == []
+        result = ask(conn, "open a bash shell in a running docker container", 200, model=MODEL)
+        assert result.items[0].citation == "note docker/exec.md"
+        assert result.total_tokens <= 200
+    finally:
+        conn.close()
