@@ -99,6 +99,27 @@ class IngestReport:
     bad_inputs: int
     seconds: float
     ran: tuple[str, ...] = ()
+    skipped: tuple[tuple[str, int | None, str], ...] = ()  # (file, line, reason), first 20
+    skipped_total: int = 0
+
+
+SKIPPED_SHOWN = 20
+
+
+def skipped_inputs(
+    conn: duckdb.DuckDBPyConnection, prefix: str = "", limit: int = SKIPPED_SHOWN
+) -> tuple[list[tuple[str, int | None, str]], int]:
+    """Skipped inputs recorded by the last ingest of each folder (those under ``prefix``
+    when given), newest first: up to ``limit`` (file, line, reason) rows and the total."""
+    where = "WHERE starts_with(source, ?)" if prefix else ""
+    params = [prefix] if prefix else []
+    total = conn.execute(f"SELECT count(*) FROM ingest_errors {where}", params).fetchone()[0]
+    rows = conn.execute(
+        f"SELECT source, line, error FROM ingest_errors {where} "
+        "ORDER BY seen_at DESC, source, line LIMIT ?",
+        [*params, limit],
+    ).fetchall()
+    return [(r[0], r[1], r[2]) for r in rows], int(total)
 
 
 def ingest(settings: Settings, path: Path) -> IngestReport:
@@ -121,20 +142,25 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     if outcome.result is not None:
         for mat in outcome.result.asset_materializations_for_node("raw_notes"):
             meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-    if "notes" not in meta:
-        with open_store(settings.db_path) as conn:
+    with open_store(settings.db_path) as conn:
+        if "notes" not in meta:
             meta["notes"] = conn.execute(
                 "SELECT count(*) FROM notes WHERE deleted_at IS NULL"
             ).fetchone()[0]
+        root = path.resolve()
+        prefix = str(root) if root.is_file() else str(root).rstrip("/") + "/"
+        skipped, skipped_total = skipped_inputs(conn, prefix)
     return IngestReport(
         path=path,
         notes=int(meta["notes"]),
         inserted=meta.get("inserted", 0),
         changed=meta.get("changed", 0),
         deleted=meta.get("marked_deleted", 0),
-        bad_inputs=meta.get("bad_inputs", 0),
+        bad_inputs=meta.get("bad_inputs", skipped_total),
         seconds=time.perf_counter() - started,
         ran=tuple(outcome.selected),
+        skipped=tuple(skipped),
+        skipped_total=skipped_total,
     )
 
 
@@ -191,9 +217,16 @@ def context_in(
 
 
 def health(settings: Settings) -> dict[str, Any]:
-    """The compression health document (tiers, essence progress, thread digests)."""
+    """The compression health document (tiers, essence progress, thread digests), plus
+    ``skippedInputs``: how many inputs the last ingests skipped and the newest five."""
     with existing_store(settings) as conn:
-        return compression_health(conn, settings.now())
+        document = compression_health(conn, settings.now())
+        newest, total = skipped_inputs(conn, limit=5)
+    document["skippedInputs"] = {
+        "count": total,
+        "newest": [{"file": f, "line": line, "reason": r} for f, line, r in newest],
+    }
+    return document
 
 
 def health_in(conn: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, Any]:

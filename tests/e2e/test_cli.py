@@ -75,6 +75,10 @@ def test_ingest_then_context_and_cache(tmp_path):
     proc = run("ingest", str(notes), env=env)
     assert proc.returncode == 0, proc.stderr
     assert "12 notes (12 new" in proc.stderr and "1 bad inputs skipped" in proc.stderr
+    assert f"skipped {notes / 'broken.md'}: not valid UTF-8" in proc.stderr  # named, with why
+    health = json.loads(run("health", "--json", env=env).stdout)
+    assert health["skippedInputs"]["count"] == 1
+    assert health["skippedInputs"]["newest"][0]["file"] == str(notes / "broken.md")
     proc = run("context", "--budget", "300", "--model", "gpt-4", env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() and count_tokens(proc.stdout.rstrip("\n"), "gpt-4") <= 300
