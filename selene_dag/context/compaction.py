@@ -405,7 +405,8 @@ def compact_messages(
         tokens = message_tokens(pruned, model)
         steps.append(CompactionStep("brute prune", len(msgs) - len(pruned), start, tokens))
         msgs = pruned
-        if resolved in ("unresolved", "none") and steps[-1].removed:
+        # The report names the last step that actually changed the messages.
+        if steps[-1].removed:
             resolved = "prune"
     return CompactionReport(
         msgs, steps, before, tokens, window, threshold, resolved, shrink, compacted

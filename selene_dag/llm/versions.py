@@ -9,6 +9,6 @@ ALGORITHM_VERSIONS = {
     "analyze_note": "analyze_note@1",
     "detect_threads": "detect_threads@1",
     "digest_thread": "digest_thread@1",
-    "summarize": "summarize@1",
+    "summarize": "summarize@2",
     "assess_chunk": "assess_chunk@1",
 }

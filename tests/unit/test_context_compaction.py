@@ -179,6 +179,7 @@ def test_p4_signals_caller_for_staged_conversations_and_prune_guarantees_window(
     assert any(s.name.startswith("P4") for s in r.steps)
     assert any(s.name == "brute prune" for s in r.steps)
     assert message_tokens(r.messages, M) <= window
+    assert r.resolved_at == "prune"  # the last step that ran, not P4
 
 
 def test_brute_prune_keeps_last_50_and_fits_window() -> None:
@@ -228,3 +229,19 @@ def test_load_messages_errors_are_clear(tmp_path, payload: str, reason: str) -> 
     path.write_text(payload)
     with pytest.raises(ValueError, match=reason):
         load_messages(path)
+
+
+def test_extractive_conversation_summary_says_a_repeated_line_once() -> None:
+    from selene_dag.llm.extractive import ExtractiveEngine
+
+    lines = []
+    for i in range(7):
+        lines += [
+            "[assistant]: Traceback (most recent call last):",
+            f'[assistant]:   File "app.py", line {10 + i}, in handler',
+            f"[user]: The import of module number {i} failed after the upgrade to 2.{i}.",
+        ]
+    lines.append("[user]: We decided to pin requests to 2.31 and retry the migration tomorrow.")
+    summary = ExtractiveEngine().summarize("\n".join(lines), 200, M, kind="conversation")
+    assert summary.count("Traceback (most recent call last)") <= 1
+    assert len(summary.splitlines()) >= 3

@@ -18,7 +18,16 @@ def summarize(text: str, max_tokens: int, model: str | None, kind: str) -> str:
     sentences = [s for s in _text.split_sentences(prose) if s.strip()]
     if kind == "conversation":
         sentences = [s for line in text.splitlines() for s in _text.split_sentences(line)]
-        sentences = [s for s in sentences if len(_text.words(s)) >= 3]
+        # A line repeated across the conversation (a traceback header, a retried command)
+        # is said once: the summary keeps room for the lines that say something new.
+        seen: set[str] = set()
+        unique = []
+        for sentence in sentences:
+            key = " ".join(sentence.lower().split())
+            if len(_text.words(sentence)) >= 3 and key not in seen:
+                seen.add(key)
+                unique.append(sentence)
+        sentences = unique
     if not sentences:
         return truncate_to_tokens(" ".join(text.split()), max_tokens, model=model)
     central, _ = centrality(sentences)
