@@ -487,23 +487,75 @@ def distill_run_command(
 
 @distill_app.command("status")
 @guarded
-def distill_status_command() -> None:
-    """Files per state and rows per sessions table."""
+def distill_status_command(
+    as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+) -> None:
+    """Session files under the roots by state, and what the database holds."""
     status = service.distill_status(load_settings())
-    out.print(_rows_table([{"figure": k, "value": v} for k, v in status.items()], "distill status"))
+    if as_json:
+        sys.stdout.write(json.dumps(status, indent=2) + "\n")
+        return
+    labels = {
+        "files": "files under SELENE_SESSION_ROOTS",
+        "new": "  new (never ingested)",
+        "grown": "  grown since ingested",
+        "done": "  ingested, unchanged",
+        "session_files": "sessions stored",
+        "source_gone": "  stored, source file gone",
+        "session_events": "events",
+        "chunks": "chunks",
+        "assessments": "assessments",
+        "chunk_scores": "chunks with a consensus",
+        "distilled_sessions": "distilled sessions",
+        "distilled_projects": "distilled projects",
+    }
+    rows = [{"figure": labels.get(k, k), "value": f"{v:,}"} for k, v in status.items()]
+    out.print(_rows_table(rows, "distill status"))
+
+
+# Fits 80 columns: the platform is the key's prefix; "imp" is the mean importance (0–100),
+# "cons" the mean consensus (0–10), "tokens" the distilled tokens of the budget.
+REPORT_COLUMNS = ("session", "events", "chunks", "imp", "cons", "tokens")
 
 
 @distill_app.command("report")
 @guarded
 def distill_report_command(
     session: Annotated[str | None, typer.Argument(help="One session (default: all).")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print every field as JSON.")] = False,
 ) -> None:
-    """Per session: events, chunks, importance, consensus, distilled tokens."""
+    """Per session: events, chunks, mean importance (imp, 0–100) and consensus (cons, 0–10),
+    distilled tokens of the budget. SESSION is the key in the first column (or the tool's
+    session id, or a path); --json prints every field."""
     rows = service.distill_report(load_settings(), session)
+    if as_json:
+        sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
+        return
+    if not rows:
+        out.print("nothing distilled yet: run `selene-dag distill run --all`")
+        return
+    short = [
+        {
+            "session": row["session_key"],
+            "events": row["events"],
+            "chunks": row["chunks"],
+            "imp": row["importance_avg"],
+            "cons": row["consensus_avg"],
+            "tokens": (
+                f"{row['distilled_tokens']:,}/{row['budget']:,}"
+                if row.get("distilled_tokens") is not None
+                else "-"
+            )
+            + ("" if row["source_exists"] else " (source gone)"),
+        }
+        for row in rows
+    ]
+    out.print(_rows_table(short, "distill report", list(REPORT_COLUMNS)))
     out.print(
-        _rows_table(rows, "distill report")
-        if rows
-        else "nothing distilled yet: run `selene-dag distill run --all`"
+        "distilled files: "
+        + ", ".join(Path(r["distilled_path"]).name for r in rows if r.get("distilled_path")),
+        highlight=False,
+        soft_wrap=True,
     )
 
 

@@ -149,6 +149,13 @@ def distill_status(settings: Settings) -> dict[str, Any]:
         try:
             for table in _SESSION_TABLES:
                 status[table] = fetch_dicts(conn, f"SELECT count(*) AS n FROM {table}")[0]["n"]
+            # Per-project rollups live in the same table, keyed 'project:<name>'.
+            status["distilled_projects"] = fetch_dicts(
+                conn,
+                "SELECT count(*) AS n FROM distilled_sessions "
+                "WHERE starts_with(session_key, 'project:')",
+            )[0]["n"]
+            status["distilled_sessions"] -= status["distilled_projects"]
             paths = [r["path"] for r in fetch_dicts(conn, "SELECT path FROM session_files")]
             # Ingested sessions whose file is gone: their rows are the archive and stay.
             status["source_gone"] = sum(not Path(p).is_file() for p in paths)
@@ -206,9 +213,11 @@ def _rating(assessor: str, assessment: Any) -> dict[str, Any]:
 def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
     """Run every available assessor on one stored chunk now; returns ratings and consensus.
 
-    Nothing is written (the ``chunk_scores`` asset owns the stored scores). Raises
+    ``chunk_id`` may carry the ``chunk:`` prefix that ask's JSON gives its items. Nothing
+    is written (the ``chunk_scores`` asset owns the stored scores). Raises
     SessionNotFoundError when there is no database or no chunk ``chunk_id``.
     """
+    chunk_id = chunk_id.removeprefix("chunk:")
     from selene_dag.llm import get_engine
     from selene_dag.llm.cli_assessors import assess_with_clis, available_assessors
     from selene_dag.sessions.assessors import run_assessors

@@ -11,6 +11,7 @@ import pytest
 from selene_dag.context import count_tokens
 
 EXE = Path(sys.executable).parent / "selene-dag"
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
 
 
 def run(*args, env=None, cwd=None, timeout=300):
@@ -251,3 +252,19 @@ def test_debug_prints_the_traceback_of_a_user_error(tmp_path):
     proc = run("--debug", "health", env={"SELENE_HOME": str(tmp_path / "none")})
     assert proc.returncode == 1
     assert "Traceback" in proc.stderr and "no database" in proc.stderr
+
+
+def test_distill_report_and_status_fit_80_columns_and_speak_json(tmp_path):
+    roots = os.pathsep.join(
+        f"{p}={FIXTURES / p}" for p in ("claude", "codex") if (FIXTURES / p).is_dir()
+    )
+    env = {"SELENE_SESSION_ROOTS": roots, "SELENE_HOME": str(tmp_path / "home"), "COLUMNS": "80"}
+    assert run("distill", "run", "--all", env=env).returncode == 0
+    report = run("distill", "report", env=env)
+    assert report.returncode == 0
+    table = [line for line in report.stdout.splitlines() if line.startswith(("┃", "│"))]
+    assert table and all(len(line) <= 80 for line in table)
+    rows = json.loads(run("distill", "report", "--json", env=env).stdout)
+    assert rows and {"session_key", "distilled_tokens", "budget"} <= set(rows[0])
+    status = json.loads(run("distill", "status", "--json", env=env).stdout)
+    assert status["session_files"] == len(rows) == status["done"]

@@ -231,6 +231,8 @@ def test_cli_functions(world, first_run) -> None:
     assessed = distill_assess(settings, chunk_id)
     assert {a["assessor"] for a in assessed["assessments"]} == {"extractive", "importance"}
     assert assessed["sufficient"]
+    # The id as ask's JSON prints it (`chunk:<id>`) names the same chunk.
+    assert distill_assess(settings, f"chunk:{chunk_id}")["assessments"] == assessed["assessments"]
     with pytest.raises(ValueError, match="no session file matches"):
         resolve_sessions(settings, ["does-not-exist"])
 
