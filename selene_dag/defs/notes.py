@@ -206,7 +206,7 @@ def processed_notes(
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Notes grouped into threads: one per topic / primary theme by default; with a model "
-        "engine, seed 000's detect-threads over the 30 newest unthreaded notes adds more. "
+        "engine, the model's thread detection over the 30 newest unthreaded notes adds more. "
         "A thread is active while a member was updated or used within SELENE_THREAD_ACTIVE_DAYS."
     ),
 )
@@ -278,7 +278,7 @@ def thread_digests(
     tags=CLOCK_TAG,
     automation_condition=follow_or_every(TIERS_CRON),
     description=(
-        "Fidelity tier of every note (full / high / summary / skeleton) by seed 000's rules, "
+        "Fidelity tier of every note (full / high / summary / skeleton) by age, activity and thread status, "
         "as one set-based SQL statement (sql/transforms/fidelity_tiers.sql) using SELENE_NOW."
     ),
 )
@@ -359,7 +359,7 @@ def daily_summaries(
     tags=CLOCK_TAG,
     automation_condition=FOLLOW_UPSTREAM,
     description=(
-        "Seed 000's /health/compression figures (tier distribution, essence progress, active "
+        "The compression health figures (tier distribution, essence progress, active "
         "threads with a digest) plus the token cost of all notes at full fidelity against the "
         f"tiered pack at {HEALTH_BUDGET:,} tokens of the target model."
     ),
@@ -427,7 +427,7 @@ def essence_coverage(selene: SeleneResource) -> dg.AssetCheckResult:
 @dg.asset_check(
     asset=fidelity_tiers,
     blocking=True,
-    description="Every stored tier equals seed 000's rules recomputed in Python from SQL inputs.",
+    description="Every stored tier equals the tier rules recomputed in Python from SQL inputs.",
 )
 def tier_rules(selene: SeleneResource) -> dg.AssetCheckResult:
     """Recompute each note's tier with ``compute_tier`` and compare with the stored one."""

@@ -50,7 +50,7 @@ def _counter_table(counter: Counter, label: str) -> dg.MetadataValue:
     code_version="1",
     description=(
         "One session file (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
-        "secrets redacted to [REDACTED:kind] before storage, importance scored with seed 003's "
+        "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "
         "weights, tokens counted in the target model's tokens. Rewrites `session_files` and "
         "`session_events` for the partition in one transaction; malformed lines are counted."
     ),
@@ -106,7 +106,7 @@ def session_events(
     partitions_def=SESSION_PARTITIONS,
     code_version="1",
     description=(
-        "Assessment chunks of a session (seed 003): events below importance 30 left out, at most "
+        "Assessment chunks of a session: events below importance 30 left out, at most "
         "20 events and 4,000 target-model tokens per chunk, 2 events of overlap; ids are hashes "
         "of session key and first/last event."
     ),
@@ -181,7 +181,7 @@ def chunk_scores(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
 
 
 class DistillConfig(dg.Config):
-    """Distillation knobs (seed 003 defaults); ``platform`` empty = the source's platform."""
+    """Distillation knobs; ``platform`` empty = the source's platform."""
 
     max_tokens: int = 80_000
     min_consensus: float = 5.0
@@ -246,8 +246,8 @@ def distilled_sessions(
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "One distilled session per project (working directory) across all of its scored "
-        "sessions: their chunks compete for one 80,000-token budget (seed 003's per-project "
-        "run). Rows have session_key 'project:<project>'."
+        "sessions: their chunks compete for one 80,000-token budget. Rows have "
+        "session_key 'project:<project>'."
     ),
 )
 def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.MaterializeResult:
