@@ -1,6 +1,9 @@
-"""ask latency over 10,000 synthetic chunks plus the demo notes, and recall at 2,000 and 500
-tokens on assets/eval/questions.jsonl (the shipped example) and at 2,000 / 1,000 / 500 on
-assets/eval/holdout3.jsonl (written blind, never tuned on) beside the baselines.
+"""ask latency over 10,000 synthetic chunks plus the demo notes.
+
+Recall (every question set of assets/eval/ over its own corpus, at 500 / 1,000 / 2,000
+tokens, beside newest-first, BM25 top-k and BM25 over ~200-token passages, with the packs
+over budget) is measured by ``bench/bench_ask_recall.py``: its corpora are the real ones,
+not this store's synthetic chunks.
 
 The store is built in a temporary folder: the 577 demo notes (essence = first paragraph,
 tiers from age), the three demo sessions' real chunks are not needed, so 10,000 synthetic
@@ -24,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench._common import BenchRow, print_rows
 from selene_dag.notes.ingest import read_notes
 from selene_dag.paths import assets_dir
-from selene_dag.retrieval.evaluate import applicable, evaluate, load_questions
+from selene_dag.retrieval.evaluate import load_questions
 from selene_dag.retrieval.index import build_index
 from selene_dag.retrieval.pack import ask
 from selene_dag.store import connect
@@ -32,7 +35,6 @@ from selene_dag.store import connect
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
 CHUNKS = 10_000
 BUDGET = 2_000
-SMALL_BUDGET = 500
 MODEL = "mistral:7b"
 WORDS = [
     "refactor",
@@ -120,23 +122,9 @@ def _build(db: Path, chunks: int = CHUNKS) -> None:
     conn.close()
 
 
-def _recall_row(label: str, ask_recall: float, baseline: float, n: int) -> BenchRow:
-    return BenchRow(
-        label,
-        ask_recall,
-        "",
-        baseline,
-        ask_recall / baseline if baseline else None,
-        "> baseline",
-        ask_recall > baseline,
-        f"{n} questions, {MODEL}",
-    )
-
-
 def run() -> list[BenchRow]:
-    """Latency percentiles and recall rows (see module docstring)."""
+    """Latency percentiles (see module docstring)."""
     questions = load_questions(assets_dir() / "eval" / "questions.jsonl")
-    blind = load_questions(assets_dir() / "eval" / "holdout3.jsonl")
     with tempfile.TemporaryDirectory() as tmp:
         db = Path(tmp) / "bench.duckdb"
         started = time.perf_counter()
@@ -153,50 +141,15 @@ def run() -> list[BenchRow]:
                 t = time.perf_counter()
                 ask(conn, q.question, BUDGET, model=MODEL, now=NOW)
                 times.append((time.perf_counter() - t) * 1000)
-            # The bench has synthetic chunks, not the demo sessions: questions about those
-            # sessions cannot be answered by any method here, so they are left out.
-            questions = applicable(conn, questions)
-            example = {
-                b: evaluate(conn, questions, b, model=MODEL, now=NOW).overall
-                for b in (BUDGET, SMALL_BUDGET)
-            }
-            held = {
-                b: evaluate(conn, blind, b, model=MODEL, now=NOW).overall
-                for b in (BUDGET, 1_000, SMALL_BUDGET)
-            }
         finally:
             conn.close()
     p50 = statistics.median(times)
     p95 = statistics.quantiles(times, n=20)[18]
     how = f"{CHUNKS:,} synthetic chunks + 577 notes, index built in {build_s:.1f} s"
-    big = example[BUDGET]
-    rows = [
+    return [
         BenchRow("ask latency p50", p50, "ms", None, None, "< 200 ms", p50 < 200, how),
         BenchRow("ask latency p95", p95, "ms", None, None, "< 200 ms", p95 < 200, how),
-        _recall_row(
-            "ask recall @2k vs newest-first", big["ask"], big["newest_first"], len(questions)
-        ),
     ]
-    for budget, overall in example.items():
-        rows.append(
-            _recall_row(
-                f"ask recall @{budget} vs BM25 top-k",
-                overall["ask"],
-                overall["bm25_topk"],
-                len(questions),
-            )
-        )
-    # holdout3: written blind from randomly drawn notes, never used for tuning.
-    for budget, overall in held.items():
-        rows.append(
-            _recall_row(
-                f"blind set: ask recall @{budget} vs BM25 top-k",
-                overall["ask"],
-                overall["bm25_topk"],
-                len(blind),
-            )
-        )
-    return rows
 
 
 if __name__ == "__main__":

@@ -356,43 +356,56 @@ def ask_command(
 @guarded
 def eval_command(
     questions: Annotated[Path, typer.Argument(help="JSONL: {question, must_contain}.")],
-    budget: Annotated[int, typer.Option(help="Token budget of every pack.")] = 2000,
+    budget: Annotated[
+        list[int] | None,
+        typer.Option(help="Token budget of every pack (default 2000); repeat for several budgets."),
+    ] = None,
     model: Annotated[
         str | None, typer.Option(help="Target model (tokenizer); default SELENE_MODEL.")
     ] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
-    """Recall of ask vs newest-first and BM25 baselines at the same budget."""
+    """Recall of ask vs newest-first, BM25 top-k and BM25-passages baselines at the same
+    budget (one report per --budget)."""
     _check_format(format, ("table", "json"))
     if not questions.exists():
         raise UsageError(f"{questions} does not exist")
-    report = service.evaluate_questions(load_settings(), questions, budget, model)
-    err.print(
-        f"eval: {len(report.rows)} questions at {budget:,} tokens of {report.model}",
-        highlight=False,
-    )
-    if format == "json":
-        sys.stdout.write(json.dumps(report.to_json(), ensure_ascii=False, indent=2) + "\n")
-        return
-    table = Table(title=f"recall at {budget:,} tokens")
-    for col in ("question", "ask", "newest-first", "bm25 top-k"):
-        table.add_column(col, justify="left" if col == "question" else "right")
-    for row in report.rows:
-        table.add_row(
-            row["question"],
-            f"{row['ask']:.2f}",
-            f"{row['newest_first']:.2f}",
-            f"{row['bm25_topk']:.2f}",
+    from selene_dag.errors import check_budget
+
+    budgets = [check_budget(b, "--budget") for b in dict.fromkeys(budget or [2000])]
+    settings = load_settings()
+    reports = []
+    for b in budgets:
+        report = service.evaluate_questions(settings, questions, b, model)
+        err.print(
+            f"eval: {len(report.rows)} questions at {b:,} tokens of {report.model}",
+            highlight=False,
         )
-    overall = report.overall
-    table.add_row(
-        "overall",
-        f"{overall['ask']:.3f}",
-        f"{overall['newest_first']:.3f}",
-        f"{overall['bm25_topk']:.3f}",
-        style="bold",
-    )
-    Console(width=120).print(table)
+        reports.append(report)
+    if format == "json":
+        if len(reports) == 1:
+            doc: dict[str, Any] = reports[0].to_json()
+        else:
+            doc = {"model": reports[0].model, "budgets": [r.to_json() for r in reports]}
+        sys.stdout.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+        return
+    columns = {
+        "ask": "ask",
+        "newest_first": "newest-first",
+        "bm25_topk": "bm25 top-k",
+        "bm25_passages": "bm25 passages",
+    }
+    console = Console(width=120)
+    for report in reports:
+        table = Table(title=f"recall at {report.budget:,} tokens")
+        table.add_column("question", justify="left")
+        for label in columns.values():
+            table.add_column(label, justify="right")
+        for row in report.rows:
+            table.add_row(row["question"], *(f"{row[c]:.2f}" for c in columns))
+        overall = report.overall
+        table.add_row("overall", *(f"{overall[c]:.3f}" for c in columns), style="bold")
+        console.print(table)
 
 
 @app.command("serve")

@@ -1,14 +1,20 @@
-"""Recall at a budget: ask's pack versus two baselines with the same budget and model.
+"""Recall at a budget: ask's pack versus three baselines with the same budget and model.
 
 A question file is JSONL, one ``{"question": str, "must_contain": [str, ...]}`` per line
 (other keys are kept but ignored). Recall of a pack is the share of required facts found in
 it (case-insensitive substring). Baselines: *newest-first* (notes newest first, full text,
-cut at the budget) and *BM25 top-k* (search hits in BM25 order, full text, cut at the budget).
+cut at the budget), *BM25 top-k* (search hits in BM25 order, full text, cut at the budget)
+and *BM25 passages*, what a user would write in thirty lines: every document of the index
+cut into ~200-token passages (paragraph / line boundaries, the document's title as first
+line), ranked by BM25 (DuckDB ``fts`` over the passages), packed in rank order while they
+fit (a passage that does not fit is skipped).
 """
 
 from __future__ import annotations
 
 import json
+import threading
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -16,13 +22,22 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
+import pandas as pd
 
-from selene_dag.context.tokens import count_tokens, default_model, truncate_to_tokens
+from selene_dag.context.tokens import (
+    count_tokens,
+    count_tokens_batch,
+    default_model,
+    truncate_to_tokens,
+)
 from selene_dag.errors import UsageError, check_budget
+from selene_dag.retrieval.index import index_state, load_fts
 from selene_dag.retrieval.pack import ask
-from selene_dag.retrieval.search import Candidate, newest_notes, search
+from selene_dag.retrieval.search import SOURCES, Candidate, newest_notes, parse_sources, search
 
-METHODS = ("ask", "newest_first", "bm25_topk")
+METHODS = ("ask", "newest_first", "bm25_topk", "bm25_passages")
+# Target size of a baseline passage, in the target model's tokens (title line included).
+PASSAGE_TOKENS = 200
 
 
 @dataclass(frozen=True)
@@ -91,6 +106,160 @@ def truncation_pack(candidates: Sequence[Candidate], budget: int, model: str) ->
     return truncate_to_tokens("\n\n".join(parts), budget, model)
 
 
+# --- BM25 over passages (the baseline a user would write) ---------------------------------
+
+
+def _split_long(text: str, tokens: int, limit: int) -> list[str]:
+    """``text`` (one line of ``tokens`` tokens) in word windows of about ``limit`` tokens."""
+    words = text.split(" ")
+    per = max(1, len(words) * limit // max(tokens, 1))
+    return [" ".join(words[i : i + per]) for i in range(0, len(words), per)]
+
+
+def cut_document(title: str, body: str, model: str, limit: int = PASSAGE_TOKENS) -> list[str]:
+    """``body`` cut into passages of about ``limit`` tokens of ``model``, each starting with
+    ``title`` on its own line: paragraphs (blank-line separated) are joined while they fit;
+    a paragraph too long alone is cut at its lines, a line too long alone at spaces."""
+    head = f"{title}\n" if title else ""
+    room = max(limit - (count_tokens(head, model) if head else 0), limit // 4, 1)
+    paragraphs = [p.strip() for p in body.split("\n\n") if p.strip()]
+    units: list[tuple[str, int, str]] = []  # (text, tokens, separator before it)
+    for p, n in zip(paragraphs, count_tokens_batch(paragraphs, model), strict=True):
+        if n <= room:
+            units.append((p, n, "\n\n"))
+            continue
+        lines = [ln for ln in p.splitlines() if ln.strip()]
+        for k, (ln, m) in enumerate(zip(lines, count_tokens_batch(lines, model), strict=True)):
+            sep = "\n\n" if k == 0 else "\n"
+            if m <= room:
+                units.append((ln, m, sep))
+                continue
+            pieces = _split_long(ln, m, room)
+            for j, (w, c) in enumerate(zip(pieces, count_tokens_batch(pieces, model), strict=True)):
+                units.append((w, c, sep if j == 0 else " "))
+    out: list[str] = []
+    current, used = "", 0
+    for text, n, sep in units:
+        if current and used + n > room:
+            out.append(head + current)
+            current, used = "", 0
+        current = f"{current}{sep}{text}" if current else text
+        used += n
+    if current:
+        out.append(head + current)
+    return out
+
+
+class PassageIndex:
+    """Every document of ``search_docs`` cut by ``cut_document`` into an in-memory DuckDB
+    table under its own BM25 index (porter stemmer, English stopwords, as the search index)."""
+
+    def __init__(self, docs: Sequence[tuple[str, str, str]], model: str) -> None:
+        kinds: list[str] = []
+        texts: list[str] = []
+        for kind, title, body in docs:
+            for passage in cut_document(title or "", body or "", model):
+                kinds.append(kind)
+                texts.append(passage)
+        self.kinds = kinds
+        self.texts = texts
+        self.tokens = count_tokens_batch(texts, model)
+        self.model = model
+        self._lock = threading.Lock()
+        self._db = duckdb.connect(":memory:")
+        load_fts(self._db)
+        frame = pd.DataFrame({"id": range(len(texts)), "kind": kinds, "text": texts})
+        self._db.execute("CREATE TABLE passages (id INTEGER, kind VARCHAR, text VARCHAR)")
+        if texts:
+            self._db.register("_frame", frame)
+            self._db.execute("INSERT INTO passages SELECT id, kind, text FROM _frame")
+            self._db.unregister("_frame")
+            self._db.execute(
+                "PRAGMA create_fts_index('passages', 'id', 'text', stemmer='porter', "
+                "stopwords='english', strip_accents=1, lower=1)"
+            )
+
+    def __len__(self) -> int:
+        return len(self.texts)
+
+    def rank(self, question: str, kinds: Sequence[str]) -> list[int]:
+        """Ids of the passages of ``kinds`` matching ``question``, best BM25 score first
+        (ties by corpus order)."""
+        if not self.texts:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id FROM (SELECT id, kind, fts_main_passages.match_bm25(id, ?) AS score "
+                "FROM passages) WHERE score IS NOT NULL AND list_contains(?, kind) "
+                "ORDER BY score DESC, id",
+                [question, list(kinds)],
+            ).fetchall()
+        return [int(r[0]) for r in rows]
+
+    def pack(self, question: str, budget: int, kinds: Sequence[str]) -> str:
+        """The ranked passages joined by blank lines while they fit in ``budget`` tokens;
+        one that does not fit is skipped and the next tried. Never over ``budget``."""
+        sep = count_tokens("\n\n", self.model)
+        parts: list[str] = []
+        used = 0
+        for i in self.rank(question, kinds):
+            cost = self.tokens[i] + (sep if parts else 0)
+            if used + cost > budget:
+                continue
+            parts.append(self.texts[i])
+            used += cost
+            if budget - used <= sep:
+                break
+        text = "\n\n".join(parts)
+        # Counts of parts need not add up exactly to the count of their join.
+        while parts and count_tokens(text, self.model) > budget:
+            parts.pop()
+            text = "\n\n".join(parts)
+        return text
+
+
+_PASSAGE_CACHE: OrderedDict[tuple[object, str, str], PassageIndex] = OrderedDict()
+_PASSAGE_CACHE_SIZE = 4
+_PASSAGE_CACHE_LOCK = threading.Lock()
+
+
+def _database_key(conn: duckdb.DuckDBPyConnection) -> object:
+    row = conn.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchone()
+    return row[0] if row and row[0] else id(conn)
+
+
+def passage_index(conn: duckdb.DuckDBPyConnection, model: str) -> PassageIndex:
+    """The passage cut of ``conn``'s indexed documents in ``model``'s tokens, cached per
+    (database, corpus version of the built index, model): a question set cuts it once."""
+    key = (_database_key(conn), str(index_state(conn).built_version), model)
+    with _PASSAGE_CACHE_LOCK:
+        found = _PASSAGE_CACHE.get(key)
+        if found is not None:
+            _PASSAGE_CACHE.move_to_end(key)
+            return found
+    docs = conn.execute("SELECT kind, title, body FROM search_docs ORDER BY doc_id").fetchall()
+    built = PassageIndex(docs, model)
+    with _PASSAGE_CACHE_LOCK:
+        _PASSAGE_CACHE[key] = built
+        while len(_PASSAGE_CACHE) > _PASSAGE_CACHE_SIZE:
+            _PASSAGE_CACHE.popitem(last=False)
+    return built
+
+
+def passage_pack(
+    conn: duckdb.DuckDBPyConnection,
+    question: str,
+    budget: int,
+    model: str,
+    sources: Sequence[str] | None = None,
+) -> str:
+    """The *BM25 passages* baseline's pack for ``question`` (see the module docstring)."""
+    kinds = [SOURCES[s] for s in parse_sources(sources)]
+    return passage_index(conn, model).pack(question, budget, kinds)
+
+
 def applicable(conn: duckdb.DuckDBPyConnection, questions: Sequence[Question]) -> list[Question]:
     """The questions whose ``source`` is in the index (all questions without a source):
     the shipped demo questions say nothing about a corpus that lacks their notes."""
@@ -121,6 +290,7 @@ class EvalReport:
     budget: int
     model: str
     rows: list[dict[str, Any]] = field(default_factory=list)
+    passages: int = 0  # passages the *BM25 passages* baseline ranks over
 
     @property
     def overall(self) -> dict[str, float]:
@@ -128,8 +298,14 @@ class EvalReport:
         n = len(self.rows) or 1
         return {m: round(sum(r[m] for r in self.rows) / n, 4) for m in METHODS}
 
+    @property
+    def over_budget(self) -> dict[str, int]:
+        """Per method, how many packs count more than ``budget`` tokens (must all be 0)."""
+        return {m: sum(1 for r in self.rows if r["tokens"][m] > self.budget) for m in METHODS}
+
     def to_json(self) -> dict[str, Any]:
-        """Plain data for ``--format json`` and the asset check's metadata."""
+        """Plain data for ``--format json`` and the asset check's metadata (each row's
+        ``tokens`` holds every method's pack size, from which ``over_budget`` is counted)."""
         return {
             "budget": self.budget,
             "model": self.model,
@@ -147,26 +323,34 @@ def evaluate(
     now: datetime | None = None,
     sources: Sequence[str] | None = None,
 ) -> EvalReport:
-    """Recall of ask and both baselines for every question, at the same budget and model.
+    """Recall of ask and the three baselines for every question, at the same budget and
+    model; every pack is counted again in ``model``'s tokens (``tokens`` of each row).
 
     Read-only: no ``last_accessed_at`` stamps. Needs a built ``search_index``.
     """
     budget = check_budget(budget, "budget", minimum=1)
     model = model or default_model()
-    report = EvalReport(budget, model)
+    kinds = [SOURCES[s] for s in parse_sources(sources)]
+    passages = passage_index(conn, model)
+    report = EvalReport(budget, model, passages=len(passages))
     newest = truncation_pack(newest_notes(conn), budget, model)
+    newest_tokens = count_tokens(newest, model)
     for q in questions:
         result = ask(conn, q.question, budget, model=model, now=now, sources=sources)
         hits = search(conn, q.question, sources or ("notes", "sessions"), limit=20)
-        bm25 = truncation_pack(hits, budget, model)
-        row = {
-            "question": q.question,
-            "facts": len(q.must_contain),
-            "ask": recall(result.text, q.must_contain),
-            "newest_first": recall(newest, q.must_contain),
-            "bm25_topk": recall(bm25, q.must_contain),
-            "missing": [f for f in q.must_contain if f.lower() not in result.text.lower()],
-            "ask_tokens": result.total_tokens,
+        packs = {
+            "ask": result.text,
+            "newest_first": newest,
+            "bm25_topk": truncation_pack(hits, budget, model),
+            "bm25_passages": passages.pack(q.question, budget, kinds),
+        }
+        row: dict[str, Any] = {"question": q.question, "facts": len(q.must_contain)}
+        row.update({m: recall(packs[m], q.must_contain) for m in METHODS})
+        row["missing"] = [f for f in q.must_contain if f.lower() not in result.text.lower()]
+        row["ask_tokens"] = result.total_tokens
+        row["tokens"] = {
+            m: newest_tokens if m == "newest_first" else count_tokens(packs[m], model)
+            for m in METHODS
         }
         report.rows.append(row)
     return report

@@ -110,13 +110,14 @@ class AskResult:
     stats: dict[str, Any] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        """The stable JSON document (docs/ask.md)."""
+        """The stable JSON document (docs/ask.md); ``text`` is the md form's pack, exactly."""
         return {
             "schema": JSON_SCHEMA_VERSION,
             "question": self.question,
             "budget": self.budget,
             "model": self.model,
             "total_tokens": self.total_tokens,
+            "text": self.text,
             "items": [asdict(item) for item in self.items],
             "stats": self.stats,
         }

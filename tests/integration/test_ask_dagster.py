@@ -123,7 +123,20 @@ def test_ask_command_refreshes_stale_index_and_prints_only_the_pack(notes_home: 
     assert again.exit_code == 0
     doc = json.loads(again.stdout)
     assert "refreshed" not in again.stderr  # access stamps keep the index fresh
-    assert set(doc) == {"schema", "question", "budget", "model", "total_tokens", "items", "stats"}
+    assert set(doc) == {
+        "schema",
+        "question",
+        "budget",
+        "model",
+        "total_tokens",
+        "text",
+        "items",
+        "stats",
+    }
+    # text is exactly the pack the md form prints.
+    md = runner.invoke(_cli(), ["ask", "zsh prompt", "--budget", "200"])
+    assert md.exit_code == 0
+    assert doc["text"] + "\n" == md.stdout
     assert set(doc["items"][0]) >= {
         "id",
         "kind",
@@ -170,4 +183,20 @@ def test_eval_command_reports_ask_and_baselines(notes_home: Path, tmp_path: Path
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["overall"]["ask"] == 1.0
-    assert set(report["overall"]) == {"ask", "newest_first", "bm25_topk"}
+    assert set(report) == {"budget", "model", "overall", "questions"}
+    assert set(report["overall"]) == {"ask", "newest_first", "bm25_topk", "bm25_passages"}
+    assert report["overall"]["bm25_passages"] == 1.0
+    for row in report["questions"]:
+        assert set(row["tokens"]) == set(report["overall"])
+        assert all(n <= 300 for n in row["tokens"].values())
+    table = CliRunner().invoke(_cli(), ["eval", str(questions), "--budget", "300"])
+    assert table.exit_code == 0, table.output
+    assert "bm25 passages" in table.stdout
+    several = CliRunner().invoke(
+        _cli(),
+        ["eval", str(questions), "--budget", "300", "--budget", "100", "--format", "json"],
+    )
+    assert several.exit_code == 0, several.output
+    doc = json.loads(several.stdout)
+    assert [r["budget"] for r in doc["budgets"]] == [300, 100]
+    assert doc["budgets"][0]["overall"] == report["overall"]

@@ -1,0 +1,246 @@
+"""Recall of ask beside its three baselines at 500 / 1,000 / 2,000 tokens on every question
+set of assets/eval/ whose corpus can be built, and the packs over budget (must be 0).
+
+Corpora, each built once in its own temporary home through the service layer:
+
+- ``notes``: the demo notes (assets/demo/notes/til.jsonl) for questions.jsonl,
+  holdout*.jsonl and dev.jsonl;
+- ``conversations``: the notes of assets/eval/conversations/conversations.jsonl for
+  conversations_dev.jsonl and conversations_blind.jsonl;
+- ``sessions``: the session files of tests/fixtures/sessions/, distilled with
+  ``service.distill_run(all_files=True)``, for sessions_dev.jsonl and sessions_blind.jsonl.
+
+A set whose question file or corpus is absent is skipped (named on stderr). Only the
+questions whose ``source`` is in the corpus are asked (``evaluate.applicable``). Baselines:
+newest-first, BM25 top-k documents, and BM25 over ~200-token passages packed in rank order
+(the baseline a user would write; the row's ``baseline`` column). ``--sets a,b`` chooses
+corpora or question files (``notes``, ``holdout3``, ``sessions_blind``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from bench._common import BenchRow, print_rows  # noqa: E402
+from selene_dag import service  # noqa: E402
+from selene_dag.config import Settings, load_settings  # noqa: E402
+from selene_dag.paths import assets_dir  # noqa: E402
+from selene_dag.retrieval.evaluate import (  # noqa: E402
+    METHODS,
+    EvalReport,
+    applicable,
+    evaluate,
+    load_questions,
+)
+from selene_dag.store import connect  # noqa: E402
+
+MODEL = "mistral:7b"
+BUDGETS = (500, 1_000, 2_000)
+EVAL = assets_dir() / "eval"
+SESSIONS_NOW = datetime(2026, 7, 15, tzinfo=UTC)
+# Question files written blind (never tuned on): only reported, see assets/eval/README.md.
+BLIND = {"holdout3", "conversations_blind", "sessions_blind"}
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """A corpus, how to build it, and the question files asked over it."""
+
+    name: str
+    source: Path
+    sets: tuple[str, ...]
+    build: Callable[[Path, Path], Settings]
+
+
+def _settings(home: Path, now: datetime, roots: str) -> Settings:
+    env = {
+        "SELENE_MODEL": MODEL,
+        "SELENE_NOW": now.isoformat(),
+        "SELENE_SESSION_ROOTS": roots,
+        "SELENE_CLI_ASSESSORS": "",
+        "SELENE_LLM": "extractive",
+    }
+    return load_settings(env, home=home)
+
+
+def _notes_store(source: Path, home: Path) -> Settings:
+    settings = _settings(home, service.demo_now(source), str(home / "no-sessions"))
+    service.ingest(settings, source)
+    return settings
+
+
+def _sessions_store(source: Path, home: Path) -> Settings:
+    # A bare folder: the platform is detected per file (a ``gemini=DIR`` root expects
+    # Gemini's own ``chats/`` layout and would find none of the fixtures).
+    roots = str(source)
+    settings = _settings(home, SESSIONS_NOW, roots)
+    rows = service.distill_run(settings, all_files=True)
+    failed = [r["path"] for r in rows if not r["ok"]]
+    if failed:
+        print(f"bench_ask_recall: {len(failed)} session files failed to distill", file=sys.stderr)
+    service.refresh_index_if_stale(settings)
+    return settings
+
+
+CORPORA = (
+    Corpus(
+        "notes",
+        assets_dir() / "demo" / "notes" / "til.jsonl",
+        ("questions", "holdout", "holdout2", "dev", "holdout3"),
+        _notes_store,
+    ),
+    Corpus(
+        "conversations",
+        EVAL / "conversations" / "conversations.jsonl",
+        ("conversations_dev", "conversations_blind"),
+        _notes_store,
+    ),
+    Corpus(
+        "sessions",
+        ROOT / "tests" / "fixtures" / "sessions",
+        ("sessions_dev", "sessions_blind"),
+        _sessions_store,
+    ),
+)
+
+
+@dataclass
+class SetResult:
+    """Reports of one question set at each budget."""
+
+    corpus: str
+    name: str
+    questions: int
+    reports: dict[int, EvalReport]
+
+
+def measure(chosen: set[str] | None = None) -> tuple[list[SetResult], dict[str, float]]:
+    """Build each corpus that has a chosen set and evaluate its sets at every budget.
+    Returns the results and the build seconds per corpus."""
+    results: list[SetResult] = []
+    builds: dict[str, float] = {}
+    for corpus in CORPORA:
+        sets = [s for s in corpus.sets if chosen is None or corpus.name in chosen or s in chosen]
+        present = [s for s in sets if (EVAL / f"{s}.jsonl").is_file()]
+        for s in sorted(set(sets) - set(present)):
+            print(f"bench_ask_recall: skip {s}: no {EVAL / s}.jsonl", file=sys.stderr)
+        if not present:
+            continue
+        if not corpus.source.exists():
+            print(
+                f"bench_ask_recall: skip {', '.join(present)}: no corpus at {corpus.source}",
+                file=sys.stderr,
+            )
+            continue
+        with tempfile.TemporaryDirectory() as tmp:
+            started = time.perf_counter()
+            settings = corpus.build(corpus.source, Path(tmp) / "home")
+            builds[corpus.name] = time.perf_counter() - started
+            conn = connect(settings.db_path)
+            try:
+                for name in present:
+                    usable = applicable(conn, load_questions(EVAL / f"{name}.jsonl"))
+                    if not usable:
+                        print(
+                            f"bench_ask_recall: skip {name}: no question applies", file=sys.stderr
+                        )
+                        continue
+                    reports = {
+                        b: evaluate(conn, usable, b, model=MODEL, now=settings.now())
+                        for b in BUDGETS
+                    }
+                    results.append(SetResult(corpus.name, name, len(usable), reports))
+            finally:
+                conn.close()
+    return results, builds
+
+
+def rows_for(results: Sequence[SetResult], builds: dict[str, float]) -> list[BenchRow]:
+    """One row per (set, budget): ask vs BM25 passages, the other baselines in ``how``;
+    then the packs over budget across everything."""
+    rows: list[BenchRow] = []
+    over = 0
+    packs = 0
+    for res in results:
+        tag = f"{res.name}{' (blind)' if res.name in BLIND else ''}"
+        for budget, report in res.reports.items():
+            o = report.overall
+            base = o["bm25_passages"]
+            over += sum(report.over_budget.values())
+            packs += len(report.rows) * len(METHODS)
+            rows.append(
+                BenchRow(
+                    f"{tag}: recall @{budget} ask vs BM25 passages",
+                    o["ask"],
+                    "",
+                    base,
+                    o["ask"] / base if base else None,
+                    ">= baseline",
+                    o["ask"] >= base,
+                    f"{res.questions} questions, {MODEL}; bm25 top-k {o['bm25_topk']:.3f}, "
+                    f"newest-first {o['newest_first']:.3f}; {report.passages} passages",
+                )
+            )
+    built = ", ".join(f"{k} built in {v:.0f} s" for k, v in builds.items())
+    how = f"{packs} packs; {built}"
+    rows.append(
+        BenchRow("packs over budget (all methods)", over, "", None, None, "= 0", over == 0, how)
+    )
+    return rows
+
+
+def run(chosen: set[str] | None = None) -> list[BenchRow]:
+    """Rows of every set (see module docstring)."""
+    results, builds = measure(chosen)
+    return rows_for(results, builds)
+
+
+def print_matrix(results: Sequence[SetResult]) -> None:
+    """Recall of every method, one line per (set, budget)."""
+    header = ("set", "n", "budget", *METHODS, "over")
+    table = [header]
+    for res in results:
+        for budget, report in res.reports.items():
+            o = report.overall
+            table.append(
+                (
+                    res.name + (" *" if res.name in BLIND else ""),
+                    str(res.questions),
+                    f"{budget:,}",
+                    *(f"{o[m]:.3f}" for m in METHODS),
+                    str(sum(report.over_budget.values())),
+                )
+            )
+    widths = [max(len(r[i]) for r in table) for i in range(len(header))]
+    for row in table:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)))
+    print("(* blind set: never tuned on)")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sets", help="comma-separated corpora or question files")
+    args = parser.parse_args(argv)
+    chosen = {s.strip() for s in args.sets.split(",") if s.strip()} if args.sets else None
+    started = time.perf_counter()
+    results, builds = measure(chosen)
+    print_matrix(results)
+    print()
+    print_rows(rows_for(results, builds))
+    print(f"\n{time.perf_counter() - started:.0f} s in all", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
