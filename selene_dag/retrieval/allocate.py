@@ -47,6 +47,9 @@ class DocPlan:
     chosen: list[int] = field(default_factory=list)
     body_tokens: int = 0
     line: bool = False
+    # Per piece, a value it has whatever the document's weight (a retrieved passage's
+    # pieces: the budget reaches good passages of several documents); empty: none.
+    floor: Sequence[float] = ()
 
     @property
     def included(self) -> bool:
@@ -65,6 +68,13 @@ def _length_discount(text: str) -> float:
     return min(1.0, LONG_PIECE_CHARS / max(1, len(text)))
 
 
+def piece_value(plan: DocPlan, i: int) -> float:
+    """What piece ``i`` of ``plan`` is worth: ``weight × relevance``, discounted by its
+    length, and at least its ``floor``."""
+    value = plan.weight * plan.relevance[i] * _length_discount(plan.pieces[i].text)
+    return max(value, plan.floor[i]) if plan.floor else value
+
+
 def allocate(
     plans: Sequence[DocPlan],
     budget: int,
@@ -80,14 +90,35 @@ def allocate(
     entries: list[tuple[float, int, int]] = []  # (-value, plan, piece or -1 for a line)
     for p, plan in enumerate(plans):
         if plan.level in (Level.FULL, Level.SUMMARY):
-            entries += [
-                (-plan.weight * r * _length_discount(plan.pieces[i].text), p, i)
-                for i, r in enumerate(plan.relevance)
-            ]
+            entries += [(-piece_value(plan, i), p, i) for i in range(len(plan.relevance))]
         else:
             entries.append((-plan.weight * LINE_VALUE, p, -1))
     entries.sort()
-    used = 0
+    if not SPILL:
+        return _fill(plans, entries, budget, 0, count, config.summary_max_tokens)
+    # Pieces first, within each document's ceiling; then, with room left, SUMMARY
+    # documents past theirs (the caller renders them FULL): a retrieved document's next
+    # lines are worth more than another citation line; then the lines, while they fit.
+    pieces = [e for e in entries if e[2] >= 0]
+    used = _fill(plans, pieces, budget, 0, count, config.summary_max_tokens)
+    taken = [set(plan.chosen) for plan in plans]
+    rest = [e for e in pieces if plans[e[1]].level is Level.SUMMARY and e[2] not in taken[e[1]]]
+    used = _fill(plans, rest, budget, used, count, budget)
+    return _fill(plans, [e for e in entries if e[2] < 0], budget, used, count, budget)
+
+
+# Whether room left after the first pass goes to SUMMARY documents past their ceiling.
+SPILL = True
+
+
+def _fill(
+    plans: Sequence[DocPlan],
+    entries: Sequence[tuple[float, int, int]],
+    budget: int,
+    used: int,
+    count: Callable[[str], int],
+    summary_cap: int,
+) -> int:
     misses = 0
     for _, p, i in entries:
         room = budget - used
@@ -102,7 +133,7 @@ def allocate(
             else:
                 misses += 1
             continue
-        cap = budget if plan.level is Level.FULL else config.summary_max_tokens
+        cap = budget if plan.level is Level.FULL else summary_cap
         extra = JOINT_TOKENS + (0 if plan.chosen else plan.header_cost)
         text = plan.pieces[i].text
         bound = len(text) // CHARS_PER_TOKEN_BOUND

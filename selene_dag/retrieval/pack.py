@@ -1,8 +1,8 @@
 """Question-driven context packs (seed 003 §5.12 query flow + seed 002 relevance levels).
 
 ``ask`` runs: BM25 document candidates, joined by the documents of the best passages
-(BM25 and dense embedding ranks fused) → dedup (sha256 of the first 500 characters) →
-question-aware rerank (0.6 question + 0.4 static, the question score sharing in the
+(BM25 and dense embedding ranks fused, with their documents' BM25 rank) → dedup (sha256
+of the first 500 characters) → question-aware rerank (0.6 question + 0.4 static, the question score sharing in the
 document's best passage) → relevance levels FULL / SUMMARY / KEYWORDS / REFERENCE packed
 into the budget by ``compress_context``, the retrieved passages' pieces valued highest. Every item is headed by its citation (note
 id, or session file + event range). The pack counts at most ``budget`` tokens of the target
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -35,6 +35,7 @@ from selene_dag.retrieval.allocate import (
     DocPlan,
     allocate,
     document_weight,
+    piece_value,
 )
 from selene_dag.retrieval.index import header_text
 from selene_dag.retrieval.passages import (
@@ -45,6 +46,7 @@ from selene_dag.retrieval.passages import (
     piece_offsets,
     piece_relevance,
     segment,
+    span_values,
     title_share,
 )
 from selene_dag.retrieval.rerank import Ranked, RerankConfig, dedup, rerank
@@ -75,11 +77,20 @@ PASSAGE_OWN = 0.0
 # A document's pieces outside its retrieved passages keep this share of their relevance.
 PASSAGE_OUTSIDE = 0.5
 PASSAGE_LEVEL = 0.9
+# A retrieved passage's pieces are worth at least PASSAGE_ACROSS × its value, whatever its
+# document's weight: when no document clearly leads, the budget goes to the best passages
+# of several documents rather than to the leader's filler. Soft: × relative score ** 2.
+# (This, PASSAGE_DOC_FUSE and allocate.SPILL were chosen on conversations_dev.jsonl,
+# checked on dev.jsonl and sessions_dev.jsonl.)
+PASSAGE_ACROSS = 1.0
+PASSAGE_ACROSS_SHARPNESS = 2.0
 # A retrieved passage's value falls by this factor per rank of the fused list (RRF scores
 # themselves are nearly flat over the first ranks); None: fused score / best fused score.
 PASSAGE_DECAY: float | None = 0.7
 # Reciprocal rank fusion's k for ask (dev sets: 5 beat 60 on notes and sessions).
 PASSAGE_RRF_K = 5.0
+# Weight of the documents' BM25 rank as a third list of the passages' fusion; 0: off.
+PASSAGE_DOC_FUSE = 1.0
 
 
 @dataclass(frozen=True)
@@ -284,6 +295,11 @@ def plan_items(
                 )
         else:
             pieces, relevance = [], []
+        floor: list[float] = []
+        if found and pieces and PASSAGE_ACROSS > 0:
+            offsets = summarizer.offsets(cand.body, pieces)
+            soft = PASSAGE_ACROSS * relative**PASSAGE_ACROSS_SHARPNESS
+            floor = [soft * v for v in span_values(offsets, found)]
         line = (
             head + 1 + level_config.keywords_max_tokens
             if level is Level.KEYWORDS
@@ -297,9 +313,14 @@ def plan_items(
                 relevance,
                 header_cost=head + 1 + sep,
                 line_cost=line + sep,
+                floor=floor,
             )
         )
     allocate(plans, budget - level_config.reserved_tokens, summarizer.count, level_config)
+    for plan in plans:
+        # allocate let it past its ceiling with room to spare: render it as given.
+        if plan.level is Level.SUMMARY and plan.body_tokens > level_config.summary_max_tokens:
+            plan.level = Level.FULL
     return _fit_items(ranked, plans, budget, model, level_config, top)
 
 
@@ -326,11 +347,15 @@ def _fit_items(
             else:
                 content = ""
             excerpt = bool(plan.chosen) and content != cand.body
+            score = r.final / top
+            if plan.level is Level.FULL and level_config.level_for(score) is not Level.FULL:
+                # Promoted by allocate: just above the FULL threshold, order kept.
+                score = level_config.full_threshold + 1e-6 * (1.0 + score)
             items.append(
                 LevelItem(
                     id=cand.doc_id,
                     content=content,
-                    score=r.final / top,
+                    score=score,
                     title=cand.title,
                     citation=cand.citation,
                     metadata={"kind": cand.kind, "final": r.final, "excerpt": excerpt},
@@ -349,7 +374,7 @@ def _drop_least(plans: Sequence[DocPlan]) -> bool:
     if lines:
         min(lines, key=lambda p: p.weight).line = False
         return True
-    options = [(p.weight * p.relevance[i], -i, k, i) for k, p in enumerate(plans) for i in p.chosen]
+    options = [(piece_value(p, i), -i, k, i) for k, p in enumerate(plans) for i in p.chosen]
     if not options:
         return False
     _, _, k, i = min(options)
@@ -429,6 +454,26 @@ def passage_evidence(
     return best, spans
 
 
+def fuse_documents(
+    hits: Sequence[PassageHit], ranking: Sequence[str], k: float
+) -> list[PassageHit]:
+    """``hits`` re-ranked with their documents' rank in ``ranking`` (BM25 over whole
+    documents) as a third reciprocal-rank list: each passage gains
+    ``PASSAGE_DOC_FUSE / (k + rank of its document)``, so a passage's standing also
+    reflects how well its whole document matches (a long conversation's answer turn often
+    shares few words with the question while its document matches best)."""
+    rank = {d: i for i, d in enumerate(dict.fromkeys(ranking), 1)}
+    fused = [
+        replace(
+            h,
+            fused=h.fused + (PASSAGE_DOC_FUSE / (k + rank[h.doc_id]) if h.doc_id in rank else 0.0),
+        )
+        for h in hits
+    ]
+    fused.sort(key=lambda h: (-h.fused, h.passage_id))
+    return fused
+
+
 def ask(
     conn: duckdb.DuckDBPyConnection,
     question: str,
@@ -480,6 +525,8 @@ def ask(
         if passage_limit
         else []
     )
+    if PASSAGE_DOC_FUSE and hits:
+        hits = fuse_documents(hits, [c.doc_id for c in candidates], PASSAGE_RRF_K)
     have = {c.doc_id for c in candidates}
     extra = [d for d in dict.fromkeys(h.doc_id for h in hits[:PASSAGE_DOCS]) if d not in have]
     candidates += documents(conn, extra, model)

@@ -376,3 +376,14 @@ def boost_spans(
             if start <= at < end:
                 out[i] = min(1.0, max(out[i], lift * (1.0 - own + own * relevance[i])))
     return out
+
+
+def span_values(offsets: Sequence[int], spans: Sequence[tuple[int, int, float]]) -> list[float]:
+    """Per piece (by its start offset), the best ``value`` of the spans
+    ``(start, end, value)`` it starts in; 0.0 outside every span."""
+    out = [0.0] * len(offsets)
+    for start, end, value in spans:
+        for i, at in enumerate(offsets):
+            if start <= at < end and value > out[i]:
+                out[i] = value
+    return out

@@ -141,7 +141,15 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
     health = CliRunner().invoke(app, ["health", "--json"])
     assert health.exit_code == 0
     document = json.loads(health.stdout)
-    assert set(document) == {"status", "timestamp", "tiers", "essences", "threadDigests"}
+    assert set(document) == {
+        "status",
+        "timestamp",
+        "tiers",
+        "essences",
+        "threadDigests",
+        "skippedInputs",
+    }
+    assert document["skippedInputs"] == {"count": 0, "newest": []}
     assert sum(document["tiers"].values()) == 577
 
 

@@ -8,14 +8,18 @@ from hypothesis import strategies as st
 
 from selene_dag.context.levels import Level, LevelConfig
 from selene_dag.context.tokens import count_tokens
-from selene_dag.retrieval.allocate import DocPlan, allocate, document_weight
+from selene_dag.retrieval import allocate as allocate_module
+from selene_dag.retrieval.allocate import DocPlan, allocate, document_weight, piece_value
+from selene_dag.retrieval.pack import fuse_documents
 from selene_dag.retrieval.passages import (
     FLOOR,
     join_pieces,
     piece_relevance,
     segment,
+    span_values,
     title_share,
 )
+from selene_dag.retrieval.search import PassageHit
 from selene_dag.retrieval.terms import CoverageMatcher, idf
 
 MODEL = "mistral:7b"
@@ -117,13 +121,44 @@ def test_allocate_prefers_the_leaders_lines_then_runner_ups_best() -> None:
     assert len(leader.chosen) > len(runner.chosen)
 
 
-def test_allocate_caps_summary_level_and_gives_lines_to_lower_levels() -> None:
+def test_allocate_caps_summary_level_and_gives_lines_to_lower_levels(monkeypatch) -> None:
+    monkeypatch.setattr(allocate_module, "SPILL", False)
     config = LevelConfig(summary_max_tokens=20)
     summary = _plan("spellfix " * 5 + "\n" + "spellfix again.\n" * 20, 1.0, Level.SUMMARY)
     keywords = _plan("anything", 0.5, Level.KEYWORDS)
     allocate([summary, keywords], 1000, _count, config)
     assert summary.body_tokens <= 20
     assert keywords.line and not keywords.chosen
+
+
+def test_allocate_spills_spare_room_into_summary_documents_before_lines() -> None:
+    config = LevelConfig(summary_max_tokens=20)
+    text = "spellfix " * 5 + "\n" + "spellfix again.\n" * 20
+    full = _plan("spellfix build.\n" + "filler words here.\n" * 5, 1.0)
+    summary = _plan(text, 0.5, Level.SUMMARY)
+    keywords = _plan("anything", 0.5, Level.KEYWORDS)
+    # Room for everything: the SUMMARY document goes past its ceiling, the line still fits.
+    used = allocate([full, summary, keywords], 1000, _count, config)
+    assert used <= 1000
+    assert summary.body_tokens > 20 and len(summary.chosen) == len(summary.pieces)
+    assert keywords.line
+    # Tight room: the ceilings are met first, and spare room goes to pieces before lines.
+    full = _plan("spellfix build.\n" + "filler words here.\n" * 5, 1.0)
+    summary = _plan(text, 0.5, Level.SUMMARY)
+    keywords = _plan("anything", 0.5, Level.KEYWORDS)
+    used = allocate([full, summary, keywords], 60, _count, config)
+    assert used <= 60
+    assert 0 in full.chosen and summary.chosen
+    assert not keywords.line
+
+
+def test_allocate_floor_lets_a_weak_documents_passage_in_first() -> None:
+    leader = _plan("spellfix build.\n" + "filler words here.\n" * 30, 1.0)
+    weak = _plan("nothing matches here.\n" * 5, 0.01)
+    weak.floor = [0.9] + [0.0] * (len(weak.pieces) - 1)
+    allocate([leader, weak], 30, _count, LevelConfig())
+    assert weak.chosen == [0]
+    assert piece_value(weak, 0) == 0.9
 
 
 @settings(max_examples=60, deadline=None)
@@ -151,3 +186,18 @@ def test_document_weight_falls_steeply() -> None:
     assert 0.4 < document_weight(0.9) < 0.6
     assert document_weight(0.5) < 0.02
     assert document_weight(-1.0) == 0.0 and document_weight(2.0) == 1.0
+
+
+def test_span_values_take_each_pieces_best_span() -> None:
+    assert span_values([0, 10, 20, 30], [(0, 15, 0.5), (10, 25, 0.8)]) == [0.5, 0.8, 0.8, 0.0]
+
+
+def test_fuse_documents_lifts_passages_of_the_best_bm25_document() -> None:
+    hits = [
+        PassageHit("p1", "note:a", 0, 10, 5, 0.25, 1, 1),
+        PassageHit("p2", "note:b", 0, 10, 5, 0.24, 2, None),
+        PassageHit("p3", "note:c", 0, 10, 5, 0.23, None, 2),
+    ]
+    fused = fuse_documents(hits, ["note:b", "note:a"], 5.0)
+    assert [h.passage_id for h in fused] == ["p2", "p1", "p3"]
+    assert fused[2].fused == 0.23  # a document BM25 did not find gains nothing
