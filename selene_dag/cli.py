@@ -120,7 +120,7 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
     console.print(table)
     skipped = document.get("skippedInputs")
     if skipped and skipped["count"]:
-        console.print(f"inputs skipped by the last ingests: {skipped['count']:,} (newest first)")
+        console.print(f"input problems in the last ingests: {skipped['count']:,} (newest first)")
         for row in skipped["newest"]:
             where = f"{row['file']}:{row['line']}" if row["line"] else row["file"]
             console.print(f"  {where}: {row['reason']}", highlight=False, soft_wrap=True)
@@ -193,14 +193,14 @@ def ingest(
     ran = f"ran {len(report.ran)} assets" if report.ran else "nothing changed, no step ran"
     for file, line, reason in report.skipped:
         where = f"{file}:{line}" if line else file
-        err.print(f"skipped {where}: {reason}", highlight=False, soft_wrap=True)
+        err.print(f"input {where}: {reason}", highlight=False, soft_wrap=True)
     if report.skipped_total > len(report.skipped):
         more = report.skipped_total - len(report.skipped)
         err.print(f"… and {more:,} more (all in the ingest_errors table; newest in `health`)")
     err.print(
         f"ingested {path}: {report.notes} notes ({report.inserted} new, "
         f"{report.changed} changed, {report.deleted} deleted, "
-        f"{report.skipped_total} bad inputs skipped); {ran}; {report.seconds:.1f} s"
+        f"{report.skipped_total} inputs with problems); {ran}; {report.seconds:.1f} s"
     )
 
 

@@ -95,8 +95,9 @@ def notes_source(selene: SeleneResource) -> dg.DataVersion:
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Every note of SELENE_NOTES_DIR upserted into `notes` by id (content hash, dates, "
-        "source, test_run). A deleted file marks its notes deleted; a bad file or JSON line "
-        "is skipped, counted and listed, never half-written."
+        "source, test_run). A deleted file marks its notes deleted; a bad JSON line or an empty "
+        "note is skipped and a broken front-matter or bad byte costs only itself (the note is "
+        "kept); every problem is listed with its reason, and nothing is half-written."
     ),
 )
 def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:

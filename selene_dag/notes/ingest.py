@@ -132,15 +132,19 @@ def read_notes(path: Path | str) -> IngestResult:
             # Decoded line by line: one bad byte costs its line, not the whole file.
             notes, errors = _parse_jsonl(raw, source)
         else:
+            errors = []
             try:
                 text = raw.decode("utf-8")
             except UnicodeDecodeError as exc:
-                reason = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
-                result.errors.append(IngestError(source, None, reason))
-                result.files_failed.append(source)
-                continue
+                # One bad byte is no reason to lose a note: replace it, say so.
+                text = raw.decode("utf-8", errors="replace")
+                reason = (
+                    f"{KEPT}invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
+                )
+                errors.append(IngestError(source, None, reason))
             note, error = _parse_markdown(text, rel, source, mtime)
-            notes, errors = ([note] if note else []), ([error] if error else [])
+            notes = [note] if note else []
+            errors += [error] if error else []
         result.errors.extend(errors)
         # A file with any unreadable part is "failed" for deletion tracking: a note whose line
         # broke must not be marked deleted. Its readable notes are still ingested.
@@ -160,24 +164,35 @@ def read_notes(path: Path | str) -> IngestResult:
     return result
 
 
+# Reasons recorded for a note that was ingested despite a problem start with this.
+KEPT = "note kept, "
+
+
 def _parse_markdown(
     text: str, rel: str, source: str, mtime: datetime
 ) -> tuple[NoteRecord | None, IngestError | None]:
     meta: dict[str, Any] = {}
     body = text.lstrip("\ufeff")
+    problem: IngestError | None = None
     match = _FRONT_MATTER.match(body)
     if match:
+        broken = None
         try:
             loaded = yaml.safe_load(match.group(1))
         except yaml.YAMLError as exc:
-            first = str(exc).splitlines()[0] if str(exc) else "YAML error"
-            return None, IngestError(source, None, f"broken front-matter: {first}")
-        if loaded is not None and not isinstance(loaded, dict):
-            return None, IngestError(source, None, "broken front-matter: expected key: value pairs")
-        meta = loaded or {}
+            broken = str(exc).splitlines()[0] if str(exc) else "YAML error"
+        else:
+            if loaded is not None and not isinstance(loaded, dict):
+                broken = "expected key: value pairs"
+            else:
+                meta = loaded or {}
         body = body[match.end() :]
+        if broken:
+            problem = IngestError(source, None, f"{KEPT}front-matter ignored: {broken}")
     elif body.startswith("---\n") or body.startswith("---\r\n"):
-        return None, IngestError(source, None, "broken front-matter: no closing '---' line")
+        problem = IngestError(source, None, f"{KEPT}front-matter ignored: no closing '---' line")
+    if not body.strip():
+        return None, IngestError(source, None, "empty note: no text after the front-matter")
     try:
         title = _clean_str(meta.get("title")) or _first_heading(body) or Path(rel).stem
         created = _as_datetime(meta.get("created") or meta.get("created_at")) or mtime
@@ -199,7 +214,7 @@ def _parse_markdown(
             tags=tags,
             test_run=bool(meta.get("test_run", False)),
         ),
-        None,
+        problem,
     )
 
 

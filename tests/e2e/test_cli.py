@@ -75,8 +75,9 @@ def test_ingest_then_context_and_cache(tmp_path):
     env = {"SELENE_NOW": "2026-07-01"}
     proc = run("ingest", str(notes), env=env)
     assert proc.returncode == 0, proc.stderr
-    assert "12 notes (12 new" in proc.stderr and "1 bad inputs skipped" in proc.stderr
-    assert f"skipped {notes / 'broken.md'}: not valid UTF-8" in proc.stderr  # named, with why
+    # The undecodable file keeps its note (bytes replaced); the problem is named, with why.
+    assert "13 notes (13 new" in proc.stderr and "1 inputs with problems" in proc.stderr
+    assert f"input {notes / 'broken.md'}: note kept, invalid UTF-8 replaced" in proc.stderr
     health = json.loads(run("health", "--json", env=env).stdout)
     assert health["skippedInputs"]["count"] == 1
     assert health["skippedInputs"]["newest"][0]["file"] == str(notes / "broken.md")

@@ -73,7 +73,7 @@ def test_bad_file_ingests_the_rest_and_deleted_file_marks_notes(tmp_path, monkey
     folder.mkdir()
     for i in range(3):
         (folder / f"n{i}.md").write_text(f"# Note {i}\nbody {i}")
-    (folder / "bad.md").write_bytes(b"# bad \xff\xfe")
+    (folder / "bad.md").write_bytes(b"---\ntitle: nothing here\n---\n")  # an empty note
     monkeypatch.setenv("SELENE_NOTES_DIR", str(folder))
     result = _run()
     meta = _meta(result)

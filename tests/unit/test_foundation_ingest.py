@@ -55,8 +55,16 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
         json.dumps({"id": "j3", "title": "J3", "content": "c3", "created_at": "2024-01-03"}),
     ]
     (tmp_path / "notes.jsonl").write_text("\n".join(lines))
+    (tmp_path / "empty.md").write_text("---\ntitle: Nothing\n---\n\n")
     result = read_notes(tmp_path)
-    assert sorted(n.id for n in result.notes) == ["good.md", "j1", "j3"]
+    # A broken front-matter or a bad byte costs the metadata or the byte, not the note;
+    # an empty note is skipped. Every problem is recorded with its reason.
+    kept = sorted(n.id for n in result.notes)
+    assert kept == ["broken.md", "good.md", "j1", "j3", "latin1.md", "unclosed.md"]
+    by_id = {n.id: n for n in result.notes}
+    assert by_id["broken.md"].content.strip() == "body"
+    assert by_id["latin1.md"].title == "Caf\ufffd"
+    assert "body without end" in by_id["unclosed.md"].content
     errors = {(e.source.rsplit("/", 1)[-1], e.line) for e in result.errors}
     assert errors == {
         ("latin1.md", None),
@@ -65,8 +73,13 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
         ("notes.jsonl", 2),
         ("notes.jsonl", 3),
         ("notes.jsonl", 4),
+        ("empty.md", None),
     }
     assert all(e.error for e in result.errors)
+    reasons = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors if e.line is None}
+    assert reasons["broken.md"].startswith("note kept, front-matter ignored")
+    assert reasons["latin1.md"].startswith("note kept, invalid UTF-8 replaced")
+    assert reasons["empty.md"].startswith("empty note")
 
 
 def test_data_version_depends_only_on_ids_and_content(tmp_path):
