@@ -15,7 +15,9 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from fastapi import FastAPI, Request
-from fastapi.responses import JSONResponse
+from fastapi.openapi.docs import get_swagger_ui_html
+from fastapi.responses import HTMLResponse, JSONResponse
+from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
 from selene_dag import service
@@ -49,6 +51,27 @@ class CompactRequest(BaseModel):
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
 
 
+SWAGGER_PREFIX = "/static/swagger-ui"
+
+
+def _mount_docs(app: FastAPI) -> None:
+    """Serve the Swagger UI at /docs from the files the swagger-ui-bundle package ships
+    (FastAPI's default page loads its scripts from a CDN)."""
+    from swagger_ui_bundle import swagger_ui_path
+
+    app.mount(SWAGGER_PREFIX, StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> HTMLResponse:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json",
+            title="selene-dag API",
+            swagger_js_url=f"{SWAGGER_PREFIX}/swagger-ui-bundle.js",
+            swagger_css_url=f"{SWAGGER_PREFIX}/swagger-ui.css",
+            swagger_favicon_url=f"{SWAGGER_PREFIX}/favicon-32x32.png",
+        )
+
+
 def create_app(settings_provider: Callable[[], Settings] = load_settings) -> FastAPI:
     """The API; ``settings_provider`` is called per request (SELENE_* read at request time)."""
     shared = service.SharedStore()
@@ -62,8 +85,10 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         title="selene-dag",
         description="Token-budgeted context from notes and AI coding-agent sessions.",
         lifespan=lifespan,
+        docs_url=None,  # served below from local files: /docs works with no network
     )
     app.state.store = shared
+    _mount_docs(app)
 
     @app.exception_handler(SeleneError)
     async def user_error(_: Request, exc: SeleneError) -> JSONResponse:

@@ -101,3 +101,20 @@ def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: 
     resp = api.post(path, json=body)
     assert resp.status_code == 422
     assert needle in str(resp.json()["detail"])
+
+
+def test_docs_page_is_served_with_no_network(api: httpx.Client) -> None:
+    """/docs names only files this server serves; each of them answers 200."""
+    import re
+
+    page = api.get("/docs")
+    assert page.status_code == 200 and "swagger" in page.text.lower()
+    urls = re.findall(r"""(?:src|href|url)\s*[:=]\s*['"]([^'"]+)['"]""", page.text)
+    assert urls and not [u for u in urls if u.startswith(("http://", "https://", "//"))]
+    for url in urls:
+        assert api.get(url).status_code == 200, url
+    assert (
+        api.get("/static/swagger-ui/swagger-ui-bundle.js")
+        .headers["content-type"]
+        .startswith(("application/javascript", "text/javascript"))
+    )
