@@ -181,6 +181,14 @@ def test_evaluate_reports_four_methods_within_budget(store) -> None:
     assert report.overall["bm25_passages"] == 1.0
 
 
+def test_evaluate_without_the_passage_baseline_cuts_no_passages(store) -> None:
+    questions = [Question("docker container shell", ("docker exec -it",))]
+    methods = ("ask", "newest_first", "bm25_topk")
+    report = evaluate(store, questions, 300, model=MODEL, now=NOW, methods=methods)
+    assert set(report.overall) == set(methods) and report.passages == 0
+    assert set(report.rows[0]["tokens"]) == set(methods)
+
+
 def test_eval_command_reports_each_budget(
     store_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
