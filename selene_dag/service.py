@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -588,9 +588,7 @@ class DemoReport:
     ran: list[str] = field(default_factory=list)
 
 
-def demo(
-    settings: Settings, *, force: bool = False, on_start: Callable[[Settings], None] | None = None
-) -> DemoReport:
+def demo(settings: Settings, *, force: bool = False) -> DemoReport:
     """Materialize the whole graph on the bundled corpus in ``settings.home`` (use
     :func:`demo_settings` first), against the home's persistent Dagster instance, so
     `selene-dag dev` on that home shows what the demo built. Only what Dagster reports
@@ -598,8 +596,6 @@ def demo(
     import dagster as dg
 
     runs = _defs_runs()
-    if on_start is not None:
-        on_start(settings)
     started = time.perf_counter()
     instance = runs.instance_for(settings)
     ran: list[str] = []

@@ -265,12 +265,6 @@ def materialize_stale(
     return StaleRun(selected=names, result=result, reasons=reasons)
 
 
-def _partition_status(
-    resolver: Any, key: dg.AssetKey, partition_keys: Sequence[str]
-) -> dict[str, Any]:
-    return {p: resolver.get_status(key, p) for p in partition_keys}
-
-
 def sessions_to_run(
     instance: dg.DagsterInstance, session_keys: Sequence[str], changed: set[str]
 ) -> list[str]:
@@ -281,16 +275,14 @@ def sessions_to_run(
 
     existing = set(instance.get_dynamic_partitions(SESSION_PARTITIONS.name))
     resolver = _stale_resolver(instance)
-    chosen = []
-    for key in session_keys:
-        if key in changed or key not in existing:
-            chosen.append(key)
-            continue
-        for asset_key in SESSION_SPINE_SELECTION.resolve(defs.resolve_asset_graph()):
-            if resolver.get_status(asset_key, key) != StaleStatus.FRESH:
-                chosen.append(key)
-                break
-    return chosen
+    spine = SESSION_SPINE_SELECTION.resolve(defs.resolve_asset_graph())
+    return [
+        key
+        for key in session_keys
+        if key in changed
+        or key not in existing
+        or any(resolver.get_status(asset, key) != StaleStatus.FRESH for asset in spine)
+    ]
 
 
 def daily_range_to_run(
