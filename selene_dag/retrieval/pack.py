@@ -1,12 +1,17 @@
 """Question-driven context packs (seed 003 §5.12 query flow + seed 002 relevance levels).
 
-``ask`` runs: BM25 document candidates, joined by the documents of the best passages
-(BM25 and dense embedding ranks fused, with their documents' BM25 rank) → dedup (sha256
-of the first 500 characters) → question-aware rerank (0.6 question + 0.4 static, the question score sharing in the
-document's best passage) → relevance levels FULL / SUMMARY / KEYWORDS / REFERENCE packed
-into the budget by ``compress_context``, the retrieved passages' pieces valued highest. Every item is headed by its citation (note
-id, or session file + event range). The pack counts at most ``budget`` tokens of the target
-model: the final text is counted and trimmed if it ever were over.
+``ask`` ranks passages across all documents (BM25 and dense embedding ranks fused, with
+their documents' BM25 rank as a third list). Unless one document clearly dominates the
+best passages, the pack is passage-first (``select``): the best passages across documents
+while they fit, each cut to its most relevant pieces when longer than a third of the
+budget or than the room left, grouped per document under a citation narrowed to note lines
+or session events; citation lines of further documents fill what is left. When one
+document dominates, the pack concentrates on it: BM25 document candidates joined by the
+passages' documents → dedup (sha256 of the first 500 characters) → question-aware rerank
+(0.6 question + 0.4 static) → relevance levels FULL / SUMMARY / KEYWORDS / REFERENCE packed
+into the budget by ``compress_context``, the retrieved passages' pieces valued highest.
+Every item is headed by its citation. The pack counts at most ``budget`` tokens of the
+target model: the final text is counted and trimmed if it ever were over.
 """
 
 from __future__ import annotations
@@ -59,6 +64,14 @@ from selene_dag.retrieval.search import (
     search,
     term_weights,
 )
+from selene_dag.retrieval.select import (
+    MIN_EXCERPT_TOKENS,
+    Document,
+    RankedPassage,
+    Selection,
+    dominant_document,
+    select_passages,
+)
 from selene_dag.retrieval.terms import CoverageMatcher, query_terms
 
 JSON_SCHEMA_VERSION = 1
@@ -91,6 +104,12 @@ PASSAGE_DECAY: float | None = 0.7
 PASSAGE_RRF_K = 5.0
 # Weight of the documents' BM25 rank as a third list of the passages' fusion; 0: off.
 PASSAGE_DOC_FUSE = 1.0
+# Passage-first packing: a passage longer than this share of the budget (never below
+# MIN_PASSAGE_CAP tokens) is cut to its most relevant pieces, so that a small budget
+# holds several passages.
+# (Chosen on the dev sets: 1/3 against 1/4, 1/2 and no cap.)
+PASSAGE_CAP_SHARE = 1 / 3
+MIN_PASSAGE_CAP = 80
 
 
 @dataclass(frozen=True)
@@ -106,6 +125,8 @@ class AskItem:
     text: str
     tokens: int
     excerpt: bool = False
+    # The citation narrowed to the excerpt (note lines, session events); "" when whole.
+    location: str = ""
 
 
 @dataclass
@@ -436,6 +457,124 @@ def pack_ranked(
     return text, items, counts
 
 
+def _documents(candidates: Sequence[Candidate]) -> dict[str, Document]:
+    return {c.doc_id: Document(c.doc_id, c.kind, c.citation, c.title, c.body) for c in candidates}
+
+
+def pack_passages(
+    hits: Sequence[PassageHit],
+    candidates: Sequence[Candidate],
+    ranked: Sequence[Ranked],
+    budget: int,
+    model: str,
+    summarizer: PassageSummarizer,
+    level_config: LevelConfig = ASK_LEVELS,
+) -> tuple[str, list[AskItem], dict[str, int]]:
+    """The passage-first pack: ``hits`` best first within the budget (``select.
+    select_passages``; a passage that no longer fits gives its most relevant pieces), one
+    item per document in the order of its best passage; then a citation line for each
+    further document of ``ranked`` while there is room. ``candidates``: the documents the
+    passages may come from (already de-duplicated). The text counts at most ``budget``
+    tokens: the lowest-scored excerpt goes first while it is over.
+    Returns text, items and level counts."""
+    sep_text = level_config.separator
+    sep = count_tokens(sep_text, model) if sep_text else 0
+    limit = budget - level_config.reserved_tokens
+    selections = select_passages(
+        _ranked_passages(hits),
+        _documents(candidates),
+        limit,
+        summarizer.count,
+        summarizer,
+        sep,
+        max_passage=max(MIN_PASSAGE_CAP, int(limit * PASSAGE_CAP_SHARE)),
+    )
+    while True:
+        blocks = [s.render() for s in selections]
+        text = sep_text.join(blocks)
+        over = count_tokens(text, model) - limit if selections else 0
+        if over <= 0:
+            break
+        _trim_lowest(selections, over, summarizer)
+    # Levels fill what is left: a citation line for each further candidate while it fits.
+    shown = {s.doc.doc_id for s in selections}
+    used = count_tokens(text, model) if text else 0
+    lines: list[tuple[Ranked, str]] = []
+    for r in ranked:
+        cand = r.candidate
+        if cand.doc_id in shown:
+            continue
+        line = truncate_to_tokens(
+            header_text(cand.citation, cand.title), level_config.reference_max_tokens, model
+        )
+        cost = count_tokens(line, model) + sep
+        if used + cost > limit:
+            break
+        lines.append((r, line))
+        used += cost
+    while lines:
+        text = sep_text.join([*blocks, *(line for _, line in lines)])
+        if count_tokens(text, model) <= limit:
+            break
+        lines.pop()
+        text = sep_text.join(blocks)
+    items = [
+        AskItem(
+            id=s.doc.doc_id,
+            kind=s.doc.kind,
+            level=Level.FULL.value,
+            score=round(s.score, 4),
+            citation=s.doc.citation,
+            title=s.doc.title,
+            text=block,
+            tokens=count_tokens(block, model),
+            excerpt=not s.whole,
+            location="" if s.whole else s.citation(),
+        )
+        for s, block in zip(selections, blocks, strict=True)
+    ]
+    items += [
+        AskItem(
+            id=r.candidate.doc_id,
+            kind=r.candidate.kind,
+            level=Level.REFERENCE.value,
+            score=round(float(r.final), 4),
+            citation=r.candidate.citation,
+            title=r.candidate.title,
+            text=line,
+            tokens=count_tokens(line, model),
+        )
+        for r, line in lines
+    ]
+    counts = {lv.value: 0 for lv in LEVELS} | {"excluded": max(0, len(ranked) - len(items))}
+    for item in items:
+        counts[item.level] += 1
+    return text, items, counts
+
+
+def _trim_lowest(selections: list[Selection], over: int, summarizer: PassageSummarizer) -> None:
+    """Take ``over`` tokens off the lowest-scored excerpt (the last chosen among equals):
+    its best pieces in what is left of it when that keeps MIN_EXCERPT_TOKENS, else remove
+    it (and its document when it was the only one)."""
+    k, j = min(
+        ((k, j) for k, s in enumerate(selections) for j in range(len(s.excerpts))),
+        key=lambda kj: (selections[kj[0]].excerpts[kj[1]].score, -kj[0], -kj[1]),
+    )
+    excerpt = selections[k].excerpts[j]
+    keep = summarizer.count(excerpt.text) - over - 1
+    shorter = summarizer(excerpt.text, keep).strip() if keep >= MIN_EXCERPT_TOKENS else ""
+    if shorter and shorter != excerpt.text:
+        excerpt.text, excerpt.cut = shorter, True
+        return
+    del selections[k].excerpts[j]
+    if not selections[k].excerpts:
+        del selections[k]
+
+
+def _ranked_passages(hits: Sequence[PassageHit]) -> list[RankedPassage]:
+    return [RankedPassage(h.doc_id, h.char_start, h.char_end, h.tokens, h.fused) for h in hits]
+
+
 def passage_evidence(
     hits: Sequence[PassageHit],
 ) -> tuple[dict[str, float], dict[str, list[tuple[int, int, float]]]]:
@@ -543,10 +682,22 @@ def ask(
         passages=len(hits),
         passage_docs=len(extra),
     )
-    if ranked:
+    passage_first = bool(hits) and dominant_document(_ranked_passages(hits)) is None
+    stats["mode"] = "passages" if passage_first else "documents"
+    if ranked and passage_first:
+        missing = [d for d in dict.fromkeys(h.doc_id for h in hits) if d not in have]
+        missing = [d for d in missing if d not in extra]
+        pool = dedup([*unique, *documents(conn, missing, model)])
+        essences = {c.body: c.essence for c in pool if c.essence}
+        summarize = passage_summarizer(terms, weights, essences, model)
+        text, items, levels = pack_passages(
+            hits, pool, ranked, budget, model, summarize, level_config
+        )
+    elif ranked:
         text, items, levels = pack_ranked(
             question, ranked, budget, model, terms, level_config, weights, spans
         )
+    if ranked:
         result.text, result.items = text, items
         result.total_tokens = count_tokens(text, model) if text else 0
         stats["levels"] = levels

@@ -222,6 +222,11 @@ _TURN = re.compile(r"^\s{0,3}(?:\*\*)?[A-Z][\w .'’-]{0,40}(?:\*\*)?:\s")
 _EVENT = re.compile(r"^\[[a-z_]+/[a-z_]+")
 
 
+def is_event_line(line: str) -> bool:
+    """True when ``line`` starts a session event (``[role/kind …]``, as chunks are written)."""
+    return _EVENT.match(line) is not None
+
+
 @dataclass(frozen=True)
 class _Unit:
     start: int

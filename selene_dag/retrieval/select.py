@@ -1,0 +1,226 @@
+"""Passage-first selection: spend a budget on the best passages across documents.
+
+The ranked passages (BM25 and dense ranks fused) are taken best first while they fit; one
+that no longer fits whole gives way to its most relevant pieces in the room left (when the
+room is worth it). Passages of one document are grouped under a single citation header,
+in reading order, adjacent ones joined and gaps marked with an ellipsis line. A citation
+locates its excerpt: ``lines a-b`` of a note, or the event range of a session chunk.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+from selene_dag.retrieval.passages import is_event_line
+
+# A passage cut down to its best pieces must keep at least this many tokens to be worth
+# a place (below that, the header costs more than the excerpt tells).
+MIN_EXCERPT_TOKENS = 40
+# The top document "clearly dominates" when it holds at least DOMINANT_SHARE of the
+# DOMINANT_WINDOW best passages: the pack then concentrates on it (document levels).
+DOMINANT_WINDOW = 5
+DOMINANT_SHARE = 3
+GAP = "\n…\n"
+_CHUNK_EVENTS = re.compile(r"^(?P<path>.*) events (?P<first>\d+)-(?P<last>\d+)$")
+
+
+@dataclass(frozen=True)
+class RankedPassage:
+    """A passage to consider: its document, span ``[start, end)`` in the document's body,
+    token count and fused score (higher is better)."""
+
+    doc_id: str
+    start: int
+    end: int
+    tokens: int
+    score: float
+
+
+@dataclass(frozen=True)
+class Document:
+    """What selection needs of a document: its kind (``note`` | ``chunk``), citation,
+    title and body."""
+
+    doc_id: str
+    kind: str
+    citation: str
+    title: str
+    body: str
+
+
+@dataclass
+class Excerpt:
+    """A chosen passage (``text`` is the passage, or its best pieces when cut)."""
+
+    start: int
+    end: int
+    text: str
+    score: float
+    cut: bool = False
+
+
+@dataclass
+class Selection:
+    """One document's chosen excerpts, in the order they were chosen."""
+
+    doc: Document
+    excerpts: list[Excerpt] = field(default_factory=list)
+
+    @property
+    def score(self) -> float:
+        """The best chosen passage's score."""
+        return max((e.score for e in self.excerpts), default=0.0)
+
+    @property
+    def whole(self) -> bool:
+        """True when the excerpts cover every non-blank character of the body uncut."""
+        if any(e.cut for e in self.excerpts):
+            return False
+        pos = 0
+        body = self.doc.body
+        for e in sorted(self.excerpts, key=lambda e: e.start):
+            if body[pos : e.start].strip():
+                return False
+            pos = max(pos, e.end)
+        return not body[pos:].strip()
+
+    def citation(self) -> str:
+        """The document's citation, narrowed to the excerpts' location (``locate``) unless
+        the whole body is shown."""
+        if self.whole:
+            return self.doc.citation
+        return locate(self.doc, [(e.start, e.end) for e in self.excerpts])
+
+    def header(self) -> str:
+        """``[citation] title`` with the narrowed citation."""
+        citation = self.citation()
+        return f"[{citation}] {self.doc.title}" if self.doc.title else f"[{citation}]"
+
+    def content(self) -> str:
+        """The excerpts in reading order: adjacent ones joined by a newline, a gap marked
+        by an ellipsis line."""
+        parts: list[str] = []
+        prev_end: int | None = None
+        body = self.doc.body
+        for e in sorted(self.excerpts, key=lambda e: e.start):
+            if parts:
+                adjacent = prev_end is not None and not body[prev_end : e.start].strip()
+                parts.append("\n" if adjacent and not e.cut else GAP)
+            parts.append(e.text)
+            prev_end = e.end
+        return "".join(parts)
+
+    def render(self) -> str:
+        """The item as it appears in the pack: header line, then content."""
+        content = self.content()
+        return f"{self.header()}\n{content}" if content else self.header()
+
+
+def dominant_document(passages: Sequence[RankedPassage]) -> str | None:
+    """The document of the best passage when it holds at least DOMINANT_SHARE of the
+    DOMINANT_WINDOW best passages, else None."""
+    if not passages:
+        return None
+    top = passages[0].doc_id
+    window = passages[:DOMINANT_WINDOW]
+    return top if sum(p.doc_id == top for p in window) >= DOMINANT_SHARE else None
+
+
+def _line_of(text: str, offset: int) -> int:
+    return text.count("\n", 0, offset) + 1
+
+
+def _merge(spans: Sequence[tuple[int, int]], body: str) -> list[tuple[int, int]]:
+    merged: list[list[int]] = []
+    for a, b in sorted(spans):
+        if merged and not body[merged[-1][1] : a].strip():
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return [(a, b) for a, b in merged]
+
+
+def locate(doc: Document, spans: Sequence[tuple[int, int]]) -> str:
+    """The citation of ``doc`` narrowed to ``spans`` (character spans of its body): a
+    session chunk's event range (``path events a-b`` from its events' header lines), a
+    note's line ranges (``note id lines 3-9, 20-24``). The plain citation when the spans
+    are empty or the chunk's citation carries no event range."""
+    if not spans:
+        return doc.citation
+    merged = _merge(spans, doc.body)
+    body = doc.body
+    if doc.kind == "chunk":
+        found = _CHUNK_EVENTS.match(doc.citation)
+        if not found:
+            return doc.citation
+        first = int(found["first"])
+        starts = [0] + [m.start() + 1 for m in re.finditer("\n", body)]
+        events = [s for s in starts if is_event_line(body[s : s + 40])]
+        a, b = merged[0][0], merged[-1][1]
+        before = sum(1 for s in events if s <= a)
+        through = sum(1 for s in events if s < b)
+        lo = first + max(before - 1, 0)
+        hi = min(first + max(through - 1, 0), int(found["last"]))
+        return f"{found['path']} events {lo}-{max(lo, hi)}"
+    ranges = []
+    for a, b in merged:
+        lo, hi = _line_of(body, a), _line_of(body, max(a, b - 1))
+        ranges.append(f"{lo}-{hi}" if hi > lo else f"{lo}")
+    return f"{doc.citation} lines {', '.join(ranges)}"
+
+
+def select_passages(
+    passages: Sequence[RankedPassage],
+    docs: Mapping[str, Document],
+    budget: int,
+    count: Callable[[str], int],
+    shorten: Callable[[str, int], str],
+    separator_tokens: int,
+    min_excerpt: int = MIN_EXCERPT_TOKENS,
+    max_passage: int | None = None,
+) -> list[Selection]:
+    """Choose passages best first within ``budget`` tokens (an estimate; the caller counts
+    the rendered pack): each costs its tokens plus a separator, and its document's header
+    the first time. A passage that does not fit whole is replaced by ``shorten(text,
+    room)`` when the room left is at least ``min_excerpt`` tokens; else it is skipped and
+    the next one tried. A passage overlapping one already chosen, or of a document not in
+    ``docs``, is skipped. Returns the documents in the order of their first passage."""
+    chosen: dict[str, Selection] = {}
+    heads: dict[str, int] = {}  # each chosen document's header cost, as narrowed now
+    used = 0
+    for p in passages:
+        doc = docs.get(p.doc_id)
+        if doc is None:
+            continue
+        if budget - used <= separator_tokens:
+            break
+        selection = chosen.get(p.doc_id) or Selection(doc)
+        if any(e.start < p.end and p.start < e.end for e in selection.excerpts):
+            continue
+        # The header as it would read with this passage cut (the longer, narrowed citation).
+        trial = Selection(doc, [*selection.excerpts, Excerpt(p.start, p.end, "", 0.0, True)])
+        head = count(trial.header()) + separator_tokens
+        room = budget - used + heads.get(p.doc_id, 0) - head
+        text = doc.body[p.start : p.end]
+        cost = p.tokens + separator_tokens
+        cut = False
+        cap = max_passage if max_passage is not None else p.tokens
+        if cost > room or p.tokens > cap:
+            avail = min(room - separator_tokens, cap)
+            if avail < min_excerpt:
+                continue
+            text = shorten(text, avail).strip()
+            if not text:
+                continue
+            cost = count(text) + separator_tokens
+            cut = True
+            if cost > room:
+                continue
+        selection.excerpts.append(Excerpt(p.start, p.end, text, p.score, cut))
+        chosen[p.doc_id] = selection
+        head = min(head, count(selection.header()) + separator_tokens)
+        used += head - heads.get(p.doc_id, 0) + cost
+        heads[p.doc_id] = head
+    return list(chosen.values())

@@ -1,0 +1,175 @@
+"""Passage-first selection (seed 003 §5.12 with passages as the unit, issue #15): best
+passages across documents within the budget, cut when too long, grouped per document under
+a citation that locates them."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from selene_dag.context.tokens import count_tokens
+from selene_dag.retrieval.select import (
+    GAP,
+    Document,
+    RankedPassage,
+    Selection,
+    dominant_document,
+    locate,
+    select_passages,
+)
+
+MODEL = "mistral:7b"
+
+
+def _count(text: str) -> int:
+    return count_tokens(text, MODEL)
+
+
+def _first_lines(text: str, max_tokens: int) -> str:
+    """A real shortening rule for the tests: whole lines from the top while they fit."""
+    out: list[str] = []
+    for line in text.splitlines():
+        if _count("\n".join([*out, line])) > max_tokens:
+            break
+        out.append(line)
+    return "\n".join(out)
+
+
+def _doc(doc_id: str, body: str, kind: str = "note", citation: str | None = None) -> Document:
+    return Document(doc_id, kind, citation or f"note {doc_id}", f"Title {doc_id}", body)
+
+
+def _passages(doc: Document, score: float, step: float = 0.01) -> list[RankedPassage]:
+    """Each paragraph of ``doc`` as one passage, scores falling in reading order."""
+    out = []
+    pos = 0
+    for k, para in enumerate(doc.body.split("\n\n")):
+        start = doc.body.index(para, pos)
+        pos = start + len(para)
+        out.append(RankedPassage(doc.doc_id, start, pos, _count(para), score - k * step))
+    return out
+
+
+BODY_A = "\n\n".join(f"Alpha paragraph {i}: " + "word " * 40 for i in range(4))
+BODY_B = "\n\n".join(f"Beta paragraph {i}: " + "thing " * 40 for i in range(3))
+
+
+def test_best_passages_across_documents_are_taken_in_rank_order() -> None:
+    a, b = _doc("a", BODY_A), _doc("b", BODY_B)
+    pa, pb = _passages(a, 1.0), _passages(b, 0.995)
+    ranked = sorted([*pa, *pb], key=lambda p: -p.score)
+    chosen = select_passages(ranked, {"a": a, "b": b}, 150, _count, _first_lines, 1)
+    assert [s.doc.doc_id for s in chosen] == ["a", "b"]
+    assert [e.start for e in chosen[0].excerpts] == [pa[0].start]
+    assert [e.start for e in chosen[1].excerpts] == [pb[0].start]
+
+
+def test_a_passage_too_long_for_the_room_left_gives_its_best_pieces() -> None:
+    body = "\n".join(f"line {i} " + "text " * 12 for i in range(12))
+    doc = _doc("long", body)
+    passage = RankedPassage("long", 0, len(body), _count(body), 1.0)
+    [selection] = select_passages([passage], {"long": doc}, 120, _count, _first_lines, 1)
+    [excerpt] = selection.excerpts
+    assert excerpt.cut and excerpt.text.startswith("line 0")
+    assert _count(selection.render()) <= 120
+    assert not selection.whole
+
+
+def test_cap_cuts_a_long_passage_even_with_room_to_spare() -> None:
+    body = "\n".join(f"line {i} " + "text " * 12 for i in range(12))
+    doc = _doc("long", body)
+    passage = RankedPassage("long", 0, len(body), _count(body), 1.0)
+    [whole] = select_passages([passage], {"long": doc}, 2000, _count, _first_lines, 1)
+    assert whole.whole and whole.content() == body
+    [capped] = select_passages(
+        [passage], {"long": doc}, 2000, _count, _first_lines, 1, max_passage=60
+    )
+    assert capped.excerpts[0].cut and _count(capped.excerpts[0].text) <= 60
+
+
+def test_too_little_room_skips_to_a_passage_that_fits() -> None:
+    a = _doc("a", "x " * 300)
+    b = _doc("b", "short answer here")
+    ranked = [
+        RankedPassage("a", 0, len(a.body), _count(a.body), 1.0),
+        RankedPassage("b", 0, len(b.body), _count(b.body), 0.5),
+    ]
+    chosen = select_passages(ranked, {"a": a, "b": b}, 30, _count, lambda t, n: "", 1)
+    assert [s.doc.doc_id for s in chosen] == ["b"]
+
+
+def test_passages_of_one_document_are_grouped_in_reading_order_with_gaps_marked() -> None:
+    doc = _doc("a", BODY_A)
+    pa = _passages(doc, 1.0)
+    chosen = select_passages([pa[3], pa[0], pa[1]], {"a": doc}, 2000, _count, _first_lines, 1)
+    [selection] = chosen
+    content = selection.content()
+    assert content.index("paragraph 0") < content.index("paragraph 1") < content.index(
+        "paragraph 3"
+    )
+    assert GAP not in content.split("paragraph 3")[0].split("paragraph 1")[0]
+    assert GAP in content  # paragraph 2 is missing between 1 and 3
+
+
+def test_note_citation_names_its_lines_and_whole_document_keeps_plain_citation() -> None:
+    doc = _doc("a", "one\ntwo\nthree\nfour\nfive")
+    start = doc.body.index("two")
+    end = doc.body.index("three") + len("three")
+    assert locate(doc, [(start, end)]) == "note a lines 2-3"
+    assert locate(doc, [(0, 3), (doc.body.index("five"), len(doc.body))]) == (
+        "note a lines 1, 5"
+    )
+    whole = Selection(doc)
+    select = select_passages(
+        [RankedPassage("a", 0, len(doc.body), 5, 1.0)], {"a": doc}, 100, _count, _first_lines, 1
+    )
+    assert select[0].whole and select[0].header() == "[note a] Title a"
+    assert whole.citation() == "note a"  # no excerpt: nothing to narrow
+
+
+def test_chunk_citation_names_the_events_of_its_excerpt() -> None:
+    body = "\n".join(
+        [
+            "[user/user_prompt] fix the tests",
+            "[assistant/tool_use Bash] pytest -q",
+            "[tool/tool_result Bash] 3 failed",
+            "more output",
+            "[assistant/assistant_text] Fixed.",
+        ]
+    )
+    doc = _doc("chunk:x", body, kind="chunk", citation="/s/a.jsonl events 10-14")
+    start = body.index("[assistant/tool_use")
+    end = body.index("more output") + len("more output")
+    assert locate(doc, [(start, end)]) == "/s/a.jsonl events 11-12"
+    odd = _doc("chunk:y", body, kind="chunk", citation="gemini session abc")
+    assert locate(odd, [(start, end)]) == "gemini session abc"
+
+
+def test_dominant_document_needs_three_of_the_best_five() -> None:
+    def p(doc: str) -> RankedPassage:
+        return RankedPassage(doc, 0, 1, 1, 1.0)
+
+    assert dominant_document([p("a"), p("b"), p("a"), p("c"), p("a")]) == "a"
+    assert dominant_document([p("a"), p("b"), p("a"), p("c"), p("d"), p("a")]) is None
+    assert dominant_document([]) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    sizes=st.lists(st.integers(min_value=1, max_value=60), min_size=1, max_size=12),
+    budget=st.integers(min_value=1, max_value=400),
+    cap=st.one_of(st.none(), st.integers(min_value=10, max_value=200)),
+)
+def test_selection_estimate_never_exceeds_the_budget(sizes, budget, cap) -> None:
+    docs = {}
+    ranked = []
+    for k, n in enumerate(sizes):
+        body = "\n".join(f"row {j} of doc {k}" for j in range(n))
+        doc = docs[f"d{k % 4}_{k}"] = _doc(f"d{k % 4}_{k}", body)
+        ranked.append(RankedPassage(doc.doc_id, 0, len(body), _count(body), 1.0 - k / 100))
+    chosen = select_passages(ranked, docs, budget, _count, _first_lines, 1, max_passage=cap)
+    # The plan's own estimate: headers, excerpts and one separator each.
+    estimate = sum(
+        _count(s.header()) + 1 + sum(_count(e.text) + 1 for e in s.excerpts) for s in chosen
+    )
+    assert estimate <= budget
