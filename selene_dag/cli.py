@@ -341,6 +341,8 @@ def ask_command(
     err.print(_accounting(result), highlight=False, soft_wrap=True)
     if result.stats.get("note"):
         err.print(f"note: {result.stats['note']}", highlight=False, soft_wrap=True)
+    if result.stats.get("rewrite"):
+        err.print(f"search words from the model: {result.stats['rewrite']}", highlight=False)
     if answer:
         started = time.perf_counter()
         reply = service.answer(settings, question, result.text)

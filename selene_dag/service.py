@@ -34,6 +34,7 @@ from selene_dag.llm import get_engine
 from selene_dag.llm.cache import CacheStatsRow
 from selene_dag.llm.cache import cache_clear as clear_cache_rows
 from selene_dag.llm.cache import cache_stats as cache_stat_rows
+from selene_dag.llm.engine import EngineError
 from selene_dag.notes.context_notes import load_context_notes, mark_accessed, pack_all_notes
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import read_notes
@@ -305,12 +306,39 @@ def ask_in(
     if sources is not None and not isinstance(sources, str):
         sources = ",".join(sources)
     now = settings.now()
+    expansion, rewrite_note = _rewrite(conn, settings, question, write_lock)
     result = ask_pack(
-        conn, question, budget, model=model or settings.model, sources=sources, now=now
+        conn,
+        question,
+        budget,
+        model=model or settings.model,
+        sources=sources,
+        now=now,
+        expansion=expansion,
     )
+    if settings.llm != "extractive":
+        result.stats["rewrite"] = expansion or rewrite_note
     with write_lock or contextlib.nullcontext():
         result.stats["notes_marked"] = mark_accessed(conn, result.note_ids, now)
     return result
+
+
+def _rewrite(
+    conn: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    question: str,
+    write_lock: contextlib.AbstractContextManager[Any] | None,
+) -> tuple[str, str]:
+    """The configured model's search words for ``question`` (cached in ``llm_cache``), and
+    a note when there are none: the offline engine has none to give, and a model server
+    that fails leaves ask on its offline path instead of failing it."""
+    if settings.llm == "extractive" or not question.strip():
+        return "", ""
+    try:
+        with write_lock or contextlib.nullcontext():
+            return get_engine(settings, cache_conn=conn).rewrite_question(question), ""
+    except EngineError as exc:
+        return "", f"not rewritten ({exc})"
 
 
 def ask(

@@ -114,6 +114,11 @@ class Engine(Protocol):
         """An answer to ``question`` from ``context`` only."""
         ...
 
+    def rewrite_question(self, question: str) -> str:
+        """Search words for ``question`` (key terms, synonyms, likely answer words), one
+        line; raises EngineUnavailable when the engine cannot (the extractive one)."""
+        ...
+
 
 SUMMARY_KINDS = ("text", "conversation")
 

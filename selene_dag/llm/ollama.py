@@ -96,7 +96,10 @@ ANSWER_TOKENS = {
     "digest_thread": 400,
     "assess_chunk": 256,
     "answer": 1024,
+    "rewrite_question": 64,
 }
+# A rewritten question longer than this is cut (a model that ignores "one line").
+REWRITE_MAX_CHARS = 300
 _CTX_MARGIN = 64
 _CTX_STEP = 256
 _MIN_CTX = 2048
@@ -426,6 +429,27 @@ class OllamaEngine(BaseEngine):
             {"question": question, "context": context, "seed": self.seed},
             lambda: self._ask("answer", prompt, ANSWER_TOKENS["answer"], parse),
         )
+
+    def rewrite_question(self, question: str) -> str:
+        """Search words for ``question`` from the model (rewrite_question.md), cached."""
+        require_text(question, "question", allow_empty=False)
+        template = load_prompt("rewrite_question")
+        prompt = template.render(question=question.strip())
+        return self._cached(
+            "rewrite_question",
+            template.recipe,
+            {"question": question, "seed": self.seed},
+            lambda: self._ask(
+                "rewrite_question", prompt, ANSWER_TOKENS["rewrite_question"], _parse_rewrite
+            ),
+        )
+
+
+def _parse_rewrite(content: str) -> str:
+    lines = [ln.strip().strip("\"'`") for ln in content.strip().splitlines() if ln.strip()]
+    if not lines:
+        raise _Malformed("empty search query")
+    return lines[0][:REWRITE_MAX_CHARS].strip()
 
 
 def _load_object(content: str) -> dict[str, Any]:

@@ -61,6 +61,7 @@ from selene_dag.retrieval.search import (
     documents,
     hybrid_passages,
     parse_sources,
+    passage_counts,
     search,
     term_weights,
 )
@@ -626,6 +627,7 @@ def ask(
     candidate_limit: int = 40,
     max_items: int = 20,
     passage_limit: int = PASSAGE_LIMIT,
+    expansion: str = "",
 ) -> AskResult:
     """Build the context pack for ``question`` within ``budget`` tokens of ``model``.
 
@@ -634,6 +636,8 @@ def ask(
     ``stats["note"]`` saying why. Raises TypeError for a non-str question or a non-int
     budget, UsageError (a ValueError) for a budget < 1 or an unknown source, and
     SearchIndexError when the index was never built.
+    ``expansion``: more search words (a model's rewrite of the question); they widen what
+    is retrieved, while the excerpts are still chosen by the question's own words.
     Does not write: the caller stamps ``last_accessed_at`` with ``result.note_ids``.
     """
     started = time.perf_counter()
@@ -658,9 +662,10 @@ def ask(
         stats["note"] = "the question has no searchable words"
         stats["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
         return result
-    candidates: list[Candidate] = search(conn, question, kinds, limit=candidate_limit, model=model)
+    query = f"{question}\n{expansion}" if expansion.strip() else question
+    candidates: list[Candidate] = search(conn, query, kinds, limit=candidate_limit, model=model)
     hits = (
-        hybrid_passages(conn, question, kinds, limit=passage_limit, k=PASSAGE_RRF_K)
+        hybrid_passages(conn, query, kinds, limit=passage_limit, k=PASSAGE_RRF_K)
         if passage_limit
         else []
     )
@@ -682,7 +687,8 @@ def ask(
         passages=len(hits),
         passage_docs=len(extra),
     )
-    passage_first = bool(hits) and dominant_document(_ranked_passages(hits)) is None
+    dominant = dominant_document(_ranked_passages(hits), passage_counts(conn)) if hits else None
+    passage_first = bool(hits) and dominant is None
     stats["mode"] = "passages" if passage_first else "documents"
     if ranked and passage_first:
         missing = [d for d in dict.fromkeys(h.doc_id for h in hits) if d not in have]

@@ -228,6 +228,7 @@ class _Matrix:
     kinds: np.ndarray  # note | chunk (object)
     vectors: np.ndarray  # (n, 256) float32, unit rows
     spans: dict[str, tuple[str, int, int, int]]  # every passage: doc id, start, end, tokens
+    counts: dict[str, int]  # passages per document
 
 
 _MATRICES: dict[tuple[str, str], _Matrix] = {}
@@ -255,13 +256,21 @@ def passage_matrix(conn: duckdb.DuckDBPyConnection) -> _Matrix:
                 else np.zeros((0, 256), dtype=np.float32)
             )
             spans = {r[0]: r[1:] for r in conn.execute(_SPANS_SQL).fetchall()}
+            counts: dict[str, int] = {}
+            for doc_id, *_ in spans.values():
+                counts[doc_id] = counts.get(doc_id, 0) + 1
             found = _Matrix(
-                np.asarray(cols["passage_id"]), np.asarray(cols["kind"]), vectors, spans
+                np.asarray(cols["passage_id"]), np.asarray(cols["kind"]), vectors, spans, counts
             )
             while len(_MATRICES) >= _MATRIX_SLOTS:
                 _MATRICES.pop(next(iter(_MATRICES)))
             _MATRICES[key] = found
     return found
+
+
+def passage_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
+    """Passages per document of the built index (from the cached ``passage_matrix``)."""
+    return passage_matrix(conn).counts
 
 
 def passage_bm25(

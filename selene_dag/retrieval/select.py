@@ -19,7 +19,8 @@ from selene_dag.retrieval.passages import is_event_line
 # a place (below that, the header costs more than the excerpt tells).
 MIN_EXCERPT_TOKENS = 40
 # The top document "clearly dominates" when it holds at least DOMINANT_SHARE of the
-# DOMINANT_WINDOW best passages: the pack then concentrates on it (document levels).
+# DOMINANT_WINDOW best passages, or all of its own (a short note found whole): the pack
+# then concentrates on it (document levels). Chosen on the dev sets.
 DOMINANT_WINDOW = 5
 DOMINANT_SHARE = 3
 GAP = "\n…\n"
@@ -118,14 +119,18 @@ class Selection:
         return f"{self.header()}\n{content}" if content else self.header()
 
 
-def dominant_document(passages: Sequence[RankedPassage]) -> str | None:
+def dominant_document(
+    passages: Sequence[RankedPassage], sizes: Mapping[str, int] | None = None
+) -> str | None:
     """The document of the best passage when it holds at least DOMINANT_SHARE of the
-    DOMINANT_WINDOW best passages, else None."""
+    DOMINANT_WINDOW best passages, or (``sizes``: passages per document) when every one of
+    its passages is among them; else None."""
     if not passages:
         return None
     top = passages[0].doc_id
-    window = passages[:DOMINANT_WINDOW]
-    return top if sum(p.doc_id == top for p in window) >= DOMINANT_SHARE else None
+    held = sum(p.doc_id == top for p in passages[:DOMINANT_WINDOW])
+    need = min(DOMINANT_SHARE, sizes.get(top, DOMINANT_SHARE)) if sizes else DOMINANT_SHARE
+    return top if held >= need else None
 
 
 def _line_of(text: str, offset: int) -> int:

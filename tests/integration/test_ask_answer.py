@@ -26,7 +26,8 @@ def test_answer_goes_through_the_model_and_prints_its_reply(notes_home, monkeypa
             app, ["ask", "running docker container bash shell", "--budget", "300", "--answer"]
         )
         assert result.exit_code == 0, result.output
-        assert server.requests["/api/chat"] + server.requests["/api/generate"] >= 1
+        calls = server.requests["/api/chat"] + server.requests["/api/generate"]
+        assert calls == 2  # the question's rewrite for the search, then the answer
         prompt = " ".join(str(body) for body in server.bodies)
         assert "docker" in prompt.lower()  # the pack reached the model
         assert result.stdout.strip() and not result.stdout.startswith(
@@ -37,7 +38,7 @@ def test_answer_goes_through_the_model_and_prints_its_reply(notes_home, monkeypa
             app, ["ask", "running docker container bash shell", "--budget", "300", "--answer"]
         )
         assert again.stdout == result.stdout
-        assert server.requests["/api/chat"] + server.requests["/api/generate"] == 1  # cached
+        assert server.requests["/api/chat"] + server.requests["/api/generate"] == calls  # cached
 
 
 def test_answer_with_the_extractive_engine_is_a_one_line_user_error(notes_home):  # noqa: F811

@@ -104,8 +104,8 @@ def test_passages_of_one_document_are_grouped_in_reading_order_with_gaps_marked(
     chosen = select_passages([pa[3], pa[0], pa[1]], {"a": doc}, 2000, _count, _first_lines, 1)
     [selection] = chosen
     content = selection.content()
-    assert content.index("paragraph 0") < content.index("paragraph 1") < content.index(
-        "paragraph 3"
+    assert (
+        content.index("paragraph 0") < content.index("paragraph 1") < content.index("paragraph 3")
     )
     assert GAP not in content.split("paragraph 3")[0].split("paragraph 1")[0]
     assert GAP in content  # paragraph 2 is missing between 1 and 3
@@ -116,9 +116,7 @@ def test_note_citation_names_its_lines_and_whole_document_keeps_plain_citation()
     start = doc.body.index("two")
     end = doc.body.index("three") + len("three")
     assert locate(doc, [(start, end)]) == "note a lines 2-3"
-    assert locate(doc, [(0, 3), (doc.body.index("five"), len(doc.body))]) == (
-        "note a lines 1, 5"
-    )
+    assert locate(doc, [(0, 3), (doc.body.index("five"), len(doc.body))]) == ("note a lines 1, 5")
     whole = Selection(doc)
     select = select_passages(
         [RankedPassage("a", 0, len(doc.body), 5, 1.0)], {"a": doc}, 100, _count, _first_lines, 1
@@ -145,13 +143,18 @@ def test_chunk_citation_names_the_events_of_its_excerpt() -> None:
     assert locate(odd, [(start, end)]) == "gemini session abc"
 
 
-def test_dominant_document_needs_three_of_the_best_five() -> None:
+def test_dominant_document_needs_three_of_the_best_five_or_all_its_own() -> None:
     def p(doc: str) -> RankedPassage:
         return RankedPassage(doc, 0, 1, 1, 1.0)
 
     assert dominant_document([p("a"), p("b"), p("a"), p("c"), p("a")]) == "a"
     assert dominant_document([p("a"), p("b"), p("a"), p("c"), p("d"), p("a")]) is None
     assert dominant_document([]) is None
+    # A short document with every one of its passages among the best five dominates too.
+    two = [p("a"), p("b"), p("a"), p("c"), p("d")]
+    assert dominant_document(two) is None
+    assert dominant_document(two, {"a": 2, "b": 5}) == "a"
+    assert dominant_document(two, {"a": 4}) is None
 
 
 @settings(max_examples=40, deadline=None)

@@ -155,3 +155,7 @@ class ExtractiveEngine(BaseEngine):
     def answer(self, question: str, context: str) -> str:
         """Always raises EngineUnavailable: answering needs a generative model."""
         raise EngineUnavailable("answering needs a model server: set SELENE_LLM=ollama")
+
+    def rewrite_question(self, question: str) -> str:
+        """Always raises EngineUnavailable: ask's offline path uses the question as is."""
+        raise EngineUnavailable("rewriting a question needs a model server: set SELENE_LLM=ollama")
