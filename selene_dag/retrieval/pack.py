@@ -71,6 +71,7 @@ from selene_dag.retrieval.select import (
     RankedPassage,
     Selection,
     dominant_document,
+    locate,
     select_passages,
 )
 from selene_dag.retrieval.terms import CoverageMatcher, query_terms
@@ -343,7 +344,7 @@ def plan_items(
         # allocate let it past its ceiling with room to spare: render it as given.
         if plan.level is Level.SUMMARY and plan.body_tokens > level_config.summary_max_tokens:
             plan.level = Level.FULL
-    return _fit_items(ranked, plans, budget, model, level_config, top)
+    return _fit_items(ranked, plans, budget, model, level_config, top, summarizer)
 
 
 def _fit_items(
@@ -353,6 +354,7 @@ def _fit_items(
     model: str,
     level_config: LevelConfig,
     top: float,
+    summarizer: PassageSummarizer,
 ) -> list[LevelItem]:
     # The allocation is an estimate: count the items and, while they are over, drop the
     # least valuable chosen piece (a line item goes before any piece).
@@ -369,6 +371,7 @@ def _fit_items(
             else:
                 content = ""
             excerpt = bool(plan.chosen) and content != cand.body
+            location = _excerpt_location(cand, plan, summarizer) if excerpt else ""
             score = r.final / top
             if plan.level is Level.FULL and level_config.level_for(score) is not Level.FULL:
                 # Promoted by allocate: just above the FULL threshold, order kept.
@@ -379,8 +382,14 @@ def _fit_items(
                     content=content,
                     score=score,
                     title=cand.title,
-                    citation=cand.citation,
-                    metadata={"kind": cand.kind, "final": r.final, "excerpt": excerpt},
+                    citation=location or cand.citation,
+                    metadata={
+                        "kind": cand.kind,
+                        "final": r.final,
+                        "excerpt": excerpt,
+                        "citation": cand.citation,
+                        "location": location,
+                    },
                 )
             )
         # compress_context demotes while its own estimate (each item + a separator) is
@@ -389,6 +398,14 @@ def _fit_items(
         estimate = estimate_compressed_size(items, level_config, model)
         if estimate <= limit or not _drop_least(plans):
             return items
+
+
+def _excerpt_location(cand: Candidate, plan: DocPlan, summarizer: PassageSummarizer) -> str:
+    """The citation of ``cand`` narrowed to the lines or events of its chosen pieces."""
+    offsets = summarizer.offsets(cand.body, plan.pieces)
+    spans = [(offsets[i], offsets[i] + len(plan.pieces[i].text)) for i in plan.chosen]
+    doc = Document(cand.doc_id, cand.kind, cand.citation, cand.title, cand.body)
+    return locate(doc, spans)
 
 
 def _drop_least(plans: Sequence[DocPlan]) -> bool:
@@ -447,11 +464,12 @@ def pack_ranked(
             kind=str(li.item.metadata.get("kind", "")),
             level=level.value,
             score=round(float(li.item.metadata.get("final", li.item.score)), 4),
-            citation=li.item.citation or li.item.id,
+            citation=str(li.item.metadata.get("citation") or li.item.citation or li.item.id),
             title=li.item.title or "",
             text=li.text,
             tokens=li.tokens,
             excerpt=bool(li.item.metadata.get("excerpt", False)),
+            location=str(li.item.metadata.get("location", "")),
         )
         for li, level in zip(result.items, levels, strict=True)
     ]
