@@ -58,6 +58,7 @@ def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
             "chunks": dg.MetadataValue.int(built.chunks),
             "passages": dg.MetadataValue.int(built.passages),
             "passages_embedded": dg.MetadataValue.int(built.embedded),
+            "documents_counted": dg.MetadataValue.int(built.counted),
             "corpus_version": dg.MetadataValue.text(built.corpus_version),
             "sample": markdown_table(["kind", "citation", "title"], sample),
             "dagster/row_count": dg.MetadataValue.int(built.documents),

@@ -18,10 +18,17 @@ token count, under a BM25 index of its own (title + text) whose postings are
 ``search_passage_postings``; ``passage_embeddings`` holds one unit vector per distinct
 passage content hash and is only added to (and pruned), so a rebuild embeds only passages
 it has not seen: one edited note costs the embedding of its own passages.
+
+A rebuild keeps the token counts and passages of every document whose citation, title and
+body are unchanged (same model, same passage cutting code): only new or changed documents
+are counted and cut again. The two BM25 indexes are rebuilt whole (the ``fts`` extension
+has no incremental update).
 """
 
 from __future__ import annotations
 
+import hashlib
+import inspect
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -33,6 +40,7 @@ import pandas as pd
 from selene_dag.context.tokens import count_tokens_batch, default_model
 from selene_dag.errors import SeleneError
 from selene_dag.paths import transform_sql
+from selene_dag.retrieval import passages as passages_module
 from selene_dag.retrieval.embed import EMBED_MODEL, embed_texts
 from selene_dag.retrieval.passages import cut_passages
 from selene_dag.store import execute_script, transaction
@@ -168,6 +176,7 @@ class BuildResult:
     corpus_version: str
     passages: int = 0
     embedded: int = 0  # passages whose vector was computed by this build (new content)
+    counted: int = 0  # documents counted and cut by this build (new or changed)
 
     @property
     def documents(self) -> int:
@@ -205,25 +214,67 @@ def header_text(citation: str, title: str) -> str:
     return f"[{citation}] {title}" if title else f"[{citation}]"
 
 
-def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str) -> None:
-    conn.execute(
-        f"CREATE OR REPLACE TABLE {DOC_TOKENS_TABLE} (doc_id VARCHAR PRIMARY KEY, "
-        "model VARCHAR NOT NULL, header_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL)"
+_DOC_KEY_SQL = (
+    f"SELECT doc_id, md5(citation || chr(31) || title || chr(31) || body) AS content_key "
+    f"FROM {DOCS_TABLE}"
+)
+_DOC_TOKENS_COLUMNS = ("doc_id", "model", "header_tokens", "body_tokens", "content_key", "recipe")
+
+
+@cache
+def cut_recipe() -> str:
+    """A hash of the passage-cutting code: stored counts and passages are reused only by a
+    build with the same model and the same cutting code."""
+    return hashlib.sha256(inspect.getsource(passages_module).encode()).hexdigest()[:12]
+
+
+def _fresh_documents(conn: duckdb.DuckDBPyConnection, model: str) -> list[str]:
+    """Keep ``search_doc_tokens`` rows of documents whose citation, title and body are
+    unchanged (same model and cutting code), drop the rest; return the ids of the documents
+    left to count and cut, sorted."""
+    recipe = f"{model}|{cut_recipe()}"
+    columns = tuple(
+        r[0]
+        for r in conn.execute(
+            "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' "
+            "AND table_name = ? ORDER BY column_index",
+            [DOC_TOKENS_TABLE],
+        ).fetchall()
     )
-    last = ""
-    # Keyset pages: the inserts below run on the same connection (same transaction).
-    while rows := conn.execute(
-        f"SELECT doc_id, citation, title, body FROM {DOCS_TABLE} WHERE doc_id > ? "
-        "ORDER BY doc_id LIMIT ?",
-        [last, _COUNT_BATCH],
-    ).fetchall():
-        ids = [r[0] for r in rows]
-        last = ids[-1]
+    if columns != _DOC_TOKENS_COLUMNS:
+        conn.execute(f"DROP TABLE IF EXISTS {DOC_TOKENS_TABLE}")
+        conn.execute(
+            f"CREATE TABLE {DOC_TOKENS_TABLE} (doc_id VARCHAR PRIMARY KEY, model VARCHAR NOT "
+            "NULL, header_tokens INTEGER NOT NULL, body_tokens INTEGER NOT NULL, "
+            "content_key VARCHAR NOT NULL, recipe VARCHAR NOT NULL)"
+        )
+    conn.execute(f"CREATE OR REPLACE TEMP TABLE _doc_keys AS {_DOC_KEY_SQL}")
+    conn.execute(
+        f"DELETE FROM {DOC_TOKENS_TABLE} t WHERE t.recipe <> ? OR NOT EXISTS (SELECT 1 FROM "
+        "_doc_keys k WHERE k.doc_id = t.doc_id AND k.content_key = t.content_key)",
+        [recipe],
+    )
+    rows = conn.execute(
+        f"SELECT doc_id FROM _doc_keys WHERE doc_id NOT IN (SELECT doc_id FROM "
+        f"{DOC_TOKENS_TABLE}) ORDER BY doc_id"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str]) -> None:
+    recipe = f"{model}|{cut_recipe()}"
+    for at in range(0, len(fresh), _COUNT_BATCH):
+        rows = conn.execute(
+            f"SELECT d.doc_id, d.citation, d.title, d.body, k.content_key FROM {DOCS_TABLE} d "
+            "JOIN _doc_keys k USING (doc_id) WHERE list_contains(?, d.doc_id) ORDER BY d.doc_id",
+            [fresh[at : at + _COUNT_BATCH]],
+        ).fetchall()
         headers = count_tokens_batch([header_text(r[1], r[2]) for r in rows], model)
         bodies = count_tokens_batch([r[3] for r in rows], model)
         conn.execute(
-            f"INSERT INTO {DOC_TOKENS_TABLE} SELECT unnest(?), ?, unnest(?), unnest(?)",
-            [ids, model, headers, bodies],
+            f"INSERT INTO {DOC_TOKENS_TABLE} SELECT unnest(?), ?, unnest(?), unnest(?), "
+            "unnest(?), ?",
+            [[r[0] for r in rows], model, headers, bodies, [r[4] for r in rows], recipe],
         )
 
 
@@ -232,16 +283,31 @@ def passage_text(title: str, text: str) -> str:
     return f"{title}\n{text}" if title else text
 
 
-def _write_passages(conn: duckdb.DuckDBPyConnection, model: str) -> int:
-    conn.execute(f"DELETE FROM {PASSAGES_TABLE}")
-    last = ""
-    total = 0
-    while rows := conn.execute(
-        f"SELECT doc_id, kind, title, body FROM {DOCS_TABLE} WHERE doc_id > ? "
-        "ORDER BY doc_id LIMIT ?",
-        [last, _COUNT_BATCH],
-    ).fetchall():
-        last = rows[-1][0]
+def _write_passages(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str]) -> int:
+    """Cut and count the passages of the ``fresh`` documents (and of any document that has
+    none stored); drop the passages of documents changed or gone. Returns how many passages
+    the index holds."""
+    conn.execute(
+        f"DELETE FROM {PASSAGES_TABLE} WHERE list_contains(?, doc_id) OR doc_id NOT IN "
+        f"(SELECT doc_id FROM {DOCS_TABLE})",
+        [fresh],
+    )
+    todo = sorted(
+        set(fresh)
+        | {
+            r[0]
+            for r in conn.execute(
+                f"SELECT doc_id FROM {DOCS_TABLE} WHERE doc_id NOT IN "
+                f"(SELECT DISTINCT doc_id FROM {PASSAGES_TABLE})"
+            ).fetchall()
+        }
+    )
+    for at in range(0, len(todo), _COUNT_BATCH):
+        rows = conn.execute(
+            f"SELECT doc_id, kind, title, body FROM {DOCS_TABLE} WHERE list_contains(?, doc_id) "
+            "ORDER BY doc_id",
+            [todo[at : at + _COUNT_BATCH]],
+        ).fetchall()
         out: list[tuple[str, str, str, int, str, str, int, int, str]] = []
         for doc_id, kind, title, body in rows:
             for k, (a, b) in enumerate(cut_passages(body)):
@@ -265,8 +331,7 @@ def _write_passages(conn: duckdb.DuckDBPyConnection, model: str) -> int:
             )
         finally:
             conn.unregister("_passages_frame")
-        total += len(out)
-    return total
+    return int(conn.execute(f"SELECT count(*) FROM {PASSAGES_TABLE}").fetchone()[0])
 
 
 def _write_embeddings(conn: duckdb.DuckDBPyConnection) -> int:
@@ -317,8 +382,9 @@ def build_index(
             "stemmer='porter', stopwords='english', strip_accents=1, lower=1, overwrite=1)"
         )
         conn.execute(_POSTINGS_SQL)
-        _write_doc_tokens(conn, model)
-        passages = _write_passages(conn, model)
+        fresh = _fresh_documents(conn, model)
+        _write_doc_tokens(conn, model, fresh)
+        passages = _write_passages(conn, model, fresh)
         conn.execute(
             f"PRAGMA create_fts_index('{PASSAGES_TABLE}', 'passage_id', 'title', 'text', "
             "stemmer='porter', stopwords='english', strip_accents=1, lower=1, overwrite=1)"
@@ -333,4 +399,4 @@ def build_index(
             "INSERT OR REPLACE INTO search_index_meta VALUES (1, ?, ?, ?)",
             [version, notes + chunks, now],
         )
-    return BuildResult(int(notes), int(chunks), version, passages, embedded)
+    return BuildResult(int(notes), int(chunks), version, passages, embedded, len(fresh))

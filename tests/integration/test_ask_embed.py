@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval import embed
 from selene_dag.retrieval.index import build_index
 from selene_dag.retrieval.pack import ask
@@ -82,5 +83,42 @@ def test_hybrid_passages_and_ask_cite_the_right_note(tmp_path: Path) -> None:
         result = ask(conn, "open a bash shell in a running docker container", 200, model=MODEL)
         assert result.items[0].citation == "note docker/exec.md"
         assert result.total_tokens <= 200
+    finally:
+        conn.close()
+
+
+def test_a_rebuild_counts_and_cuts_only_changed_documents(tmp_path: Path) -> None:
+    db = tmp_path / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    try:
+        first = build_index(conn, NOW, model=MODEL)
+        docs = first.documents
+        assert first.counted == docs
+        before = conn.execute(
+            "SELECT passage_id, tokens, hash FROM search_passages ORDER BY passage_id"
+        ).fetchall()
+        assert build_index(conn, NOW, model=MODEL).counted == 0
+        conn.execute(
+            "UPDATE notes SET content = content || '\n\nAlso: docker exec -u root ID sh.', "
+            "content_hash = 'edited' WHERE id = 'docker/exec.md'"
+        )
+        conn.execute("UPDATE notes SET deleted_at = ? WHERE id = 'zsh/prompt.md'", [NOW])
+        edited = build_index(conn, NOW, model=MODEL)
+        assert edited.counted == 1 and edited.documents == docs - 1
+        after = conn.execute(
+            "SELECT passage_id, tokens, hash FROM search_passages ORDER BY passage_id"
+        ).fetchall()
+        changed = {"note:docker/exec.md", "note:zsh/prompt.md"}
+        keep = [r for r in before if r[0].split("#")[0] not in changed]
+        assert [r for r in after if r[0].split("#")[0] not in changed] == keep
+        assert not [r for r in after if r[0].startswith("note:zsh/prompt.md#")]
+        body, tokens = conn.execute(
+            "SELECT d.body, t.body_tokens FROM search_docs d JOIN search_doc_tokens t "
+            "USING (doc_id) WHERE doc_id = 'note:docker/exec.md'"
+        ).fetchone()
+        assert "-u root" in body and tokens == count_tokens(body, MODEL)
+        # Another model: every count is taken again in that model's tokens.
+        assert build_index(conn, NOW, model="gpt-4").counted == docs - 1
     finally:
         conn.close()
