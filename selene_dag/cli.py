@@ -197,11 +197,17 @@ def ingest(
     if report.skipped_total > len(report.skipped):
         more = report.skipped_total - len(report.skipped)
         err.print(f"… and {more:,} more (all in the ingest_errors table; newest in `health`)")
+    others = report.home_notes - report.notes
+    home_total = f" (the home holds {report.home_notes:,} in all)" if others > 0 else ""
     err.print(
         f"ingested {path}: {report.notes} notes ({report.inserted} new, "
         f"{report.changed} changed, {report.deleted} deleted, "
-        f"{report.skipped_total} inputs with problems); {ran}; {report.seconds:.1f} s"
+        f"{report.skipped_total} inputs with problems){home_total}; {ran}; "
+        f"{report.seconds:.1f} s",
+        highlight=False,
+        soft_wrap=True,
     )
+    err.print(f"note ids: {report.id_prefix}<path in the folder>", highlight=False)
 
 
 @app.command()

@@ -36,6 +36,7 @@ from selene_dag.llm.cache import cache_clear as clear_cache_rows
 from selene_dag.llm.cache import cache_stats as cache_stat_rows
 from selene_dag.llm.engine import EngineError
 from selene_dag.notes.context_notes import load_context_notes, mark_accessed, pack_all_notes
+from selene_dag.notes.folders import ingest_scope
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import read_notes
 from selene_dag.paths import assets_dir
@@ -102,6 +103,8 @@ class IngestReport:
     ran: tuple[str, ...] = ()
     skipped: tuple[tuple[str, int | None, str], ...] = ()  # (file, line, reason), first 20
     skipped_total: int = 0
+    id_prefix: str = ""  # what the ids of these notes start with: '<folder key>/'
+    home_notes: int = 0  # live notes of every folder in the home
 
 
 SKIPPED_SHOWN = 20
@@ -127,7 +130,11 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     """Ingest the notes of ``path`` (folder or file) into the home: materialize what is
     stale or missing in the notes group and ``search_index`` (so that ask and context see
     the notes at once), in one run against the home's persistent Dagster instance.
-    Unchanged notes start no run at all."""
+    Unchanged notes start no run at all.
+
+    Note ids are ``<folder key>/<path in the folder>`` (see ``selene_dag.notes.folders``):
+    ingesting one folder never changes or deletes another folder's notes. ``notes`` in the
+    report counts the live notes of this folder (under ``path``), ``home_notes`` all."""
     import dagster as dg
 
     if not path.exists():
@@ -144,16 +151,17 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         for mat in outcome.result.asset_materializations_for_node("raw_notes"):
             meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
     with open_store(settings.db_path) as conn:
-        if "notes" not in meta:
-            meta["notes"] = conn.execute(
-                "SELECT count(*) FROM notes WHERE deleted_at IS NULL"
-            ).fetchone()[0]
-        root = path.resolve()
-        prefix = str(root) if root.is_file() else str(root).rstrip("/") + "/"
+        scope = ingest_scope(conn, path)
+        prefix = scope.source_prefix
+        folder_notes, home_notes = conn.execute(
+            "SELECT count(*) FILTER (WHERE starts_with(id, ?) AND starts_with(source, ?)), "
+            "count(*) FROM notes WHERE deleted_at IS NULL",
+            [scope.id_prefix, prefix],
+        ).fetchone()
         skipped, skipped_total = skipped_inputs(conn, prefix)
     return IngestReport(
         path=path,
-        notes=int(meta["notes"]),
+        notes=int(folder_notes),
         inserted=meta.get("inserted", 0),
         changed=meta.get("changed", 0),
         deleted=meta.get("marked_deleted", 0),
@@ -162,6 +170,8 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         ran=tuple(outcome.selected),
         skipped=tuple(skipped),
         skipped_total=skipped_total,
+        id_prefix=scope.id_prefix,
+        home_notes=int(home_notes),
     )
 
 

@@ -43,8 +43,9 @@ from selene_dag.notes.daily import summarize_days, write_day_summaries
 from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
 from selene_dag.notes.fidelity import compute_tier
 from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
+from selene_dag.notes.folders import ingest_scope
 from selene_dag.notes.health import compression_health as health_document
-from selene_dag.notes.ingest import note_files, notes_data_version, read_notes
+from selene_dag.notes.ingest import note_files, notes_data_version, read_notes, source_version
 from selene_dag.notes.processing import analyse_notes, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import stored_notes_version, write_notes
@@ -77,7 +78,8 @@ SUMMARY_PARTITIONS = dg.MonthlyPartitionsDefinition(
     owners=OWNERS,
     description=(
         "The notes folder (SELENE_NOTES_DIR): markdown and JSONL files. Its data version is "
-        "a hash of every note's id and content hash, so only a real edit makes it change."
+        "a hash of the folder's path and every note's id and content hash, so only a real "
+        "edit, or pointing it at another folder, makes it change."
     ),
 )
 def notes_source(selene: SeleneResource) -> dg.DataVersion:
@@ -85,17 +87,21 @@ def notes_source(selene: SeleneResource) -> dg.DataVersion:
     notes_dir = selene.settings().notes_dir
     if not notes_dir.exists():
         return dg.DataVersion(EMPTY_VERSION)
-    return dg.DataVersion(read_notes(notes_dir).data_version())
+    return dg.DataVersion(source_version(notes_dir))
 
 
 @duckdb_asset(
     "notes",
     deps=[notes_source],
-    code_version=code_version("1", sql=("notes_changes", "notes_upsert", "notes_mark_deleted")),
+    code_version=code_version("2", sql=("notes_changes", "notes_upsert", "notes_mark_deleted")),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Every note of SELENE_NOTES_DIR upserted into `notes` by id (content hash, dates, "
-        "source, test_run). A deleted file marks its notes deleted; a bad JSON line or an empty "
+        "source, test_run). A note's id is `<folder>/<path in the folder>` (or the id its "
+        "JSONL line gives), where `<folder>` is the folder's name, with a `-2`, `-3`… suffix "
+        "only when another folder of that name was ingested first: folders ingested into one "
+        "home never share ids, and ingesting one never changes another's notes. A deleted file "
+        "marks its notes deleted; a bad JSON line or an empty "
         "note is skipped and a broken front-matter or bad byte costs only itself (the note is "
         "kept); every problem is listed with its reason, and nothing is half-written."
     ),
@@ -108,12 +114,13 @@ def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.M
         raise dg.Failure(
             description=f"notes folder {notes_dir} does not exist: set SELENE_NOTES_DIR or create it"
         )
-    result = read_notes(notes_dir)
-    for error in result.errors:
-        where = f"{error.source}:{error.line}" if error.line else error.source
-        context.log.warning(f"skipped {where}: {error.error}")
     with selene.connection() as conn:
-        stats = write_notes(conn, result, notes_dir, settings.now())
+        scope = ingest_scope(conn, notes_dir)
+        result = read_notes(notes_dir, scope)
+        for error in result.errors:
+            where = f"{error.source}:{error.line}" if error.line else error.source
+            context.log.warning(f"skipped {where}: {error.error}")
+        stats = write_notes(conn, result, scope, settings.now())
         version = stored_notes_version(conn)
         live = conn.execute("SELECT count(*) FROM notes WHERE deleted_at IS NULL").fetchone()[0]
         preview = conn.execute(
@@ -122,6 +129,7 @@ def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.M
         ).fetchall()
     metadata: dict[str, object] = {
         "notes": dg.MetadataValue.int(live),
+        "folder": dg.MetadataValue.text(f"{scope.folder} (note ids {scope.id_prefix}…)"),
         "inserted": dg.MetadataValue.int(stats.inserted),
         "changed": dg.MetadataValue.int(stats.changed),
         "unchanged": dg.MetadataValue.int(stats.unchanged),

@@ -6,8 +6,9 @@ never raised, so one broken file never stops the others.
 
 Markdown: optional YAML front-matter (``title``, ``created``, ``updated``, ``tags``,
 ``theme``/``topic``, ``id``, ``test_run``); the title falls back to the first ``# `` heading,
-then to the file name; dates fall back to the file's mtime. The note id is the path relative
-to the folder unless the front-matter gives one.
+then to the file name; dates fall back to the file's mtime. The note's id inside its folder
+is the path relative to the folder unless the front-matter gives one; given an
+:class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that id>``.
 
 JSONL: one note per line in the format of ``til.jsonl``: ``id``, ``title``, ``content``,
 ``created_at``, ``updated_at``, optional ``topic``, ``tags``, ``test_run``.
@@ -16,8 +17,8 @@ JSONL: one note per line in the format of ``til.jsonl``: ``id``, ``title``, ``co
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
 from typing import Any
@@ -27,6 +28,7 @@ import yaml
 
 from selene_dag import text as _text
 from selene_dag.config import parse_datetime
+from selene_dag.notes.folders import IngestScope
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -88,10 +90,17 @@ def notes_data_version(pairs: Iterable[tuple[str, str]]) -> str:
     return _text.hash_rows(sorted(pairs))
 
 
-def note_files(path: Path) -> list[Path]:
+def source_version(path: Path) -> str:
+    """Data version of the notes at ``path`` as seen without the database: the absolute
+    path and every note's id and content hash, so the same files in two folders differ."""
+    return _text.hash_rows([(str(path.expanduser().resolve()), read_notes(path).data_version())])
+
+
+def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     """Return the markdown and JSONL files at ``path`` (a file, or a folder searched deeply).
 
-    Hidden files and folders (name starting with '.') are skipped. Sorted for determinism.
+    Hidden files and folders (name starting with '.') are skipped, and so is everything
+    inside the folders of ``skip``. Sorted for determinism.
     """
     if path.is_file():
         return [path]
@@ -102,23 +111,30 @@ def note_files(path: Path) -> list[Path]:
         rel_parts = candidate.relative_to(path).parts
         if any(part.startswith(".") for part in rel_parts):
             continue
+        if skip and any(folder in candidate.parents for folder in skip):
+            continue
         if candidate.is_file() and candidate.suffix.lower() in MARKDOWN_SUFFIXES + JSONL_SUFFIXES:
             found.append(candidate)
     return sorted(found)
 
 
-def read_notes(path: Path | str) -> IngestResult:
+def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResult:
     """Read every note under ``path`` (folder or single file); never raises for bad content.
 
+    Without ``scope`` a note's id is its id inside ``path`` (for a file: inside its folder).
+    With ``scope`` (whose ``path`` is ``path``) ids are home-wide, ``<key>/<id inside the
+    scope's folder>``, and the registered folders of ``scope.skip`` are left out.
     Raises FileNotFoundError only when ``path`` itself does not exist.
     """
     root = Path(path).expanduser()
     if not root.exists():
         raise FileNotFoundError(f"notes path {root} does not exist")
-    base = root.parent if root.is_file() else root
+    if scope is not None:
+        root = root.resolve()
+    base = scope.folder if scope else root.parent if root.is_file() else root
     result = IngestResult()
     seen: dict[str, str] = {}
-    for file in note_files(root):
+    for file in note_files(root, scope.skip if scope else ()):
         source = str(file.resolve())
         rel = file.relative_to(base).as_posix()
         try:
@@ -150,6 +166,8 @@ def read_notes(path: Path | str) -> IngestResult:
         # broke must not be marked deleted. Its readable notes are still ingested.
         (result.files_failed if errors else result.files_ok).append(source)
         for note in notes:
+            if scope is not None:
+                note = replace(note, id=scope.note_id(note.id))
             if note.id in seen:
                 result.errors.append(
                     IngestError(

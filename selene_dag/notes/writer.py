@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 
 import duckdb
 import pandas as pd
 
+from selene_dag.notes.folders import IngestScope, register_folder
 from selene_dag.notes.ingest import IngestResult, notes_data_version
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
@@ -66,15 +66,18 @@ def _incoming_frame(result: IngestResult, now: datetime) -> pd.DataFrame:
 
 
 def write_notes(
-    conn: duckdb.DuckDBPyConnection, result: IngestResult, root: Path, now: datetime
+    conn: duckdb.DuckDBPyConnection, result: IngestResult, scope: IngestScope, now: datetime
 ) -> NotesWriteStats:
-    """Upsert ``result`` into ``notes`` and mark notes gone from ``root`` as deleted.
+    """Upsert ``result`` (read with ``scope``) into ``notes``, registering the scope's
+    folder, and mark deleted the notes of that folder under ``scope.path`` that are gone.
 
-    Runs in one transaction. Ingest errors are recorded in ``ingest_errors`` (replacing the
-    previous ones for the same files). Returns counts of what changed.
+    Touches only notes whose id starts with the folder's key and, for deletion and
+    ``ingest_errors``, only sources under ``scope.path`` outside ``scope.skip``: another
+    folder's notes are never changed. Runs in one transaction; ingest errors replace the
+    previous ones of the same files. Returns counts of what changed.
     """
-    root = Path(root).expanduser().resolve()
-    root_prefix = str(root) if root.is_file() else str(root).rstrip("/") + "/"
+    root_prefix = scope.source_prefix
+    skip = [str(folder).rstrip("/") + "/" for folder in scope.skip]
     incoming = _incoming_frame(result, now)
     failed = pd.DataFrame({"source": pd.Series(result.files_failed, dtype="object")})
     errors = pd.DataFrame(
@@ -97,14 +100,22 @@ def write_notes(
             conn.execute(
                 "CREATE OR REPLACE TEMP TABLE failed_files AS SELECT source::VARCHAR AS source FROM failed_df"
             )
+            register_folder(conn, scope)
             inserted, changed, unchanged = conn.execute(transform_sql("notes_changes")).fetchone()
             conn.execute(transform_sql("notes_upsert"), {"now": now})
             deleted = conn.execute(
-                transform_sql("notes_mark_deleted"), {"now": now, "root_prefix": root_prefix}
+                transform_sql("notes_mark_deleted"),
+                {
+                    "now": now,
+                    "root_prefix": root_prefix,
+                    "id_prefix": scope.id_prefix,
+                    "skip": skip,
+                },
             ).fetchone()[0]
             conn.execute(
-                "DELETE FROM ingest_errors WHERE starts_with(source, $root_prefix)",
-                {"root_prefix": root_prefix},
+                "DELETE FROM ingest_errors WHERE starts_with(source, $root_prefix) "
+                "AND len(list_filter($skip::VARCHAR[], s -> starts_with(source, s))) = 0",
+                {"root_prefix": root_prefix, "skip": skip},
             )
             conn.execute(
                 "INSERT INTO ingest_errors (source, line, error, seen_at) "
@@ -126,6 +137,6 @@ def write_notes(
 
 
 def stored_notes_version(conn: duckdb.DuckDBPyConnection) -> str:
-    """Data version of the live (not deleted) notes in the table; equals the source's."""
+    """Data version of the live (not deleted) notes of every folder in the table."""
     rows = conn.execute("SELECT id, content_hash FROM notes WHERE deleted_at IS NULL").fetchall()
     return notes_data_version((r[0], r[1]) for r in rows)

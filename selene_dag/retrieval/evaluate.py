@@ -262,7 +262,11 @@ def passage_pack(
 
 def applicable(conn: duckdb.DuckDBPyConnection, questions: Sequence[Question]) -> list[Question]:
     """The questions whose ``source`` is in the index (all questions without a source):
-    the shipped demo questions say nothing about a corpus that lacks their notes."""
+    the shipped demo questions say nothing about a corpus that lacks their notes.
+
+    A ``note:<id>`` source names the note's id inside its folder (the question sets were
+    written against the corpus files) or its full id: it matches a note whose id is
+    ``<id>`` or ``<folder key>/<id>`` for any folder ingested into the home."""
     kept = []
     for q in questions:
         if q.source is None:
@@ -270,8 +274,11 @@ def applicable(conn: duckdb.DuckDBPyConnection, questions: Sequence[Question]) -
             continue
         kind, _, ref = q.source.partition(":")
         if kind == "note":
-            sql = "SELECT count(*) FROM search_docs WHERE kind = 'note' AND ref = ?"
-            args = [ref]
+            sql = (
+                "SELECT count(*) FROM search_docs WHERE kind = 'note' AND (ref = ? OR ref IN "
+                "(SELECT key || '/' || ? FROM note_folders))"
+            )
+            args = [ref, ref]
         else:
             sql = (
                 "SELECT count(*) FROM search_docs WHERE kind = 'chunk' "

@@ -30,7 +30,9 @@ def _defs() -> dg.Definitions:
 
 
 def _notes_file(tmp_path: Path) -> Path:
-    path = tmp_path / "notes.jsonl"
+    # In a folder named "notes": note ids are "notes/<JSONL id>".
+    path = tmp_path / "notes" / "notes.jsonl"
+    path.parent.mkdir()
     lines = [
         json.dumps(
             {
@@ -108,13 +110,13 @@ def test_ask_command_refreshes_stale_index_and_prints_only_the_pack(notes_home: 
         _cli(), ["ask", "running docker container bash shell", "--budget", "150"]
     )
     assert result.exit_code == 0, result.output
-    assert result.stdout.startswith("[note docker/exec.md]")
+    assert result.stdout.startswith("[note notes/docker/exec.md]")
     assert count_tokens(result.stdout.rstrip("\n"), "mistral:7b") <= 150
     assert "refreshed" in result.stderr
     conn = connect(notes_home / "selene.duckdb")
     try:
         stamped = conn.execute(
-            "SELECT last_accessed_at FROM processed_notes WHERE note_id = 'docker/exec.md'"
+            "SELECT last_accessed_at FROM processed_notes WHERE note_id = 'notes/docker/exec.md'"
         ).fetchone()[0]
     finally:
         conn.close()

@@ -46,7 +46,8 @@ def test_ingest_reingest_and_edit_one_note(corpus):
         before = dict(conn.execute("SELECT id, ingested_at FROM notes").fetchall())
         titles = dict(conn.execute("SELECT id, title FROM notes").fetchall())
     rows = [json.loads(line) for line in (corpus / "til.jsonl").read_text().splitlines()]
-    source = {row["id"]: row for row in rows}
+    # Ids are home-wide: the folder's key (its name, "notes") before the JSONL id.
+    source = {f"notes/{row['id']}": row for row in rows}
     assert titles == {k: v["title"] for k, v in source.items()}
 
     again = _run()
@@ -63,8 +64,10 @@ def test_ingest_reingest_and_edit_one_note(corpus):
     assert _version(edited) != _version(first)
     with open_store(db) as conn:
         after = dict(conn.execute("SELECT id, ingested_at FROM notes").fetchall())
-        content = conn.execute("SELECT content FROM notes WHERE id = ?", [row["id"]]).fetchone()[0]
-    assert [k for k in after if after[k] != before[k]] == [row["id"]]
+        content = conn.execute(
+            "SELECT content FROM notes WHERE id = ?", [f"notes/{row['id']}"]
+        ).fetchone()[0]
+    assert [k for k in after if after[k] != before[k]] == [f"notes/{row['id']}"]
     assert content.endswith("An edit.")
 
 
@@ -89,7 +92,7 @@ def test_bad_file_ingests_the_rest_and_deleted_file_marks_notes(tmp_path, monkey
     with open_store(load_settings().db_path) as conn:
         rows = dict(conn.execute("SELECT id, deleted_at IS NOT NULL FROM notes").fetchall())
         errors = conn.execute("SELECT count(*) FROM ingest_errors").fetchone()[0]
-    assert rows == {"n0.md": True, "n1.md": False, "n2.md": False}
+    assert rows == {"md/n0.md": True, "md/n1.md": False, "md/n2.md": False}
     assert errors == 1
     (folder / "n0.md").write_text("# Note 0\nbody 0")
     assert _meta(_run())["notes"] == 3

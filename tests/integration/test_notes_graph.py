@@ -110,7 +110,7 @@ def test_threads_tiers_and_digests_match_rules_applied_to_the_source(graph):
     for row in source:
         age = (NOW - datetime.fromisoformat(row["created_at"])).total_seconds() / 86400
         status = "active" if row["topic"].lower() in active else "archived"
-        assert tiers[row["id"]] == compute_tier(age, True, status, age), row["id"]
+        assert tiers[f"notes/{row['id']}"] == compute_tier(age, True, status, age), row["id"]
 
 
 def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens(graph_env):

@@ -132,4 +132,9 @@ def test_model_server_failing_mid_run_keeps_results_and_rerun_makes_only_missing
 def _ids(notes: Path) -> list[str]:
     import json
 
-    return [json.loads(line)["id"] for line in notes.read_text().splitlines() if line.strip()]
+    # Stored ids carry the folder's key ("notes/") before the JSONL id.
+    return [
+        f"{notes.parent.name}/{json.loads(line)['id']}"
+        for line in notes.read_text().splitlines()
+        if line.strip()
+    ]

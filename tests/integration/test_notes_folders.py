@@ -1,0 +1,284 @@
+"""Note ids are unique across every folder ingested into one home (DESIGN.md, Interfaces;
+issue 17 item 1): two folders that both hold `todo.md` give two notes, and ingesting one
+folder never changes or deletes another's notes. Real files, real DuckDB, the real
+definitions through `service.ingest` and `dagster.materialize`; the migration test builds a
+home with the old schema (migrations 001–005) and rows as the old ingest wrote them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from selene_dag import service
+from selene_dag.config import load_settings
+from selene_dag.defs.runs import materialize
+from selene_dag.notes.folders import ingest_scope
+from selene_dag.notes.ingest import content_hash, read_notes
+from selene_dag.retrieval.evaluate import Question, applicable
+from selene_dag.store import connect, discover_migrations, migrate, open_store
+from tests.conftest import DEMO_NOTES
+
+
+def _write(folder: Path, files: dict[str, str]) -> Path:
+    for rel, text in files.items():
+        path = folder / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return folder
+
+
+def _rows(db: Path) -> dict[str, tuple]:
+    with open_store(db) as conn:
+        rows = conn.execute(
+            "SELECT id, source, content, deleted_at IS NOT NULL, ingested_at FROM notes"
+        ).fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+def _raw_notes(monkeypatch: pytest.MonkeyPatch, path: Path) -> dict:
+    monkeypatch.setenv("SELENE_NOTES_DIR", str(path))
+    result = materialize(["raw_notes"], dg.DagsterInstance.ephemeral())
+    mat = result.asset_materializations_for_node("raw_notes")[0]
+    return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+
+
+def test_two_folders_with_the_same_file_names_keep_both_notes(tmp_path: Path, home: Path) -> None:
+    settings = load_settings(home=home, now_override="2026-07-15")
+    a = _write(tmp_path / "a", {"todo.md": "# Todo A\nbuy saffron for the paella"})
+    b = _write(tmp_path / "b", {"todo.md": "# Todo B\nrenew the kayak permit"})
+
+    first = service.ingest(settings, a)
+    assert (first.notes, first.inserted, first.id_prefix) == (1, 1, "a/")
+    before = _rows(settings.db_path)
+    second = service.ingest(settings, b)
+    assert (second.notes, second.inserted, second.home_notes) == (1, 1, 2)
+    after = _rows(settings.db_path)
+    assert set(after) == {"a/todo.md", "b/todo.md"}
+    assert after["a/todo.md"] == before["a/todo.md"]  # untouched, not even re-stamped
+    assert "saffron" in after["a/todo.md"][1] and "kayak" in after["b/todo.md"][1]
+
+    # Each note is found and cited under its own id.
+    saffron = service.ask(settings, "saffron paella", 200)
+    kayak = service.ask(settings, "kayak permit", 200)
+    assert saffron.items[0].citation.startswith("note a/todo.md")
+    assert kayak.items[0].citation.startswith("note b/todo.md")
+
+    # Deleting a's file marks only a's note deleted; b's note stays live and unchanged.
+    (a / "todo.md").unlink()
+    (a / "other.md").write_text("# Other\nsomething else")
+    third = service.ingest(settings, a)
+    assert (third.deleted, third.inserted) == (1, 1)
+    final = _rows(settings.db_path)
+    assert final["a/todo.md"][2] is True
+    assert final["b/todo.md"] == after["b/todo.md"]
+
+
+def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
+    settings = load_settings(home=home, now_override="2026-07-15")
+    files = {"todo.md": "# Todo\nthe same words", "sub/idea.md": "# Idea\nthe same idea"}
+    first = _write(tmp_path / "x" / "notes", files)
+    second = _write(tmp_path / "y" / "notes", files)
+    assert service.ingest(settings, first).inserted == 2
+    # Identical files in another folder are still new notes (the folder is part of what
+    # Dagster sees as the notes source's version), under the key "notes-2".
+    report = service.ingest(settings, second)
+    assert (report.inserted, report.id_prefix) == (2, "notes-2/")
+    assert set(_rows(settings.db_path)) == {
+        "notes/todo.md",
+        "notes/sub/idea.md",
+        "notes-2/todo.md",
+        "notes-2/sub/idea.md",
+    }
+    with open_store(settings.db_path) as conn:
+        folders = dict(conn.execute("SELECT key, path FROM note_folders").fetchall())
+    assert folders == {"notes": str(first.resolve()), "notes-2": str(second.resolve())}
+    # Keys are stable: ingesting the first folder again keeps "notes" and changes nothing.
+    again = service.ingest(settings, first)
+    assert (again.id_prefix, again.inserted, again.changed, again.deleted) == ("notes/", 0, 0, 0)
+
+
+def test_a_file_or_sub_folder_of_a_registered_folder_keeps_its_ids(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = _write(
+        tmp_path / "notes",
+        {"todo.md": "# Todo\nfirst", "work/plan.md": "# Plan\nq3", "work/log.md": "# Log\nmon"},
+    )
+    assert _raw_notes(monkeypatch, folder)["inserted"] == 3
+    before = _rows(load_settings().db_path)
+    # One file, then one sub-folder: same ids as from the whole folder, nothing new.
+    one = _raw_notes(monkeypatch, folder / "work" / "plan.md")
+    assert (one["inserted"], one["unchanged"], one["marked_deleted"]) == (0, 1, 0)
+    (folder / "work" / "log.md").unlink()
+    sub = _raw_notes(monkeypatch, folder / "work")
+    assert (sub["inserted"], sub["marked_deleted"]) == (0, 1)
+    after = _rows(load_settings().db_path)
+    assert set(after) == {"notes/todo.md", "notes/work/plan.md", "notes/work/log.md"}
+    assert after["notes/todo.md"] == before["notes/todo.md"]  # outside the sub-folder
+    assert after["notes/work/log.md"][2] is True
+
+
+def test_a_registered_folder_inside_a_new_one_keeps_its_notes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    outer = _write(tmp_path / "all", {"top.md": "# Top\nt", "inner/deep.md": "# Deep\nd"})
+    inner = outer / "inner"
+    assert _raw_notes(monkeypatch, inner)["inserted"] == 1  # key "inner"
+    meta = _raw_notes(monkeypatch, outer)  # key "all": leaves inner's note to inner
+    assert meta["inserted"] == 1
+    rows = _rows(load_settings().db_path)
+    assert set(rows) == {"inner/deep.md", "all/top.md"}
+    (inner / "deep.md").unlink()
+    assert _raw_notes(monkeypatch, outer)["marked_deleted"] == 0
+    assert _raw_notes(monkeypatch, inner)["marked_deleted"] == 1
+
+
+def test_ingest_scope_names_keys_without_writing(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "s.duckdb")
+    (tmp_path / "p" / "notes").mkdir(parents=True)
+    (tmp_path / "q" / "notes").mkdir(parents=True)
+    scope = ingest_scope(conn, tmp_path / "p" / "notes")
+    assert (scope.key, scope.new) == ("notes", True)
+    assert conn.execute("SELECT count(*) FROM note_folders").fetchone()[0] == 0
+    conn.execute(
+        "INSERT INTO note_folders (key, path) VALUES ('notes', ?), ('notes-2', ?)",
+        [str(tmp_path / "p" / "notes"), str(tmp_path / "elsewhere" / "notes")],
+    )
+    assert ingest_scope(conn, tmp_path / "q" / "notes").key == "notes-3"
+    inside = ingest_scope(conn, tmp_path / "p" / "notes")
+    assert (inside.key, inside.new, inside.note_id("a.md")) == ("notes", False, "notes/a.md")
+    conn.close()
+
+
+def test_eval_questions_match_notes_by_their_id_inside_the_folder(
+    tmp_path: Path, home: Path
+) -> None:
+    """The shipped question sets name notes by their corpus id (``note:gpt3/chatgpt-api.md``);
+    they still apply once the ids carry the folder's key."""
+    rows = [json.loads(line) for line in DEMO_NOTES.read_text().splitlines()[:15]]
+    folder = tmp_path / "til"
+    folder.mkdir()
+    (folder / "til.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    settings = load_settings(home=home, now_override="2026-07-15")
+    service.ingest(settings, folder)
+    questions = [
+        Question("q1", ("x",), f"note:{rows[0]['id']}"),
+        Question("q2", ("x",), f"note:til/{rows[1]['id']}"),
+        Question("q3", ("x",), "note:not/in/corpus.md"),
+        Question("q4", ("x",), f"note:{rows[2]['id'].split('/')[-1]}"),  # a bare file name
+    ]
+    with open_store(settings.db_path) as conn:
+        kept = applicable(conn, questions)
+    assert [q.question for q in kept] == ["q1", "q2"]
+
+
+# --- migration 006 on a home built with the old schema --------------------------------
+
+
+def _old_home(db: Path) -> duckdb.DuckDBPyConnection:
+    conn = duckdb.connect(str(db))
+    migrate(conn, [m for m in discover_migrations() if m.version <= 5])
+    return conn
+
+
+def _insert_old(conn, note_id: str, source: Path, title: str, content: str, **extra) -> None:
+    conn.execute(
+        "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source, "
+        "topic, deleted_at, ingested_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        [
+            note_id,
+            title,
+            content,
+            content_hash(title, content),
+            extra.get("created", "2024-01-01T00:00:00Z"),
+            extra.get("updated", "2024-01-01T00:00:00Z"),
+            str(source),
+            extra.get("topic"),
+            extra.get("deleted"),
+            extra.get("ingested", "2024-06-01T00:00:00Z"),
+        ],
+    )
+
+
+def test_migration_moves_legacy_ids_to_the_ids_a_new_ingest_gives(tmp_path: Path) -> None:
+    folder = _write(
+        tmp_path / "notes",
+        {"todo.md": "# Todo\nwater the plants", "work/plan.md": "# Plan\nship the q3 report"},
+    )
+    other = _write(tmp_path / "elsewhere" / "notes", {"call.md": "# Call\ncall the plumber"})
+    til = tmp_path / "til"
+    til.mkdir()
+    rows = [json.loads(line) for line in DEMO_NOTES.read_text().splitlines()[:3]]
+    (til / "til.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    db = tmp_path / "home" / "selene.duckdb"
+    db.parent.mkdir()
+    conn = _old_home(db)
+    # As the old ingest wrote them: ids relative to the folder given to `ingest`, the
+    # JSONL's own ids, and the same file once more from a sub-folder ingest.
+    for note in read_notes(folder).notes:
+        _insert_old(conn, note.id, folder / note.id, note.title, note.content)
+    _insert_old(conn, "plan.md", folder / "work" / "plan.md", "Plan", "ship the q3 report",
+                ingested="2024-07-01T00:00:00Z")  # fmt: skip
+    # Another folder named "notes", ingested later; its note was deleted since.
+    _insert_old(conn, "call.md", other / "call.md", "Call", "call the plumber",
+                ingested="2024-06-02T00:00:00Z", deleted="2024-06-03T00:00:00Z")  # fmt: skip
+    for row in rows:
+        _insert_old(conn, row["id"], til / "til.jsonl", row["title"], row["content"])
+    conn.execute(
+        "INSERT INTO processed_notes (note_id, essence, fidelity_tier) "
+        "SELECT id, 'essence of ' || id, 'high' FROM notes"
+    )
+    conn.execute("INSERT INTO thread_notes VALUES ('topic:chores', 'todo.md'), ('t2', 'plan.md')")
+    conn.execute(
+        "INSERT INTO daily_summaries (day, summary, note_count, note_ids) "
+        "VALUES ('2024-01-01', 'a day', 2, ['todo.md', ?])",
+        [rows[0]["id"]],
+    )
+    conn.close()
+
+    conn = connect(db)  # applies 006
+    notes = dict(conn.execute("SELECT id, deleted_at IS NOT NULL FROM notes").fetchall())
+    assert notes == {
+        "notes/todo.md": False,
+        "notes/work/plan.md": False,  # two old rows of one file: one note
+        "notes-2/call.md": True,
+        **{f"til/{r['id']}": False for r in rows},
+    }
+    folders = dict(conn.execute("SELECT path, key FROM note_folders").fetchall())
+    assert folders == {str(folder): "notes", str(other): "notes-2", str(til): "til"}
+    essences = dict(conn.execute("SELECT note_id, essence FROM processed_notes").fetchall())
+    assert essences["notes/todo.md"] == "essence of todo.md"
+    assert essences["notes/work/plan.md"] == "essence of plan.md"  # the newest ingest's row
+    assert set(essences) == set(notes)
+    assert sorted(conn.execute("SELECT * FROM thread_notes").fetchall()) == [
+        ("t2", "notes/work/plan.md"),
+        ("topic:chores", "notes/todo.md"),
+    ]
+    assert conn.execute("SELECT note_ids FROM daily_summaries").fetchone()[0] == [
+        "notes/todo.md",
+        f"til/{rows[0]['id']}",
+    ]
+    conn.close()
+
+    # ask works on the upgraded home at once: the index sees the new ids and is rebuilt.
+    settings = load_settings(home=db.parent, now_override="2026-07-15")
+    upgraded = service.ask(settings, "ship the q3 report", 200)
+    assert upgraded.stats["index_refreshed"]
+    assert upgraded.items[0].citation.startswith("note notes/work/plan.md")
+    # A new ingest of each folder finds every note already there under the same id.
+    for path in (folder, til):
+        report = service.ingest(settings, path)
+        assert (report.inserted, report.deleted) == (0, 0), path
+    report = service.ingest(settings, other)
+    assert (report.inserted, report.id_prefix) == (0, "notes-2/")  # restored, not new
+    assert set(_rows(db)) == set(notes)
+    assert (
+        service.ask(settings, "water the plants", 200)
+        .items[0]
+        .citation.startswith("note notes/todo.md")
+    )
