@@ -22,6 +22,7 @@ from typing import Any
 import duckdb
 
 from selene_dag.config import Settings
+from selene_dag.context.builder import pack_notes
 from selene_dag.context.compaction import (
     CompactionReport,
     compact_messages,
@@ -35,7 +36,12 @@ from selene_dag.llm.cache import CacheStatsRow
 from selene_dag.llm.cache import cache_clear as clear_cache_rows
 from selene_dag.llm.cache import cache_stats as cache_stat_rows
 from selene_dag.llm.engine import EngineError
-from selene_dag.notes.context_notes import load_context_notes, mark_accessed, pack_all_notes
+from selene_dag.notes.context_notes import (
+    load_context_notes,
+    mark_accessed,
+    pack_all_notes,
+    prepare_stored,
+)
 from selene_dag.notes.folders import ingest_scope
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import read_notes
@@ -197,7 +203,8 @@ def context(settings: Settings, budget: int, model: str | None = None) -> Contex
         notes = load_context_notes(conn)
         if not notes:
             raise NotFoundError("no notes yet: run `selene-dag ingest PATH` first")
-        pack = pack_all_notes(notes, budget, model)
+        prepared, _ = prepare_stored(conn, notes, model)
+        pack = pack_notes(prepared, budget)
         used = [n for n, tier in pack.tiers.items() if tier in ("full", "high", "summary")]
         mark_accessed(conn, used, settings.now())
     return ContextPack(

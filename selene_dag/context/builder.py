@@ -245,8 +245,11 @@ def prepare_notes(
     notes: Sequence[Mapping[str, Any]],
     model: str | None = None,
     priority: Callable[[Mapping[str, Any]], Any] | None = None,
+    count_batch: Callable[[Sequence[str]], Sequence[int]] | None = None,
 ) -> PreparedNotes:
-    """Order ``notes`` by priority and count every representation (``count_tokens_batch``).
+    """Order ``notes`` by priority and count every representation (``count_tokens_batch``
+    in ``model``'s tokens, or ``count_batch`` when given: a counter that must return
+    exactly those counts, e.g. read from a store of counts made before).
 
     ``priority`` is a key (larger = more important; default :func:`default_priority`);
     ties keep input order. Raises TypeError on bad input.
@@ -267,7 +270,8 @@ def prepare_notes(
         start = TIER_RANK[note_tier(note)]
         reps.append([(tier, render_note(note, tier)) for tier in TIERS[start:]])
     flat = sorted({text for chain in reps for _, text in chain})
-    counted = dict(zip(flat, count_tokens_batch(flat, model), strict=True)) if flat else {}
+    counts = count_batch(flat) if count_batch else count_tokens_batch(flat, model)
+    counted = dict(zip(flat, counts, strict=True)) if flat else {}
     # Each block is budgeted with one separator: the join adds one fewer, a small margin.
     sep_cost = count_tokens(SEPARATOR, model)
     chains: list[list[tuple[str, str, int]]] = []

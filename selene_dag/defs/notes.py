@@ -19,7 +19,8 @@ from pathlib import Path
 import dagster as dg
 
 from selene_dag.config import load_settings
-from selene_dag.context import count_tokens, count_tokens_batch
+from selene_dag.context import count_tokens
+from selene_dag.context.builder import pack_notes
 from selene_dag.defs.conditions import (
     DAILY_SUMMARY_CRON,
     DIGESTS_CRON,
@@ -38,7 +39,7 @@ from selene_dag.defs.metadata import (
     markdown_table,
 )
 from selene_dag.defs.resources import SeleneResource
-from selene_dag.notes.context_notes import load_context_notes, pack_all_notes
+from selene_dag.notes.context_notes import load_context_notes, prepare_stored
 from selene_dag.notes.daily import summarize_days, write_day_summaries
 from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
 from selene_dag.notes.fidelity import compute_tier
@@ -381,10 +382,9 @@ def compression_health(
     with selene.connection() as conn:
         health = health_document(conn, settings.now())
         notes = load_context_notes(conn)
-    full_tokens = sum(
-        count_tokens_batch([f"--- {n['title']} ---\n{n['content']}" for n in notes], settings.model)
-    )
-    pack = pack_all_notes(notes, HEALTH_BUDGET, settings.model)
+        prepared, counter = prepare_stored(conn, notes, settings.model)
+        full_tokens = sum(counter([f"--- {n['title']} ---\n{n['content']}" for n in notes]))
+    pack = pack_notes(prepared, HEALTH_BUDGET)
     tier_rows = [(tier, count) for tier, count in health["tiers"].items()]
     metadata = {
         AS_OF_DAY: dg.MetadataValue.text(settings.now().date().isoformat()),
@@ -399,6 +399,8 @@ def compression_health(
         "active_threads": dg.MetadataValue.int(health["threadDigests"]["activeThreads"]),
         "active_threads_with_digest": dg.MetadataValue.int(health["threadDigests"]["withDigest"]),
         "model": dg.MetadataValue.text(settings.model),
+        "texts_counted": dg.MetadataValue.int(counter.counted),
+        "texts_count_reused": dg.MetadataValue.int(counter.reused),
         "tokens_all_notes_full": dg.MetadataValue.int(full_tokens),
         "tokens_packed": dg.MetadataValue.int(pack.total_tokens),
         "pack_budget": dg.MetadataValue.int(HEALTH_BUDGET),
@@ -482,10 +484,10 @@ def context_within_budget(selene: SeleneResource) -> dg.AssetCheckResult:
     """Pack all notes at several budgets and count each pack in the model's own tokens."""
     model = selene.settings().model
     with selene.connection() as conn:
-        notes = load_context_notes(conn)
+        prepared, _ = prepare_stored(conn, load_context_notes(conn), model)
     results = {}
     for budget in (500, 4_000, HEALTH_BUDGET):
-        pack = pack_all_notes(notes, budget, model)
+        pack = pack_notes(prepared, budget)
         results[budget] = count_tokens(pack.text, model)
     over = {b: t for b, t in results.items() if t > b}
     return dg.AssetCheckResult(

@@ -8,7 +8,14 @@ from typing import Any
 
 import duckdb
 
-from selene_dag.context.builder import NotesPack, default_priority, pack_notes
+from selene_dag.context.builder import (
+    NotesPack,
+    PreparedNotes,
+    default_priority,
+    pack_notes,
+    prepare_notes,
+)
+from selene_dag.notes.token_store import StoredCounts
 
 CONTEXT_COLUMNS = (
     "id",
@@ -47,6 +54,15 @@ def activity_priority(note: Mapping[str, Any]) -> tuple:
 def pack_all_notes(notes: Sequence[Mapping[str, Any]], budget: int, model: str | None) -> NotesPack:
     """Pack every note into ``budget`` tokens of ``model``, newest and most active first."""
     return pack_notes(notes, budget, model=model, priority=activity_priority)
+
+
+def prepare_stored(
+    conn: duckdb.DuckDBPyConnection, notes: Sequence[Mapping[str, Any]], model: str
+) -> tuple[PreparedNotes, StoredCounts]:
+    """``notes`` ordered and counted for ``pack_notes`` (most active first), each text's
+    count read from ``token_counts`` when it was counted before (new ones are stored)."""
+    counter = StoredCounts(conn, model)
+    return prepare_notes(notes, model, activity_priority, count_batch=counter), counter
 
 
 def mark_accessed(conn: duckdb.DuckDBPyConnection, note_ids: Iterable[str], now: datetime) -> int:

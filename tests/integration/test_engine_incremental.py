@@ -91,6 +91,11 @@ def test_one_edited_note_analyses_only_that_note(tmp_path: Path, home: Path) -> 
     (mat,) = outcome.result.asset_materializations_for_node("processed_notes")
     assert mat.metadata["analysed"].value == 1
     assert outcome.reasons.keys() == {"raw_notes"}
+    # Health counts tokens only for the edited note's texts; the rest come from
+    # token_counts (computed once per text and model).
+    (health,) = outcome.result.asset_materializations_for_node("compression_health")
+    counted = health.metadata["texts_counted"].value
+    assert 1 <= counted <= 5 and health.metadata["texts_count_reused"].value >= 19
 
 
 def test_notes_folder_sensor_skips_a_missing_folder(tmp_path: Path, monkeypatch) -> None:

@@ -1,0 +1,41 @@
+"""Token counts stored once per text and model (token_counts): the same counts as the
+tokenizer, each text counted once, another model counted apart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selene_dag.context.builder import pack_notes, prepare_notes
+from selene_dag.context.tokens import count_tokens_batch
+from selene_dag.notes.context_notes import activity_priority
+from selene_dag.notes.token_store import StoredCounts
+from selene_dag.store import open_store
+
+TEXTS = ["one small note", "another note, a bit longer than the first one", "", "one small note"]
+
+
+def test_counts_are_the_tokenizers_and_each_text_is_counted_once(tmp_path: Path) -> None:
+    with open_store(tmp_path / "selene.duckdb") as conn:
+        first = StoredCounts(conn, "mistral:7b")
+        assert first(TEXTS) == count_tokens_batch(TEXTS, "mistral:7b")
+        assert (first.counted, first.reused) == (3, 0)
+        again = StoredCounts(conn, "mistral:7b")
+        assert again(TEXTS) == count_tokens_batch(TEXTS, "mistral:7b")
+        assert (again.counted, again.reused) == (0, 3)
+        other = StoredCounts(conn, "gpt-4")
+        assert other(TEXTS) == count_tokens_batch(TEXTS, "gpt-4")
+        assert other.counted == 3
+        rows = conn.execute("SELECT model, count(*) FROM token_counts GROUP BY 1").fetchall()
+        assert sorted(rows) == [("gpt-4", 3), ("mistral:7b", 3)]
+
+
+def test_a_pack_from_stored_counts_is_the_pack_from_the_tokenizer(tmp_path: Path) -> None:
+    notes = [
+        {"id": f"n{i}", "title": f"Note {i}", "content": "Some text. " * (i + 3)} for i in range(30)
+    ]
+    with open_store(tmp_path / "selene.duckdb") as conn:
+        counter = StoredCounts(conn, "mistral:7b")
+        stored = prepare_notes(notes, "mistral:7b", activity_priority, count_batch=counter)
+        plain = prepare_notes(notes, "mistral:7b", activity_priority)
+        assert stored.chains == plain.chains
+        assert pack_notes(stored, 300).text == pack_notes(plain, 300).text
