@@ -8,6 +8,8 @@ no call.
 Every put is written through a cursor of its own (a separate DuckDB connection to the same
 database) in autocommit mode: it is committed at once, independently of any transaction the
 caller holds, so a crash or a server that goes down mid-run loses nothing already computed.
+A long loop of cheap calls (the extractive engine over 10,000 notes) uses ``deferred()``:
+entries are written together at each ``flush()``, which the loop calls where it commits.
 With ``conn=None`` the cache is a plain in-memory dict (for pure use and tests).
 """
 
@@ -15,6 +17,8 @@ from __future__ import annotations
 
 import hashlib
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,6 +66,8 @@ class LLMCache:
         """
         self._lock = threading.Lock()
         self._memory: dict[str, CacheEntry] = {}
+        self._pending: dict[str, CacheEntry] = {}
+        self._deferred = 0
         self._cursor: duckdb.DuckDBPyConnection | None = None
         if conn is not None:
             if not isinstance(conn, duckdb.DuckDBPyConnection):
@@ -79,6 +85,8 @@ class LLMCache:
         with self._lock:
             if self._cursor is None:
                 return self._memory.get(key)
+            if key in self._pending:
+                return self._pending[key]
             row = self._cursor.execute(
                 "SELECT key, engine, model, task, recipe, output, duration_ms, prompt_tokens,"
                 " output_tokens FROM llm_cache WHERE key = ?",
@@ -99,27 +107,65 @@ class LLMCache:
         )
 
     def put(self, entry: CacheEntry) -> None:
-        """Store ``entry`` (replacing an equal key), committed at once."""
-        output = canonical_json(entry.output)
+        """Store ``entry`` (replacing an equal key): committed at once, or at the next
+        :meth:`flush` inside :meth:`deferred`."""
         with self._lock:
             if self._cursor is None:
                 self._memory[entry.key] = entry
                 return
-            self._cursor.execute(
-                "INSERT OR REPLACE INTO llm_cache (key, engine, model, task, recipe, output,"
-                " duration_ms, prompt_tokens, output_tokens) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    entry.key,
-                    entry.engine,
-                    entry.model,
-                    entry.task,
-                    entry.recipe,
-                    output,
-                    entry.duration_ms,
-                    entry.prompt_tokens,
-                    entry.output_tokens,
-                ],
-            )
+            self._pending[entry.key] = entry
+            if self._deferred:
+                return
+        self.flush()
+
+    @contextmanager
+    def deferred(self) -> Iterator[LLMCache]:
+        """Within the block, entries are kept in memory (``get`` sees them) and written in
+        one transaction by :meth:`flush` or at the end of the block: a commit per call
+        costs more than a cheap computation it caches. A crash loses only entries not yet
+        flushed (they are recomputed)."""
+        with self._lock:
+            self._deferred += 1
+        try:
+            yield self
+        finally:
+            with self._lock:
+                self._deferred -= 1
+            self.flush()
+
+    def flush(self) -> int:
+        """Write the entries kept by :meth:`deferred` in one transaction; returns how many."""
+        with self._lock:
+            if self._cursor is None or not self._pending:
+                return 0
+            rows = [
+                (
+                    e.key,
+                    e.engine,
+                    e.model,
+                    e.task,
+                    e.recipe,
+                    canonical_json(e.output),
+                    e.duration_ms,
+                    e.prompt_tokens,
+                    e.output_tokens,
+                )
+                for e in self._pending.values()
+            ]
+            self._cursor.execute("BEGIN TRANSACTION")
+            try:
+                self._cursor.executemany(
+                    "INSERT OR REPLACE INTO llm_cache (key, engine, model, task, recipe, "
+                    "output, duration_ms, prompt_tokens, output_tokens) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    rows,
+                )
+                self._cursor.execute("COMMIT")
+            except BaseException:
+                self._cursor.execute("ROLLBACK")
+                raise
+            self._pending.clear()
+            return len(rows)
 
     def __len__(self) -> int:
         with self._lock:

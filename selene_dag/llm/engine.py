@@ -11,7 +11,8 @@ now) and ``calls_cached`` (served from the cache) so Dagster assets can report b
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
@@ -147,6 +148,9 @@ class BaseEngine:
 
     name: str = "base"
     model: str = ""
+    # True when a computed call costs milliseconds (no model server): a caller need not
+    # commit after each one.
+    calls_are_cheap: bool = False
 
     def __init__(self, cache: LLMCache | None = None) -> None:
         self.cache = cache if cache is not None else LLMCache(None)
@@ -205,6 +209,18 @@ class BaseEngine:
             )
         )
         return output
+
+
+@contextmanager
+def deferred_cache(engine: Engine) -> Iterator[LLMCache | None]:
+    """``engine``'s cache in deferred mode (``LLMCache.deferred``) for the block, yielded so
+    the caller can ``flush()`` it where it commits; None for an engine without one."""
+    cache = getattr(engine, "cache", None)
+    if not isinstance(cache, LLMCache):
+        yield None
+        return
+    with cache.deferred():
+        yield cache
 
 
 def require_text(value: object, what: str, *, allow_empty: bool = True) -> str:

@@ -11,6 +11,7 @@ ends.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -18,7 +19,7 @@ from datetime import datetime
 
 import duckdb
 
-from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine
+from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, deferred_cache
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
 from selene_dag.text import hash_rows
@@ -82,8 +83,14 @@ def analyse_notes(
             with transaction(conn):
                 for params in batch:
                     conn.execute(upsert, params)
+        if cache is not None:
+            cache.flush()  # the model calls' cache entries go with the notes they made
         last_commit = time.monotonic()
 
+    # The extractive engine's "calls" cost milliseconds: batch them like cache hits.
+    cheap = bool(getattr(engine, "calls_are_cheap", False))
+    stack = contextlib.ExitStack()
+    cache = stack.enter_context(deferred_cache(engine))
     try:
         for index, (note_id, title, content, chash) in enumerate(todo, start=1):
             calls_before = engine.calls_made
@@ -104,7 +111,7 @@ def analyse_notes(
                 }
             )
             stats.analysed += 1
-            paid_for = engine.calls_made > calls_before
+            paid_for = engine.calls_made > calls_before and not cheap
             if paid_for or time.monotonic() - last_commit >= COMMIT_EVERY_SECONDS:
                 commit_pending()
             if progress:
@@ -112,6 +119,7 @@ def analyse_notes(
     finally:
         # Keep every completed note, also when the engine fails on the next one.
         commit_pending()
+        stack.close()
     return stats
 
 

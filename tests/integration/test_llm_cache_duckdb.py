@@ -75,3 +75,20 @@ def test_missing_table_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="llm_cache"):
         cache_stats(raw)
     raw.close()
+
+
+def test_deferred_puts_are_seen_at_once_and_written_together(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "selene.duckdb")
+    cache = LLMCache(conn)
+    engine = ExtractiveEngine(cache=cache)
+    with cache.deferred():
+        result = engine.analyze_note(*NOTES[0])
+        assert conn.execute("SELECT count(*) FROM llm_cache").fetchone()[0] == 0
+        assert engine.analyze_note(*NOTES[0]) == result  # served from the pending entry
+        assert (engine.calls_made, engine.calls_cached) == (1, 1)
+        assert cache.flush() == 1
+        assert conn.execute("SELECT count(*) FROM llm_cache").fetchone()[0] == 1
+        engine.analyze_note("Another", "A second note about flexbox and its axes.")
+    # Leaving the block writes what is left.
+    assert conn.execute("SELECT count(*) FROM llm_cache").fetchone()[0] == 2
+    conn.close()

@@ -26,6 +26,7 @@ class ExtractiveEngine(BaseEngine):
     """Deterministic offline engine; each task's algorithm is described in its module."""
 
     name = "extractive"
+    calls_are_cheap = True  # milliseconds each: callers batch their commits
 
     def __init__(
         self,
