@@ -209,12 +209,11 @@ def stale_reasons(
     (assets tagged ``selene/clock``). Keys absent from the result are fresh."""
     from dagster._core.definitions.data_version import StaleStatus
 
-    from selene_dag.llm import get_engine
+    from selene_dag.llm.factory import engine_label
 
     resolver = _stale_resolver(instance)
     graph = defs.resolve_asset_graph()
-    engine = get_engine(settings)
-    expected_engine = f"{engine.name}:{engine.model}"
+    expected_engine = engine_label(settings)
     today = settings.now().date().isoformat()
     reasons: dict[str, str] = {}
     for key in keys:

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from selene_dag.config import Settings, load_settings
 from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.engine import BaseEngine
+from selene_dag.llm.versions import EXTRACTIVE_MODEL
 
 if TYPE_CHECKING:
     import duckdb
@@ -43,4 +44,15 @@ def get_engine(
             timeout=settings.ollama_timeout,
             cache=cache,
         )
+    raise ValueError(f"unknown engine {settings.llm!r}: expected extractive or ollama")
+
+
+def engine_label(settings: Settings) -> str:
+    """``engine:model`` of the engine ``settings`` name, as ``get_engine`` would build it,
+    without importing the engine (the extractive one loads scikit-learn). Raises
+    ValueError for an unknown engine name."""
+    if settings.llm == "extractive":
+        return f"extractive:{EXTRACTIVE_MODEL}"
+    if settings.llm == "ollama":
+        return f"ollama:{settings.model.strip()}"
     raise ValueError(f"unknown engine {settings.llm!r}: expected extractive or ollama")

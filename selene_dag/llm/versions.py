@@ -12,3 +12,6 @@ ALGORITHM_VERSIONS = {
     "summarize": "summarize@2",
     "assess_chunk": "assess_chunk@1",
 }
+
+# The extractive engine's model name, as recorded with what it computed ("engine:model").
+EXTRACTIVE_MODEL = "extractive-v1"

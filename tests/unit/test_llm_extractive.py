@@ -177,3 +177,14 @@ def test_threads_cluster_notes_by_topic() -> None:
         assert len(prefixes) == 1 and len(thread.note_ids) == 4
         assert thread.name and thread.why
     assert ExtractiveEngine().detect_threads("", list(reversed(notes))) == threads
+
+
+def test_engine_label_names_the_engine_get_engine_builds() -> None:
+    from selene_dag.config import load_settings
+    from selene_dag.llm import get_engine
+    from selene_dag.llm.factory import engine_label
+
+    for env in ({"SELENE_LLM": "extractive"}, {"SELENE_LLM": "ollama", "SELENE_MODEL": "qwen3"}):
+        settings = load_settings(env)
+        engine = get_engine(settings)
+        assert engine_label(settings) == f"{engine.name}:{engine.model}"

@@ -19,7 +19,7 @@ from selene_dag.llm.engine import (
     require_text,
 )
 from selene_dag.llm.extractive import assess, digest, essence, summarize, threads
-from selene_dag.llm.versions import ALGORITHM_VERSIONS
+from selene_dag.llm.versions import ALGORITHM_VERSIONS, EXTRACTIVE_MODEL
 
 
 class ExtractiveEngine(BaseEngine):
@@ -39,7 +39,7 @@ class ExtractiveEngine(BaseEngine):
     ) -> None:
         """``token_model`` is the default model whose tokens ``summarize`` counts."""
         super().__init__(cache)
-        self.model = "extractive-v1"
+        self.model = EXTRACTIVE_MODEL
         self.token_model = token_model
         self.concepts_k = concepts_k
         self.min_thread_notes = min_thread_notes
