@@ -291,14 +291,19 @@ def passage_bm25(
 
 
 def passage_dense(
-    conn: duckdb.DuckDBPyConnection, question: str, kinds: Sequence[str], limit: int
+    conn: duckdb.DuckDBPyConnection,
+    question: str,
+    kinds: Sequence[str],
+    limit: int,
+    matrix: _Matrix | None = None,
 ) -> list[tuple[str, float]]:
     """The ``limit`` passages whose embedding is closest (cosine) to the question's, as
-    ``(passage_id, similarity)``, best first; empty when the question embeds to zero."""
+    ``(passage_id, similarity)``, best first; empty when the question embeds to zero.
+    ``matrix``: the index's ``passage_matrix`` when the caller already has it."""
     vector = embed_query(question)
     if not vector.any():
         return []
-    matrix = passage_matrix(conn)
+    matrix = matrix if matrix is not None else passage_matrix(conn)
     if not len(matrix.ids):
         return []
     sims = matrix.vectors @ vector
@@ -345,11 +350,12 @@ def hybrid_passages(
     lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit)]
     if not lexical:
         return []
-    nearest = [p for p, _ in passage_dense(conn, question, kinds, limit)] if dense else []
+    matrix = passage_matrix(conn)
+    nearest = [p for p, _ in passage_dense(conn, question, kinds, limit, matrix)] if dense else []
     scores = fuse([lexical, nearest], k, (1.0, dense_weight))
     if not scores:
         return []
-    rows = passage_matrix(conn).spans
+    rows = matrix.spans
     lex_rank = {p: i for i, p in enumerate(lexical, 1)}
     dense_rank = {p: i for i, p in enumerate(nearest, 1)}
     hits = [
