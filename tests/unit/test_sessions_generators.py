@@ -92,3 +92,14 @@ def test_deterministic_and_bad_platform(distilled) -> None:
     assert render_session("codex", distilled, META) == render_session("codex", distilled, META)
     with pytest.raises(UsageError, match="platform"):
         render_session("cursor", distilled, META)
+
+
+def test_a_timestamp_that_is_not_iso_makes_a_safe_file_name(distilled, tmp_path: Path) -> None:
+    # A Codex file with slash-dated timestamps once made `distill run` write
+    # distilled/codex/rollout-2025/10/31 …jsonl.tmp (issue #18 item 6).
+    odd = SeedMeta(META.key, "codex", ("x",), "/p", "2025/10/31 17:00:00", "Distilled")
+    path = write_session("codex", distilled, odd, tmp_path)
+    assert path.parent == tmp_path and path.is_file()
+    assert " " not in path.name and "/" not in path.name
+    assert path.name.startswith("rollout-2025-10-31-17-00-00-")
+    assert detect_platform(path) == "codex"

@@ -8,6 +8,7 @@ tokens the wrapper texts add, so the distiller can keep the whole file within bu
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from selene_dag.context.tokens import count_tokens
@@ -55,11 +56,24 @@ def render_session(platform: str, distilled: DistilledSession, meta: SeedMeta) -
     return gemini.file_name(meta), gemini.render(texts, meta)
 
 
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def safe_file_name(name: str) -> str:
+    """``name`` with every run of characters other than letters, digits, ``.``, ``_`` and
+    ``-`` replaced by one ``-`` (a timestamp such as ``2025/10/31 17:00:00`` from a session
+    file must not become folders or spaces in the output path)."""
+    cleaned = _UNSAFE.sub("-", name).strip("-.")
+    return cleaned or "session"
+
+
 def write_session(
     platform: str, distilled: DistilledSession, meta: SeedMeta, directory: Path
 ) -> Path:
-    """Write the session file under ``directory`` (atomically: temp file then rename)."""
+    """Write the session file under ``directory`` (atomically: temp file then rename),
+    under a name of safe characters only (``safe_file_name``)."""
     name, text = render_session(platform, distilled, meta)
+    name = safe_file_name(name)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / name
     tmp = target.with_name(target.name + ".tmp")
@@ -76,5 +90,6 @@ __all__ = [
     "message_texts",
     "overhead_tokens",
     "render_session",
+    "safe_file_name",
     "write_session",
 ]
