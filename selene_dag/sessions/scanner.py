@@ -13,9 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from selene_dag.config import SessionRoot
-from selene_dag.sessions.parsers.detect import detect_platform_bytes
-
-_DETECT_BYTES = 8192
+from selene_dag.sessions.parsers.detect import detect_platform_file
 
 
 @dataclass(frozen=True)
@@ -76,8 +74,7 @@ def _inside(path: str, root_real: str) -> bool:
 
 def _detect(path: str) -> str | None:
     try:
-        with open(path, "rb") as handle:
-            return detect_platform_bytes(handle.read(_DETECT_BYTES))
+        return detect_platform_file(path)
     except OSError:
         return None
 

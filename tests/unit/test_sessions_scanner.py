@@ -110,3 +110,20 @@ def test_thousand_files_scan_without_parsing(tmp_path: Path) -> None:
     found = scan_roots([SessionRoot(root, None)])
     assert len(found) == 1000
     assert len({f.session_key for f in found}) == 1000
+
+
+def test_a_bare_root_detects_a_file_whose_header_line_is_long(tmp_path: Path) -> None:
+    # Recent Codex headers carry long base instructions: the first record alone is far
+    # longer than a byte window, and the file was skipped silently (issue #18 item 1).
+    import json
+
+    lines = REAL_CODEX.read_text(encoding="utf-8").splitlines()
+    header = json.loads(lines[0])
+    header.setdefault("payload", {})["base_instructions"] = {"text": "Be careful. " * 4000}
+    root = tmp_path / "sessions"
+    root.mkdir()
+    target = root / "rollout-long-header.jsonl"
+    target.write_text("\n".join([json.dumps(header), *lines[1:]]) + "\n", encoding="utf-8")
+    assert len(json.dumps(header)) > 40_000
+    found = scan_roots([SessionRoot(root, None)])
+    assert [(Path(f.path).name, f.platform) for f in found] == [(target.name, "codex")]

@@ -11,6 +11,8 @@ from selene_dag.sessions.parsers.model import PLATFORMS
 
 _HEAD_BYTES = 65536
 _HEAD_LINES = 20
+# Far above any real header line; a file whose first lines are larger is not a transcript.
+_MAX_DETECT_BYTES = 64 * 1024 * 1024
 _CODEX_TYPES = {
     "session_meta",
     "response_item",
@@ -58,9 +60,7 @@ def _classify(obj: dict[str, Any], first: bool) -> str | None:
     return None
 
 
-def detect_platform_bytes(head: bytes) -> str | None:
-    """Platform of a transcript from its first bytes, or None when they do not tell."""
-    lines = [line for line in head.split(b"\n")[:_HEAD_LINES] if line.strip()]
+def _vote(lines: list[bytes]) -> str | None:
     votes: dict[str, int] = {}
     for index, line in enumerate(lines):
         try:
@@ -71,8 +71,19 @@ def detect_platform_bytes(head: bytes) -> str | None:
             platform = _classify(obj, first=index == 0)
             if platform:
                 votes[platform] = votes.get(platform, 0) + 1
-    if votes:
-        return max(votes, key=lambda p: votes[p])
+    return max(votes, key=lambda p: votes[p]) if votes else None
+
+
+def detect_platform_bytes(head: bytes) -> str | None:
+    """Platform of a transcript from its first bytes, or None when they do not tell."""
+    lines = [line for line in head.split(b"\n")[:_HEAD_LINES] if line.strip()]
+    found = _vote(lines)
+    if found:
+        return found
+    return _whole_document(head)
+
+
+def _whole_document(head: bytes) -> str | None:
     stripped = head.lstrip()
     if (
         stripped.startswith(b"{")
@@ -83,15 +94,35 @@ def detect_platform_bytes(head: bytes) -> str | None:
     return None
 
 
-def detect_platform(path: Path | str) -> str:
-    """Return ``claude``, ``codex`` or ``gemini`` for a session file, judged by its content.
+def detect_platform_file(path: Path | str) -> str | None:
+    """Platform of a transcript judged by its first records, or None when they do not tell.
 
-    Reads at most the first 64 KiB. Raises ValueError when the content matches no platform.
+    Reads whole lines (the first ``_HEAD_LINES`` non-empty ones, never more than
+    ``_MAX_DETECT_BYTES``): a header line of any real length (a Codex header carrying long
+    instructions, a Claude record holding an image) is read and judged, not cut at a byte
+    window. A file that is one JSON document falls back to its first 64 KiB.
     """
+    lines: list[bytes] = []
+    read = 0
+    with open(path, "rb") as handle:
+        for line in handle:
+            read += len(line)
+            if line.strip():
+                lines.append(line)
+            if len(lines) >= _HEAD_LINES or read >= _MAX_DETECT_BYTES:
+                break
+        found = _vote(lines)
+        if found:
+            return found
+        handle.seek(0)
+        return _whole_document(handle.read(_HEAD_BYTES))
+
+
+def detect_platform(path: Path | str) -> str:
+    """Return ``claude``, ``codex`` or ``gemini`` for a session file, judged by its content
+    (``detect_platform_file``). Raises ValueError when the content matches no platform."""
     path = Path(path)
-    with path.open("rb") as handle:
-        head = handle.read(_HEAD_BYTES)
-    platform = detect_platform_bytes(head)
+    platform = detect_platform_file(path)
     if platform is None:
         raise ValueError(f"{path}: not a Claude Code, Codex CLI or Gemini CLI session file")
     assert platform in PLATFORMS
