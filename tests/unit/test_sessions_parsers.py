@@ -306,3 +306,43 @@ def test_streaming_is_lazy(tmp_path: Path) -> None:
     first = [next(gen) for _ in range(5)]
     assert len(first) == 5
     assert stats.lines < 20  # only the head of a 2,700-line file has been read
+
+
+def test_an_image_in_a_tool_result_becomes_a_short_placeholder(tmp_path) -> None:
+    # Claude Code writes a screenshot it read as an image block inside the tool result;
+    # Codex's view_image output is an input_image with a data URL (issue #18 item 5).
+    import base64
+
+    from selene_dag.sessions.parsers._common import to_text
+
+    data = base64.b64encode(b"\x89PNG" + bytes(30_000)).decode()
+    record = {
+        "parentUuid": None,
+        "sessionId": "s1",
+        "uuid": "u2",
+        "type": "user",
+        "timestamp": "2026-01-02T03:04:05Z",
+        "message": {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [
+                        {"type": "text", "text": "Read the screenshot"},
+                        {
+                            "type": "image",
+                            "source": {"type": "base64", "media_type": "image/png", "data": data},
+                        },
+                    ],
+                }
+            ],
+        },
+    }
+    path = tmp_path / "shot.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    [event] = [e for e in parse_file(path).events if e.kind == "tool_result"]
+    assert event.text == "Read the screenshot\n[image image/png, 29 KB]"
+    codex = {"type": "input_image", "image_url": f"data:image/jpeg;base64,{data}"}
+    assert to_text([codex]) == "[image image/jpeg, 29 KB]"
+    assert data[:40] not in to_text({"output": [codex]})

@@ -57,11 +57,37 @@ def to_text(value: Any) -> str:
         parts = [to_text(item) for item in value]
         return "\n".join(p for p in parts if p)
     if isinstance(value, dict):
+        placeholder = binary_placeholder(value)
+        if placeholder:
+            return placeholder
         for key in ("text", "output", "content", "message", "error"):
             if key in value and value[key] is not None:
                 return to_text(value[key])
         return dumps(value)
     return str(value)
+
+
+_DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+)?;base64,")
+
+
+def binary_placeholder(block: dict[str, Any]) -> str | None:
+    """``[image image/png, 12 KB]`` for a block that carries an image or other base64
+    payload (Claude ``{"type": "image", "source": {"data": …}}``, Codex ``input_image`` with
+    a ``data:`` URL); None for any other block. The data itself is never kept."""
+    source = block.get("source")
+    data = source.get("data") if isinstance(source, dict) else None
+    media = source.get("media_type") if isinstance(source, dict) else None
+    url = block.get("image_url")
+    if isinstance(url, dict):
+        url = url.get("url")
+    if isinstance(url, str) and (found := _DATA_URL.match(url)):
+        data, media = url[found.end() :], found.group(1)
+    btype = str(block.get("type") or "")
+    if not isinstance(data, str) or not (btype in ("image", "input_image", "document") or media):
+        return None
+    size = len(data) * 3 // 4  # base64 → bytes
+    kind = "image" if "image" in btype or str(media or "").startswith("image/") else "file"
+    return f"[{kind} {media or 'unknown type'}, {max(1, round(size / 1024))} KB]"
 
 
 def dumps(value: Any) -> str:
