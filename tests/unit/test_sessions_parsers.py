@@ -346,3 +346,23 @@ def test_an_image_in_a_tool_result_becomes_a_short_placeholder(tmp_path) -> None
     codex = {"type": "input_image", "image_url": f"data:image/jpeg;base64,{data}"}
     assert to_text([codex]) == "[image image/jpeg, 29 KB]"
     assert data[:40] not in to_text({"output": [codex]})
+
+
+@pytest.mark.parametrize(
+    ("text", "failed"),
+    [
+        ("Exit code: 2\nWall time: 0.3 seconds\nOutput:\nboom", True),
+        ("Exit code: 0\nWall time: 0.3 seconds\nOutput:\nok", False),
+        ("tool call error: unknown tool", True),
+        ("error: Failed to find expected lines in src/app.py", True),
+        ("failed in sandbox MacosSeatbelt with execution error: exit code: 2", True),
+        ("patch rejected by user", True),
+        ("Success. Updated the following files:\nM src/app.py", False),
+        ("All tests passed; the word error: appears later in this output", False),
+    ],
+)
+def test_codex_failures_written_as_text_are_errors(text: str, failed: bool) -> None:
+    # In a real 1.7 MB Codex session 20 such failures were scored as successes (issue #18).
+    from selene_dag.sessions.parsers.codex import failed_in_text
+
+    assert failed_in_text(text) is failed

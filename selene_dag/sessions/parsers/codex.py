@@ -17,6 +17,7 @@ genuinely sent twice is kept twice. Other ``event_msg`` echoes of tool calls
 
 from __future__ import annotations
 
+import re
 from collections import OrderedDict
 from collections.abc import Iterator
 from pathlib import Path
@@ -65,8 +66,24 @@ class _Twins:
         return False
 
 
+# How Codex's own tools report a failure in plain text, at the start of their output:
+# "Exit code: 2" (shell), "tool call error: …", "error: Failed to find expected lines …"
+# (apply_patch), "failed in sandbox …", "patch rejected …", "apply_patch verification failed".
+_TEXT_FAILURE = re.compile(
+    r"\A\s*(?:exit code:\s*(?!0\b)-?\d+|process exited with code\s*(?!0\b)-?\d+|"
+    r"tool call error|error:|failed in sandbox|patch rejected|apply_patch verification failed)",
+    re.IGNORECASE,
+)
+
+
+def failed_in_text(text: str) -> bool:
+    """True when a tool output's opening says it failed, the way Codex's tools write it."""
+    return bool(_TEXT_FAILURE.match(text[:300]))
+
+
 def _output_error(payload: dict[str, Any], raw: Any) -> tuple[str, bool]:
-    """Text and error flag of a tool output (string JSON ``{output, metadata.exit_code}``)."""
+    """Text and error flag of a tool output (string JSON ``{output, metadata.exit_code}``;
+    a plain-text output whose opening reports a failure counts as an error too)."""
     is_error = payload.get("success") is False or payload.get("status") == "failed"
     if isinstance(raw, str) and raw.startswith("{"):
         try:
@@ -78,8 +95,10 @@ def _output_error(payload: dict[str, Any], raw: Any) -> tuple[str, bool]:
             code = meta.get("exit_code") if isinstance(meta, dict) else None
             if isinstance(code, int) and code != 0:
                 is_error = True
-            return to_text(parsed.get("output", parsed)), is_error
-    return to_text(raw), is_error
+            text = to_text(parsed.get("output", parsed))
+            return text, is_error or failed_in_text(text)
+    text = to_text(raw)
+    return text, is_error or failed_in_text(text)
 
 
 def _item_events(
