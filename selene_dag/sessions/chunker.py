@@ -1,7 +1,7 @@
 """Group scored events into assessment chunks (seed 003 §5.5).
 
 Defaults: at most 20 events and 4,000 tokens per chunk, events below importance 30 (and
-events without text) left out, 2 events of overlap carried from one chunk into the next.
+events without text or on an abandoned branch) left out, 2 events of overlap carried from one chunk into the next.
 Tokens are counted in the target model's tokens (``count_tokens_batch``), so a chunk's
 ``token_count`` is exact and never above ``max_tokens``; a single event longer than the
 budget is truncated to it. Chunk ids are ``sha1(session_key:first_seq:last_seq)[:16]``:
@@ -82,7 +82,7 @@ def build_chunks(
         raise ValueError("build_chunks() needs a non-empty session_key")
     kept: list[SessionEvent] = []
     for event in sorted(events, key=lambda e: e.seq):
-        if not event.text.strip():
+        if event.abandoned or not event.text.strip():
             continue
         importance = event.importance if event.importance is not None else score_event(event)
         if importance >= config.min_importance:

@@ -288,7 +288,7 @@ def distill_seed(
         scored = load_scored(conn, chosen.session_key)
     finally:
         conn.close()
-    meta = session_meta(chosen, f"{chosen.session_key}:{platform}:seed", scored, settings.now())
+    meta = session_meta(chosen, f"{chosen.session_key}:{platform}:seed", scored)
     result = write_distilled_file(
         scored,
         meta,

@@ -13,7 +13,7 @@ import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 
 import duckdb
@@ -35,6 +35,7 @@ from selene_dag.sessions.distiller import DistilledSession, DistillerConfig, Sco
 from selene_dag.sessions.generators import SeedMeta, overhead_tokens, write_session
 from selene_dag.sessions.parsers import ParseStats, iter_events
 from selene_dag.sessions.parsers.model import SessionEvent
+from selene_dag.sessions.parsers.timestamps import format_utc
 from selene_dag.sessions.redact import redact_counts
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
 from selene_dag.sessions.scoring import CODE_FENCE, is_file_edit, score_events
@@ -143,7 +144,9 @@ def is_own_assessment(events: Sequence[SessionEvent]) -> bool:
 
 def events_version(events: Sequence[SessionEvent]) -> str:
     """Data version of a session's events: what its chunks and scores are computed from."""
-    return hash_rows((e.seq, e.kind, e.text, e.importance, e.tool_name, e.is_error) for e in events)
+    return hash_rows(
+        (e.seq, e.kind, e.text, e.importance, e.tool_name, e.is_error, e.abandoned) for e in events
+    )
 
 
 def ingest_session(
@@ -176,6 +179,7 @@ def ingest_session(
             redactions=sum(redactions.values()),
             scanned_at=now,
             parsed_at=now,
+            parent_session_id=stats.parent_session_id,
         ),
         events,
     )
@@ -363,26 +367,25 @@ class DistillResult:
     data_version: str
 
 
-def _created_at(chunks: Sequence[ScoredChunk], now: datetime) -> str:
+def _created_at(chunks: Sequence[ScoredChunk], fallback: datetime) -> str:
     stamps = [s.chunk.last_timestamp for s in chunks if s.chunk.last_timestamp]
     if stamps:
         return max(stamps)
-    return now.strftime("%Y-%m-%dT%H:%M:%S.000Z")
+    return format_utc(fallback)
 
 
-def session_meta(
-    session: SessionFileRow, key: str, scored: Sequence[ScoredChunk], now: datetime
-) -> SeedMeta:
+def session_meta(session: SessionFileRow, key: str, scored: Sequence[ScoredChunk]) -> SeedMeta:
     """Identity of a file distilled from one ingested session; ``key`` drives its uuids.
 
-    Its time is the newest chunk's timestamp (``now`` when no chunk has one)."""
+    Its time is the newest chunk's timestamp; when no chunk has one (the transcript's times
+    were missing or unparseable), the source file's modification time."""
     source = session.source_session_id or session.session_key
     return SeedMeta(
         key=key,
         source_platform=session.platform,
         source_sessions=(source,),
         cwd=session.project or "/",
-        created_at=_created_at(scored, now),
+        created_at=_created_at(scored, datetime.fromtimestamp(session.mtime, tz=UTC)),
         title=f"Distilled {session.platform} session {source}",
     )
 
@@ -439,7 +442,7 @@ def distill_session(
         raise ValueError(f"session {session_key!r} has not been ingested (no session_files row)")
     target = platform or session.platform
     scored = load_scored(conn, session_key)
-    meta = session_meta(session, f"{session_key}:{target}", scored, now)
+    meta = session_meta(session, f"{session_key}:{target}", scored)
     plan = _Distillation(session_key, session.project, meta, scored, target)
     return _record_distillation(conn, plan, out_dir, now, config, model)
 
@@ -473,7 +476,9 @@ def distill_project(
         source_platform=source_platform,
         source_sessions=tuple(s.source_session_id or s.session_key for s in sessions),
         cwd=project or "/",
-        created_at=_created_at(scored, now),
+        created_at=_created_at(
+            scored, datetime.fromtimestamp(max(s.mtime for s in sessions), tz=UTC)
+        ),
         title=f"Distilled project {project} ({len(sessions)} sessions)",
     )
     plan = _Distillation(key, project, meta, scored, target)

@@ -46,6 +46,7 @@ EVENT_COLUMNS = (
     "importance",
     "raw_type",
     "line",
+    "abandoned",
 )
 
 
@@ -68,6 +69,7 @@ class SessionFileRow:
     redactions: int
     scanned_at: datetime
     parsed_at: datetime
+    parent_session_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -202,6 +204,7 @@ def replace_session(
                 "importance": e.importance,
                 "raw_type": e.raw_type,
                 "line": e.line,
+                "abandoned": e.abandoned,
             }
             for e in events
         ],

@@ -205,7 +205,7 @@ def test_codex_legacy_layout(tmp_path: Path) -> None:
     ]
     assert result.events[5].is_error and result.events[5].text == "boom"
     assert result.stats.session_id == "legacy-1"
-    assert all(e.timestamp == "2025-09-01T10:00:00Z" for e in result.events)
+    assert all(e.timestamp == "2025-09-01T10:00:00.000Z" for e in result.events)
 
 
 def _gemini_final_messages(path: Path) -> list[dict]:

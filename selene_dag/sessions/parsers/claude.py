@@ -184,7 +184,7 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
         ts = obj.get("timestamp")
         common = {
             "line": line,
-            "timestamp": ts if isinstance(ts, str) else None,
+            "timestamp": ts,
             "is_sidechain": bool(obj.get("isSidechain")),
         }
         if rtype == "user":

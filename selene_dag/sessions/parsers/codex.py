@@ -228,14 +228,14 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     """Stream the events of a Codex rollout (current or legacy layout; see module docstring)."""
     b = EventBuilder("codex", path.stem)
     twins = _Twins()
-    legacy_ts: str | None = None
+    legacy_ts: object = None
     first = True
     for line, obj in iter_json_lines(path, stats):
         is_first, first = first, False
         rtype = obj.get("type")
         payload = obj.get("payload")
         ts = obj.get("timestamp")
-        common = {"line": line, "timestamp": ts if isinstance(ts, str) else legacy_ts}
+        common = {"line": line, "timestamp": ts if ts is not None else legacy_ts}
         if isinstance(payload, dict) and isinstance(rtype, str):
             if rtype == "session_meta":
                 if stats.session_id is None and isinstance(payload.get("id"), str):
@@ -259,7 +259,7 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 yield b.make(role="system", kind="other", text="", raw_type=rtype, **common)
         elif rtype is None and "record_type" not in obj and "id" in obj and is_first:
             # Legacy header line: {id, timestamp, instructions, git}.
-            legacy_ts = ts if isinstance(ts, str) else None
+            legacy_ts = ts
             if isinstance(obj.get("id"), str):
                 stats.session_id = b.session_id = obj["id"]
             common["timestamp"] = legacy_ts

@@ -68,7 +68,7 @@ def _result_text(call: dict[str, Any]) -> tuple[str, bool]:
 
 def _message_events(message: dict[str, Any], line: int, b: EventBuilder) -> Iterator[SessionEvent]:
     mtype = type_of(message)
-    ts = message.get("timestamp") if isinstance(message.get("timestamp"), str) else None
+    ts = message.get("timestamp")
     common = {"line": line, "timestamp": ts}
     if mtype == "user":
         yield b.make(

@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from selene_dag.sessions.parsers.timestamps import normalize_timestamp
+
 PLATFORMS: tuple[str, ...] = ("claude", "codex", "gemini")
 ROLES: tuple[str, ...] = ("user", "assistant", "system", "tool")
 KINDS: tuple[str, ...] = (
@@ -34,7 +36,10 @@ class SessionEvent:
 
     ``seq`` is the 0-based position among the events of one file, ``line`` the 1-based
     line of the source record (for single-JSON Gemini files: the message index + 1).
-    ``tokens`` and ``importance`` are filled after parsing (chunker / scorer).
+    ``timestamp`` is ISO-8601 UTC (see :mod:`.timestamps`) or None. ``abandoned`` marks an
+    event of a branch the user rewound away from: it is stored, but not chunked or scored
+    as part of the conversation. ``tokens`` and ``importance`` are filled after parsing
+    (chunker / scorer).
     """
 
     session_id: str
@@ -52,6 +57,7 @@ class SessionEvent:
     raw_type: str = ""
     line: int = 0
     importance: int | None = None
+    abandoned: bool = False
 
     def as_row(self) -> dict[str, Any]:
         """Return the event as a plain dict (column name -> value), file paths as a list."""
@@ -71,6 +77,7 @@ class SessionEvent:
             "raw_type": self.raw_type,
             "line": self.line,
             "importance": self.importance,
+            "abandoned": self.abandoned,
         }
 
 
@@ -80,7 +87,10 @@ class ParseStats:
 
     ``session_id`` and ``project`` (the working directory, or Gemini's project hash) are
     taken from the transcript when it names them. ``duplicates`` counts records skipped
-    because another record already carried the same content (see the Codex parser).
+    because another record already carried the same content (the Codex parser) or the same
+    record id (a Claude record repeated across a resume). ``parent_session_id`` is set for a
+    sub-agent transcript: the session that started it. ``abandoned`` counts events of
+    rewound branches (marked on the events, see :class:`SessionEvent`).
     """
 
     lines: int = 0
@@ -89,6 +99,8 @@ class ParseStats:
     duplicates: int = 0
     session_id: str | None = None
     project: str | None = None
+    parent_session_id: str | None = None
+    abandoned: int = 0
 
     def record_error(self, line: int, message: str) -> None:
         """Count one malformed record and keep the first few messages as samples."""
@@ -120,12 +132,23 @@ class ParseResult:
 class EventBuilder:
     """Assigns consecutive ``seq`` numbers while a parser creates events."""
 
-    __slots__ = ("platform", "seq", "session_id")
+    __slots__ = ("_last_raw_time", "_last_time", "platform", "seq", "session_id")
 
     def __init__(self, platform: str, session_id: str) -> None:
         self.platform = platform
         self.session_id = session_id
         self.seq = 0
+        self._last_raw_time: object = None
+        self._last_time: str | None = None
+
+    def timestamp(self, raw: object) -> str | None:
+        """``raw`` normalized by :func:`normalize_timestamp` (the last value is cached:
+        consecutive events of one record share it)."""
+        if raw is None:
+            return None
+        if raw != self._last_raw_time:
+            self._last_raw_time, self._last_time = raw, normalize_timestamp(raw)
+        return self._last_time
 
     def make(
         self,
@@ -134,7 +157,7 @@ class EventBuilder:
         kind: str,
         text: str,
         line: int,
-        timestamp: str | None,
+        timestamp: object,
         raw_type: str,
         tool_name: str | None = None,
         file_paths: tuple[str, ...] = (),
@@ -142,12 +165,13 @@ class EventBuilder:
         is_sidechain: bool = False,
         session_id: str | None = None,
     ) -> SessionEvent:
-        """Create the next event (seq increases by one per call)."""
+        """Create the next event (seq increases by one per call). ``timestamp`` is the
+        record's raw time value (string or number); it is normalized here."""
         event = SessionEvent(
             session_id=session_id or self.session_id,
             platform=self.platform,
             seq=self.seq,
-            timestamp=timestamp,
+            timestamp=self.timestamp(timestamp),
             role=role,
             kind=kind,
             text=text,
