@@ -480,13 +480,18 @@ def cache_clear_command(
 @distill_app.command("scan")
 @guarded
 def distill_scan_command() -> None:
-    """List session files under SELENE_SESSION_ROOTS with platform, size, events and state."""
-    rows = service.distill_scan(load_settings())
+    """List session files under SELENE_SESSION_ROOTS with platform, size, events and state,
+    then the files left out and why."""
+    listing = service.distill_scan_listing(load_settings())
+    rows, skipped = listing["files"], listing["skipped"]
     out.print(
         _rows_table(rows, f"{len(rows)} session files")
         if rows
         else "no session files under SELENE_SESSION_ROOTS"
     )
+    if skipped:
+        title = f"{len(skipped)} file{'s' if len(skipped) != 1 else ''} skipped"
+        out.print(_rows_table(skipped, title, ["path", "reason"]))
 
 
 @distill_app.command("run")

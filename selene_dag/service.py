@@ -517,6 +517,11 @@ def distill_scan(settings: Settings) -> list[dict[str, Any]]:
     return sessions_report.distill_scan(settings)
 
 
+def distill_scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
+    """Session files under the roots (``files``) and the files left out with why (``skipped``)."""
+    return sessions_report.scan_listing(settings)
+
+
 def distill_status(settings: Settings) -> dict[str, Any]:
     """Files per state and rows per sessions table."""
     return sessions_report.distill_status(settings)

@@ -17,7 +17,7 @@ import duckdb
 
 from selene_dag.config import Settings
 from selene_dag.errors import UsageError
-from selene_dag.sessions.scanner import ScannedFile, scan_roots
+from selene_dag.sessions.scanner import ScannedFile, scan_report, scan_roots
 from selene_dag.sessions.steps import SessionNotFoundError
 from selene_dag.sessions.store import fetch_dicts
 from selene_dag.store import connect
@@ -53,14 +53,17 @@ def _known(settings: Settings) -> dict[str, dict[str, Any]]:
     return {row["session_key"]: row for row in rows}
 
 
-def distill_scan(settings: Settings) -> list[dict[str, Any]]:
-    """Every session file under the roots: key, platform, path, size, events, state.
+def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
+    """Every session file under the roots (``files``) and every file left out (``skipped``).
 
-    ``state`` is ``new`` (never ingested), ``grown`` (size or mtime changed since) or ``done``.
+    A file row has key, platform, path, size, events, parse errors and ``state``: ``new``
+    (never ingested), ``grown`` (size or mtime changed since) or ``done``. A skipped row has
+    ``path`` and ``reason`` (empty, not a transcript, another platform under an explicit root).
     """
     known = _known(settings)
+    result = scan_report(settings.session_roots)
     rows = []
-    for f in scan_roots(settings.session_roots):
+    for f in result.files:
         seen = known.get(f.session_key)
         if seen is None:
             state = "new"
@@ -79,7 +82,13 @@ def distill_scan(settings: Settings) -> list[dict[str, Any]]:
                 "state": state,
             }
         )
-    return rows
+    skipped = [{"path": s.path, "reason": s.reason} for s in result.skipped]
+    return {"files": rows, "skipped": skipped}
+
+
+def distill_scan(settings: Settings) -> list[dict[str, Any]]:
+    """The ``files`` rows of :func:`scan_listing`."""
+    return scan_listing(settings)["files"]
 
 
 def resolve_sessions(
@@ -316,4 +325,5 @@ __all__ = [
     "distilled_paths_by_session",
     "read_conn",
     "resolve_sessions",
+    "scan_listing",
 ]

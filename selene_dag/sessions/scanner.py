@@ -1,4 +1,5 @@
-"""Find session files under the configured roots, cheaply (stat + a small head read).
+"""Find session files under the configured roots, cheaply (stat, and the first records of a
+file only when its name does not say what it is).
 
 Nothing outside the roots is read: directory symlinks are not followed and a file symlink
 whose target lies outside its root is skipped. No file is parsed here.
@@ -38,18 +39,45 @@ def session_key(platform: str, path: Path | str) -> str:
     return f"{platform}-{digest}"
 
 
-def _candidate(name: str, parent: str, platform: str | None) -> bool:
-    if name.endswith(".meta.json") or name.startswith("."):
-        return False
-    if platform == "claude":
-        return name.endswith(".jsonl")
-    if platform == "codex":
+_NAMES = {
+    "claude": "Claude Code",
+    "codex": "Codex CLI",
+    "gemini": "Gemini CLI",
+}
+
+
+@dataclass(frozen=True)
+class SkippedFile:
+    """A ``*.json``/``*.jsonl`` file under a root that is not taken, and why."""
+
+    path: str
+    root: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    """What :func:`scan_report` found: the session files taken and the files skipped."""
+
+    files: list[ScannedFile]
+    skipped: list[SkippedFile]
+
+
+def _considered(name: str) -> bool:
+    return (
+        name.endswith((".json", ".jsonl"))
+        and not name.endswith(".meta.json")
+        and not name.startswith(".")
+    )
+
+
+def _conventional(name: str, parent: str, platform: str | None) -> bool:
+    """True when the tool itself names its transcripts like this: taken without a read."""
+    if platform in ("claude", "codex"):
         return name.endswith(".jsonl")
     if platform == "gemini":
-        if not name.endswith((".json", ".jsonl")):
-            return False
         return name.startswith("session-") or os.path.basename(parent) == "chats"
-    return name.endswith((".json", ".jsonl"))
+    return False
 
 
 def _walk(root: str) -> Iterator[tuple[os.DirEntry[str], str]]:
@@ -72,37 +100,54 @@ def _inside(path: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
-def _detect(path: str) -> str | None:
+def _judge(path: str, size: int, platform: str | None) -> tuple[str | None, str]:
+    """(platform taken, "") or (None, reason) for a file whose name does not settle it."""
+    if size == 0:
+        return None, "empty file"
     try:
-        return detect_platform_file(path)
-    except OSError:
-        return None
+        found = detect_platform_file(path)
+    except OSError as exc:
+        return None, f"unreadable ({exc.strerror or exc})"
+    if found is None:
+        return None, "not a Claude Code, Codex CLI or Gemini CLI transcript"
+    if platform is not None and found != platform:
+        return None, f"content is a {_NAMES[found]} transcript, under a {platform}= root"
+    return found, ""
 
 
-def scan_roots(roots: Iterable[SessionRoot]) -> list[ScannedFile]:
-    """Return the session files under ``roots``, newest first (by mtime, then path).
+def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
+    """Session files under ``roots`` (newest first, by mtime then path) and the skipped ones.
 
-    A root with ``platform`` None accepts any ``*.json``/``*.jsonl`` whose content is
-    recognised (files that are not sessions are left out). Missing roots are skipped.
+    A file the tool names as its transcript under an explicit ``platform=DIR`` root (Claude
+    and Codex ``*.jsonl``, Gemini ``session-*`` or ``chats/*``) is taken from its name alone.
+    Any other ``*.json``/``*.jsonl`` file is read and taken when its content detects as the
+    root's platform (any platform for a bare root); otherwise it is skipped with the reason.
+    Missing roots are ignored.
     """
     found: dict[str, ScannedFile] = {}
+    skipped: dict[str, SkippedFile] = {}
     for root in roots:
         base = str(Path(root.path).expanduser().absolute())
         if not os.path.isdir(base):
             continue
         base_real = os.path.realpath(base)
         for entry, parent in _walk(base):
-            if not _candidate(entry.name, parent, root.platform):
+            if not _considered(entry.name) or entry.path in found:
                 continue
             if entry.is_symlink() and not _inside(entry.path, base_real):
-                continue
-            platform = root.platform or _detect(entry.path)
-            if platform is None or entry.path in found:
                 continue
             try:
                 st = entry.stat()
             except OSError:
                 continue
+            platform: str | None = root.platform
+            if not _conventional(entry.name, parent, root.platform):
+                platform, reason = _judge(entry.path, st.st_size, root.platform)
+                if platform is None:
+                    skipped.setdefault(entry.path, SkippedFile(entry.path, base, reason))
+                    continue
+            assert platform is not None
+            skipped.pop(entry.path, None)
             found[entry.path] = ScannedFile(
                 path=entry.path,
                 platform=platform,
@@ -111,7 +156,13 @@ def scan_roots(roots: Iterable[SessionRoot]) -> list[ScannedFile]:
                 session_key=session_key(platform, entry.path),
                 root=base,
             )
-    return sorted(found.values(), key=lambda f: (-f.mtime, f.path))
+    files = sorted(found.values(), key=lambda f: (-f.mtime, f.path))
+    return ScanResult(files, sorted(skipped.values(), key=lambda f: f.path))
+
+
+def scan_roots(roots: Iterable[SessionRoot]) -> list[ScannedFile]:
+    """The session files of :func:`scan_report` (newest first)."""
+    return scan_report(roots).files
 
 
 def scan(settings: object | None = None) -> list[ScannedFile]:

@@ -134,9 +134,11 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     root.mkdir()
     name = "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
     (root / name).write_bytes((fixtures / "codex" / name).read_bytes())
+    (root / "settings.json").write_text('{"model": "x"}')
     env = {"SELENE_SESSION_ROOTS": f"codex={root}"}
     scan = run("distill", "scan", env=env)
     assert scan.returncode == 0 and "new" in scan.stdout
+    assert "1 file skipped" in scan.stdout and "not a Claude Code" in scan.stdout
     ran = run("distill", "run", "--all", env=env)
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "True" in ran.stdout

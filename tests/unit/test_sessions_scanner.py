@@ -8,7 +8,7 @@ import shutil
 from pathlib import Path
 
 from selene_dag.config import SessionRoot, parse_session_roots
-from selene_dag.sessions.scanner import is_under_roots, scan_roots, session_key
+from selene_dag.sessions.scanner import is_under_roots, scan_report, scan_roots, session_key
 from tests.support.sessions import FIXTURES, REAL_CLAUDE, REAL_CODEX, REAL_GEMINI
 
 KEY = re.compile(r"^(claude|codex|gemini)-[0-9a-f]{12}$")
@@ -127,3 +127,44 @@ def test_a_bare_root_detects_a_file_whose_header_line_is_long(tmp_path: Path) ->
     assert len(json.dumps(header)) > 40_000
     found = scan_roots([SessionRoot(root, None)])
     assert [(Path(f.path).name, f.platform) for f in found] == [(target.name, "codex")]
+
+
+def test_explicit_root_takes_any_name_whose_content_is_that_platform(tmp_path: Path) -> None:
+    # Issue #18 item 1: under gemini=DIR a file not named session-* and not in chats/ was
+    # skipped silently; now its content decides, and what is left out says why.
+    root = tmp_path / "gemini"
+    sub = root / "9da8b3" / "chats" / "parent-session-id"
+    sub.mkdir(parents=True)
+    shutil.copy(REAL_GEMINI, sub / "sub-agent-7.jsonl")
+    other = root / "exported"
+    other.mkdir()
+    shutil.copy(REAL_GEMINI, other / "my-chat.jsonl")
+    shutil.copy(REAL_CODEX, other / "stray-codex.jsonl")
+    (other / "empty.json").write_text("")
+    (root / "9da8b3" / "logs.json").write_text("[]")
+    result = scan_report([SessionRoot(root, "gemini")])
+    assert sorted((Path(f.path).name, f.platform) for f in result.files) == [
+        ("my-chat.jsonl", "gemini"),
+        ("sub-agent-7.jsonl", "gemini"),
+    ]
+    reasons = {Path(s.path).name: s.reason for s in result.skipped}
+    assert reasons == {
+        "empty.json": "empty file",
+        "logs.json": "not a Claude Code, Codex CLI or Gemini CLI transcript",
+        "stray-codex.jsonl": "content is a Codex CLI transcript, under a gemini= root",
+    }
+    assert scan_roots([SessionRoot(root, "gemini")]) == result.files
+
+
+def test_bare_root_lists_what_it_cannot_read_as_a_transcript(tmp_path: Path) -> None:
+    root = tmp_path / "mixed"
+    root.mkdir()
+    shutil.copy(REAL_CLAUDE, root / "a.jsonl")
+    (root / "config.json").write_text('{"theme": "dark"}')
+    (root / "garbage.jsonl").write_bytes(b"\x00\x01 not json\n")
+    result = scan_report([SessionRoot(root, None)])
+    assert [(Path(f.path).name, f.platform) for f in result.files] == [("a.jsonl", "claude")]
+    assert [(Path(s.path).name, s.root) for s in result.skipped] == [
+        ("config.json", str(root)),
+        ("garbage.jsonl", str(root)),
+    ]
