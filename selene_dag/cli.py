@@ -17,7 +17,8 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -124,6 +125,31 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
         for row in skipped["newest"]:
             where = f"{row['file']}:{row['line']}" if row["line"] else row["file"]
             console.print(f"  {where}: {row['reason']}", highlight=False, soft_wrap=True)
+
+
+@contextmanager
+def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
+    """A progress bar on stderr (terminals only) fed by ``report(done, total)``; gone when
+    the work ends, so the last line printed is the summary."""
+    if not err.is_terminal:
+        yield lambda done, total: None
+        return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+    with Progress(
+        f"[bold]{label}",
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=err,
+        transient=True,
+    ) as bar:
+        task = bar.add_task(label, total=None)
+
+        def report(done: int, total: int) -> None:
+            bar.update(task, completed=done, total=total)
+
+        yield report
 
 
 def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | None = None) -> Table:
@@ -502,12 +528,27 @@ def distill_run_command(
     ] = None,
     all_files: Annotated[bool, typer.Option("--all", help="Every scanned file.")] = False,
 ) -> None:
-    """Parse, chunk, score and distill sessions (materializes the sessions spine)."""
-    rows = service.distill_run(load_settings(), sessions or [], all_files=all_files)
+    """Parse, chunk, score and distill sessions (materializes the sessions spine in batches).
+
+    With --all only files that are new, changed or never completed run."""
+    started = time.perf_counter()
+    with _progress("distilling sessions") as report:
+        rows = service.distill_run(
+            load_settings(), sessions or [], all_files=all_files, on_batch=report
+        )
+    failed = sum(1 for row in rows if not row["ok"])
+    if rows:
+        out.print(
+            _rows_table(
+                rows, "distill run", ["session_key", "platform", "ok", "distilled", "error"]
+            )
+        )
     out.print(
-        _rows_table(rows, "distill run", ["session_key", "platform", "ok", "distilled", "error"])
+        f"{len(rows) - failed} session files distilled, {failed} failed"
+        + (", every other file up to date" if all_files else "")
+        + f" ({time.perf_counter() - started:.1f} s)"
     )
-    if not all(row["ok"] for row in rows):
+    if failed:
         raise typer.Exit(1)
 
 

@@ -558,17 +558,29 @@ def distill_run(
     all_files: bool = False,
     run_config: dict[str, Any] | None = None,
     instance: Any = None,
+    on_batch: Any = None,
 ) -> list[dict[str, Any]]:
-    """Materialize the sessions spine for each chosen file (session key, the tool's session
-    id, or a path; or every scanned file) against ``instance`` (default: the home's
-    persistent instance). One row per session: key, platform, path, ok, error, distilled."""
+    """Materialize the sessions spine for the chosen files, in batches (one run each)
+    against ``instance`` (default: the home's persistent instance). Named files (session
+    key, the tool's session id, or a path) always run; ``all_files`` runs only the files
+    that are new, changed, never completed or computed by older code. One row per file
+    that ran: key, platform, path, ok, error, distilled. ``on_batch(done, total)`` reports
+    progress after each run."""
     files = sessions_report.resolve_sessions(settings, ids, all_files)
     runs = _defs_runs()
+    instance = instance or runs.instance_for(settings)
+    if all_files:
+        changed = {
+            row["session_key"]
+            for row in sessions_report.distill_scan(settings)
+            if row["state"] != "done"
+        }
+        todo = set(runs.sessions_to_run(instance, [f.session_key for f in files], changed))
+        files = [f for f in files if f.session_key in todo]
+    if not files:
+        return []
     outcome = runs.materialize_sessions(
-        settings,
-        [f.session_key for f in files],
-        instance or runs.instance_for(settings),
-        run_config,
+        settings, [f.session_key for f in files], instance, run_config, on_batch=on_batch
     )
     distilled = sessions_report.distilled_paths_by_session(settings) or {}
     return [

@@ -125,29 +125,85 @@ def materialize_daily_range(
     )
 
 
+# Session files per run: run overhead is paid once per batch; a batch's step metadata and
+# logs stay readable in the UI.
+SESSION_BATCH = 100
+
+
+def session_batches(ordered: Sequence[str], chosen: Sequence[str], size: int) -> list[list[str]]:
+    """``chosen`` keys cut into runs: contiguous stretches of the partition order
+    ``ordered`` (a run covers a range of partitions), each at most ``size`` keys."""
+    wanted = set(chosen)
+    batches: list[list[str]] = []
+    current: list[str] = []
+    for key in ordered:
+        if key in wanted and len(current) < size:
+            current.append(key)
+            continue
+        if current:
+            batches.append(current)
+        current = [key] if key in wanted else []
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _partition_errors(result: dg.ExecuteInProcessResult) -> dict[str, str]:
+    """Per-partition ``error`` metadata the steps of a batch run recorded, first one wins."""
+    errors: dict[str, str] = {}
+    for event in result.all_events:
+        if not event.is_step_materialization:
+            continue
+        materialization = event.event_specific_data.materialization
+        error = materialization.metadata.get("error")
+        if error is not None and materialization.partition:
+            errors.setdefault(
+                materialization.partition,
+                f"{materialization.asset_key.to_user_string()}: {getattr(error, 'value', error)}",
+            )
+    return errors
+
+
 def materialize_sessions(
     settings: Settings,
     session_keys: Sequence[str],
     instance: dg.DagsterInstance,
     run_config: dict | None = None,
+    on_batch: Any = None,
 ) -> dict[str, str | None]:
-    """Materialize the sessions spine for each session key (one run per partition), adding
-    missing dynamic partitions first. Returns ``{session_key: None or failure line}``."""
-    existing = set(instance.get_dynamic_partitions(SESSION_PARTITIONS.name))
-    missing = [key for key in session_keys if key not in existing]
+    """Materialize the sessions spine for ``session_keys``, adding missing dynamic
+    partitions first. Keys go in batches (:func:`session_batches`, one run each); a file
+    that fails costs only itself. ``on_batch(done, total)`` is called after each run.
+    Returns ``{session_key: None or failure line}``."""
+    existing = instance.get_dynamic_partitions(SESSION_PARTITIONS.name)
+    missing = [key for key in dict.fromkeys(session_keys) if key not in set(existing)]
     if missing:
         instance.add_dynamic_partitions(SESSION_PARTITIONS.name, missing)
+    ordered = [*existing, *missing]
     outcome: dict[str, str | None] = {}
-    for key in session_keys:
+    total = len(set(session_keys))
+    for batch in session_batches(ordered, session_keys, SESSION_BATCH):
+        single = len(batch) == 1
         result = materialize(
             SESSION_SPINE_SELECTION,
             instance,
-            partition_key=key,
+            partition_key=batch[0] if single else None,
+            tags=None
+            if single
+            else {
+                "dagster/asset_partition_range_start": batch[0],
+                "dagster/asset_partition_range_end": batch[-1],
+            },
             raise_on_error=False,
             settings=settings,
             run_config=run_config,
         )
-        outcome[key] = None if result.success else failure_message(result)
+        errors = _partition_errors(result)
+        failure = None if result.success else failure_message(result)
+        for key in batch:
+            outcome[key] = errors.get(key, failure)
+        if on_batch is not None:
+            on_batch(len(outcome), total)
     return outcome
 
 
@@ -268,20 +324,20 @@ def sessions_to_run(
     instance: dg.DagsterInstance, session_keys: Sequence[str], changed: set[str]
 ) -> list[str]:
     """The session partitions to (re)materialize: files new or grown since their ingest
-    (``changed``), and partitions of the spine that are missing or stale in Dagster's
-    lineage (a code version changed)."""
-    from dagster._core.definitions.data_version import StaleStatus
-
-    existing = set(instance.get_dynamic_partitions(SESSION_PARTITIONS.name))
-    resolver = _stale_resolver(instance)
-    spine = SESSION_SPINE_SELECTION.resolve(defs.resolve_asset_graph())
-    return [
-        key
-        for key in session_keys
-        if key in changed
-        or key not in existing
-        or any(resolver.get_status(asset, key) != StaleStatus.FRESH for asset in spine)
-    ]
+    (``changed``), partitions never materialized through the whole spine, and every
+    partition when a spine asset's code version differs from the one its latest
+    materialization recorded. A handful of queries, whatever the number of files."""
+    graph = defs.resolve_asset_graph()
+    spine = sorted(SESSION_SPINE_SELECTION.resolve(graph))
+    for asset in spine:
+        latest = instance.get_latest_materialization_event(asset)
+        if latest is None or latest.asset_materialization is None:
+            return list(session_keys)
+        recorded = (latest.asset_materialization.tags or {}).get("dagster/code_version")
+        if recorded != graph.get(asset).code_version:
+            return list(session_keys)
+    complete = set.intersection(*(set(instance.get_materialized_partitions(a)) for a in spine))
+    return [key for key in session_keys if key in changed or key not in complete]
 
 
 def daily_range_to_run(

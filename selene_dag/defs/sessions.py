@@ -12,6 +12,7 @@ No ``from __future__ import annotations`` here: Dagster inspects the ``context``
 import json
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import dagster as dg
 
@@ -30,63 +31,126 @@ from selene_dag.sessions.steps import (
     distill_project,
     distill_session,
     file_content_tokens,
-    find_session_file,
     ingest_session,
+    scanned_by_key,
     score_session,
 )
 from selene_dag.sessions.store import project_names
 from selene_dag.text import content_hash
 
 SESSION_PARTITIONS = dg.DynamicPartitionsDefinition(name="session_files")
+# A run takes a range of session files: run overhead is paid once per batch, not per file.
+SESSION_BACKFILL = dg.BackfillPolicy.single_run()
 
 
 def _counter_table(counter: Counter, label: str) -> dg.MetadataValue:
     return markdown_table([label, "count"], counter.most_common())
 
 
-@duckdb_asset(
-    "sessions",
-    partitions_def=SESSION_PARTITIONS,
-    code_version="1",
-    description=(
-        "One session file (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
-        "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "
-        "weights, tokens counted in the target model's tokens. Rewrites `session_files` and "
-        "`session_events` for the partition in one transaction; malformed lines are counted."
-    ),
-)
-def session_events(
-    context: dg.AssetExecutionContext, selene: SeleneResource
-) -> dg.MaterializeResult:
-    """Parse, redact and score the partition's session file. A file deleted after its
-    ingest (agents prune old transcripts) keeps its stored rows and data version."""
-    settings = selene.settings()
-    key = context.partition_key
-    try:
-        scanned = find_session_file(settings, key)
-    except ValueError as exc:
-        with selene.connection() as conn:
-            archived = archived_session(conn, key)
-        if archived is None:
-            raise dg.Failure(description=str(exc)) from exc
-        context.log.warning(f"{exc}: its {archived.events} stored events are kept as they are")
+class _Batch:
+    """The session keys of one run and what each produced: per-key data versions and
+    figures, and the keys that failed (with one line each). A failed key costs only
+    itself: the other keys of the batch are stored and go on downstream. Only a failed
+    key gets partition metadata of its own (an ``error``): per-partition metadata costs
+    the event store a write per key, the per-key figures go into one table instead."""
+
+    def __init__(self, context: dg.AssetExecutionContext) -> None:
+        self.context = context
+        self.keys: list[str] = list(context.partition_keys)
+        self.versions: dict[str, str] = {}
+        self.figures: dict[str, dict[str, Any]] = {}
+        self.failed: dict[str, str] = {}
+
+    def done(self, key: str, version: str, figures: dict[str, Any]) -> None:
+        """Record a key's data version and its figures (metadata values)."""
+        self.versions[key] = version
+        self.figures[key] = figures
+
+    def _figures_table(self) -> dg.MetadataValue:
+        columns = list(next(iter(self.figures.values()), {}))
+        rows = [
+            (key, *(getattr(v, "value", v) for v in figures.values()))
+            for key, figures in list(self.figures.items())[:100]
+            if list(figures) == columns
+        ]
+        return markdown_table(["session_key", *columns], rows)
+
+    def fail(self, key: str, message: str) -> None:
+        self.failed[key] = message
+        self.context.log.error(f"{key}: {message}")
+        if len(self.keys) > 1:
+            self.context.add_asset_metadata({"error": message}, partition_key=key)
+
+    def result(self, metadata: dict[str, Any]) -> dg.MaterializeResult:
+        """One partition: its own data version, ``metadata`` and its figures. A batch: the
+        hash of its keys' versions, ``metadata`` (totals), a table of per-key figures and the
+        failed keys."""
+        if len(self.keys) == 1 and not self.failed:
+            key = self.keys[0]
+            return dg.MaterializeResult(
+                data_version=dg.DataVersion(self.versions[key]),
+                metadata={**metadata, **self.figures[key]},
+            )
+        if not self.versions:
+            if len(self.keys) == 1:
+                raise dg.Failure(description=self.failed[self.keys[0]])
+            lines = "; ".join(f"{k}: {m}" for k, m in sorted(self.failed.items())[:5])
+            raise dg.Failure(description=f"every session file of the run failed: {lines}")
+        version = content_hash(*(f"{k}={v}" for k, v in sorted(self.versions.items())))
+        summary = {
+            "session_files": dg.MetadataValue.int(len(self.keys)),
+            "per_file": self._figures_table(),
+            "failed": dg.MetadataValue.int(len(self.failed)),
+            "failures": markdown_table(["session_key", "error"], sorted(self.failed.items())[:50]),
+        }
         return dg.MaterializeResult(
-            data_version=dg.DataVersion(archived.data_version),
-            metadata={
+            data_version=dg.DataVersion(version), metadata={**metadata, **summary}
+        )
+
+
+def _ingested_keys(conn: Any, keys: list[str]) -> set[str]:
+    rows = conn.execute(
+        "SELECT session_key FROM session_files WHERE list_contains(?, session_key)", [keys]
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
+def _ingest_one(
+    conn: Any, batch: _Batch, key: str, scanned: ScannedFile | None, now: Any, model: str
+) -> Counter:
+    """Ingest one file of the batch; returns its event kinds (empty when archived/failed)."""
+    if scanned is None:
+        archived = archived_session(conn, key)
+        if archived is None:
+            batch.fail(
+                key,
+                f"no session file with key {key!r} under the configured roots "
+                "(SELENE_SESSION_ROOTS); it was moved or deleted",
+            )
+            return Counter()
+        batch.context.log.warning(f"{key}: file gone, its {archived.events} stored events kept")
+        batch.done(
+            key,
+            archived.data_version,
+            {
                 "source": dg.MetadataValue.text("file gone: stored rows kept (archived)"),
                 "events": dg.MetadataValue.int(archived.events),
-                "dagster/row_count": dg.MetadataValue.int(archived.events),
             },
         )
-    with selene.connection() as conn:
-        result = ingest_session(conn, scanned, settings.now(), model=settings.model)
+        return Counter()
+    try:
+        result = ingest_session(conn, scanned, now, model=model)
+    except Exception as exc:  # one unreadable file must not cost the rest of the batch
+        batch.fail(key, f"{scanned.path}: {type(exc).__name__}: {exc}")
+        return Counter()
     for sample in result.error_samples:
-        context.log.warning(f"{scanned.path}: skipped {sample}")
+        batch.context.log.warning(f"{scanned.path}: skipped {sample}")
     if result.own_assessment:
-        context.log.info(f"{scanned.path}: selene-dag's own assessment run, no events kept")
-    return dg.MaterializeResult(
-        data_version=dg.DataVersion(result.data_version),
-        metadata={
+        batch.context.log.info(f"{scanned.path}: selene-dag's own assessment run, no events kept")
+    batch.done(
+        key,
+        result.data_version,
+        {
             "path": dg.MetadataValue.path(scanned.path),
             "platform": dg.MetadataValue.text(scanned.platform),
             "events": dg.MetadataValue.int(result.events),
@@ -94,9 +158,45 @@ def session_events(
             "duplicates_skipped": dg.MetadataValue.int(result.duplicates),
             "secrets_redacted": dg.MetadataValue.int(sum(result.redactions.values())),
             "own_assessment_run": dg.MetadataValue.bool(result.own_assessment),
-            "kinds": _counter_table(result.kinds, "kind"),
-            "dagster/row_count": dg.MetadataValue.int(result.events),
         },
+    )
+    return result.kinds
+
+
+@duckdb_asset(
+    "sessions",
+    partitions_def=SESSION_PARTITIONS,
+    backfill_policy=SESSION_BACKFILL,
+    code_version="2",
+    description=(
+        "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
+        "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "
+        "weights, tokens counted in the target model's tokens, rewound branches marked. "
+        "Rewrites `session_files` and `session_events` per file in one transaction; malformed "
+        "lines are counted. A run takes a batch of files; a file that fails costs only itself."
+    ),
+)
+def session_events(
+    context: dg.AssetExecutionContext, selene: SeleneResource
+) -> dg.MaterializeResult:
+    """Parse, redact and score the batch's session files. A file deleted after its ingest
+    (agents prune old transcripts) keeps its stored rows and data version."""
+    settings = selene.settings()
+    batch = _Batch(context)
+    scanned = scanned_by_key(settings)
+    kinds: Counter = Counter()
+    events = 0
+    with selene.connection() as conn:
+        for key in batch.keys:
+            found = _ingest_one(conn, batch, key, scanned.get(key), settings.now(), settings.model)
+            kinds.update(found)
+            events += sum(found.values())
+    return batch.result(
+        {
+            "events": dg.MetadataValue.int(events),
+            "kinds": _counter_table(kinds, "kind"),
+            "dagster/row_count": dg.MetadataValue.int(events),
+        }
     )
 
 
@@ -104,37 +204,43 @@ def session_events(
     "sessions",
     deps=[session_events],
     partitions_def=SESSION_PARTITIONS,
-    code_version="1",
+    backfill_policy=SESSION_BACKFILL,
+    code_version="2",
     description=(
-        "Assessment chunks of a session: events below importance 30 left out, at most "
-        "20 events and 4,000 target-model tokens per chunk, 2 events of overlap; ids are hashes "
-        "of session key and first/last event."
+        "Assessment chunks of each session: events below importance 30 and events of rewound "
+        "branches left out, at most 20 events and 4,000 target-model tokens per chunk, 2 events "
+        "of overlap; ids are hashes of session key and first/last event."
     ),
 )
 def session_chunks(
     context: dg.AssetExecutionContext, selene: SeleneResource
 ) -> dg.MaterializeResult:
-    """Rebuild the partition's chunks from its stored events."""
+    """Rebuild the chunks of the batch's ingested sessions from their stored events."""
     settings = selene.settings()
+    batch = _Batch(context)
+    count = tokens = 0
+    preview: list[tuple] = []
     with selene.connection() as conn:
-        chunks, version = chunk_session(
-            conn, context.partition_key, ChunkConfig(), model=settings.model
-        )
-    tokens = sum(c.token_count for c in chunks)
-    return dg.MaterializeResult(
-        data_version=dg.DataVersion(version),
-        metadata={
-            "chunks": dg.MetadataValue.int(len(chunks)),
+        ingested = _ingested_keys(conn, batch.keys)
+        for key in batch.keys:
+            if key not in ingested:
+                batch.fail(key, "not ingested (its session_events step failed)")
+                continue
+            chunks, version = chunk_session(conn, key, ChunkConfig(), model=settings.model)
+            count += len(chunks)
+            tokens += sum(c.token_count for c in chunks)
+            preview += [
+                (c.chunk_index, c.event_count, c.token_count, c.importance_avg, c.text[:80])
+                for c in chunks[: max(0, 10 - len(preview))]
+            ]
+            batch.done(key, version, {"chunks": dg.MetadataValue.int(len(chunks))})
+    return batch.result(
+        {
+            "chunks": dg.MetadataValue.int(count),
             "tokens": dg.MetadataValue.int(tokens),
-            "preview": markdown_table(
-                ["#", "events", "tokens", "importance", "start"],
-                [
-                    (c.chunk_index, c.event_count, c.token_count, c.importance_avg, c.text[:80])
-                    for c in chunks[:10]
-                ],
-            ),
-            "dagster/row_count": dg.MetadataValue.int(len(chunks)),
-        },
+            "preview": markdown_table(["#", "events", "tokens", "importance", "start"], preview),
+            "dagster/row_count": dg.MetadataValue.int(count),
+        }
     )
 
 
@@ -143,6 +249,7 @@ def session_chunks(
     model=True,
     deps=[session_chunks],
     partitions_def=SESSION_PARTITIONS,
+    backfill_policy=SESSION_BACKFILL,
     code_version="1",
     description=(
         "Every chunk rated 1–10 (relevance, signal density, reusability) by each available "
@@ -152,31 +259,40 @@ def session_chunks(
     ),
 )
 def chunk_scores(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
-    """Assess the partition's chunks and store assessments and consensus."""
+    """Assess the chunks of the batch's sessions and store assessments and consensus."""
     settings = selene.settings()
+    batch = _Batch(context)
+    chunks = assessments = sufficient = cli_errors = 0
+    assessors: Counter = Counter()
     with selene.connection() as conn:
         extractive = get_engine(settings.replace(llm="extractive"), cache_conn=conn)
         model_engine = selene.engine(conn) if settings.llm != "extractive" else None
         clis = available_assessors(list(settings.cli_assessors)) if settings.cli_assessors else []
-        result = score_session(
-            conn,
-            context.partition_key,
-            default_assessors(extractive, model_engine),
-            settings.now(),
-            clis,
-        )
-    for error in result.cli_errors[:10]:
-        context.log.warning(error)
-    return dg.MaterializeResult(
-        data_version=dg.DataVersion(result.data_version),
-        metadata={
-            "chunks": dg.MetadataValue.int(result.chunks),
-            "assessments": dg.MetadataValue.int(result.assessments),
-            "sufficient_consensus": dg.MetadataValue.int(result.sufficient),
-            "assessors": _counter_table(result.assessors, "assessor"),
-            "cli_errors": dg.MetadataValue.int(len(result.cli_errors)),
-            "dagster/row_count": dg.MetadataValue.int(result.chunks),
-        },
+        ingested = _ingested_keys(conn, batch.keys)
+        for key in batch.keys:
+            if key not in ingested:
+                batch.fail(key, "not ingested (its session_events step failed)")
+                continue
+            result = score_session(
+                conn, key, default_assessors(extractive, model_engine), settings.now(), clis
+            )
+            for error in result.cli_errors[:10]:
+                context.log.warning(error)
+            chunks += result.chunks
+            assessments += result.assessments
+            sufficient += result.sufficient
+            cli_errors += len(result.cli_errors)
+            assessors.update(result.assessors)
+            batch.done(key, result.data_version, {"chunks": dg.MetadataValue.int(result.chunks)})
+    return batch.result(
+        {
+            "chunks": dg.MetadataValue.int(chunks),
+            "assessments": dg.MetadataValue.int(assessments),
+            "sufficient_consensus": dg.MetadataValue.int(sufficient),
+            "assessors": _counter_table(assessors, "assessor"),
+            "cli_errors": dg.MetadataValue.int(cli_errors),
+            "dagster/row_count": dg.MetadataValue.int(chunks),
+        }
     )
 
 
@@ -201,6 +317,7 @@ class DistillConfig(dg.Config):
     "sessions",
     deps=[chunk_scores],
     partitions_def=SESSION_PARTITIONS,
+    backfill_policy=SESSION_BACKFILL,
     code_version="1",
     description=(
         "A resumable session file per source session under $SELENE_HOME/distilled/<platform>/: "
@@ -211,32 +328,55 @@ class DistillConfig(dg.Config):
 def distilled_sessions(
     context: dg.AssetExecutionContext, config: DistillConfig, selene: SeleneResource
 ) -> dg.MaterializeResult:
-    """Write the distilled session file and its ``distilled_sessions`` row."""
+    """Write the distilled session file and its ``distilled_sessions`` row per session."""
     settings = selene.settings()
     distiller = config.distiller()
+    batch = _Batch(context)
+    written: list[tuple] = []
     with selene.connection() as conn:
-        result = distill_session(
-            conn,
-            context.partition_key,
-            settings.distilled_dir,
-            settings.now(),
-            distiller,
-            platform=config.platform or None,
-            model=settings.model,
-        )
-    return dg.MaterializeResult(
-        data_version=dg.DataVersion(result.data_version),
-        metadata={
+        ingested = _ingested_keys(conn, batch.keys)
+        for key in batch.keys:
+            if key not in ingested:
+                batch.fail(key, "not ingested (its session_events step failed)")
+                continue
+            try:
+                result = distill_session(
+                    conn,
+                    key,
+                    settings.distilled_dir,
+                    settings.now(),
+                    distiller,
+                    platform=config.platform or None,
+                    model=settings.model,
+                )
+            except OSError as exc:  # a full disk or a read-only folder, for this file
+                batch.fail(key, f"writing the distilled file failed: {exc}")
+                continue
+            written.append((key, result))
+            batch.done(
+                key,
+                result.data_version,
+                {
+                    "path": dg.MetadataValue.path(str(result.path)),
+                    "tokens": dg.MetadataValue.int(result.tokens),
+                },
+            )
+    metadata: dict[str, Any] = {
+        "files": dg.MetadataValue.int(len(written)),
+        "tokens": dg.MetadataValue.int(sum(r.tokens for _, r in written)),
+        "budget": dg.MetadataValue.int(config.max_tokens),
+        "sort_mode": dg.MetadataValue.text(config.sort_by),
+    }
+    if len(written) == 1:
+        result = written[0][1]
+        metadata |= {
             "path": dg.MetadataValue.path(str(result.path)),
             "platform": dg.MetadataValue.text(result.platform),
-            "tokens": dg.MetadataValue.int(result.tokens),
-            "budget": dg.MetadataValue.int(config.max_tokens),
             "chunks_selected": dg.MetadataValue.int(len(result.distilled.chunks)),
             "chunks_dropped_for_budget": dg.MetadataValue.int(result.distilled.dropped_chunks),
             "chunks_below_consensus": dg.MetadataValue.int(result.distilled.below_consensus),
-            "sort_mode": dg.MetadataValue.text(config.sort_by),
-        },
-    )
+        }
+    return batch.result(metadata)
 
 
 @duckdb_asset(

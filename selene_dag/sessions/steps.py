@@ -78,6 +78,11 @@ def find_session_file(settings: Settings, session_key: str) -> ScannedFile:
     )
 
 
+def scanned_by_key(settings: Settings) -> dict[str, ScannedFile]:
+    """Every scanned file under the roots by its session key (one walk for a whole batch)."""
+    return {f.session_key: f for f in scan_roots(settings.session_roots)}
+
+
 def file_sha256(path: Path | str) -> str:
     """SHA-256 of a file, read in 1 MiB blocks."""
     digest = hashlib.sha256()
