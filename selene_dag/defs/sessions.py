@@ -559,28 +559,74 @@ def changed_files(files: list[ScannedFile], cursor: dict[str, list[float]]) -> l
     return [f for f in files if cursor.get(f.path) != [f.size, f.mtime]]
 
 
+def batch_run_requests(
+    ordered: list[str], files: list[ScannedFile], size: int
+) -> list[dg.RunRequest]:
+    """Run requests for ``files``: contiguous stretches of the partition order ``ordered``,
+    at most ``size`` files each; a single file gets a plain partition request. The run key
+    names the files' sizes and mtimes, so a file that changes again gets a new run."""
+    by_key = {f.session_key: f for f in files}
+    wanted = [k for k in ordered if k in by_key]
+    requests = []
+    start = 0
+    while start < len(wanted):
+        batch = [wanted[start]]
+        position = ordered.index(batch[0])
+        while (
+            len(batch) < size
+            and start + len(batch) < len(wanted)
+            and position + len(batch) < len(ordered)
+            and ordered[position + len(batch)] == wanted[start + len(batch)]
+        ):
+            batch.append(wanted[start + len(batch)])
+        start += len(batch)
+        run_key = content_hash(*(f"{k}:{by_key[k].size}:{by_key[k].mtime}" for k in batch))
+        if len(batch) == 1:
+            requests.append(dg.RunRequest(partition_key=batch[0], run_key=run_key))
+        else:
+            requests.append(
+                dg.RunRequest(
+                    run_key=run_key,
+                    tags={
+                        "dagster/asset_partition_range_start": batch[0],
+                        "dagster/asset_partition_range_end": batch[-1],
+                    },
+                )
+            )
+    return requests
+
+
+SENSOR_BATCH = 100
+
+
 @dg.sensor(
     target=SESSION_SPINE_SELECTION,
     default_status=dg.DefaultSensorStatus.RUNNING,
     minimum_interval_seconds=60,
-    description="Scans SELENE_SESSION_ROOTS; new or grown session files get a partition and a run.",
+    description=(
+        "Scans SELENE_SESSION_ROOTS; new or grown session files get a partition and go "
+        "through the spine in batches (one run per range of files)."
+    ),
 )
 def session_files_sensor(
     context: dg.SensorEvaluationContext, selene: SeleneResource
-) -> dg.SensorResult:
-    """One tick: scan, diff against the cursor, add partitions, request runs."""
+) -> dg.SensorResult | dg.SkipReason:
+    """One tick: scan, diff against the cursor, add partitions, request batched runs."""
     settings = selene.settings()
+    roots = [r for r in settings.session_roots if Path(r.path).expanduser().is_dir()]
+    if not roots:
+        listed = ", ".join(str(r.path) for r in settings.session_roots) or "none"
+        return dg.SkipReason(f"no session root exists (SELENE_SESSION_ROOTS: {listed})")
     try:
         cursor = json.loads(context.cursor) if context.cursor else {}
     except json.JSONDecodeError:
         cursor = {}
-    files = scan_roots(settings.session_roots)
-    existing = set(context.instance.get_dynamic_partitions(SESSION_PARTITIONS.name))
-    new_keys = sorted({f.session_key for f in files} - existing)
-    requests = [
-        dg.RunRequest(partition_key=f.session_key, run_key=f"{f.session_key}:{f.size}:{f.mtime}")
-        for f in changed_files(files, cursor)
-    ]
+    files = scan_roots(roots)
+    existing = context.instance.get_dynamic_partitions(SESSION_PARTITIONS.name)
+    new_keys = sorted({f.session_key for f in files} - set(existing))
+    requests = batch_run_requests(
+        [*existing, *new_keys], changed_files(files, cursor), SENSOR_BATCH
+    )
     partition_requests = [SESSION_PARTITIONS.build_add_request(new_keys)] if new_keys else []
     return dg.SensorResult(
         run_requests=requests,

@@ -172,8 +172,12 @@ def test_sensor_adds_partitions_and_requests_new_or_grown_files(world) -> None:
     )
     first = session_files_sensor(ctx)
     keys = sorted(f.session_key for f in world["files"])
-    assert sorted(r.partition_key for r in first.run_requests) == keys
-    assert sorted(first.dynamic_partitions_requests[0].partition_keys) == keys
+    # One run for the three new files: a range over the partitions it adds.
+    (batch,) = first.run_requests
+    assert batch.partition_key is None
+    assert batch.tags["dagster/asset_partition_range_start"] == keys[0]
+    assert batch.tags["dagster/asset_partition_range_end"] == keys[-1]
+    assert first.dynamic_partitions_requests[0].partition_keys == keys
     instance.add_dynamic_partitions(SESSION_PARTITIONS.name, keys)
     idle = session_files_sensor(
         dg.build_sensor_context(

@@ -1,0 +1,135 @@
+"""Batched session runs (issue #16 item 2): many files per run, one bad file costs only
+itself, and ``distill run --all`` runs only what is new, changed or incomplete."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from selene_dag import service
+from selene_dag.config import load_settings
+from selene_dag.defs import runs
+from selene_dag.defs.sessions import SESSION_PARTITIONS, session_events
+from selene_dag.sessions.scanner import scan_roots
+from tests.support.sessions import FIXTURES
+
+SMALL = FIXTURES / "claude" / "agent-sessions_small.jsonl"
+
+
+def _home(tmp_path: Path, files: int):
+    root = tmp_path / "claude"
+    for i in range(files):
+        folder = root / f"-proj{i:02d}"
+        folder.mkdir(parents=True)
+        shutil.copy(SMALL, folder / f"s{i:02d}.jsonl")
+    settings = load_settings(
+        {
+            "SELENE_SESSION_ROOTS": f"claude={root}",
+            "SELENE_LLM": "extractive",
+            "SELENE_CLI_ASSESSORS": "",
+            "SELENE_NOW": "2026-05-01T00:00:00Z",
+        },
+        home=tmp_path / "home",
+    )
+    return settings, root
+
+
+def test_batches_are_contiguous_and_bounded() -> None:
+    order = [f"k{i}" for i in range(10)]
+    assert runs.session_batches(order, ["k1", "k2", "k3", "k5", "k9"], 2) == [
+        ["k1", "k2"],
+        ["k3"],
+        ["k5"],
+        ["k9"],
+    ]
+    assert runs.session_batches(order, order, 100) == [order]
+    assert runs.session_batches(order, [], 3) == []
+
+
+def test_one_bad_file_in_a_batch_of_fifty_fails_only_itself(tmp_path: Path) -> None:
+    settings, root = _home(tmp_path, 50)
+    instance = dg.DagsterInstance.ephemeral()
+    keys = [f.session_key for f in scan_roots(settings.session_roots)]
+    assert len(keys) == 50
+    bad = root / "-proj17" / "s17.jsonl"
+    kept = tmp_path / "kept.jsonl"
+    shutil.move(bad, kept)  # gone between the scan and the run
+    bad_key = next(
+        k for k in keys if k not in {f.session_key for f in scan_roots(settings.session_roots)}
+    )
+
+    outcome = runs.materialize_sessions(settings, keys, instance)
+    assert outcome[bad_key] is not None and "moved or deleted" in outcome[bad_key]
+    assert [k for k, error in outcome.items() if error] == [bad_key]
+    # One run for the whole batch, not one per file.
+    assert len(instance.get_run_records()) == 1
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        stored = {r[0] for r in conn.execute("SELECT session_key FROM session_files").fetchall()}
+        distilled = {
+            r[0] for r in conn.execute("SELECT session_key FROM distilled_sessions").fetchall()
+        }
+    assert stored == distilled == set(keys) - {bad_key}
+
+    # The file is back: a re-run of --all finishes it, and only it.
+    shutil.move(kept, bad)
+    rows = service.distill_run(settings, all_files=True, instance=instance)
+    assert [(r["session_key"], r["ok"]) for r in rows] == [(bad_key, True)]
+    assert service.distill_run(settings, all_files=True, instance=instance) == []
+    assert set(instance.get_materialized_partitions(session_events.key)) == set(keys)
+    assert set(instance.get_dynamic_partitions(SESSION_PARTITIONS.name)) == set(keys)
+
+
+def test_all_runs_only_what_changed(tmp_path: Path) -> None:
+    settings, root = _home(tmp_path, 3)
+    instance = dg.DagsterInstance.ephemeral()
+    first = service.distill_run(settings, all_files=True, instance=instance)
+    assert len(first) == 3 and all(r["ok"] for r in first)
+    runs_after_first = len(instance.get_run_records())
+    assert runs_after_first == 1
+    assert service.distill_run(settings, all_files=True, instance=instance) == []
+    assert len(instance.get_run_records()) == runs_after_first
+    grown = root / "-proj01" / "s01.jsonl"
+    with grown.open("a", encoding="utf-8") as handle:
+        handle.write(SMALL.read_text(encoding="utf-8").splitlines()[-1] + "\n")
+    again = service.distill_run(settings, all_files=True, instance=instance)
+    assert [Path(r["path"]).name for r in again] == ["s01.jsonl"]
+
+
+def test_sensor_skips_with_a_reason_when_no_root_exists(tmp_path: Path) -> None:
+    from selene_dag.defs.resources import SeleneResource
+    from selene_dag.defs.sessions import session_files_sensor
+
+    missing = tmp_path / "nowhere"
+    resource = SeleneResource(home=str(tmp_path / "home"), session_roots=f"claude={missing}")
+    ctx = dg.build_sensor_context(
+        instance=dg.DagsterInstance.ephemeral(), resources={"selene": resource}
+    )
+    result = session_files_sensor(ctx)
+    assert isinstance(result, dg.SkipReason)
+    assert "no session root exists" in result.skip_message and str(missing) in result.skip_message
+
+
+def test_sensor_requests_one_run_per_contiguous_stretch(tmp_path: Path) -> None:
+    from selene_dag.defs.sessions import batch_run_requests
+    from selene_dag.sessions.scanner import ScannedFile
+
+    def file(key: str) -> ScannedFile:
+        return ScannedFile(f"/x/{key}", "claude", 1, 2.0, key, "/x")
+
+    order = ["a", "b", "c", "d", "e"]
+    requests = batch_run_requests(order, [file("a"), file("b"), file("d")], 10)
+    assert [
+        (
+            r.partition_key,
+            r.tags.get("dagster/asset_partition_range_start"),
+            r.tags.get("dagster/asset_partition_range_end"),
+        )
+        for r in requests
+    ] == [
+        (None, "a", "b"),
+        ("d", None, None),
+    ]
+    assert len(batch_run_requests(order, [file(k) for k in order], 2)) == 3
