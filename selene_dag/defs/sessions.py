@@ -610,13 +610,16 @@ SENSOR_BATCH = 100
 )
 def session_files_sensor(
     context: dg.SensorEvaluationContext, selene: SeleneResource
-) -> dg.SensorResult | dg.SkipReason:
+) -> dg.SensorResult:
     """One tick: scan, diff against the cursor, add partitions, request batched runs."""
     settings = selene.settings()
     roots = [r for r in settings.session_roots if Path(r.path).expanduser().is_dir()]
     if not roots:
         listed = ", ".join(str(r.path) for r in settings.session_roots) or "none"
-        return dg.SkipReason(f"no session root exists (SELENE_SESSION_ROOTS: {listed})")
+        return dg.SensorResult(
+            skip_reason=f"no session root exists (SELENE_SESSION_ROOTS: {listed})",
+            cursor=context.cursor,
+        )
     try:
         cursor = json.loads(context.cursor) if context.cursor else {}
     except json.JSONDecodeError:

@@ -108,8 +108,9 @@ def test_sensor_skips_with_a_reason_when_no_root_exists(tmp_path: Path) -> None:
         instance=dg.DagsterInstance.ephemeral(), resources={"selene": resource}
     )
     result = session_files_sensor(ctx)
-    assert isinstance(result, dg.SkipReason)
-    assert "no session root exists" in result.skip_message and str(missing) in result.skip_message
+    assert result.run_requests == [] and result.skip_reason is not None
+    message = result.skip_reason.skip_message
+    assert "no session root exists" in message and str(missing) in message
 
 
 def test_sensor_requests_one_run_per_contiguous_stretch(tmp_path: Path) -> None:
