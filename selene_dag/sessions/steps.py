@@ -19,7 +19,7 @@ from pathlib import Path
 import duckdb
 
 from selene_dag.config import Settings
-from selene_dag.context.tokens import count_tokens, count_tokens_batch
+from selene_dag.context.tokens import count_tokens_batch
 from selene_dag.errors import NotFoundError
 from selene_dag.llm.prompts import load_prompt
 from selene_dag.sessions.assessors import (
@@ -537,7 +537,7 @@ def file_content_tokens(path: Path, model: str | None = None) -> int:
         for e in parse_file(path).events
         if e.kind in ("user_prompt", "summary") and e.raw_type != "summary"
     ]
-    return sum(count_tokens(t, model=model) for t in texts)
+    return sum(count_tokens_batch(texts, model=model)) if texts else 0
 
 
 __all__ = [

@@ -150,16 +150,22 @@ def _insert(
     renames: Mapping[str, str] | None = None,
 ) -> None:
     """Insert dataclass rows (all of one type) into ``table`` by their field names
-    (``renames``: column -> field); tuples are written as lists (DuckDB arrays)."""
+    (``renames``: column -> field); tuples are written as lists (DuckDB arrays). Several
+    rows go in as one registered frame (DuckDB's executemany costs a statement per row)."""
     if not rows:
         return
     fields = _columns(type(rows[0]))
     by_field = {v: k for k, v in (renames or {}).items()}
     columns = [by_field.get(name, name) for name in fields]
-    conn.executemany(
-        f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' for _ in columns)})",
-        [[_value(getattr(row, name)) for name in fields] for row in rows],
-    )
+    values = [[_value(getattr(row, name)) for name in fields] for row in rows]
+    names = ", ".join(columns)
+    if len(rows) == 1:
+        placeholders = ", ".join("?" for _ in columns)
+        conn.execute(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", values[0])
+        return
+    frame = pd.DataFrame(values, columns=columns)
+    with _registered(conn, "_rows_frame", frame):
+        conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _rows_frame")
 
 
 def _value(value: object) -> object:
