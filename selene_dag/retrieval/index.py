@@ -1,28 +1,23 @@
 """The full-text index over notes and session chunks (DuckDB ``fts`` extension).
 
 The extension ships in the ``duckdb-extension-fts`` wheel (machines have no extension
-download), so it is loaded from that package's folder. ``build_index`` rewrites the
-``search_docs`` table from live notes and scored chunks and creates a BM25 index over
-``title`` and ``body``; ``corpus_version`` is a cheap content hash of everything the index
-is built from, stored at build time, so ``index_is_stale`` is one query.
-
-Two derived tables are rewritten with the index, so a question costs no per-document work
-that does not depend on it: ``search_postings`` holds each (term, document) BM25 sub-score
-of ``match_bm25`` (k = 1.2, b = 0.75, both fields) sorted by term, so a query reads only the
-postings of its own terms; ``search_doc_tokens`` holds each document's header and body token
-counts in the default model's tokens, for ask's planning (the final pack is always counted).
+download), so it is loaded from that package's folder for its porter stemmer. ``build_index``
+rewrites the ``search_docs`` table from live notes and scored chunks and brings a BM25 index
+over ``title`` and ``body`` up to date (:mod:`.bm25`: ``match_bm25``'s scores, kept in our
+own tables so only changed documents are re-indexed); ``corpus_version`` is a cheap content
+hash of everything the index is built from, stored at build time, so ``index_is_stale`` is
+one query. ``search_doc_tokens`` holds each document's header and body token counts in the
+default model's tokens, for ask's planning (the final pack is always counted).
 
 Passages, ask's retrieval unit, are rewritten with them: ``search_passages`` holds every
 document cut along its structure (``passages.cut_passages``) with its title, char span and
-token count, under a BM25 index of its own (title + text) whose postings are
-``search_passage_postings``; ``passage_embeddings`` holds one unit vector per distinct
-passage content hash and is only added to (and pruned), so a rebuild embeds only passages
-it has not seen: one edited note costs the embedding of its own passages.
+token count, under a BM25 index of its own (title + text); ``passage_embeddings`` holds one
+unit vector per distinct passage content hash and is only added to (and pruned), so a
+rebuild embeds only passages it has not seen.
 
-A rebuild keeps the token counts and passages of every document whose citation, title and
-body are unchanged (same model, same passage cutting code): only new or changed documents
-are counted and cut again. The two BM25 indexes are rebuilt whole (the ``fts`` extension
-has no incremental update).
+A rebuild keeps the token counts, passages, BM25 postings and vectors of every document
+whose citation, title and body are unchanged (same model, same passage cutting code): one
+edited note costs the counting, cutting, indexing and embedding of that note alone.
 """
 
 from __future__ import annotations
@@ -40,6 +35,7 @@ import pandas as pd
 from selene_dag.context.tokens import count_tokens_batch, default_model
 from selene_dag.errors import SeleneError
 from selene_dag.paths import transform_sql
+from selene_dag.retrieval import bm25
 from selene_dag.retrieval import passages as passages_module
 from selene_dag.retrieval.embed import EMBED_MODEL, embed_texts
 from selene_dag.retrieval.passages import cut_passages
@@ -47,17 +43,21 @@ from selene_dag.store import execute_script, transaction
 from selene_dag.text import content_hash
 
 DOCS_TABLE = "search_docs"
-FTS_SCHEMA = f"fts_main_{DOCS_TABLE}"
 POSTINGS_TABLE = "search_postings"
 DOC_TOKENS_TABLE = "search_doc_tokens"
 PASSAGES_TABLE = "search_passages"
-PASSAGES_FTS = f"fts_main_{PASSAGES_TABLE}"
 PASSAGE_POSTINGS_TABLE = "search_passage_postings"
 EMBEDDINGS_TABLE = "passage_embeddings"
+DOCS_BM25 = bm25.Unit(
+    DOCS_TABLE, "doc_id", ("title", "body"), POSTINGS_TABLE, "search_doc_lengths"
+)
+PASSAGES_BM25 = bm25.Unit(
+    PASSAGES_TABLE, "passage_id", ("title", "text"), PASSAGE_POSTINGS_TABLE, "search_passage_lengths"
+)
+# The fts indexes of earlier layouts, dropped by the next build.
+_OLD_FTS_SCHEMAS = (f"fts_main_{DOCS_TABLE}", f"fts_main_{PASSAGES_TABLE}")
 # Bumped whenever the derived tables change shape or meaning.
-INDEX_LAYOUT = 3
-BM25_K = 1.2
-BM25_B = 0.75
+INDEX_LAYOUT = 4
 # Documents per tokenizer batch when counting at build time (bounds memory).
 _COUNT_BATCH = 512
 
@@ -156,15 +156,27 @@ def index_is_stale(conn: duckdb.DuckDBPyConnection) -> bool:
 
 
 def index_exists(conn: duckdb.DuckDBPyConnection) -> bool:
-    """True when both BM25 index schemas (documents, passages) and their derived tables
-    exist in this database (an index built by an older version counts as missing)."""
+    """True when both BM25 indexes (documents, passages) and the token counts exist in this
+    database in the current shape (an index built by an older version counts as missing)."""
+    tables = (
+        POSTINGS_TABLE,
+        DOCS_BM25.lengths,
+        PASSAGE_POSTINGS_TABLE,
+        PASSAGES_BM25.lengths,
+        DOC_TOKENS_TABLE,
+        bm25.VOCAB_TABLE,
+    )
     row = conn.execute(
-        "SELECT (SELECT count(*) FROM duckdb_schemas() WHERE schema_name IN (?, ?)), "
-        "(SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' "
-        "AND table_name IN (?, ?, ?))",
-        [FTS_SCHEMA, PASSAGES_FTS, POSTINGS_TABLE, DOC_TOKENS_TABLE, PASSAGE_POSTINGS_TABLE],
+        "SELECT count(*) FROM duckdb_columns() WHERE schema_name = 'main' "
+        "AND list_contains(?, table_name) AND column_name = 'len'",
+        [list(tables)],
     ).fetchone()
-    return row[0] == 2 and row[1] == 3
+    found = conn.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' "
+        "AND list_contains(?, table_name)",
+        [list(tables)],
+    ).fetchone()
+    return row[0] == 4 and found[0] == len(tables)
 
 
 @dataclass(frozen=True)
@@ -182,38 +194,6 @@ class BuildResult:
     def documents(self) -> int:
         """Notes plus chunks indexed."""
         return self.notes + self.chunks
-
-
-def postings_sql(table: str, key: str, schema: str, target: str) -> str:
-    """``CREATE TABLE target`` with one ``match_bm25`` sub-score per (term, row) of the
-    fts index ``schema`` over ``table`` (key column ``key``), sorted by term id. The formula
-    is the extension macro's (log base 10, k = 1.2, b = 0.75, all fields). The steps are
-    materialized one by one: inside the transaction that just built the index, DuckDB has
-    no statistics of its tables and joined them in an order ten times slower."""
-    return f"""
-CREATE OR REPLACE TABLE {target} AS
-WITH tf AS MATERIALIZED (
-    SELECT termid, docid, count(*) AS tf FROM {schema}.terms GROUP BY termid, docid
-), weighted AS MATERIALIZED (
-    SELECT tf.termid, tf.docid, tf.tf,
-           log(((st.num_docs - dc.df + 0.5) / (dc.df + 0.5)) + 1) AS idf
-    FROM tf JOIN {schema}.dict dc ON dc.termid = tf.termid CROSS JOIN {schema}.stats st
-), rows AS MATERIALIZED (
-    SELECT d.docid, d.len / st.avgdl AS rel_len, s.kind
-    FROM {schema}.docs d JOIN {table} s ON s.{key} = d.name CROSS JOIN {schema}.stats st
-)
-SELECT w.termid, w.docid, r.kind,
-       w.idf * ((w.tf * ({BM25_K} + 1))
-                / (w.tf + {BM25_K} * ((1 - {BM25_B}) + {BM25_B} * r.rel_len))) AS score
-FROM weighted w JOIN rows r ON r.docid = w.docid
-ORDER BY w.termid, w.docid
-"""
-
-
-_POSTINGS_SQL = postings_sql(DOCS_TABLE, "doc_id", FTS_SCHEMA, POSTINGS_TABLE)
-_PASSAGE_POSTINGS_SQL = postings_sql(
-    PASSAGES_TABLE, "passage_id", PASSAGES_FTS, PASSAGE_POSTINGS_TABLE
-)
 
 
 def header_text(citation: str, title: str) -> str:
@@ -341,6 +321,14 @@ def _write_passages(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str
     return int(conn.execute(f"SELECT count(*) FROM {PASSAGES_TABLE}").fetchone()[0])
 
 
+def _passage_ids(conn: duckdb.DuckDBPyConnection, docs: list[str]) -> list[str]:
+    """Ids of the passages of ``docs`` (their passages were cut again by this build)."""
+    rows = conn.execute(
+        f"SELECT passage_id FROM {PASSAGES_TABLE} WHERE list_contains(?, doc_id)", [docs]
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
 def _write_embeddings(conn: duckdb.DuckDBPyConnection) -> int:
     """Embed the passages whose content hash has no vector yet; drop vectors no passage
     uses any more. Returns how many were embedded."""
@@ -372,31 +360,26 @@ def _write_embeddings(conn: duckdb.DuckDBPyConnection) -> int:
 def build_index(
     conn: duckdb.DuckDBPyConnection, now: datetime, model: str | None = None
 ) -> BuildResult:
-    """Rewrite ``search_docs`` and its BM25 index (porter stemmer, English stopwords), the
-    per-term postings and each document's token counts in ``model`` (default SELENE_MODEL);
-    then the passages, their BM25 index and postings, and the embeddings of passages not
-    embedded before.
+    """Rewrite ``search_docs``, bring its BM25 index (porter stemmer, English stopwords) and
+    each document's token counts in ``model`` (default SELENE_MODEL) up to date; then the
+    passages, their BM25 index and the embeddings of passages not embedded before. Only
+    documents new or changed since the last build are counted, cut and indexed.
 
     The documents, derived tables and the stored version change in one transaction.
     """
     model = model or default_model()
     load_fts(conn)
+    bm25.prepare(conn)
     version = corpus_version(conn)
     with transaction(conn):
+        for schema in _OLD_FTS_SCHEMAS:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         execute_script(conn, transform_sql("search_docs"))
-        conn.execute(
-            f"PRAGMA create_fts_index('{DOCS_TABLE}', 'doc_id', 'title', 'body', "
-            "stemmer='porter', stopwords='english', strip_accents=1, lower=1, overwrite=1)"
-        )
-        conn.execute(_POSTINGS_SQL)
         fresh = _fresh_documents(conn, model)
+        bm25.update(conn, DOCS_BM25, fresh)
         _write_doc_tokens(conn, model, fresh)
         passages = _write_passages(conn, model, fresh)
-        conn.execute(
-            f"PRAGMA create_fts_index('{PASSAGES_TABLE}', 'passage_id', 'title', 'text', "
-            "stemmer='porter', stopwords='english', strip_accents=1, lower=1, overwrite=1)"
-        )
-        conn.execute(_PASSAGE_POSTINGS_SQL)
+        bm25.update(conn, PASSAGES_BM25, _passage_ids(conn, fresh))
         embedded = _write_embeddings(conn)
         notes, chunks = conn.execute(
             f"SELECT count(*) FILTER (kind = 'note'), count(*) FILTER (kind = 'chunk') "

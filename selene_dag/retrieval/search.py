@@ -1,8 +1,8 @@
 """Candidates for a question: sanitized query terms, BM25 over ``search_docs``, and
 passages ranked by BM25 and by embedding similarity, fused by reciprocal rank.
 
-Scores are ``match_bm25``'s, read from the precomputed ``search_postings`` (only the
-postings of the question's own stemmed terms), so a question never scans every document.
+Scores are ``match_bm25``'s, computed from the index's postings of the question's own
+stemmed terms (:mod:`.bm25`), so a question never scans every document.
 """
 
 from __future__ import annotations
@@ -16,16 +16,15 @@ import duckdb
 import numpy as np
 
 from selene_dag.errors import UsageError
+from selene_dag.retrieval import bm25
 from selene_dag.retrieval.embed import embed_query
 from selene_dag.retrieval.index import (
     DOC_TOKENS_TABLE,
+    DOCS_BM25,
     DOCS_TABLE,
     EMBEDDINGS_TABLE,
-    FTS_SCHEMA,
-    PASSAGE_POSTINGS_TABLE,
-    PASSAGES_FTS,
+    PASSAGES_BM25,
     PASSAGES_TABLE,
-    POSTINGS_TABLE,
     SearchIndexError,
     index_exists,
     load_fts,
@@ -79,15 +78,8 @@ _COLUMNS = (
     "consensus, importance, dedup_key"
 )
 
-# The ``limit`` best documents by summed postings (ties by index order), reading only the
-# postings of the question's terms (the table is sorted by term id).
-_TOP_SQL = f"""
-SELECT d.name, s.score FROM (
-    SELECT docid, sum(score) AS score FROM {POSTINGS_TABLE}
-    WHERE list_contains(?, termid) AND list_contains(?, kind)
-    GROUP BY docid ORDER BY score DESC, docid LIMIT ?
-) s JOIN {FTS_SCHEMA}.docs d ON d.docid = s.docid
-"""
+# The ``limit`` best documents (ties by id), reading only the postings of the question's terms.
+_TOP_SQL = bm25.top_sql(DOCS_BM25)
 # Point lookups of those documents and their stored token counts (no join that would scan
 # every body).
 _ROWS_SQL = f"SELECT {_COLUMNS} FROM {DOCS_TABLE} WHERE list_contains(?, doc_id)"
@@ -95,26 +87,12 @@ _TOKENS_SQL = (
     f"SELECT doc_id, header_tokens, body_tokens FROM {DOC_TOKENS_TABLE} "
     "WHERE model = ? AND list_contains(?, doc_id)"
 )
-_TERM_IDS_SQL = f"""
-SELECT DISTINCT termid FROM {FTS_SCHEMA}.dict
-WHERE term IN (SELECT stem(unnest({FTS_SCHEMA}.tokenize(?)), 'porter'))
-"""
-
-
 def term_ids(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> list[int]:
     """Index term ids of ``terms`` after the index's own tokenizer and porter stemmer
     (stopwords and words absent from the corpus have none)."""
     load_fts(conn)
-    rows = conn.execute(_TERM_IDS_SQL, [" ".join(terms)]).fetchall()
-    return sorted(int(r[0]) for r in rows)
-
-
-_TERM_DF_SQL = f"""
-SELECT w.word, coalesce(max(d.df), 0) FROM (SELECT unnest(?) AS word) w
-LEFT JOIN {FTS_SCHEMA}.dict d ON d.term = stem(w.word, 'porter')
-GROUP BY w.word
-"""
-_DOC_COUNT_SQL = f"SELECT num_docs FROM {FTS_SCHEMA}.stats"
+    bm25.prepare(conn)
+    return bm25.term_ids(conn, " ".join(terms))
 
 
 def term_weights(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> dict[str, float]:
@@ -124,8 +102,8 @@ def term_weights(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> dict[
     if not terms:
         return {}
     load_fts(conn)
-    n_docs = int(conn.execute(_DOC_COUNT_SQL).fetchone()[0])
-    return weights_by_stem(conn.execute(_TERM_DF_SQL, [list(terms)]).fetchall(), n_docs)
+    frequencies, n_docs = bm25.document_frequencies(conn, DOCS_BM25, list(terms))
+    return weights_by_stem(frequencies, n_docs)
 
 
 def search(
@@ -202,17 +180,7 @@ class PassageHit:
     dense_rank: int | None
 
 
-_PASSAGE_TERM_IDS_SQL = f"""
-SELECT DISTINCT termid FROM {PASSAGES_FTS}.dict
-WHERE term IN (SELECT stem(unnest({PASSAGES_FTS}.tokenize(?)), 'porter'))
-"""
-_PASSAGE_TOP_SQL = f"""
-SELECT d.name, s.score FROM (
-    SELECT docid, sum(score) AS score FROM {PASSAGE_POSTINGS_TABLE}
-    WHERE list_contains(?, termid) AND list_contains(?, kind)
-    GROUP BY docid ORDER BY score DESC, docid LIMIT ?
-) s JOIN {PASSAGES_FTS}.docs d ON d.docid = s.docid
-"""
+_PASSAGE_TOP_SQL = bm25.top_sql(PASSAGES_BM25)
 _MATRIX_SQL = f"""
 SELECT p.passage_id, p.kind, e.vec
 FROM {PASSAGES_TABLE} p JOIN {EMBEDDINGS_TABLE} e ON e.hash = p.hash
@@ -282,8 +250,7 @@ def passage_bm25(
 ) -> list[tuple[str, float]]:
     """The ``limit`` best passages by BM25 (title + text) as ``(passage_id, score)``,
     best first; empty when no term is in the index."""
-    load_fts(conn)
-    ids = [int(r[0]) for r in conn.execute(_PASSAGE_TERM_IDS_SQL, [" ".join(terms)]).fetchall()]
+    ids = term_ids(conn, terms)
     if not ids:
         return []
     rows = conn.execute(_PASSAGE_TOP_SQL, [ids, list(kinds), limit]).fetchall()

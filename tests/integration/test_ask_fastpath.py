@@ -15,14 +15,14 @@ from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval.index import (
     DOC_TOKENS_TABLE,
     DOCS_TABLE,
-    FTS_SCHEMA,
+    PASSAGES_TABLE,
     build_index,
     header_text,
     index_exists,
     load_fts,
 )
 from selene_dag.retrieval.pack import ask
-from selene_dag.retrieval.search import search
+from selene_dag.retrieval.search import passage_bm25, search
 from selene_dag.retrieval.terms import query_terms
 from selene_dag.service import SharedStore
 from selene_dag.store import connect
@@ -49,18 +49,77 @@ def store(tmp_path_factory: pytest.TempPathFactory):
     conn.close()
 
 
-@pytest.mark.parametrize("question", QUESTIONS)
-def test_postings_scores_equal_match_bm25(store, question: str) -> None:
+@pytest.fixture(scope="module")
+def reference(store):
+    """The DuckDB fts extension's own index over the same documents and passages, built
+    here only to check our incremental index against it."""
     load_fts(store)
+    for table, key, text in (
+        (DOCS_TABLE, "doc_id", "body"),
+        (PASSAGES_TABLE, "passage_id", "text"),
+    ):
+        store.execute(
+            f"PRAGMA create_fts_index('{table}', '{key}', 'title', '{text}', stemmer='porter', "
+            "stopwords='english', strip_accents=1, lower=1, overwrite=1)"
+        )
+    yield store
+    for table in (DOCS_TABLE, PASSAGES_TABLE):
+        store.execute(f"DROP SCHEMA fts_main_{table} CASCADE")
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_postings_scores_equal_match_bm25(reference, question: str) -> None:
+    store = reference
     expected = store.execute(
-        f"SELECT doc_id, score FROM (SELECT doc_id, {FTS_SCHEMA}.match_bm25(doc_id, ?) AS score "
-        f"FROM {DOCS_TABLE}) WHERE score IS NOT NULL ORDER BY score DESC, doc_id",
+        f"SELECT doc_id, score FROM (SELECT doc_id, fts_main_{DOCS_TABLE}.match_bm25(doc_id, ?) "
+        f"AS score FROM {DOCS_TABLE}) WHERE score IS NOT NULL ORDER BY score DESC, doc_id",
         [" ".join(query_terms(question))],
     ).fetchall()
     got = [(c.doc_id, c.bm25) for c in search(store, question, limit=100)]
     assert expected, "the question should match something"
     assert [d for d, _ in got] == [d for d, _ in expected]
     assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+
+
+@pytest.mark.parametrize("question", QUESTIONS)
+def test_passage_scores_equal_match_bm25(reference, question: str) -> None:
+    store = reference
+    terms = query_terms(question)
+    expected = store.execute(
+        f"SELECT passage_id, score FROM (SELECT passage_id, fts_main_{PASSAGES_TABLE}"
+        f".match_bm25(passage_id, ?) AS score FROM {PASSAGES_TABLE}) WHERE score IS NOT NULL "
+        "ORDER BY score DESC, passage_id",
+        [" ".join(terms)],
+    ).fetchall()
+    got = passage_bm25(store, terms, ["note", "chunk"], 1000)
+    assert expected, "the question should match something"
+    assert [p for p, _ in got] == [p for p, _ in expected]
+    assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
+
+
+def test_one_changed_document_is_reindexed_alone(tmp_path: Path) -> None:
+    db = tmp_path / "selene.duckdb"
+    seed_store(db, with_session=False)
+    conn = connect(db)
+    try:
+        build_index(conn, NOW, model=MODEL)
+        before = dict(conn.execute("SELECT key, len FROM search_doc_lengths").fetchall())
+        note = conn.execute("SELECT id FROM notes ORDER BY id LIMIT 1").fetchone()[0]
+        conn.execute(
+            "UPDATE notes SET content = content || ' zebrafish aquarium', "
+            "content_hash = md5(content || ' zebrafish aquarium') WHERE id = ?",
+            [note],
+        )
+        result = build_index(conn, NOW, model=MODEL)
+        assert result.counted == 1
+        after = dict(conn.execute("SELECT key, len FROM search_doc_lengths").fetchall())
+        assert after[f"note:{note}"] == before[f"note:{note}"] + 2
+        assert {k: v for k, v in after.items() if k != f"note:{note}"} == {
+            k: v for k, v in before.items() if k != f"note:{note}"
+        }
+        assert [c.doc_id for c in search(conn, "zebrafish aquarium")] == [f"note:{note}"]
+    finally:
+        conn.close()
 
 
 def test_stored_token_counts_are_the_model_counts(store) -> None:

@@ -199,8 +199,9 @@ def test_term_weights_are_idf_by_light_stem(store) -> None:
     weights = term_weights(store, ["prompt", "julianday", "nowhereword", "shells"])
     assert set(weights) == {"prompt", "julianday", "nowhereword", "shell"}
     sql = (
-        "SELECT w, df FROM (SELECT unnest(['prompt', 'julianday']) AS w) "
-        "JOIN fts_main_search_docs.dict ON term = stem(w, 'porter')"
+        "SELECT w, count(*) FROM (SELECT unnest(['prompt', 'julianday']) AS w) "
+        "JOIN bm25_vocab v ON v.term = stem(w, 'porter') "
+        "JOIN search_postings p ON p.termid = v.termid GROUP BY w"
     )
     df = dict(store.execute(sql).fetchall())
     assert df["prompt"] > df["julianday"] >= 1  # else nothing to compare

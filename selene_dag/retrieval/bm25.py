@@ -1,0 +1,215 @@
+"""Incremental BM25 over the search documents and their passages.
+
+The scores are exactly those of the DuckDB ``fts`` extension's ``match_bm25`` (porter
+stemmer, its English stopword list, accents stripped, lower case, k = 1.2, b = 0.75, log
+base 10, every field), but the index lives in our own tables so that a rebuild touches only
+the rows that changed: the ``fts`` extension rebuilds everything on every ``PRAGMA
+create_fts_index``, which at 10,000 notes made one edited note cost two full index builds.
+
+Per unit (documents, passages) two tables:
+
+* ``<unit>_postings(termid, key, kind, tf, len)``: one row per (term, row) with the term's
+  count and the row's length in terms; a question reads only the postings of its terms.
+* ``<unit>_lengths(key, kind, len)``: every indexed row, for the row count and the mean
+  length (BM25's ``N`` and ``avgdl``), read at question time.
+
+Term ids come from ``bm25_vocab`` (shared, only added to). The tokenizer is the extension's
+macro, copied; ``stem`` is the extension's function, so it must be loaded (``load_fts``).
+Document frequency and the statistics are computed at question time from those tables,
+so no stored score goes stale when another row changes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+
+BM25_K = 1.2
+BM25_B = 0.75
+VOCAB_TABLE = "bm25_vocab"
+STOPWORDS_TABLE = "bm25_stopwords"
+
+# The fts extension's tokenize macro (as ``PRAGMA create_fts_index`` defines it with
+# strip_accents=1, lower=1 and the default ignore pattern).
+_TOKENIZE = (
+    "string_split_regex(regexp_replace(lower(strip_accents(CAST(s AS VARCHAR))), "
+    "'[0-9!@#$%^&*()_+={}\\[\\]:;<>,.?~\\\\/\\|''''\"`-]+', ' ', 'g'), '\\s+')"
+)
+
+
+@dataclass(frozen=True)
+class Unit:
+    """One BM25 index: the table it indexes (``source``, key column ``key``, the text
+    columns ``fields``) and the names of its postings and lengths tables."""
+
+    source: str
+    key: str
+    fields: tuple[str, ...]
+    postings: str
+    lengths: str
+
+
+def prepare(conn: duckdb.DuckDBPyConnection) -> None:
+    """Create the tokenizer macro (temporary, this connection) and the vocabulary and
+    stopword tables when absent. The stopwords are the extension's English list, taken
+    from a throwaway index so that they are exactly the ones ``match_bm25`` uses."""
+    conn.execute(f"CREATE OR REPLACE TEMP MACRO selene_tokenize(s) AS {_TOKENIZE}")
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {VOCAB_TABLE} (termid INTEGER NOT NULL, term VARCHAR NOT NULL)"
+    )
+    if _columns(conn, STOPWORDS_TABLE):
+        return
+    conn.execute("CREATE OR REPLACE TABLE _bm25_probe (id VARCHAR, t VARCHAR)")
+    conn.execute("INSERT INTO _bm25_probe VALUES ('a', 'a')")
+    conn.execute(
+        "PRAGMA create_fts_index('_bm25_probe', 'id', 't', stemmer='porter', "
+        "stopwords='english', strip_accents=1, lower=1, overwrite=1)"
+    )
+    conn.execute(f"CREATE TABLE {STOPWORDS_TABLE} AS SELECT sw FROM fts_main__bm25_probe.stopwords")
+    conn.execute("DROP SCHEMA fts_main__bm25_probe CASCADE")
+    conn.execute("DROP TABLE _bm25_probe")
+
+
+def _columns(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
+    rows = conn.execute(
+        "SELECT column_name FROM duckdb_columns() WHERE schema_name = 'main' "
+        "AND table_name = ? ORDER BY column_index",
+        [table],
+    ).fetchall()
+    return tuple(r[0] for r in rows)
+
+
+_POSTINGS_COLUMNS = ("termid", "key", "kind", "tf", "len")
+_LENGTHS_COLUMNS = ("key", "kind", "len")
+
+
+def _create_unit_tables(conn: duckdb.DuckDBPyConnection, unit: Unit) -> None:
+    """Create the unit's tables; a table of another shape (an older index) is replaced,
+    and then both are, so every row is indexed again."""
+    if (
+        _columns(conn, unit.postings) != _POSTINGS_COLUMNS
+        or _columns(conn, unit.lengths) != _LENGTHS_COLUMNS
+    ):
+        conn.execute(f"DROP TABLE IF EXISTS {unit.postings}")
+        conn.execute(f"DROP TABLE IF EXISTS {unit.lengths}")
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {unit.postings} (termid INTEGER NOT NULL, key VARCHAR "
+        "NOT NULL, kind VARCHAR NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL)"
+    )
+    conn.execute(
+        f"CREATE TABLE IF NOT EXISTS {unit.lengths} (key VARCHAR NOT NULL, kind VARCHAR "
+        "NOT NULL, len INTEGER NOT NULL)"
+    )
+
+
+def update(conn: duckdb.DuckDBPyConnection, unit: Unit, changed: Sequence[str]) -> int:
+    """Bring ``unit``'s index in line with its source table: drop the rows of keys that
+    are ``changed`` or gone, then index the changed keys and every source row not indexed
+    yet. Returns how many rows were (re)indexed. Run inside the caller's transaction."""
+    _create_unit_tables(conn, unit)
+    changed = list(changed)
+    for table in (unit.postings, unit.lengths):
+        conn.execute(
+            f"DELETE FROM {table} WHERE list_contains(?, key) OR key NOT IN "
+            f"(SELECT {unit.key} FROM {unit.source})",
+            [changed],
+        )
+    text = " || ' ' || ".join(f"coalesce({f}, '')" for f in unit.fields)
+    conn.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _bm25_rows AS
+        SELECT {unit.key} AS key, kind, {text} AS text FROM {unit.source}
+        WHERE {unit.key} NOT IN (SELECT key FROM {unit.lengths})
+        """
+    )
+    todo = conn.execute("SELECT count(*) FROM _bm25_rows").fetchone()[0]
+    if not todo:
+        return 0
+    conn.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _bm25_terms AS
+        WITH words AS MATERIALIZED (
+            SELECT key, unnest(selene_tokenize(text)) AS w FROM _bm25_rows
+        )
+        SELECT key, stem(w, 'porter') AS term, count(*)::INTEGER AS tf FROM words
+        WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
+        GROUP BY key, term
+        """
+    )
+    conn.execute(
+        f"""
+        INSERT INTO {VOCAB_TABLE}
+        SELECT (SELECT coalesce(max(termid), -1) FROM {VOCAB_TABLE})
+               + row_number() OVER (ORDER BY term), term
+        FROM (SELECT DISTINCT term FROM _bm25_terms) t
+        WHERE term NOT IN (SELECT term FROM {VOCAB_TABLE})
+        """
+    )
+    conn.execute(
+        f"""
+        INSERT INTO {unit.lengths}
+        SELECT r.key, r.kind, coalesce(sum(t.tf), 0)::INTEGER
+        FROM _bm25_rows r LEFT JOIN _bm25_terms t ON t.key = r.key
+        GROUP BY r.key, r.kind
+        """
+    )
+    conn.execute(
+        f"""
+        INSERT INTO {unit.postings}
+        SELECT v.termid, t.key, l.kind, t.tf, l.len
+        FROM _bm25_terms t JOIN {VOCAB_TABLE} v ON v.term = t.term
+        JOIN {unit.lengths} l ON l.key = t.key
+        """
+    )
+    conn.execute("DROP TABLE _bm25_terms")
+    conn.execute("DROP TABLE _bm25_rows")
+    return int(todo)
+
+
+def term_ids(conn: duckdb.DuckDBPyConnection, text: str) -> list[int]:
+    """Vocabulary ids of the stemmed words of ``text`` (stopwords and words never indexed
+    have none), sorted. Needs :func:`prepare` and the ``fts`` extension on ``conn``."""
+    rows = conn.execute(
+        f"SELECT DISTINCT termid FROM {VOCAB_TABLE} WHERE term IN "
+        "(SELECT stem(unnest(selene_tokenize(?)), 'porter'))",
+        [text],
+    ).fetchall()
+    return sorted(int(r[0]) for r in rows)
+
+
+def top_sql(unit: Unit) -> str:
+    """SQL of the best rows of ``unit`` for a list of term ids (parameters: term ids,
+    kinds, limit) as ``(key, score)``; the score is ``match_bm25``'s."""
+    return f"""
+WITH st AS (SELECT count(*) AS n, avg(len) AS avgdl FROM {unit.lengths}),
+p AS MATERIALIZED (SELECT termid, key, kind, tf, len FROM {unit.postings}
+                   WHERE list_contains($1, termid)),
+df AS (SELECT termid, count(*) AS df FROM p GROUP BY termid)
+SELECT p.key, sum(
+    log(((st.n - df.df + 0.5) / (df.df + 0.5)) + 1)
+    * ((p.tf * ({BM25_K} + 1)) / (p.tf + {BM25_K} * ((1 - {BM25_B}) + {BM25_B} * (p.len / st.avgdl))))
+) AS score
+FROM p JOIN df USING (termid) CROSS JOIN st
+WHERE list_contains($2, p.kind)
+GROUP BY p.key ORDER BY score DESC, p.key LIMIT $3
+"""
+
+
+def document_frequencies(
+    conn: duckdb.DuckDBPyConnection, unit: Unit, words: Sequence[str]
+) -> tuple[list[tuple[str, int]], int]:
+    """``(word, rows containing its stem)`` for each of ``words``, and the number of rows
+    of ``unit`` (BM25's N)."""
+    rows = conn.execute(
+        f"""
+        SELECT w.word, count(p.key) FROM (SELECT unnest(?) AS word) w
+        LEFT JOIN {VOCAB_TABLE} v ON v.term = stem(w.word, 'porter')
+        LEFT JOIN {unit.postings} p ON p.termid = v.termid
+        GROUP BY w.word
+        """,
+        [list(words)],
+    ).fetchall()
+    n = conn.execute(f"SELECT count(*) FROM {unit.lengths}").fetchone()[0]
+    return [(str(w), int(df)) for w, df in rows], int(n)
