@@ -26,7 +26,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from selene_dag.llm.engine import Assessment, EngineResponseError, require_text
-from selene_dag.llm.ollama import parse_assessment_answer
 from selene_dag.llm.prompts import load_prompt
 
 # Headless modes that leave no transcript behind: otherwise every assessment would write a
@@ -138,6 +137,10 @@ def _assess_one(name: str, prompt: str, timeout: float, retries: int) -> Assesso
         attempts += 1
         try:
             output = _run_once(argv, prompt, timeout)
+            # Imported here: the Ollama client is heavy, and loading the definitions
+            # (which list the CLI assessors) must stay light.
+            from selene_dag.llm.ollama import parse_assessment_answer
+
             assessment = parse_assessment_answer(output)
         except (RuntimeError, OSError, EngineResponseError) as exc:
             reason = str(exc)
