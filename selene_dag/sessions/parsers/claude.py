@@ -11,10 +11,26 @@ Mapping (one event per content block, so an assistant line with a text block and
 * ``system``: ``compact_boundary`` -> ``compact_boundary``; ``api_error``/``error`` ->
   ``error``; ``stop_hook_summary`` and old-style hook progress lines -> ``hook``; the rest
   -> ``system``.
-* ``attachment``: ``hook_*`` -> ``hook``, others -> ``system``. ``summary`` -> ``summary``.
+* ``attachment``: ``queued_command`` (a prompt typed while the agent worked) ->
+  ``user_prompt``; ``hook_*`` -> ``hook`` (``hook_blocking_error`` an error); the others ->
+  ``system``, each keeping its text (``content``, ``prompt``, ``snippet``, ``blockingError``,
+  a task's status and description, ...). ``summary`` -> ``summary``.
+* Command wrappers in user text are not prompts: a slash command (``<command-name>``) or a
+  ``!`` shell command (``<bash-input>``) -> ``system`` with raw type ``user/command``; their
+  output and caveats (``<local-command-stdout>``, ``<bash-stdout>``, ...) -> ``system`` with
+  raw type ``user/command_output``, tags stripped.
 * Metadata lines (file-history-snapshot, queue-operation, permission-mode, last-prompt,
   progress, titles, ...) and unknown types -> ``other`` with empty text (``last-prompt``
   and ``queue-operation`` repeat a prompt already recorded, so their text is not kept).
+
+Records are linked by ``uuid`` / ``parentUuid``. A record whose ``uuid`` was already seen
+(a resume can repeat records) is skipped and counted in ``stats.duplicates``. A rewind
+leaves a fork: a record with two or more user-prompt children; every branch but the last
+written is abandoned, and the events of its records are marked ``abandoned`` (kept, but
+not chunked or scored). Parallel tool calls also fork (an assistant record whose children
+are the next tool call and a tool result), but never with two prompts, so they are not
+mistaken for rewinds. Events are therefore yielded once the whole file is read; the
+caller keeps every event of a file in memory anyway.
 """
 
 from __future__ import annotations
@@ -40,6 +56,36 @@ _OLD_HOOK = re.compile(
     r"|Notification|PreCompact)\b"
 )
 _ERROR_SUBTYPES = {"api_error", "error", "api_refusal"}
+_WRAPPER = re.compile(
+    r"<(command-name|command-message|command-args|bash-input|bash-stdout|bash-stderr"
+    r"|local-command-stdout|local-command-stderr|local-command-caveat)>"
+)
+_TAG = re.compile(r"</?[a-z-]+>")
+# Record ids are UUIDs; placeholders such as "[trimmed]" in hand-trimmed files link nothing.
+_RECORD_ID = re.compile(r"[0-9A-Za-z_-]{8,}")
+_ATTACHMENT_TEXT = ("content", "prompt", "text", "snippet", "message", "description")
+
+
+def _tag_text(text: str, tag: str) -> str:
+    found = re.search(rf"<{tag}>(.*?)</{tag}>", text, re.DOTALL)
+    return found.group(1).strip() if found else ""
+
+
+def command_wrapper(text: str) -> tuple[str, str] | None:
+    """``("user/command", text)`` for a slash or ``!`` shell command the user ran,
+    ``("user/command_output", text)`` for its output or a caveat, None for anything else
+    (an ordinary prompt). Only text that opens with a wrapper tag counts."""
+    head = text.lstrip()
+    found = _WRAPPER.match(head)
+    if found is None:
+        return None
+    if _WRAPPER.search(head) and "<command-name>" in head:
+        name = _tag_text(head, "command-name")
+        args = _tag_text(head, "command-args")
+        return "user/command", f"{name} {args}".strip()
+    if found.group(1) == "bash-input":
+        return "user/command", _tag_text(head, "bash-input")
+    return "user/command_output", _TAG.sub("", head).strip()
 
 
 def _user_events(
@@ -54,6 +100,10 @@ def _user_events(
     else:
         text_kind, role = "user_prompt", "user"
     if isinstance(content, str):
+        wrapped = command_wrapper(content) if text_kind == "user_prompt" else None
+        if wrapped is not None:
+            yield b.make(role="user", kind="system", text=wrapped[1], raw_type=wrapped[0], **common)
+            return
         yield b.make(role=role, kind=text_kind, text=content, raw_type="user", **common)
         return
     if not isinstance(content, list):
@@ -62,13 +112,14 @@ def _user_events(
     for block in content:
         btype = block.get("type") if isinstance(block, dict) else None
         if btype == "text":
-            yield b.make(
-                role=role,
-                kind=text_kind,
-                text=block.get("text") or "",
-                raw_type="user/text",
-                **common,
-            )
+            text = block.get("text") or ""
+            wrapped = command_wrapper(text) if text_kind == "user_prompt" else None
+            if wrapped is not None:
+                yield b.make(
+                    role="user", kind="system", text=wrapped[1], raw_type=wrapped[0], **common
+                )
+                continue
+            yield b.make(role=role, kind=text_kind, text=text, raw_type="user/text", **common)
         elif btype == "tool_result":
             yield b.make(
                 role="tool",
@@ -150,10 +201,34 @@ def _system_event(obj: dict[str, Any], b: EventBuilder, common: dict[str, Any]) 
     return b.make(role="system", kind="system", text=content, raw_type=raw_type, **common)
 
 
+def _attachment_text(att: dict[str, Any]) -> str:
+    if att.get("type") == "task_status":
+        parts = [att.get("status"), att.get("description"), att.get("deltaSummary")]
+        return ": ".join(str(p) for p in parts if p and p != "None")
+    if att.get("type") == "invoked_skills" and isinstance(att.get("skills"), list):
+        return "\n".join(to_text(skill) for skill in att["skills"] if isinstance(skill, dict))
+    for key in _ATTACHMENT_TEXT:
+        text = to_text(att.get(key))
+        if text:
+            return text
+    return ""
+
+
+def _blocking_error(att: dict[str, Any]) -> str:
+    error = att.get("blockingError")
+    if isinstance(error, dict):
+        parts = [to_text(error.get("blockingError")), to_text(error.get("command"))]
+        return "\n".join(p for p in parts if p)
+    return to_text(error)
+
+
 def _attachment_event(obj: dict[str, Any], b: EventBuilder, common: dict[str, Any]) -> SessionEvent:
     att = obj.get("attachment") if isinstance(obj.get("attachment"), dict) else {}
     atype = str(att.get("type", ""))
     raw_type = f"attachment/{atype}"
+    if atype == "queued_command":
+        text = to_text(att.get("prompt")) or to_text(att.get("content"))
+        return b.make(role="user", kind="user_prompt", text=text, raw_type=raw_type, **common)
     if atype.startswith("hook"):
         text = "\n".join(
             t
@@ -161,51 +236,121 @@ def _attachment_event(obj: dict[str, Any], b: EventBuilder, common: dict[str, An
                 to_text(att.get("content")),
                 to_text(att.get("stdout")),
                 to_text(att.get("stderr")),
+                _blocking_error(att),
             )
             if t
         )
-        return b.make(role="system", kind="hook", text=text, raw_type=raw_type, **common)
+        is_error = atype == "hook_blocking_error"
+        return b.make(
+            role="system", kind="hook", text=text, is_error=is_error, raw_type=raw_type, **common
+        )
+    paths = (att["filename"],) if isinstance(att.get("filename"), str) else ()
     return b.make(
-        role="system", kind="system", text=to_text(att.get("content")), raw_type=raw_type, **common
+        role="system",
+        kind="system",
+        text=_attachment_text(att),
+        file_paths=paths,
+        raw_type=raw_type,
+        **common,
     )
 
 
+def _is_prompt_record(obj: dict[str, Any]) -> bool:
+    """A user record the user typed (not a tool result, meta line or compaction summary)."""
+    if obj.get("isMeta") or obj.get("isCompactSummary") or obj.get("isSidechain"):
+        return False
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return True
+    return isinstance(content, list) and not any(
+        isinstance(block, dict) and block.get("type") == "tool_result" for block in content
+    )
+
+
+def abandoned_records(parents: dict[str, str | None], prompts: dict[str, list[str]]) -> set[str]:
+    """Uuids of the records on rewound branches: for every record with two or more prompt
+    children (``prompts``: parent uuid -> child prompt uuids in file order), each child but
+    the last, and everything descending from it (``parents``: uuid -> parent uuid)."""
+    roots = {child for children in prompts.values() if len(children) > 1 for child in children[:-1]}
+    if not roots:
+        return set()
+    children: dict[str, list[str]] = {}
+    for uuid, parent in parents.items():
+        if parent is not None:
+            children.setdefault(parent, []).append(uuid)
+    out: set[str] = set()
+    stack = list(roots)
+    while stack:
+        uuid = stack.pop()
+        if uuid in out:
+            continue
+        out.add(uuid)
+        stack.extend(children.get(uuid, ()))
+    return out
+
+
 def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
-    """Stream the events of a Claude Code JSONL transcript (see the module docstring)."""
+    """The events of a Claude Code JSONL transcript (see the module docstring), yielded
+    once the file is read so that rewound branches can be marked."""
     b = EventBuilder("claude", path.stem)
+    events: list[tuple[str | None, SessionEvent]] = []
+    seen: set[str] = set()
+    parents: dict[str, str | None] = {}
+    prompts: dict[str, list[str]] = {}
     for line, obj in iter_json_lines(path, stats):
         rtype = type_of(obj)
+        uuid = obj.get("uuid")
+        if not isinstance(uuid, str) or not _RECORD_ID.fullmatch(uuid):
+            uuid = None
+        if uuid is not None:
+            if uuid in seen:
+                stats.duplicates += 1
+                continue
+            seen.add(uuid)
+            parent = obj.get("parentUuid")
+            parents[uuid] = parent if isinstance(parent, str) else None
+            if rtype == "user" and isinstance(parent, str) and _is_prompt_record(obj):
+                prompts.setdefault(parent, []).append(uuid)
         sid = obj.get("sessionId")
         if isinstance(sid, str) and stats.session_id is None:
             stats.session_id = sid
             b.session_id = sid
         if stats.project is None and isinstance(obj.get("cwd"), str):
             stats.project = obj["cwd"]
-        ts = obj.get("timestamp")
         common = {
             "line": line,
-            "timestamp": ts,
+            "timestamp": obj.get("timestamp"),
             "is_sidechain": bool(obj.get("isSidechain")),
         }
         if rtype == "user":
-            yield from guarded_events(_user_events(obj, b, common), line, stats)
+            found = guarded_events(_user_events(obj, b, common), line, stats)
         elif rtype == "assistant":
-            yield from guarded_events(_assistant_events(obj, b, common), line, stats)
+            found = guarded_events(_assistant_events(obj, b, common), line, stats)
         elif rtype == "system":
-            yield from guarded_events((_system_event(obj, b, common) for _ in (0,)), line, stats)
+            found = guarded_events((_system_event(obj, b, common) for _ in (0,)), line, stats)
         elif rtype == "attachment":
-            yield from guarded_events(
-                (_attachment_event(obj, b, common) for _ in (0,)), line, stats
-            )
+            found = guarded_events((_attachment_event(obj, b, common) for _ in (0,)), line, stats)
         elif rtype == "summary":
-            yield b.make(
-                role="system",
-                kind="summary",
-                text=to_text(obj.get("summary")),
-                raw_type="summary",
-                **common,
-            )
+            found = [
+                b.make(
+                    role="system",
+                    kind="summary",
+                    text=to_text(obj.get("summary")),
+                    raw_type="summary",
+                    **common,
+                )
+            ]
         else:
-            yield b.make(
-                role="system", kind="other", text="", raw_type=str(obj.get("type")), **common
-            )
+            found = [
+                b.make(
+                    role="system", kind="other", text="", raw_type=str(obj.get("type")), **common
+                )
+            ]
+        events.extend((uuid, event) for event in found)
+    abandoned = abandoned_records(parents, prompts)
+    for uuid, event in events:
+        if uuid is not None and uuid in abandoned:
+            event.abandoned = True
+            stats.abandoned += 1
+        yield event

@@ -1,0 +1,89 @@
+"""Claude Code shapes of issue #18 item 3 on a hand-written fixture in the real record shape
+(fields as in claude-code-log's real transcripts and agent-sessions' fixture): a rewind,
+parallel tool calls, a record repeated across a resume, command wrappers and attachments."""
+
+from __future__ import annotations
+
+from selene_dag.sessions.chunker import build_chunks
+from selene_dag.sessions.parsers import parse_file
+from selene_dag.sessions.parsers.claude import abandoned_records, command_wrapper
+from tests.support.sessions import CLAUDE_FILES, FIXTURES
+
+SHAPES = FIXTURES / "claude" / "shapes_rewind_resume_attachments.jsonl"
+
+
+def _by_line():
+    result = parse_file(SHAPES)
+    return result, {e.line: e for e in result.events}
+
+
+def test_rewound_branch_is_marked_and_left_out_of_chunks() -> None:
+    result, events = _by_line()
+    abandoned = sorted(line for line, e in events.items() if e.abandoned)
+    assert abandoned == [8, 9]  # the prompt rewound away from, and the reply to it
+    assert result.stats.abandoned == 2
+    assert events[10].kind == "user_prompt" and not events[10].abandoned
+    chunks = build_chunks(result.events, "claude-test")
+    text = "\n".join(c.text for c in chunks)
+    assert "Keep the old release folder" in text
+    assert "delete the old release folder" not in text and "rm -rf." not in text
+
+
+def test_parallel_tool_calls_are_not_a_rewind() -> None:
+    _, events = _by_line()
+    assert not any(events[line].abandoned for line in (3, 4, 5, 6, 7))
+    for path in CLAUDE_FILES:  # real transcripts: parallel calls fork, nothing is rewound
+        if path != SHAPES:
+            assert parse_file(path).stats.abandoned == 0, path.name
+
+
+def test_a_record_repeated_across_a_resume_counts_once() -> None:
+    result, _ = _by_line()
+    assert result.stats.duplicates == 1
+    assert [e.line for e in result.events].count(11) == 1
+    assert 12 not in {e.line for e in result.events}
+
+
+def test_command_wrappers_are_commands_not_prompts() -> None:
+    _, events = _by_line()
+    assert (events[13].kind, events[13].raw_type, events[13].text) == (
+        "system",
+        "user/command",
+        "/compact keep the deploy notes",
+    )
+    assert (events[14].raw_type, events[14].text) == (
+        "user/command_output",
+        "Compacted (ctrl+o to see full summary)",
+    )
+    assert (events[15].raw_type, events[15].text) == ("user/command", "./deploy.sh --dry-run")
+    assert events[16].text == "sending incremental file list\nindex.html"
+    assert command_wrapper("Please explain <bash-input> tags") is None
+    assert command_wrapper("fix the bug") is None
+
+
+def test_attachments_keep_their_text() -> None:
+    _, events = _by_line()
+    queued = events[17]
+    assert (queued.kind, queued.role, queued.text) == ("user_prompt", "user", "then run the tests")
+    edited = events[18]
+    assert "RSYNC_FLAGS=-n" in edited.text and edited.file_paths == ("/repo/deploy.sh",)
+    blocked = events[19]
+    assert blocked.kind == "hook" and blocked.is_error
+    assert "rm -rf is not allowed" in blocked.text
+    assert events[20].text == "completed: npm test: 42 passing"
+
+
+def test_attachment_fixture_from_agent_sessions_has_no_empty_texts() -> None:
+    # agent-sessions' fixture holds ~30 attachment types with their text fields (trimmed).
+    result = parse_file(FIXTURES / "claude" / "agent-sessions_small.jsonl")
+    kinds = {e.raw_type: e for e in result.events if e.raw_type.startswith("attachment/")}
+    for name in ("queued_command", "edited_text_file", "hook_blocking_error", "task_status"):
+        assert kinds[f"attachment/{name}"].text, name
+    assert kinds["attachment/queued_command"].kind == "user_prompt"
+
+
+def test_abandoned_records_follow_descendants() -> None:
+    parents = {"a": None, "b": "a", "c": "b", "d": "c", "e": "b", "f": "e", "g": "f"}
+    # b has two prompt children, c (older) and e (newer): c and its subtree are abandoned.
+    assert abandoned_records(parents, {"b": ["c", "e"]}) == {"c", "d"}
+    assert abandoned_records(parents, {"b": ["e"]}) == set()
