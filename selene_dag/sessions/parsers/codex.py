@@ -11,8 +11,15 @@ Duplicated content: Codex writes the same prompt, reply and reasoning summary tw
 whichever copy comes first and skip its twin from the other source (matched on channel and
 exact text, within a bounded window), counting skips in ``ParseStats.duplicates``. A prompt
 genuinely sent twice is kept twice. Other ``event_msg`` echoes of tool calls
-(``exec_command_end``, ``patch_apply_end``, ``mcp_tool_call_end``...) duplicate the
-``function_call``/``function_call_output`` items, so they become ``other`` with no text.
+(``exec_command_end``, ``patch_apply_end``, ``mcp_tool_call_end``...) and the
+``item_completed`` copies of items duplicate the ``function_call``/``function_call_output``
+items, so they become ``other`` with no text; a completed ``Plan`` item keeps its text.
+
+Errors carry their message wherever Codex put it (``message``, ``error.message``, an
+``error`` string, ``codex_error_info``). A ``plan_update`` keeps its explanation and steps.
+A ``compacted`` record keeps its message and the texts of its ``replacement_history`` that
+the file does not already hold (the history repeats earlier prompts verbatim; what is new
+is the summary written at compaction).
 """
 
 from __future__ import annotations
@@ -190,6 +197,49 @@ def _item_events(
         yield b.make(role="system", kind="other", text="", raw_type=raw_type, **common)
 
 
+def error_text(payload: dict[str, Any]) -> str:
+    """The message of an error event, wherever it is: ``message``, ``error.message``, an
+    ``error`` string, or ``codex_error_info``."""
+    error = payload.get("error")
+    for value in (
+        payload.get("message"),
+        error.get("message") if isinstance(error, dict) else error,
+        payload.get("codex_error_info"),
+    ):
+        text = to_text(value).strip() if value is not None else ""
+        if text:
+            return text
+    return dumps(error) if isinstance(error, dict) else ""
+
+
+def plan_text(payload: dict[str, Any]) -> str:
+    """A ``plan_update`` as text: the explanation, then one ``[status] step`` line per step."""
+    lines = [to_text(payload.get("explanation"))]
+    for item in payload.get("plan") or []:
+        if isinstance(item, dict):
+            lines.append(f"[{item.get('status', '?')}] {to_text(item.get('step'))}")
+    return "\n".join(line for line in lines if line)
+
+
+def _is_plan(item: Any) -> bool:
+    return isinstance(item, dict) and str(item.get("type", "")).lower() == "plan"
+
+
+def compacted_text(payload: dict[str, Any], seen: set[str]) -> str:
+    """A ``compacted`` record's message, then the texts of its replacement history that
+    are not in ``seen`` (texts of prompts and replies already in the file)."""
+    parts = [to_text(payload.get("message")).strip()]
+    for item in payload.get("replacement_history") or []:
+        if not isinstance(item, dict) or type_of(item) != "message":
+            continue
+        blocks = item.get("content") if isinstance(item.get("content"), list) else []
+        text = to_text([c for c in blocks if isinstance(c, dict) and "text" in c]).strip()
+        if text and text not in seen and not text.startswith(_CONTEXT_PREFIXES):
+            parts.append(text)
+            seen.add(text)
+    return "\n\n".join(dict.fromkeys(p for p in parts if p))
+
+
 def _event_msg(
     payload: dict[str, Any],
     b: EventBuilder,
@@ -210,10 +260,23 @@ def _event_msg(
             stats.duplicates += 1
             return
         yield b.make(role=role, kind=kind, text=text, raw_type=raw_type, **common)
-    elif etype in ("error", "stream_error"):
-        text = to_text(payload.get("message"))
+    elif etype in ("error", "stream_error") or etype.endswith("_error"):
         yield b.make(
-            role="system", kind="error", text=text, is_error=True, raw_type=raw_type, **common
+            role="system",
+            kind="error",
+            text=error_text(payload),
+            is_error=True,
+            raw_type=raw_type,
+            **common,
+        )
+    elif etype == "plan_update":
+        yield b.make(
+            role="assistant", kind="system", text=plan_text(payload), raw_type=raw_type, **common
+        )
+    elif etype == "item_completed" and _is_plan(payload.get("item")):
+        text = to_text(payload["item"].get("text"))
+        yield b.make(
+            role="assistant", kind="assistant_text", text=text, raw_type=raw_type, **common
         )
     elif etype == "context_compacted":
         yield b.make(role="system", kind="compact_boundary", text="", raw_type=raw_type, **common)
@@ -228,6 +291,7 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     """Stream the events of a Codex rollout (current or legacy layout; see module docstring)."""
     b = EventBuilder("codex", path.stem)
     twins = _Twins()
+    seen: set[str] = set()  # texts of prompts and replies, for compacted histories
     legacy_ts: object = None
     first = True
     for line, obj in iter_json_lines(path, stats):
@@ -245,13 +309,21 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 text = f"Codex session in {payload.get('cwd', '?')} (cli {payload.get('cli_version', '?')})"
                 yield b.make(role="system", kind="system", text=text, raw_type=rtype, **common)
             elif rtype == "response_item":
-                yield from guarded_events(
+                for event in guarded_events(
                     _item_events(payload, b, twins, stats, common), line, stats
-                )
+                ):
+                    if event.kind in ("user_prompt", "assistant_text"):
+                        seen.add(event.text.strip())
+                    yield event
             elif rtype == "event_msg":
-                yield from guarded_events(_event_msg(payload, b, twins, stats, common), line, stats)
+                for event in guarded_events(
+                    _event_msg(payload, b, twins, stats, common), line, stats
+                ):
+                    if event.kind in ("user_prompt", "assistant_text"):
+                        seen.add(event.text.strip())
+                    yield event
             elif rtype == "compacted":
-                text = to_text(payload.get("message"))
+                text = compacted_text(payload, seen)
                 yield b.make(
                     role="system", kind="compact_boundary", text=text, raw_type=rtype, **common
                 )

@@ -1,0 +1,71 @@
+"""Codex shapes of issue #18 item 4 on a hand-written rollout in the shapes of openai/codex's
+protocol (``EventMsg::Error``/``StreamError``, ``UpdatePlanArgs {explanation, plan:
+[{step, status}]}`` from ``codex-rs/protocol/src/plan_tool.rs``, ``CompactedItem {message,
+replacement_history}``, ``item_completed`` with a ``Plan`` item)."""
+
+from __future__ import annotations
+
+from selene_dag.sessions.parsers import parse_file
+from selene_dag.sessions.parsers.codex import compacted_text, error_text, plan_text
+from tests.support.sessions import FIXTURES
+
+SHAPES = FIXTURES / "codex" / "shapes_errors_plans_compaction.jsonl"
+
+
+def _events():
+    result = parse_file(SHAPES)
+    return result, {e.line: e for e in result.events}
+
+
+def test_error_messages_from_every_place() -> None:
+    _, events = _events()
+    assert events[5].kind == "error" and events[5].is_error
+    assert events[5].text.startswith("unexpected status 429")  # under error.message
+    assert events[6].text.startswith("stream disconnected")  # stream_error.message
+    assert error_text({"type": "error", "error": "boom"}) == "boom"
+    assert error_text({"type": "error", "codex_error_info": "context_window_exceeded"}) == (
+        "context_window_exceeded"
+    )
+    assert error_text({"type": "error"}) == ""
+
+
+def test_plan_text_is_kept() -> None:
+    _, events = _events()
+    assert events[4].text.splitlines() == [
+        "Small migration, three steps",
+        "[completed] Read config.py",
+        "[in_progress] Port Settings to BaseSettings",
+        "[pending] Run the test suite",
+    ]
+    assert events[10].kind == "assistant_text" and "Run pytest" in events[10].text
+    assert plan_text({"plan": [{"step": "x", "status": "pending"}]}) == "[pending] x"
+
+
+def test_compacted_history_keeps_only_what_is_new() -> None:
+    result, events = _events()
+    boundary = events[8]
+    assert boundary.kind == "compact_boundary"
+    assert boundary.text.startswith("Summary of the work so far")
+    # The prompt the history repeats is already in the file: kept once.
+    prompts = [e for e in result.events if e.kind == "user_prompt"]
+    assert [e.text for e in prompts] == ["Migrate the settings loader to pydantic"]
+    assert "Migrate the settings loader" not in boundary.text
+    seen = {"old prompt"}
+    history = {
+        "message": "m",
+        "replacement_history": [
+            {"type": "message", "role": "user", "content": [{"type": "input_text", "text": t}]}
+            for t in ("old prompt", "new summary", "new summary")
+        ],
+    }
+    assert compacted_text(history, seen) == "m\n\nnew summary"
+
+
+def test_real_fixture_compactions_and_errors_have_text() -> None:
+    result = parse_file(FIXTURES / "codex" / "agent-sessions_small.jsonl")
+    errors = [e for e in result.events if e.raw_type == "event_msg/error"]
+    assert errors and all(e.text for e in errors)
+    compactions = [e for e in result.events if e.raw_type == "compacted"]
+    assert compactions and any(e.text for e in compactions)
+    plans = [e for e in result.events if e.raw_type == "event_msg/item_completed" and e.text]
+    assert plans  # its Plan item
