@@ -229,7 +229,13 @@ def _gemini_final_messages(path: Path) -> list[dict]:
     final: dict[str, dict] = {}
     for line in text.splitlines():
         obj = json.loads(line)
-        if "type" in obj and "id" in obj:
+        if "$rewindTo" in obj:  # Gemini CLI drops the target and everything after it
+            ids = list(final)
+            for key in ids[ids.index(obj["$rewindTo"]) if obj["$rewindTo"] in ids else 0 :]:
+                del final[key]
+        elif isinstance(obj.get("$set", {}).get("messages"), list):  # a checkpoint replaces
+            final = {m["id"]: m for m in obj["$set"]["messages"]}
+        elif "type" in obj and "id" in obj:
             final[obj["id"]] = obj
     return list(final.values())
 

@@ -1,11 +1,18 @@
 """Gemini CLI chat parser (``~/.gemini/tmp/<projectHash>/chats/session-*.json[l]``).
 
 Two layouts: one JSON document ``{sessionId, projectHash, startTime, lastUpdated, messages}``
-and the append-only JSONL log (header record, message records, ``{"$set": {...}}`` patches).
-In the JSONL log a message is re-written with the same ``id`` when it changes (tool calls
-and their results are appended later), so the last record of an id wins and keeps the
-position of the first. Both layouts are therefore read whole before events are yielded:
-memory grows with the file, which is fine for Gemini chats (kilobytes to a few MB).
+and the append-only JSONL log (header record, message records, ``{"$set": {...}}`` patches,
+``{"$rewindTo": id}`` markers), replayed as Gemini CLI's own loader does
+(``chatRecordingService.ts``): a message is re-written with the same ``id`` when it changes
+(tool calls and their results are appended later), so the last record of an id wins and
+keeps the position of the first; ``$rewindTo`` drops that message and every message after
+it (all of them when the id is unknown); a ``$set`` carrying ``messages`` is a checkpoint
+that replaces the messages before it; other ``$set`` keys are metadata. Both layouts are
+read whole before events are yielded: memory grows with the file, which is fine for
+Gemini chats (kilobytes to a few MB).
+
+Sub-agent transcripts live in ``chats/<parent session id>/<id>.jsonl`` with a header of
+``kind: "subagent"``; their ``ParseStats.parent_session_id`` names the parent.
 
 Mapping: ``user`` -> ``user_prompt``; ``gemini``/``model``/``assistant`` -> thoughts
 (``other``), then ``assistant_text`` (when non-empty), then per tool call a ``tool_use`` and a
@@ -131,16 +138,22 @@ def _message_events(message: dict[str, Any], line: int, b: EventBuilder) -> Iter
         yield b.make(role="system", kind="other", text="", raw_type=str(mtype), **common)
 
 
-def _header(obj: dict[str, Any], stats: ParseStats, b: EventBuilder) -> None:
+def _header(obj: dict[str, Any], stats: ParseStats, b: EventBuilder, path: Path) -> None:
     if isinstance(obj.get("sessionId"), str):
         stats.session_id = b.session_id = obj["sessionId"]
     if isinstance(obj.get("projectHash"), str):
         stats.project = obj["projectHash"]
+    parent = path.parent
+    nested = obj.get("kind") == "subagent" or parent.parent.name == "chats"
+    if nested and parent.name != "chats":
+        stats.parent_session_id = parent.name
 
 
 def _collect_jsonl(
     path: Path, stats: ParseStats, b: EventBuilder
-) -> dict[str, tuple[int, dict[str, Any]]]:
+) -> list[tuple[int, dict[str, Any]]]:
+    """The messages of a JSONL chat after replaying its records, in order, with the line
+    where each first appeared."""
     messages: dict[str, tuple[int, dict[str, Any]]] = {}
     anonymous = 0
 
@@ -154,19 +167,28 @@ def _collect_jsonl(
         messages[key] = (first_line, msg)
 
     for line, obj in iter_json_lines(path, stats):
-        if "$set" in obj:
+        if "$rewindTo" in obj:
+            target = obj["$rewindTo"]
+            keys = list(messages)
+            cut = keys.index(target) if target in messages else 0
+            for key in keys[cut:]:
+                del messages[key]
+        elif "$set" in obj:
             patch = obj["$set"]
-            if isinstance(patch, dict):
-                for msg in patch.get("messages") or []:
+            if isinstance(patch, dict) and isinstance(patch.get("messages"), list):
+                messages.clear()
+                for msg in patch["messages"]:
                     if isinstance(msg, dict):
                         add(line, msg)
         elif "type" in obj:
             add(line, obj)
         elif "sessionId" in obj:
-            _header(obj, stats, b)
+            _header(obj, stats, b, path)
         else:
-            stats.record_error(line, "record is neither a header, a message nor a $set patch")
-    return messages
+            stats.record_error(
+                line, "record is neither a header, a message, a $set nor a $rewindTo"
+            )
+    return list(messages.values())
 
 
 def _has_jsonl_records(path: Path) -> bool:
@@ -197,7 +219,7 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 break
     ordered: list[tuple[int, dict[str, Any]]]
     if isinstance(first, dict) and "messages" not in first:
-        ordered = sorted(_collect_jsonl(path, stats, b).values(), key=lambda item: item[0])
+        ordered = _collect_jsonl(path, stats, b)
     else:
         try:
             doc = orjson.loads(path.read_bytes())
@@ -205,7 +227,7 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
             # Not one JSON document: a JSONL file whose first line is broken. Read it line by
             # line so one bad line costs that line, not the whole file.
             if _has_jsonl_records(path):
-                ordered = sorted(_collect_jsonl(path, stats, b).values(), key=lambda item: item[0])
+                ordered = _collect_jsonl(path, stats, b)
                 for line, message in ordered:
                     yield from guarded_events(_message_events(message, line, b), line, stats)
                 return
@@ -216,7 +238,7 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
         if not isinstance(doc, dict) or not isinstance(doc.get("messages"), list):
             stats.record_error(1, "expected an object with a 'messages' list")
             return
-        _header(doc, stats, b)
+        _header(doc, stats, b, path)
         ordered = [(i + 1, m) for i, m in enumerate(doc["messages"]) if isinstance(m, dict)]
     for line, message in ordered:
         yield from guarded_events(_message_events(message, line, b), line, stats)
