@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
+import pandas as pd
 
 from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, deferred_cache
 from selene_dag.paths import transform_sql
@@ -55,6 +56,17 @@ def valid_essence(essence: str | None) -> str | None:
     return text if len(text) >= MIN_ESSENCE_CHARS else None
 
 
+_ESSENCE_COLUMNS = (
+    "note_id",
+    "concepts",
+    "primary_theme",
+    "essence",
+    "essence_at",
+    "source_hash",
+    "engine",
+)
+
+
 def analyse_notes(
     conn: duckdb.DuckDBPyConnection,
     engine: Engine,
@@ -80,9 +92,15 @@ def analyse_notes(
         batch = pending.copy()
         pending.clear()
         if batch:
+            # One statement per batch: DuckDB pays milliseconds per executed statement.
+            frame = pd.DataFrame(batch, columns=_ESSENCE_COLUMNS)
+            frame["essence_at"] = pd.to_datetime(frame["essence_at"], utc=True)
             with transaction(conn):
-                for params in batch:
-                    conn.execute(upsert, params)
+                conn.register("_essence_rows", frame)
+                try:
+                    conn.execute(upsert)
+                finally:
+                    conn.unregister("_essence_rows")
         if cache is not None:
             cache.flush()  # the model calls' cache entries go with the notes they made
         last_commit = time.monotonic()

@@ -1,6 +1,7 @@
--- Store one note's analysis; fidelity and access columns are left as they are.
+-- Store the analyses of a batch of notes (the rows of the registered frame _essence_rows,
+-- one per note); fidelity and access columns are left as they are.
 INSERT INTO processed_notes (note_id, concepts, primary_theme, essence, essence_at, source_hash, engine)
-VALUES ($note_id, $concepts, $primary_theme, $essence, $essence_at, $source_hash, $engine)
+SELECT note_id, concepts, primary_theme, essence, essence_at, source_hash, engine FROM _essence_rows
 ON CONFLICT (note_id) DO UPDATE SET
     concepts      = excluded.concepts,
     primary_theme = excluded.primary_theme,
