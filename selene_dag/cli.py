@@ -128,6 +128,19 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
 
 
 @contextmanager
+def _run_progress(settings: Settings, report: Callable[[str], None]) -> Iterator[None]:
+    """On a terminal, report the steps of the run(s) the body executes (see
+    ``defs.runs.watching``); elsewhere nothing."""
+    if not err.is_terminal:
+        yield
+        return
+    from selene_dag.defs import runs
+
+    with runs.watching(runs.instance_for(settings), report):
+        yield
+
+
+@contextmanager
 def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
     """A progress bar on stderr (terminals only) fed by ``report(done, total)``; gone when
     the work ends, so the last line printed is the summary."""
@@ -188,7 +201,10 @@ def demo(
         f"selene-dag demo → {settings.home} (engine {settings.llm}, model {settings.model}, "
         f"now {settings.now().isoformat()})"
     )
-    with err.status("materializing the graph…"):
+    with (
+        err.status("materializing the graph…") as status,
+        _run_progress(settings, lambda line: status.update(f"materializing the graph… {line}")),
+    ):
         report = service.demo(settings, force=force)
     if report.up_to_date:
         err.print(
@@ -214,7 +230,10 @@ def ingest(
 ) -> None:
     """Ingest notes from PATH and materialize the notes group so ask/context see them."""
     settings = _settings(home)
-    with err.status(f"ingesting {path}…"):
+    with (
+        err.status(f"ingesting {path}…") as status,
+        _run_progress(settings, lambda line: status.update(f"ingesting {path}… {line}")),
+    ):
         report = service.ingest(settings, path)
     ran = f"ran {len(report.ran)} assets" if report.ran else "nothing changed, no step ran"
     for file, line, reason in report.skipped:

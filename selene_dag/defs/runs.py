@@ -8,7 +8,10 @@ variables written into the environment.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -362,3 +365,43 @@ def daily_range_to_run(
     code = daily_summaries.code_versions_by_key.get(daily_summaries.key)
     recorded = (latest.asset_materialization.tags or {}).get("dagster/code_version")
     return recorded != code or upstream.timestamp > latest.timestamp
+
+
+def run_progress(instance: dg.DagsterInstance, since: float) -> str | None:
+    """What the newest run started after ``since`` (a POSIX time) is doing, as one line:
+    ``"<done> steps done, running <step>"``; None when no such run exists yet."""
+    records = instance.get_run_records(limit=1)
+    if not records or records[0].create_timestamp.timestamp() < since:
+        return None
+    stats = instance.get_run_step_stats(records[0].dagster_run.run_id)
+    done = sum(1 for s in stats if s.end_time is not None)
+    running = [s.step_key for s in stats if s.end_time is None and s.start_time is not None]
+    return f"{done} steps done" + (f", running {running[0]}" if running else "")
+
+
+@contextmanager
+def watching(
+    instance: dg.DagsterInstance, report: Callable[[str], None], interval: float = 0.5
+) -> Iterator[None]:
+    """While the body runs (runs executing in this process), call ``report`` with
+    :func:`run_progress` from a background thread. Reading the instance never fails the
+    body: a poll that errors is skipped."""
+    since = time.time()
+    stop = threading.Event()
+
+    def poll() -> None:
+        while not stop.wait(interval):
+            try:
+                line = run_progress(instance, since)
+            except Exception:  # a busy event store: try again next tick
+                continue
+            if line:
+                report(line)
+
+    thread = threading.Thread(target=poll, name="selene-run-progress", daemon=True)
+    thread.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        thread.join(timeout=2)
