@@ -32,10 +32,10 @@ def vector_tokens(text: str) -> list[str]:
     return [t for t in _VECTOR_TOKEN.findall(text.lower()) if t not in _VECTOR_STOP_SET]
 
 
-def tfidf_similarity(texts: list[str]) -> np.ndarray | None:
-    """Cosine similarity matrix of the texts' TF-IDF vectors (None when no text has a usable
-    word): tf = 1 + ln(count), idf = ln((1 + n) / (1 + df)) + 1, rows L2-normalized, the
-    vocabulary in sorted order, as scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``."""
+def tfidf_matrix(texts: list[str]) -> csr_matrix | None:
+    """The texts' TF-IDF vectors as the rows of a sparse matrix (None when no text has a
+    usable word): tf = 1 + ln(count), idf = ln((1 + n) / (1 + df)) + 1, rows L2-normalized,
+    the vocabulary in sorted order, as scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``."""
     counts = [Counter(vector_tokens(text)) for text in texts]
     vocabulary = sorted(set().union(*counts))
     if not vocabulary:
@@ -59,21 +59,31 @@ def tfidf_similarity(texts: list[str]) -> np.ndarray | None:
     matrix.data = (1.0 + np.log(matrix.data)) * idf[matrix.indices]
     norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
     norms[norms == 0] = 1.0
-    matrix = csr_matrix(matrix.multiply(1.0 / norms[:, None]))
-    return (matrix @ matrix.T).toarray()
+    return csr_matrix(matrix.multiply(1.0 / norms[:, None]))
+
+
+def tfidf_similarity(texts: list[str]) -> np.ndarray | None:
+    """Cosine similarity matrix of the texts' TF-IDF vectors (see :func:`tfidf_matrix`;
+    None when no text has a usable word). Dense: for a few texts only."""
+    matrix = tfidf_matrix(texts)
+    return None if matrix is None else (matrix @ matrix.T).toarray()
 
 
 def centrality(sentences: list[str], extra: str | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """(mean similarity of each sentence to the others, similarity to ``extra`` or zeros)."""
+    """(mean similarity of each sentence to the others, similarity to ``extra`` or zeros).
+
+    Computed from sums (each row against the sum of all rows, minus itself), so a note of
+    tens of thousands of sentences never builds their n × n similarity matrix."""
     n = len(sentences)
     texts = sentences + ([extra] if extra else [])
-    sim = tfidf_similarity(texts)
-    if sim is None:
+    matrix = tfidf_matrix(texts)
+    if matrix is None:
         return np.zeros(n), np.zeros(n)
-    core = sim[:n, :n].copy()
-    np.fill_diagonal(core, 0.0)
-    central = core.sum(axis=1) / max(n - 1, 1)
-    to_extra = sim[:n, n] if extra else np.zeros(n)
+    rows = matrix[:n]
+    self_sim = np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
+    total = np.asarray(rows.sum(axis=0)).ravel()
+    central = (rows @ total - self_sim) / max(n - 1, 1)
+    to_extra = rows @ matrix[n].toarray().ravel() if extra else np.zeros(n)
     return central, to_extra
 
 

@@ -1,0 +1,36 @@
+"""The extractive engine on a very long note: centrality is computed from sums, never from
+an n × n similarity matrix, so tens of thousands of sentences cost time linear in them."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from selene_dag.llm.extractive.essence import pick_essence
+from selene_dag.llm.extractive.scoring import centrality, tfidf_similarity
+
+
+def test_centrality_equals_the_similarity_matrix_means() -> None:
+    sentences = [
+        "The cache evicts the least recently used entry first.",
+        "Eviction happens when the cache is full.",
+        "A full cache evicts entries by recency.",
+        "Unrelated: tomatoes need sun and water.",
+    ]
+    central, to_title = centrality(sentences, "cache eviction")
+    sim = tfidf_similarity([*sentences, "cache eviction"])
+    assert sim is not None
+    core = sim[:4, :4].copy()
+    np.fill_diagonal(core, 0.0)
+    assert np.allclose(central, core.sum(axis=1) / 3)
+    assert np.allclose(to_title, sim[:4, 4])
+    assert centrality(["!!", "??"])[0].tolist() == [0.0, 0.0]
+
+
+def test_forty_thousand_sentences_do_not_build_a_square_matrix() -> None:
+    body = " ".join(
+        f"Sentence {i} explains cache layer {i % 97} and eviction policy {i % 13}."
+        for i in range(40_000)
+    )
+    # A dense 40,000 × 40,000 float matrix would need 12.8 GB: this must stay small.
+    essence = pick_essence("Cache eviction", body)
+    assert len(essence) > 10
