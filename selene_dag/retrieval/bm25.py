@@ -131,11 +131,17 @@ def update(conn: duckdb.DuckDBPyConnection, unit: Unit, changed: Sequence[str]) 
         f"""
         CREATE OR REPLACE TEMP TABLE _bm25_terms AS
         WITH words AS MATERIALIZED (
-            SELECT key, unnest(selene_tokenize(text)) AS w FROM _bm25_rows
+            SELECT key, w, count(*) AS n FROM (
+                SELECT key, unnest(selene_tokenize(text)) AS w FROM _bm25_rows
+            ) WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
+            GROUP BY key, w
+        ), stems AS MATERIALIZED (
+            -- each distinct word is stemmed once, not once per occurrence
+            SELECT w, stem(w, 'porter') AS term FROM (SELECT DISTINCT w FROM words)
         )
-        SELECT key, stem(w, 'porter') AS term, count(*)::INTEGER AS tf FROM words
-        WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
-        GROUP BY key, term
+        SELECT words.key, stems.term, sum(words.n)::INTEGER AS tf
+        FROM words JOIN stems USING (w)
+        GROUP BY words.key, stems.term
         """
     )
     conn.execute(
