@@ -48,11 +48,13 @@ DOC_TOKENS_TABLE = "search_doc_tokens"
 PASSAGES_TABLE = "search_passages"
 PASSAGE_POSTINGS_TABLE = "search_passage_postings"
 EMBEDDINGS_TABLE = "passage_embeddings"
-DOCS_BM25 = bm25.Unit(
-    DOCS_TABLE, "doc_id", ("title", "body"), POSTINGS_TABLE, "search_doc_lengths"
-)
+DOCS_BM25 = bm25.Unit(DOCS_TABLE, "doc_id", ("title", "body"), POSTINGS_TABLE, "search_doc_lengths")
 PASSAGES_BM25 = bm25.Unit(
-    PASSAGES_TABLE, "passage_id", ("title", "text"), PASSAGE_POSTINGS_TABLE, "search_passage_lengths"
+    PASSAGES_TABLE,
+    "passage_id",
+    ("title", "text"),
+    PASSAGE_POSTINGS_TABLE,
+    "search_passage_lengths",
 )
 # The fts indexes of earlier layouts, dropped by the next build.
 _OLD_FTS_SCHEMAS = (f"fts_main_{DOCS_TABLE}", f"fts_main_{PASSAGES_TABLE}")

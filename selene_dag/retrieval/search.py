@@ -87,6 +87,8 @@ _TOKENS_SQL = (
     f"SELECT doc_id, header_tokens, body_tokens FROM {DOC_TOKENS_TABLE} "
     "WHERE model = ? AND list_contains(?, doc_id)"
 )
+
+
 def term_ids(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> list[int]:
     """Index term ids of ``terms`` after the index's own tokenizer and porter stemmer
     (stopwords and words absent from the corpus have none)."""
