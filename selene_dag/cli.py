@@ -129,14 +129,19 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
 
 @contextmanager
 def _run_progress(settings: Settings, report: Callable[[str], None]) -> Iterator[None]:
-    """On a terminal, report the steps of the run(s) the body executes (see
-    ``defs.runs.watching``); elsewhere nothing."""
+    """On a terminal, report the steps of the run(s) the body executes and the seconds
+    elapsed (see ``defs.runs.watching``); elsewhere nothing."""
     if not err.is_terminal:
         yield
         return
     from selene_dag.defs import runs
 
-    with runs.watching(runs.instance_for(settings), report):
+    started = time.perf_counter()
+
+    def with_elapsed(line: str) -> None:
+        report(f"{line} ({time.perf_counter() - started:.0f} s)")
+
+    with runs.watching(runs.instance_for(settings), with_elapsed):
         yield
 
 
