@@ -1,7 +1,8 @@
 """Platform parsers for AI coding-agent transcripts, normalized to :class:`SessionEvent`.
 
-``iter_events(path)`` streams events (constant memory for JSONL; Gemini chats are read
-whole, see :mod:`.gemini`); ``parse_file(path)`` returns a :class:`ParseResult`.
+``iter_events(path)`` yields events (Codex rollouts stream in constant memory; Claude
+transcripts are read whole to resolve rewound branches, Gemini chats to replay their
+records); ``parse_file(path)`` returns a :class:`ParseResult`.
 """
 
 from __future__ import annotations

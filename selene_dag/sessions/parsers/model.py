@@ -1,9 +1,10 @@
 """The normalized session event model shared by every platform parser.
 
 One :class:`SessionEvent` per meaningful unit of a transcript (a prompt, a text block, a
-tool call, a tool result, a hook, ...). Parsers are generators: they yield events one by
-one and record malformed lines in a :class:`ParseStats` they are handed, so a 200 MB JSONL
-file streams in constant memory. :class:`ParseResult` is the materialized form.
+tool call, a tool result, a hook, ...). Parsers are generators: they yield events and
+record malformed lines in a :class:`ParseStats` they are handed (the Codex parser streams
+a 200 MB rollout in constant memory; Claude and Gemini files are read whole first).
+:class:`ParseResult` is the materialized form.
 """
 
 from __future__ import annotations
