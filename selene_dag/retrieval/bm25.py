@@ -51,11 +51,17 @@ class Unit:
     lengths: str
 
 
-def prepare(conn: duckdb.DuckDBPyConnection) -> None:
-    """Create the tokenizer macro (temporary, this connection) and the vocabulary and
-    stopword tables when absent. The stopwords are the extension's English list, taken
-    from a throwaway index so that they are exactly the ones ``match_bm25`` uses."""
+def prepare_query(conn: duckdb.DuckDBPyConnection) -> None:
+    """Create the tokenizer macro on ``conn`` (temporary: this connection only, so a
+    read-only connection can search too)."""
     conn.execute(f"CREATE OR REPLACE TEMP MACRO selene_tokenize(s) AS {_TOKENIZE}")
+
+
+def prepare(conn: duckdb.DuckDBPyConnection) -> None:
+    """What a build needs: the tokenizer macro, and the vocabulary and stopword tables when
+    absent. The stopwords are the extension's English list, taken from a throwaway index so
+    that they are exactly the ones ``match_bm25`` uses."""
+    prepare_query(conn)
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {VOCAB_TABLE} (termid INTEGER NOT NULL, term VARCHAR NOT NULL)"
     )
@@ -176,7 +182,7 @@ def update(conn: duckdb.DuckDBPyConnection, unit: Unit, changed: Sequence[str]) 
 
 def term_ids(conn: duckdb.DuckDBPyConnection, text: str) -> list[int]:
     """Vocabulary ids of the stemmed words of ``text`` (stopwords and words never indexed
-    have none), sorted. Needs :func:`prepare` and the ``fts`` extension on ``conn``."""
+    have none), sorted. Needs :func:`prepare_query` and the ``fts`` extension on ``conn``."""
     rows = conn.execute(
         f"SELECT DISTINCT termid FROM {VOCAB_TABLE} WHERE term IN "
         "(SELECT stem(unnest(selene_tokenize(?)), 'porter'))",

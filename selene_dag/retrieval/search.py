@@ -93,7 +93,7 @@ def term_ids(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> list[int]
     """Index term ids of ``terms`` after the index's own tokenizer and porter stemmer
     (stopwords and words absent from the corpus have none)."""
     load_fts(conn)
-    bm25.prepare(conn)
+    bm25.prepare_query(conn)
     return bm25.term_ids(conn, " ".join(terms))
 
 

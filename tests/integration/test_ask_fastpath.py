@@ -197,3 +197,16 @@ def test_shared_store_one_connection_per_burst_then_released(home: Path) -> None
     with shared.cursor(settings):
         assert shared.is_open(db)
     assert shared.opened == 2
+
+
+def test_search_works_on_a_read_only_connection(store, tmp_path: Path) -> None:
+    db = tmp_path / "copy.duckdb"
+    store.execute("CHECKPOINT")
+    path = store.execute(
+        "SELECT path FROM duckdb_databases() WHERE database_name = current_database()"
+    ).fetchone()[0]
+    db.write_bytes(Path(path).read_bytes())
+    expected = [c.doc_id for c in search(store, QUESTIONS[0], limit=10)]
+    with duckdb.connect(str(db), read_only=True) as conn:
+        assert [c.doc_id for c in search(conn, QUESTIONS[0], limit=10)] == expected
+        assert passage_bm25(conn, query_terms(QUESTIONS[0]), ["note", "chunk"], 5)
