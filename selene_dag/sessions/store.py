@@ -143,6 +143,9 @@ def _select(cls: type, renames: Mapping[str, str] | None = None, alias: str = ""
     return ", ".join(parts)
 
 
+_VALUES_ROWS = 200
+
+
 def _insert(
     conn: duckdb.DuckDBPyConnection,
     table: str,
@@ -150,8 +153,9 @@ def _insert(
     renames: Mapping[str, str] | None = None,
 ) -> None:
     """Insert dataclass rows (all of one type) into ``table`` by their field names
-    (``renames``: column -> field); tuples are written as lists (DuckDB arrays). Several
-    rows go in as one registered frame (DuckDB's executemany costs a statement per row)."""
+    (``renames``: column -> field); tuples are written as lists (DuckDB arrays). One
+    statement either way (DuckDB's executemany costs one per row): a multi-row VALUES list
+    up to ``_VALUES_ROWS`` rows, a registered frame beyond."""
     if not rows:
         return
     fields = _columns(type(rows[0]))
@@ -159,9 +163,12 @@ def _insert(
     columns = [by_field.get(name, name) for name in fields]
     values = [[_value(getattr(row, name)) for name in fields] for row in rows]
     names = ", ".join(columns)
-    if len(rows) == 1:
-        placeholders = ", ".join("?" for _ in columns)
-        conn.execute(f"INSERT INTO {table} ({names}) VALUES ({placeholders})", values[0])
+    if len(rows) <= _VALUES_ROWS:
+        row_marks = "(" + ", ".join("?" for _ in columns) + ")"
+        conn.execute(
+            f"INSERT INTO {table} ({names}) VALUES {', '.join([row_marks] * len(rows))}",
+            [v for row in values for v in row],
+        )
         return
     frame = pd.DataFrame(values, columns=columns)
     with _registered(conn, "_rows_frame", frame):
