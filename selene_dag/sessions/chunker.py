@@ -108,11 +108,12 @@ def build_chunks(
         current.append(i)
         used += n
     windows.append(current)
+    texts = ["".join(lines[j] for j in window).rstrip("\n") for window in windows]
+    totals = count_tokens_batch(texts, model=model)
     chunks: list[Chunk] = []
     for index, window in enumerate(windows):
         members = [kept[j] for j in window]
-        text = "".join(lines[j] for j in window).rstrip("\n")
-        tokens = count_tokens(text, model=model)
+        text, tokens = texts[index], totals[index]
         if tokens > config.max_tokens:  # tokenizers almost never merge across lines; guard anyway
             text = truncate_to_tokens(text, config.max_tokens, model=model)
             tokens = count_tokens(text, model=model)
