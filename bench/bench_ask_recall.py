@@ -20,6 +20,7 @@ corpora or question files (``notes``, ``holdout3``, ``sessions_blind``, ...).
 from __future__ import annotations
 
 import argparse
+import shutil
 import sys
 import tempfile
 import time
@@ -81,10 +82,16 @@ def _notes_store(source: Path, home: Path) -> Settings:
 
 
 def _sessions_store(source: Path, home: Path) -> Settings:
-    # A bare folder: the platform is detected per file (a ``gemini=DIR`` root expects
-    # Gemini's own ``chats/`` layout and would find none of the fixtures).
-    roots = str(source)
-    settings = _settings(home, SESSIONS_NOW, roots)
+    # A bare folder: the platform is detected per file. Only the real transcripts: the
+    # hand-written ``shapes_`` fixtures of the parser tests are not part of this corpus.
+    copies = home / "transcripts"
+    for path in sorted(source.rglob("*.json*")):
+        relative = path.relative_to(source)
+        if "shapes_" in str(relative) or path.name.endswith(".meta.json"):
+            continue
+        (copies / relative).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(path, copies / relative)
+    settings = _settings(home, SESSIONS_NOW, str(copies))
     rows = service.distill_run(settings, all_files=True)
     failed = [r["path"] for r in rows if not r["ok"]]
     if failed:
