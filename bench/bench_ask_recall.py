@@ -7,7 +7,7 @@ Corpora, each built once in its own temporary home through the service layer:
   holdout*.jsonl and dev.jsonl;
 - ``conversations``: the notes of assets/eval/conversations/conversations.jsonl for
   conversations_dev.jsonl and conversations_blind.jsonl;
-- ``sessions``: the session files of tests/fixtures/sessions/, distilled with
+- ``sessions``: the real session files of tests/fixtures/sessions/ (not the hand-written ``shapes_`` ones), distilled with
   ``service.distill_run(all_files=True)``, for sessions_dev.jsonl and sessions_blind.jsonl.
 
 A set whose question file or corpus is absent is skipped (named on stderr). Only the
