@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -558,7 +558,7 @@ def distill_run(
     all_files: bool = False,
     run_config: dict[str, Any] | None = None,
     instance: Any = None,
-    on_batch: Any = None,
+    on_batch: Callable[[int, int], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Materialize the sessions spine for the chosen files, in batches (one run each)
     against ``instance`` (default: the home's persistent instance). Named files (session

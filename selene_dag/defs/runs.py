@@ -172,14 +172,15 @@ def materialize_sessions(
     session_keys: Sequence[str],
     instance: dg.DagsterInstance,
     run_config: dict | None = None,
-    on_batch: Any = None,
+    on_batch: Callable[[int, int], None] | None = None,
 ) -> dict[str, str | None]:
     """Materialize the sessions spine for ``session_keys``, adding missing dynamic
     partitions first. Keys go in batches (:func:`session_batches`, one run each); a file
     that fails costs only itself. ``on_batch(done, total)`` is called after each run.
     Returns ``{session_key: None or failure line}``."""
     existing = instance.get_dynamic_partitions(SESSION_PARTITIONS.name)
-    missing = [key for key in dict.fromkeys(session_keys) if key not in set(existing)]
+    known = set(existing)
+    missing = [key for key in dict.fromkeys(session_keys) if key not in known]
     if missing:
         instance.add_dynamic_partitions(SESSION_PARTITIONS.name, missing)
     ordered = [*existing, *missing]
