@@ -79,7 +79,7 @@ def command_wrapper(text: str) -> tuple[str, str] | None:
     found = _WRAPPER.match(head)
     if found is None:
         return None
-    if _WRAPPER.search(head) and "<command-name>" in head:
+    if "<command-name>" in head:
         name = _tag_text(head, "command-name")
         args = _tag_text(head, "command-args")
         return "user/command", f"{name} {args}".strip()
