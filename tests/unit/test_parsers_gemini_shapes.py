@@ -98,3 +98,13 @@ def test_parent_link_is_stored(tmp_path: Path) -> None:
         assert row is not None and row.parent_session_id == PARENT
     finally:
         conn.close()
+
+
+def test_a_malformed_rewind_costs_only_itself(tmp_path: Path) -> None:
+    path = _write(
+        tmp_path / "session-bad.jsonl",
+        [HEADER, _msg(1, "user", "first"), {"$rewindTo": ["m1"]}, _msg(2, "user", "second")],
+    )
+    result = parse_file(path)
+    assert result.errors == 1
+    assert [e.text for e in result.events] == ["first", "second"]

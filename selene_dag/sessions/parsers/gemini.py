@@ -169,6 +169,9 @@ def _collect_jsonl(
     for line, obj in iter_json_lines(path, stats):
         if "$rewindTo" in obj:
             target = obj["$rewindTo"]
+            if not isinstance(target, str):
+                stats.record_error(line, "$rewindTo is not a message id")
+                continue
             keys = list(messages)
             cut = keys.index(target) if target in messages else 0
             for key in keys[cut:]:
