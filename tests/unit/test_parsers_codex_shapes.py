@@ -69,3 +69,35 @@ def test_real_fixture_compactions_and_errors_have_text() -> None:
     assert compactions and any(e.text for e in compactions)
     plans = [e for e in result.events if e.raw_type == "event_msg/item_completed" and e.text]
     assert plans  # its Plan item
+
+
+def test_a_malformed_compaction_costs_nothing(tmp_path) -> None:
+    import json
+
+    path = tmp_path / "rollout-bad.jsonl"
+    records = [
+        {
+            "timestamp": "2026-02-10T09:00:00Z",
+            "type": "compacted",
+            "payload": {"message": "m", "replacement_history": 7},
+        },
+        {
+            "timestamp": "2026-02-10T09:00:01Z",
+            "type": "event_msg",
+            "payload": {"type": "plan_update", "plan": 3},
+        },
+        {
+            "timestamp": "2026-02-10T09:00:02Z",
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "still here"}],
+            },
+        },
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    result = parse_file(path, "codex")
+    assert [e.text for e in result.events if e.kind == "compact_boundary"] == ["m"]
+    assert result.errors == 1  # the plan of the wrong shape
+    assert result.events[-1].text == "still here"

@@ -229,7 +229,8 @@ def compacted_text(payload: dict[str, Any], seen: set[str]) -> str:
     """A ``compacted`` record's message, then the texts of its replacement history that
     are not in ``seen`` (texts of prompts and replies already in the file)."""
     parts = [to_text(payload.get("message")).strip()]
-    for item in payload.get("replacement_history") or []:
+    history = payload.get("replacement_history")
+    for item in history if isinstance(history, list) else []:
         if not isinstance(item, dict) or type_of(item) != "message":
             continue
         blocks = item.get("content") if isinstance(item.get("content"), list) else []
