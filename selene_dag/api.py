@@ -14,6 +14,10 @@ from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
+# Imported here, not lazily on the first static file the server sends: a first import
+# inside the server's event loop thread can race another thread's import (Python 3.11's
+# parser is not thread-safe: "AST constructor recursion depth mismatch").
+from anyio import open_file as _eager_open_file  # noqa: F401
 from fastapi import FastAPI, Request
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse

@@ -405,4 +405,4 @@ def watching(
         yield
     finally:
         stop.set()
-        thread.join(timeout=2)
+        thread.join(timeout=10)

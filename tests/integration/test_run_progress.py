@@ -19,7 +19,7 @@ def test_watching_reports_the_steps_of_the_run(tmp_path: Path) -> None:
     lines: list[str] = []
     instance = runs.instance_for(settings)
     assert runs.run_progress(instance, 0.0) is None  # no run yet
-    with runs.watching(instance, lines.append, interval=0.05):
+    with runs.watching(instance, lines.append, interval=0.2):
         report = service.ingest(settings, notes)
     assert report.ran
     assert lines and all("steps done" in line for line in lines)
