@@ -8,6 +8,7 @@ variables written into the environment.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -399,6 +400,12 @@ def watching(
             if line:
                 report(line)
 
+    # With a second thread reading the instance, garbage collection can finalize an event
+    # store connection in another thread than its own; SQLAlchemy then logs a harmless
+    # "SQLite objects created in a thread" error, which must not reach the user's terminal.
+    pool_log = logging.getLogger("sqlalchemy.pool")
+    level = pool_log.level
+    pool_log.setLevel(logging.CRITICAL)
     thread = threading.Thread(target=poll, name="selene-run-progress", daemon=True)
     thread.start()
     try:
@@ -406,3 +413,4 @@ def watching(
     finally:
         stop.set()
         thread.join(timeout=10)
+        pool_log.setLevel(level)
