@@ -79,8 +79,8 @@ SUMMARY_PARTITIONS = dg.MonthlyPartitionsDefinition(
     owners=OWNERS,
     description=(
         "The notes folder (SELENE_NOTES_DIR): markdown and JSONL files. Its data version is "
-        "a hash of the folder's path and every note's id and content hash, so only a real "
-        "edit, or pointing it at another folder, makes it change."
+        "a hash of the folder's path and every note file's path and bytes, so only a change "
+        "to a file, or pointing it at another folder, makes it change."
     ),
 )
 def notes_source(selene: SeleneResource) -> dg.DataVersion:
