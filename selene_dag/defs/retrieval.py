@@ -32,17 +32,17 @@ ASK_CHECK_BUDGET = 2_000
     code_version=code_version("3", sql=("search_docs",)),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
-        "DuckDB full-text (BM25, porter stemmer) index over live notes (title, essence, "
-        "content) and scored session chunks, with the static-score inputs of ask's rerank "
-        "(fidelity tier, recency, consensus, importance), per-term BM25 postings and each "
-        "document's token count in SELENE_MODEL; every document cut into ~100-300-token "
-        "passages (search_passages) with their own BM25 index and wordllama embeddings "
-        "(passage_embeddings, computed only for passage contents not seen before). "
-        "Data version = corpus content hash."
+        "Full-text (BM25, porter stemmer) index over live notes (title, content) and scored "
+        "session chunks, with the static-score inputs of ask's rerank (fidelity tier, "
+        "recency, consensus, importance) and each document's token count in SELENE_MODEL; "
+        "every document cut into ~100-300-token passages (search_passages) with their own "
+        "BM25 index and wordllama embeddings (passage_embeddings). Only new or changed "
+        "documents are counted, cut, indexed and embedded again. Data version = corpus "
+        "content hash."
     ),
 )
 def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
-    """Rebuild ``search_docs`` and its FTS index from notes and chunks."""
+    """Bring ``search_docs``, its BM25 indexes, passages and embeddings up to date."""
     settings = selene.settings()
     with selene.connection() as conn:
         built = build_index(conn, settings.now(), model=settings.model)

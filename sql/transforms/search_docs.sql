@@ -1,7 +1,10 @@
--- Rebuild search_docs from live notes and scored session chunks (search_index asset).
-DELETE FROM search_docs;
+-- Bring search_docs in line with live notes and scored session chunks (search_index
+-- asset). The documents are computed into a temporary table; only rows that differ from
+-- the stored ones are deleted and inserted, so one edited note rewrites one row.
+CREATE OR REPLACE TEMP TABLE _search_docs_new AS
+SELECT * FROM search_docs WHERE false;
 
-INSERT INTO search_docs
+INSERT INTO _search_docs_new
 SELECT
     'note:' || n.id,
     'note',
@@ -22,7 +25,7 @@ FROM notes n
 LEFT JOIN processed_notes p ON p.note_id = n.id
 WHERE n.deleted_at IS NULL AND NOT n.test_run;
 
-INSERT INTO search_docs
+INSERT INTO _search_docs_new
 SELECT
     'chunk:' || c.id,
     'chunk',
@@ -42,3 +45,15 @@ SELECT
 FROM chunks c
 JOIN session_files f ON f.session_key = c.session_key
 LEFT JOIN chunk_scores s ON s.chunk_id = c.id AND s.session_key = c.session_key;
+
+DELETE FROM search_docs d
+WHERE NOT EXISTS (
+    SELECT 1 FROM _search_docs_new n
+    WHERE n.doc_id = d.doc_id AND n IS NOT DISTINCT FROM d
+);
+
+INSERT INTO search_docs
+SELECT * FROM _search_docs_new
+WHERE doc_id NOT IN (SELECT doc_id FROM search_docs);
+
+DROP TABLE _search_docs_new;
