@@ -7,6 +7,8 @@ import socket
 import warnings
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from selene_dag.context import count_tokens, count_tokens_batch, truncate_to_tokens
 from selene_dag.context import tokens as tk
@@ -196,3 +198,51 @@ def test_import_does_not_pull_heavy_modules() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
+
+
+_PIECES = [*"ab cd\t é中😀-_#*`\xa0\r", "    ", "xyzzy"]
+_LINES = st.lists(
+    st.lists(st.sampled_from(_PIECES), max_size=30).map("".join), min_size=1, max_size=40
+)
+
+
+@settings(max_examples=25, deadline=None)
+@given(lines=_LINES, blank=st.booleans())
+def test_long_texts_counted_in_blocks_match_whole_text_counts(lines, blank) -> None:
+    # Texts over 32 KB are counted line block by line block (seed 001: counts are the
+    # model's own); the sum must equal one encode of the whole text, for every
+    # SentencePiece vocabulary.
+    unit = ("\n\n" if blank else "\n").join(lines) + "\n"
+    text = unit * (40_000 // len(unit) + 1)
+    for family in ("mistral-sp-v1", "mistral-sp-v3", "mistral-sp-v7"):
+        tokenizer = tk._mistral(family)
+        whole = len(tokenizer.processor.encode(text))
+        assert tokenizer.count(text) == whole
+        assert tokenizer.count_batch(["", "short", text]) == [
+            0,
+            len(tokenizer.processor.encode("short")),
+            whole,
+        ]
+
+
+def test_line_blocks_join_back_into_the_text_and_resync_after_a_different_start() -> None:
+    body = "".join(f"line {i} of the body, with some words\n" for i in range(5000))
+    blocks = tk._line_blocks(body)
+    assert "".join(blocks) == body
+    assert len(blocks) > 10
+    assert all(b.endswith("\n") for b in blocks[:-1])
+    # The same body behind another header shares all but its first blocks or so.
+    other = tk._line_blocks("--- a title ---\n[Essence] one sentence.\n" + body)
+    assert len(set(blocks) & set(other)) >= len(blocks) - 2
+    assert tk._line_blocks("no newline " * 5000) == ["no newline " * 5000]
+    assert tk._line_blocks("tail\n" * 10) == ["tail\n" * 10]
+
+
+def test_long_text_behind_a_new_header_tokenizes_only_the_header_block() -> None:
+    tokenizer = tk._mistral("mistral-sp-v1")
+    body = "".join(f"paragraph {i}: the quick brown fox jumps.\n\n" for i in range(3000))
+    full, high = f"--- T ---\n{body}", f"--- T ---\n[Essence] e.\n{body}"
+    assert tokenizer.count(full) == len(tokenizer.processor.encode(full))
+    blocks = len(tokenizer._blocks)
+    assert tokenizer.count(high) == len(tokenizer.processor.encode(high))
+    assert len(tokenizer._blocks) - blocks <= 2
