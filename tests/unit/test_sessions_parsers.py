@@ -54,7 +54,7 @@ def _claude_expected(path: Path) -> Counter:
             for block in content if isinstance(content, list) else []:
                 c["tool_use"] += block.get("type") == "tool_use"
                 c["assistant_text"] += block.get("type") == "text"
-        elif t == "summary":
+        elif t in ("summary", "custom-title"):
             c["summary"] += 1
         elif t == "system" and obj.get("subtype") == "compact_boundary":
             c["compact_boundary"] += 1
@@ -85,6 +85,17 @@ def test_claude_counts_match_raw_json(path: Path) -> None:
     assert [e.seq for e in result.events] == list(range(len(result.events)))
     if expected["sidechain_lines"] == len(raw_lines(path)):
         assert all(e.is_sidechain for e in result.events)
+
+
+def test_claude_session_title_and_api_refusal_keep_their_text() -> None:
+    path = next(p for p in CLAUDE_FILES if p.name == "agent-sessions_small.jsonl")
+    events = parse_file(path).events
+    titles = [e.text for e in events if e.raw_type == "custom-title"]
+    assert titles == ["Stage0 small fixture"]
+    refusals = [e for e in events if e.raw_type == "system/api_refusal"]
+    assert [(e.kind, e.is_error, e.text) for e in refusals] == [
+        ("error", True, "API refusal (policy): Refused for policy reasons.")
+    ]
 
 
 def test_claude_tool_use_names_and_file_paths() -> None:

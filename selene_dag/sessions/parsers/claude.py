@@ -9,18 +9,19 @@ Mapping (one event per content block, so an assistant line with a text block and
 * ``assistant``: ``text`` -> ``assistant_text``; ``tool_use`` -> ``tool_use`` (text = the
   JSON input, ``file_paths`` from path-like keys); ``thinking`` and anything else -> ``other``.
 * ``system``: ``compact_boundary`` -> ``compact_boundary``; ``api_error``/``error`` ->
-  ``error``; ``stop_hook_summary`` and old-style hook progress lines -> ``hook``; the rest
+  ``error``, ``api_refusal`` -> ``error`` with the refusal's category and explanation; ``stop_hook_summary`` and old-style hook progress lines -> ``hook``; the rest
   -> ``system``.
 * ``attachment``: ``queued_command`` (a prompt typed while the agent worked) ->
   ``user_prompt``; ``hook_*`` -> ``hook`` (``hook_blocking_error`` an error); the others ->
   ``system``, each keeping its text (``content``, ``prompt``, ``snippet``, ``blockingError``,
-  a task's status and description, ...). ``summary`` -> ``summary``.
+  a task's status and description, ...). ``summary`` and ``custom-title`` (the title the
+  user gave the session) -> ``summary``.
 * Command wrappers in user text are not prompts: a slash command (``<command-name>``) or a
   ``!`` shell command (``<bash-input>``) -> ``system`` with raw type ``user/command``; their
   output and caveats (``<local-command-stdout>``, ``<bash-stdout>``, ...) -> ``system`` with
   raw type ``user/command_output``, tags stripped.
 * Metadata lines (file-history-snapshot, queue-operation, permission-mode, last-prompt,
-  progress, titles, ...) and unknown types -> ``other`` with empty text (``last-prompt``
+  progress, agent names, ...) and unknown types -> ``other`` with empty text (``last-prompt``
   and ``queue-operation`` repeat a prompt already recorded, so their text is not kept).
 
 Records are linked by ``uuid`` / ``parentUuid``. A record whose ``uuid`` was already seen
@@ -189,6 +190,11 @@ def _system_event(obj: dict[str, Any], b: EventBuilder, common: dict[str, Any]) 
         )
     if subtype in _ERROR_SUBTYPES:
         text = content or to_text(obj.get("error"))
+        if obj.get("apiRefusalExplanation"):
+            # The refusal's reason is in its own field; ``content`` only says "refusal".
+            category = to_text(obj.get("apiRefusalCategory"))
+            reason = to_text(obj.get("apiRefusalExplanation"))
+            text = f"API refusal ({category}): {reason}" if category else f"API refusal: {reason}"
         return b.make(
             role="system", kind="error", text=text, is_error=True, raw_type=raw_type, **common
         )
@@ -331,13 +337,15 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
             found = guarded_events((_system_event(obj, b, common) for _ in (0,)), line, stats)
         elif rtype == "attachment":
             found = guarded_events((_attachment_event(obj, b, common) for _ in (0,)), line, stats)
-        elif rtype == "summary":
+        elif rtype in ("summary", "custom-title"):
+            # Both name the session: a generated summary line, or the title the user set.
+            title = obj.get("summary") if rtype == "summary" else obj.get("customTitle")
             found = [
                 b.make(
                     role="system",
                     kind="summary",
-                    text=to_text(obj.get("summary")),
-                    raw_type="summary",
+                    text=to_text(title),
+                    raw_type=rtype,
                     **common,
                 )
             ]
