@@ -281,10 +281,11 @@ def applicable(conn: duckdb.DuckDBPyConnection, questions: Sequence[Question]) -
             args = [ref, ref]
         else:
             sql = (
-                "SELECT count(*) FROM search_docs WHERE kind = 'chunk' "
-                "AND (citation ILIKE ? OR title ILIKE ?)"
+                "SELECT count(*) FROM search_docs d JOIN session_files f USING (session_key) "
+                "WHERE d.kind = 'chunk' AND (f.path ILIKE ? OR d.citation ILIKE ? "
+                "OR d.title ILIKE ?)"
             )
-            args = [f"%{ref}%", f"%{ref}%"]
+            args = [f"%{ref}%"] * 3
         if conn.execute(sql, args).fetchone()[0]:
             kept.append(q)
     return kept

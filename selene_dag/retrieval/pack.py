@@ -58,6 +58,7 @@ from selene_dag.retrieval.rerank import Ranked, RerankConfig, dedup, rerank
 from selene_dag.retrieval.search import (
     Candidate,
     PassageHit,
+    chunk_paths,
     documents,
     hybrid_passages,
     parse_sources,
@@ -129,6 +130,8 @@ class AskItem:
     excerpt: bool = False
     # The citation narrowed to the excerpt (note lines, session events); "" when whole.
     location: str = ""
+    # A session chunk's transcript file (its citation names the session key); "" for notes.
+    path: str = ""
 
 
 @dataclass
@@ -722,6 +725,8 @@ def ask(
             question, ranked, budget, model, terms, level_config, weights, spans
         )
     if ranked:
+        paths = chunk_paths(conn, [i.id for i in items if i.kind == "chunk"])
+        items = [replace(i, path=paths[i.id]) if i.id in paths else i for i in items]
         result.text, result.items = text, items
         result.total_tokens = count_tokens(text, model) if text else 0
         stats["levels"] = levels

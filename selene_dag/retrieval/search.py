@@ -148,6 +148,19 @@ def search(
     ]
 
 
+def chunk_paths(conn: duckdb.DuckDBPyConnection, doc_ids: Sequence[str]) -> dict[str, str]:
+    """The transcript file of each session chunk of ``doc_ids`` (``chunk:<id>``), by doc id;
+    notes and unknown ids are left out."""
+    if not doc_ids:
+        return {}
+    rows = conn.execute(
+        f"SELECT d.doc_id, f.path FROM {DOCS_TABLE} d JOIN session_files f USING (session_key) "
+        "WHERE list_contains(?, d.doc_id)",
+        [list(doc_ids)],
+    ).fetchall()
+    return {r[0]: r[1] for r in rows}
+
+
 def newest_notes(conn: duckdb.DuckDBPyConnection) -> list[Candidate]:
     """Every indexed note, newest first (the newest-first truncation baseline)."""
     rows = conn.execute(

@@ -149,7 +149,7 @@ def _merge(spans: Sequence[tuple[int, int]], body: str) -> list[tuple[int, int]]
 
 def locate(doc: Document, spans: Sequence[tuple[int, int]]) -> str:
     """The citation of ``doc`` narrowed to ``spans`` (character spans of its body): a
-    session chunk's event range (``path events a-b`` from its events' header lines), a
+    session chunk's event range (``<session key> events a-b`` from its events' header lines), a
     note's line ranges (``note id lines 3-9, 20-24``). The plain citation when the spans
     are empty or the chunk's citation carries no event range."""
     if not spans:

@@ -33,7 +33,7 @@ SELECT
     f.platform || ' session ' || coalesce(f.project, f.session_key),
     c.text,
     NULL,
-    f.path || ' events ' || c.first_seq || '-' || c.last_seq,
+    c.session_key || ' events ' || c.first_seq || '-' || c.last_seq,
     NULL,
     NULL,
     s.consensus,

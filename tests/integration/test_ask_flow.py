@@ -57,7 +57,11 @@ def test_best_note_first_in_full_with_citation(store) -> None:
 def test_sessions_cite_file_and_event_range(store) -> None:
     result = ask(store, "LM Studio provider", 300, model=MODEL, now=NOW, sources="sessions")
     assert result.items and all(i.kind == "chunk" for i in result.items)
-    assert result.items[0].citation == f"{SESSION_PATH} events 0-12"
+    # The citation names the session key (what `distill report` takes), the item its file.
+    assert result.items[0].citation == "codex-demo events 0-12"
+    assert result.items[0].path == SESSION_PATH
+    assert result.text.startswith("[codex-demo events 0-12] codex session chatbot-ui")
+    assert result.to_json()["items"][0]["path"] == SESSION_PATH
     assert "LM Studio" in result.text
 
 
