@@ -495,7 +495,8 @@ def pack_passages(
     """The passage-first pack: ``hits`` best first within the budget (``select.
     select_passages``; a passage that no longer fits gives its most relevant pieces), one
     item per document in the order of its best passage; then a citation line for each
-    further document of ``ranked`` while there is room. ``candidates``: the documents the
+    further document of ``ranked`` while there is room (its whole citation, and as much
+    of its title as the reference cap leaves). ``candidates``: the documents the
     passages may come from (already de-duplicated). The text counts at most ``budget``
     tokens: the lowest-scored excerpt goes first while it is over.
     Returns text, items and level counts."""
@@ -526,9 +527,10 @@ def pack_passages(
         cand = r.candidate
         if cand.doc_id in shown:
             continue
-        line = truncate_to_tokens(
-            header_text(cand.citation, cand.title), level_config.reference_max_tokens, model
-        )
+        # A reference names its source whole: a citation cut short ("[claude-6149") points
+        # nowhere, so the line's cap grows to the citation's length.
+        cap = max(level_config.reference_max_tokens, count_tokens(f"[{cand.citation}]", model))
+        line = truncate_to_tokens(header_text(cand.citation, cand.title), cap, model)
         cost = count_tokens(line, model) + sep
         if used + cost > limit:
             break

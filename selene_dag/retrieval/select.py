@@ -23,7 +23,14 @@ MIN_EXCERPT_TOKENS = 40
 # then concentrates on it (document levels). Chosen on the dev sets.
 DOMINANT_WINDOW = 5
 DOMINANT_SHARE = 3
+# A passage whose word 6-grams are mostly (more than REPEAT_SHARE) in what is already
+# chosen is skipped: agent transcripts repeat text (a message and the tool's echo of it,
+# the events two overlapping chunks share), and a small budget spent twice on one text
+# leaves out the next passage.
+REPEAT_SHARE = 0.5
+SHINGLE_WORDS = 6
 GAP = "\n…\n"
+_WORD = re.compile(r"\w+")
 _CHUNK_EVENTS = re.compile(r"^(?P<path>.*) events (?P<first>\d+)-(?P<last>\d+)$")
 
 
@@ -119,6 +126,15 @@ class Selection:
         return f"{self.header()}\n{content}" if content else self.header()
 
 
+def shingles(text: str, size: int = SHINGLE_WORDS) -> set[tuple[str, ...]]:
+    """The word ``size``-grams of ``text`` (lower case); a text shorter than ``size`` words
+    is one gram of all its words, an empty one none."""
+    words = _WORD.findall(text.lower())
+    if len(words) <= size:
+        return {tuple(words)} if words else set()
+    return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
+
+
 def dominant_document(
     passages: Sequence[RankedPassage], sizes: Mapping[str, int] | None = None
 ) -> str | None:
@@ -190,10 +206,12 @@ def select_passages(
     the rendered pack): each costs its tokens plus a separator, and its document's header
     the first time. A passage that does not fit whole is replaced by ``shorten(text,
     room)`` when the room left is at least ``min_excerpt`` tokens; else it is skipped and
-    the next one tried. A passage overlapping one already chosen, or of a document not in
+    the next one tried. A passage overlapping one already chosen, one whose words mostly
+    repeat what is chosen (``REPEAT_SHARE`` of its word grams), or of a document not in
     ``docs``, is skipped. Returns the documents in the order of their first passage."""
     chosen: dict[str, Selection] = {}
     heads: dict[str, int] = {}  # each chosen document's header cost, as narrowed now
+    shown: set[tuple[str, ...]] = set()  # word grams of the excerpts chosen so far
     used = 0
     for p in passages:
         doc = docs.get(p.doc_id)
@@ -203,6 +221,9 @@ def select_passages(
             break
         selection = chosen.get(p.doc_id) or Selection(doc)
         if any(e.start < p.end and p.start < e.end for e in selection.excerpts):
+            continue
+        grams = shingles(doc.body[p.start : p.end])
+        if grams and len(grams & shown) > REPEAT_SHARE * len(grams):
             continue
         # The header as it would read with this passage cut (the longer, narrowed citation).
         trial = Selection(doc, [*selection.excerpts, Excerpt(p.start, p.end, "", 0.0, True)])
@@ -224,6 +245,7 @@ def select_passages(
             if cost > room:
                 continue
         selection.excerpts.append(Excerpt(p.start, p.end, text, p.score, cut))
+        shown |= shingles(text) if cut else grams
         chosen[p.doc_id] = selection
         head = min(head, count(selection.header()) + separator_tokens)
         used += head - heads.get(p.doc_id, 0) + cost

@@ -43,6 +43,7 @@ def conversations(tmp_path_factory: pytest.TempPathFactory):
 def test_passage_packs_cite_lines_and_fit_the_budget(conversations) -> None:
     questions = load_questions(assets_dir() / "eval" / "conversations_dev.jsonl")
     modes = set()
+    references = 0
     for q in questions:
         result = ask(conversations, q.question, 500, model=MODEL, now=NOW)
         modes.add(result.stats["mode"])
@@ -52,7 +53,12 @@ def test_passage_packs_cite_lines_and_fit_the_budget(conversations) -> None:
             if item.excerpt and item.level == "full":
                 assert item.location.startswith(f"{item.citation} lines ")
                 assert item.text.startswith(f"[{item.location}]")
+            if result.stats["mode"] == "passages" and item.level == "reference":
+                # A reference line names its source whole, never a cut-off citation.
+                assert item.text.startswith(f"[{item.citation}]")
+                references += 1
     assert "passages" in modes
+    assert references > 0
 
 
 def test_best_passages_across_documents_beat_whole_documents_at_a_small_budget(

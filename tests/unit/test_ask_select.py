@@ -16,6 +16,7 @@ from selene_dag.retrieval.select import (
     dominant_document,
     locate,
     select_passages,
+    shingles,
 )
 
 MODEL = "mistral:7b"
@@ -85,6 +86,26 @@ def test_cap_cuts_a_long_passage_even_with_room_to_spare() -> None:
         [passage], {"long": doc}, 2000, _count, _first_lines, 1, max_passage=60
     )
     assert capped.excerpts[0].cut and _count(capped.excerpts[0].text) <= 60
+
+
+def test_a_passage_repeating_a_chosen_one_is_skipped_for_the_next() -> None:
+    # An agent's message and the tool's echo of it: the same words in two documents.
+    message = "Round 2: pull master, add a Comparison section, commit on your own branch. " * 3
+    first = _doc("send", f"[assistant/tool_use SendMessage] {message}", "chunk", "k events 1-1")
+    echo = _doc("echo", f"[tool/tool_result] sent: {message}", "chunk", "k events 2-2")
+    other = _doc("other", "carol committed on carol/research-beads", "chunk", "k events 9-9")
+    ranked = [
+        RankedPassage(d.doc_id, 0, len(d.body), _count(d.body), score)
+        for d, score in ((first, 1.0), (echo, 0.9), (other, 0.8))
+    ]
+    docs = {d.doc_id: d for d in (first, echo, other)}
+    chosen = select_passages(ranked, docs, 2000, _count, _first_lines, 1)
+    assert [s.doc.doc_id for s in chosen] == ["send", "other"]
+    # Different words are never a repeat, however similar the topic.
+    assert not shingles("alpha beta gamma delta epsilon zeta") & shingles(
+        "alpha beta gamma delta epsilon eta"
+    )
+    assert shingles("") == set() and shingles("Two words") == {("two", "words")}
 
 
 def test_too_little_room_skips_to_a_passage_that_fits() -> None:
