@@ -12,7 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,7 @@ from selene_dag.defs.metadata import AS_OF_DAY
 from selene_dag.defs.notes import daily_summaries, notes_source
 from selene_dag.defs.resources import default_resources, resources_for
 from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
+from selene_dag.store import open_store
 
 INSTANCE_YAML = """\
 # Written by selene-dag. DuckDB allows one writer per file: every asset that writes is in
@@ -71,20 +72,27 @@ def materialize(
     run_config: dict | None = None,
 ) -> dg.ExecuteInProcessResult:
     """Materialize ``selection`` in-process with the real definitions. Resources come from
-    ``settings`` (None: the environment at run time, as in `dagster dev`)."""
-    return dg.materialize(
-        all_assets_and_checks(),
-        selection=selection,
-        instance=instance,
-        resources=resources_for(settings) if settings is not None else default_resources(),
-        partition_key=partition_key,
-        tags=tags,
-        raise_on_error=raise_on_error,
-        run_config={
-            **(run_config or {}),
-            "loggers": {"console": {"config": {"log_level": log_level}}},
-        },
-    )
+    ``settings`` (None: the environment at run time, as in `dagster dev`).
+
+    With ``settings``, the store stays open for the whole run: each step's connection then
+    joins the database DuckDB already holds in this process instead of opening the file
+    and checkpointing it again on close (about 40 ms a step on a 10,000-note store)."""
+    with ExitStack() as stack:
+        if settings is not None:
+            stack.enter_context(open_store(settings.db_path))
+        return dg.materialize(
+            all_assets_and_checks(),
+            selection=selection,
+            instance=instance,
+            resources=resources_for(settings) if settings is not None else default_resources(),
+            partition_key=partition_key,
+            tags=tags,
+            raise_on_error=raise_on_error,
+            run_config={
+                **(run_config or {}),
+                "loggers": {"console": {"config": {"log_level": log_level}}},
+            },
+        )
 
 
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
