@@ -9,8 +9,9 @@ Mapping (one event per content block, so an assistant line with a text block and
 * ``assistant``: ``text`` -> ``assistant_text``; ``tool_use`` -> ``tool_use`` (text = the
   JSON input, ``file_paths`` from path-like keys); ``thinking`` and anything else -> ``other``.
 * ``system``: ``compact_boundary`` -> ``compact_boundary``; ``api_error``/``error`` ->
-  ``error``, ``api_refusal`` -> ``error`` with the refusal's category and explanation; ``stop_hook_summary`` and old-style hook progress lines -> ``hook``; the rest
-  -> ``system``.
+  ``error``, ``api_refusal`` -> ``error`` with the refusal's category and explanation;
+  ``stop_hook_summary`` and old-style hook progress lines -> ``hook``; the rest ->
+  ``system``.
 * ``attachment``: ``queued_command`` (a prompt typed while the agent worked) ->
   ``user_prompt``; ``hook_*`` -> ``hook`` (``hook_blocking_error`` an error); the others ->
   ``system``, each keeping its text (``content``, ``prompt``, ``snippet``, ``blockingError``,
