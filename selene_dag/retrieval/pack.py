@@ -82,9 +82,10 @@ JSON_SCHEMA_VERSION = 1
 # ones as question-focused summaries, then keywords, then a citation line.
 ASK_LEVELS = LevelConfig(full_threshold=0.85, summary_threshold=0.6, keywords_threshold=0.45)
 # Passage retrieval (chosen on assets/eval/dev.jsonl and sessions_dev.jsonl only): passages
-# per list (BM25, dense), documents of the best PASSAGE_DOCS passages added to the candidates, the rerank's share
-# for a document's best passage, the relevance its retrieved passages' pieces get
-# (× their relative fused score), and the level floor they give their document.
+# per list (BM25, dense), documents of the best PASSAGE_DOCS passages added to the
+# candidates, the rerank's share for a document's best passage, the relevance its
+# retrieved passages' pieces get (× their relative fused score), and the level floor they
+# give their document.
 PASSAGE_LIMIT = 50
 PASSAGE_DOCS = 10
 ASK_RERANK = RerankConfig(passage_share=0.5)
