@@ -177,7 +177,10 @@ def _line_blocks(text: str) -> list[str]:
     pos = text.find("\n", start + _BLOCK_MIN)
     while pos != -1 and pos < end - 1:
         line_start = text.rfind("\n", 0, pos) + 1
-        if pos - start >= _BLOCK_MAX or zlib.crc32(text[line_start:pos].encode()) % 8 == 0:
+        if (
+            pos - start >= _BLOCK_MAX
+            or zlib.crc32(text[line_start:pos].encode("utf-8", "surrogatepass")) % 8 == 0
+        ):
             blocks.append(text[start : pos + 1])
             start = pos + 1
             pos = text.find("\n", start + _BLOCK_MIN)
