@@ -85,10 +85,13 @@ SUMMARY_PARTITIONS = dg.MonthlyPartitionsDefinition(
 )
 def notes_source(selene: SeleneResource) -> dg.DataVersion:
     """Observe the notes folder and return the hash of its notes as the data version."""
-    notes_dir = selene.settings().notes_dir
-    if not notes_dir.exists():
-        return dg.DataVersion(EMPTY_VERSION)
-    return dg.DataVersion(source_version(notes_dir))
+    return dg.DataVersion(notes_folder_version(selene.settings().notes_dir))
+
+
+def notes_folder_version(notes_dir: Path) -> str:
+    """The data version ``notes_source`` records for ``notes_dir`` (a missing folder has
+    the version of no notes)."""
+    return source_version(notes_dir) if notes_dir.exists() else EMPTY_VERSION
 
 
 @duckdb_asset(
