@@ -100,8 +100,12 @@ class LevelItem:
     @property
     def header(self) -> str:
         """``[citation] title`` (citation defaults to the id)."""
-        cite = self.citation or str(self.id)
-        return f"[{cite}] {self.title}" if self.title else f"[{cite}]"
+        return f"{self.citation_text} {self.title}" if self.title else self.citation_text
+
+    @property
+    def citation_text(self) -> str:
+        """``[citation]`` (citation defaults to the id)."""
+        return f"[{self.citation or self.id}]"
 
 
 @dataclass(frozen=True)
@@ -197,7 +201,13 @@ def _render(
             "Keywords: " + ", ".join(words), config.keywords_max_tokens, model
         )
         return f"{header}\n{line}" if words else header
-    return truncate_to_tokens(header, config.reference_max_tokens, model) or "[ref]"
+    return truncate_to_tokens(header, reference_cap(item, config, model), model) or "[ref]"
+
+
+def reference_cap(item: LevelItem, config: LevelConfig, model: str | None) -> int:
+    """Tokens a REFERENCE line of ``item`` may take: ``reference_max_tokens``, or its whole
+    ``[citation]`` when that is longer (a source link cut short points nowhere)."""
+    return max(config.reference_max_tokens, count_tokens(item.citation_text, model))
 
 
 def _estimates(
@@ -207,10 +217,11 @@ def _estimates(
     (a lower level is never estimated above a higher one)."""
     fulls = count_tokens_batch([f"{it.header}\n{it.content}" for it in items], model)
     headers = count_tokens_batch([it.header for it in items], model)
+    cites = count_tokens_batch([it.citation_text for it in items], model)
     sep = count_tokens(config.separator, model) if config.separator else 0
     costs = []
-    for full, head in zip(fulls, headers, strict=True):
-        ref = min(head, config.reference_max_tokens)
+    for full, head, cite in zip(fulls, headers, cites, strict=True):
+        ref = min(head, max(config.reference_max_tokens, cite))
         kw = min(full, head + 1 + config.keywords_max_tokens)
         summ = min(full, head + 1 + config.summary_max_tokens)
         costs.append([full + sep, summ + sep, kw + sep, ref + sep])

@@ -330,7 +330,10 @@ def plan_items(
         line = (
             head + 1 + level_config.keywords_max_tokens
             if level is Level.KEYWORDS
-            else min(head, level_config.reference_max_tokens)
+            else min(
+                head,
+                max(level_config.reference_max_tokens, count_tokens(f"[{cand.citation}]", model)),
+            )
         )
         plans.append(
             DocPlan(

@@ -97,6 +97,19 @@ def test_all_low_relevance_become_references() -> None:
     assert all(li.level is Level.REFERENCE for li in r.items)
 
 
+def test_a_reference_keeps_its_whole_citation_even_past_ten_tokens() -> None:
+    # seed 002: REFERENCE is "just title/source link", ~10 tokens; a link cut short points
+    # nowhere, so a long citation is kept whole and only the title gives way.
+    cite = "claude-614925ea6a51 events 101-127"
+    long = LevelItem("c", TEXT, 0.1, title="claude session -experiments/worktrees", citation=cite)
+    r = compress_context([long, item(1, 0.1)], 100_000, M)
+    texts = {li.item.id: li.text for li in r.items}
+    assert count_tokens(f"[{cite}]", M) > 10
+    assert texts["c"] == f"[{cite}]"
+    assert count_tokens(texts["n1"], M) <= 10  # a short citation keeps the ~10-token line
+    assert r.total_tokens <= 100_000
+
+
 def test_single_chunk_is_not_compressed_needlessly() -> None:
     short = LevelItem("one", "A short note about DuckDB.", 0.6, title="Only")
     r = compress_context([short], 1000, M)
