@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from selene_dag.retrieval.terms import CoverageMatcher
 from selene_dag.text import split_sentences
 
+_ESCAPED_NEWLINE = "\\n"
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
@@ -99,10 +100,18 @@ def segment(text: str) -> list[Piece]:
             pieces.append(Piece(line.strip(), "heading", section, -1, "\n"))
             continue
         # Pieces are units of relevance, not prose: any . ! ? before a non-space ends one.
-        sentences = split_sentences(line.strip(), boundary="any")
-        for k, sentence in enumerate(sentences):
-            joint = " " if k < len(sentences) - 1 else "\n"
-            pieces.append(Piece(sentence, "text", section, -1, joint))
+        # Text quoted as JSON (a tool's input in a transcript) keeps its line breaks as the
+        # two characters backslash-n: they end a piece as a real line break does.
+        parts = [part.strip() for part in line.strip().split(_ESCAPED_NEWLINE)]
+        parts = [part for part in parts if part]
+        for n, part in enumerate(parts):
+            sentences = split_sentences(part, boundary="any")
+            for k, sentence in enumerate(sentences):
+                if k < len(sentences) - 1:
+                    joint = " "
+                else:
+                    joint = _ESCAPED_NEWLINE if n < len(parts) - 1 else "\n"
+                pieces.append(Piece(sentence, "text", section, -1, joint))
     return pieces
 
 

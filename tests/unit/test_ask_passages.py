@@ -102,6 +102,25 @@ def test_join_pieces_marks_gaps() -> None:
     assert join_pieces(pieces, []) == ""
 
 
+def test_escaped_line_breaks_of_quoted_json_end_pieces() -> None:
+    # A tool input quoted in a transcript: its prompt's line breaks are backslash-n.
+    line = (
+        '[assistant/tool_use Task] {"prompt":"Three teammates wrote one doc each:\\n\\n'
+        "- `alice/research-plan-mode` (plan mode)\\n- `carol/research-beads` (Beads)\\n"
+        'Report back."}'
+    )
+    pieces = segment(line)
+    texts = [p.text for p in pieces]
+    assert "- `carol/research-beads` (Beads)" in texts
+    assert len(pieces) == 4
+    # Neighbours join back with their own escaped break; a gap is marked as in prose.
+    assert join_pieces(pieces, list(range(len(pieces)))) == line.replace("\\n\\n", "\\n")
+    carol = texts.index("- `carol/research-beads` (Beads)")
+    assert join_pieces(pieces, [0, carol]) == f"{texts[0]} … {texts[carol]}"
+    relevance = piece_relevance(pieces, CoverageMatcher(["carol", "beads", "branch"]), {})
+    assert max(range(len(pieces)), key=relevance.__getitem__) == carol
+
+
 def _plan(text: str, weight: float, level: Level = Level.FULL, terms=("spellfix",)) -> DocPlan:
     pieces = segment(text)
     rel = piece_relevance(pieces, CoverageMatcher(list(terms)), {})
