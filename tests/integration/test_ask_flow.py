@@ -188,10 +188,16 @@ def test_evaluate_beats_newest_first(store) -> None:
             ("LM Studio",),
             "session:chatbot-ui",
         ),
+        Question(
+            # A session named by its transcript's file name (the citation names its key).
+            "Which provider was configured for local models?",
+            ("LM Studio",),
+            "session:rollout-demo",
+        ),
         Question("not in corpus", ("x",), "note:absent.md"),
     ]
     usable = applicable(store, questions)
-    assert len(usable) == 3
+    assert len(usable) == 4
     report = evaluate(store, usable, 120, model=MODEL, now=NOW)
     overall = report.overall
     assert overall["ask"] == 1.0
