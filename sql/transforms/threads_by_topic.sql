@@ -11,11 +11,18 @@ WHERE n.deleted_at IS NULL AND NOT n.test_run
   AND coalesce(n.topic, p.primary_theme) IS NOT NULL
   AND trim(coalesce(n.topic, p.primary_theme)) <> '';
 
-DELETE FROM thread_notes
-WHERE thread_id IN (SELECT id FROM threads WHERE origin = 'topic');
+-- Only memberships that changed are written: one edited note touches its own rows.
+DELETE FROM thread_notes AS t
+WHERE t.thread_id IN (SELECT id FROM threads WHERE origin = 'topic')
+  AND NOT EXISTS (
+      SELECT 1 FROM topic_members AS m WHERE m.thread_id = t.thread_id AND m.note_id = t.note_id
+  );
 
 INSERT INTO thread_notes (thread_id, note_id)
-SELECT DISTINCT thread_id, note_id FROM topic_members;
+SELECT DISTINCT m.thread_id, m.note_id FROM topic_members AS m
+WHERE NOT EXISTS (
+    SELECT 1 FROM thread_notes AS t WHERE t.thread_id = m.thread_id AND t.note_id = m.note_id
+);
 
 INSERT INTO threads (id, name, why, status, last_activity_at, note_count, origin)
 SELECT thread_id,
