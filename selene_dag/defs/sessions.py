@@ -167,7 +167,7 @@ def _ingest_one(
     "sessions",
     partitions_def=SESSION_PARTITIONS,
     backfill_policy=SESSION_BACKFILL,
-    code_version="3",
+    code_version="4",
     description=(
         "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "

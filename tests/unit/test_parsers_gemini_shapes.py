@@ -65,7 +65,10 @@ def test_rewind_to_an_unknown_id_clears_the_history(tmp_path: Path) -> None:
 def test_checkpoint_replaces_the_messages_and_metadata_keeps_them() -> None:
     result = parse_file(GEMINI / "shapes_rewind_checkpoint.jsonl")
     assert result.errors == 0
-    texts = [e.text for e in result.events]
+    texts = [e.text for e in result.events if e.raw_type != "model_change"]
+    assert [e.text for e in result.events if e.raw_type == "model_change"] == [
+        "Model: gemini-2.5-pro"
+    ]
     assert texts[0] == "Why does the cache test fail on CI only?"
     assert texts[1].startswith("Chat compressed")
     assert texts[2:] == ["Now add a regression test", "Added test_cache_uses_utc."]
@@ -77,7 +80,10 @@ def test_sub_agent_transcript_names_its_parent_and_is_scanned() -> None:
     result = parse_file(SUB)
     assert result.stats.parent_session_id == PARENT
     assert result.stats.session_id == "b81d77e0-5c3a-4f11-8e2d-6a9b0c4d2e7f"
-    assert [e.kind for e in result.events] == ["user_prompt", "assistant_text"]
+    assert [e.kind for e in result.events if e.raw_type != "model_change"] == [
+        "user_prompt",
+        "assistant_text",
+    ]
     found = scan_roots([SessionRoot(GEMINI / "shapes_tree", "gemini")])
     assert [(Path(f.path).name, f.platform) for f in found] == [(SUB.name, "gemini")]
     assert parse_file(GEMINI / "VibeCodingTracker_gemini.jsonl").stats.parent_session_id is None

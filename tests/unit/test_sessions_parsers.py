@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from pathlib import Path
@@ -96,6 +97,23 @@ def test_claude_session_title_and_api_refusal_keep_their_text() -> None:
     assert [(e.kind, e.is_error, e.text) for e in refusals] == [
         ("error", True, "API refusal (policy): Refused for policy reasons.")
     ]
+
+
+def test_the_model_of_a_session_is_named_when_it_starts_or_changes() -> None:
+    claude = next(p for p in CLAUDE_FILES if "326189cf" in p.name)
+    events = parse_file(claude).events
+    named = [e for e in events if e.raw_type == "model_change"]
+    assert [e.text for e in named] == ["Model: claude-sonnet-4-20250514"]
+    assert named[0].kind == "system" and named[0].seq < min(
+        e.seq for e in events if e.kind == "assistant_text"
+    )
+    small = next(p for p in CLAUDE_FILES if p.name == "agent-sessions_small.jsonl")
+    changes = [e.text for e in parse_file(small).events if e.raw_type == "model_change"]
+    assert changes and not any("<synthetic>" in t for t in changes)
+    assert all(a != b for a, b in itertools.pairwise(changes))
+    codex = next(p for p in CODEX_FILES if p.name.startswith("rollout-"))
+    turns = [e.text for e in parse_file(codex).events if e.raw_type == "turn_context"]
+    assert [t for t in turns if t] == ["Model: gpt-5.1-codex (high)"]
 
 
 def test_claude_tool_use_names_and_file_paths() -> None:
@@ -264,7 +282,15 @@ def test_gemini_counts_match_raw_json(path: Path) -> None:
     assert Counter(e.tool_name for e in result.events if e.kind == "tool_use") == Counter(
         c["name"] for c in calls
     )
-    assert kinds["system"] == sum(m["type"] == "info" for m in messages)
+    # A system event names the model whenever an answer comes from another one.
+    changes, current = [], None
+    for m in messages:
+        model = m.get("model") if m["type"] in ("gemini", "model", "assistant") else None
+        if isinstance(model, str) and model and not model.startswith("<") and model != current:
+            changes.append(f"Model: {model}")
+            current = model
+    assert kinds["system"] == sum(m["type"] == "info" for m in messages) + len(changes)
+    assert [e.text for e in result.events if e.raw_type == "model_change"] == changes
 
 
 def test_gemini_jsonl_last_record_of_an_id_wins() -> None:

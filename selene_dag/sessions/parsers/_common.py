@@ -98,6 +98,25 @@ def dumps(value: Any) -> str:
         return str(value)
 
 
+class ModelChanges:
+    """The text of a ``system`` event naming the model a session runs on, when it starts or
+    changes ("Model: claude-opus-4-7"; a placeholder such as ``<synthetic>`` is no model):
+    which model answered is something a user asks about later."""
+
+    def __init__(self) -> None:
+        self.current: str | None = None
+
+    def note(self, model: object, detail: str = "") -> str | None:
+        """``Model: <model>[ (detail)]`` when ``model`` differs from the last one noted,
+        else None."""
+        if not isinstance(model, str) or not model.strip() or model.startswith("<"):
+            return None
+        if model == self.current:
+            return None
+        self.current = model
+        return f"Model: {model}" + (f" ({detail})" if detail else "")
+
+
 def paths_from_input(tool_input: Any, text: str = "") -> tuple[str, ...]:
     """File paths named by a tool call: path-like input keys and apply_patch headers."""
     found: list[str] = []

@@ -21,6 +21,8 @@ Mapping (one event per content block, so an assistant line with a text block and
   ``!`` shell command (``<bash-input>``) -> ``system`` with raw type ``user/command``; their
   output and caveats (``<local-command-stdout>``, ``<bash-stdout>``, ...) -> ``system`` with
   raw type ``user/command_output``, tags stripped.
+* The model answering: a ``system`` event ``Model: <model>`` (raw type ``model_change``)
+  before the first assistant record of a model, and again whenever it changes.
 * Metadata lines (file-history-snapshot, queue-operation, permission-mode, last-prompt,
   progress, agent names, ...) and unknown types -> ``other`` with empty text (``last-prompt``
   and ``queue-operation`` repeat a prompt already recorded, so their text is not kept).
@@ -43,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from selene_dag.sessions.parsers._common import (
+    ModelChanges,
     dumps,
     guarded_events,
     iter_json_lines,
@@ -305,6 +308,7 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     seen: set[str] = set()
     parents: dict[str, str | None] = {}
     prompts: dict[str, list[str]] = {}
+    models = ModelChanges()
     for line, obj in iter_json_lines(path, stats):
         rtype = type_of(obj)
         uuid = obj.get("uuid")
@@ -333,7 +337,22 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
         if rtype == "user":
             found = guarded_events(_user_events(obj, b, common), line, stats)
         elif rtype == "assistant":
-            found = guarded_events(_assistant_events(obj, b, common), line, stats)
+            message = obj.get("message")
+            changed = models.note(message.get("model") if isinstance(message, dict) else None)
+            found = (
+                [
+                    b.make(
+                        role="system",
+                        kind="system",
+                        text=changed,
+                        raw_type="model_change",
+                        **common,
+                    )
+                ]
+                if changed
+                else []
+            )
+            found += guarded_events(_assistant_events(obj, b, common), line, stats)
         elif rtype == "system":
             found = guarded_events((_system_event(obj, b, common) for _ in (0,)), line, stats)
         elif rtype == "attachment":

@@ -15,6 +15,9 @@ genuinely sent twice is kept twice. Other ``event_msg`` echoes of tool calls
 ``item_completed`` copies of items duplicate the ``function_call``/``function_call_output``
 items, so they become ``other`` with no text; a completed ``Plan`` item keeps its text.
 
+A ``turn_context`` that sets a new model becomes a ``system`` event ``Model: <model>
+(<effort>)``; the others carry no text.
+
 Errors carry their message wherever Codex put it (``message``, ``error.message``, an
 ``error`` string, ``codex_error_info``). A ``plan_update`` keeps its explanation and steps.
 A ``compacted`` record keeps its message and the texts of its ``replacement_history`` that
@@ -33,6 +36,7 @@ from typing import Any
 import orjson
 
 from selene_dag.sessions.parsers._common import (
+    ModelChanges,
     dumps,
     guarded_events,
     iter_json_lines,
@@ -293,6 +297,7 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     b = EventBuilder("codex", path.stem)
     twins = _Twins()
     seen: set[str] = set()  # texts of prompts and replies, for compacted histories
+    models = ModelChanges()
     legacy_ts: object = None
     first = True
     for line, obj in iter_json_lines(path, stats):
@@ -309,6 +314,10 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                     stats.project = payload["cwd"]
                 text = f"Codex session in {payload.get('cwd', '?')} (cli {payload.get('cli_version', '?')})"
                 yield b.make(role="system", kind="system", text=text, raw_type=rtype, **common)
+            elif rtype == "turn_context" and (
+                changed := models.note(payload.get("model"), str(payload.get("effort") or ""))
+            ):
+                yield b.make(role="system", kind="system", text=changed, raw_type=rtype, **common)
             elif rtype == "response_item":
                 for event in guarded_events(
                     _item_events(payload, b, twins, stats, common), line, stats

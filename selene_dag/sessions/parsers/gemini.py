@@ -18,7 +18,8 @@ Mapping: ``user`` -> ``user_prompt``; ``gemini``/``model``/``assistant`` -> thou
 (``other``), then ``assistant_text`` (when non-empty), then per tool call a ``tool_use`` and a
 ``tool_result`` (error when the status is not success, the response has an error, or a shell
 output reports a non-zero exit code); ``info``/``warning`` -> ``system``; ``error`` ->
-``error``; anything else -> ``other``.
+``error``; anything else -> ``other``. An answer from another model than the one before
+is preceded by a ``system`` event ``Model: <model>`` (raw type ``model_change``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from typing import Any
 import orjson
 
 from selene_dag.sessions.parsers._common import (
+    ModelChanges,
     dumps,
     guarded_events,
     iter_json_lines,
@@ -230,9 +232,7 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
             # Not one JSON document: a JSONL file whose first line is broken. Read it line by
             # line so one bad line costs that line, not the whole file.
             if _has_jsonl_records(path):
-                ordered = _collect_jsonl(path, stats, b)
-                for line, message in ordered:
-                    yield from guarded_events(_message_events(message, line, b), line, stats)
+                yield from _with_models(_collect_jsonl(path, stats, b), stats, b)
                 return
             stats.lines += 1
             stats.record_error(1, f"invalid JSON ({exc.msg})")
@@ -243,5 +243,25 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
             return
         _header(doc, stats, b, path)
         ordered = [(i + 1, m) for i, m in enumerate(doc["messages"]) if isinstance(m, dict)]
+    yield from _with_models(ordered, stats, b)
+
+
+def _with_models(
+    ordered: list[tuple[int, dict[str, Any]]], stats: ParseStats, b: EventBuilder
+) -> Iterator[SessionEvent]:
+    """The events of ``ordered`` messages, a ``Model: …`` system event first whenever an
+    answer comes from another model than the one before."""
+    models = ModelChanges()
     for line, message in ordered:
+        if type_of(message) in _ASSISTANT_TYPES:
+            changed = models.note(message.get("model"))
+            if changed:
+                yield b.make(
+                    role="system",
+                    kind="system",
+                    text=changed,
+                    raw_type="model_change",
+                    line=line,
+                    timestamp=message.get("timestamp"),
+                )
         yield from guarded_events(_message_events(message, line, b), line, stats)
