@@ -201,13 +201,14 @@ def _render(
             "Keywords: " + ", ".join(words), config.keywords_max_tokens, model
         )
         return f"{header}\n{line}" if words else header
-    return truncate_to_tokens(header, reference_cap(item, config, model), model) or "[ref]"
+    cap = reference_cap(item.citation or str(item.id), config, model)
+    return truncate_to_tokens(header, cap, model) or "[ref]"
 
 
-def reference_cap(item: LevelItem, config: LevelConfig, model: str | None) -> int:
-    """Tokens a REFERENCE line of ``item`` may take: ``reference_max_tokens``, or its whole
-    ``[citation]`` when that is longer (a source link cut short points nowhere)."""
-    return max(config.reference_max_tokens, count_tokens(item.citation_text, model))
+def reference_cap(citation: str, config: LevelConfig, model: str | None) -> int:
+    """Tokens a REFERENCE line citing ``citation`` may take: ``reference_max_tokens``, or
+    its whole ``[citation]`` when that is longer (a source link cut short points nowhere)."""
+    return max(config.reference_max_tokens, count_tokens(f"[{citation}]", model))
 
 
 def _estimates(

@@ -32,6 +32,7 @@ from selene_dag.context.levels import (
     compress_context,
     estimate_compressed_size,
     extractive_summary,
+    reference_cap,
 )
 from selene_dag.context.tokens import count_tokens, default_model, truncate_to_tokens
 from selene_dag.errors import check_budget
@@ -330,10 +331,7 @@ def plan_items(
         line = (
             head + 1 + level_config.keywords_max_tokens
             if level is Level.KEYWORDS
-            else min(
-                head,
-                max(level_config.reference_max_tokens, count_tokens(f"[{cand.citation}]", model)),
-            )
+            else min(head, reference_cap(cand.citation, level_config, model))
         )
         plans.append(
             DocPlan(
@@ -533,7 +531,7 @@ def pack_passages(
             continue
         # A reference names its source whole: a citation cut short ("[claude-6149") points
         # nowhere, so the line's cap grows to the citation's length.
-        cap = max(level_config.reference_max_tokens, count_tokens(f"[{cand.citation}]", model))
+        cap = reference_cap(cand.citation, level_config, model)
         line = truncate_to_tokens(header_text(cand.citation, cand.title), cap, model)
         cost = count_tokens(line, model) + sep
         if used + cost > limit:
