@@ -291,12 +291,12 @@ def compact(
 def refresh_index_if_stale(settings: Settings) -> bool:
     """Materialize ``search_index`` (persistent instance, no checks) when its stored corpus
     version differs from the corpus now; True when it ran. The store is closed meanwhile."""
-    import dagster as dg
-
     with existing_store(settings) as conn:
         stale = index_is_stale(conn) or not index_exists(conn)
     if not stale:
         return False
+    import dagster as dg  # only a stale index pays for importing the Dagster layer
+
     runs = _defs_runs()
     selection = dg.AssetSelection.assets("search_index").without_checks()
     result = runs.materialize(

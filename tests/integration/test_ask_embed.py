@@ -41,6 +41,14 @@ def test_loads_and_embeds_with_the_network_blocked(
     assert (tmp_path / "selene-dag" / "wordllama" / "tokenizers").is_dir()
 
 
+def test_a_question_alone_embeds_as_it_does_in_a_batch() -> None:
+    texts = ["how do I open a shell in a docker container", "ranking passages with bm25"]
+    batch = embed.embed_texts(texts)
+    for i, text in enumerate(texts):
+        assert np.allclose(embed.embed_query(text), batch[i], atol=1e-6)
+    assert not embed.embed_query("").any()
+
+
 def test_only_new_passage_contents_are_embedded(tmp_path: Path) -> None:
     db = tmp_path / "selene.duckdb"
     seed_store(db)
