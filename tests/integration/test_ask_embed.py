@@ -13,7 +13,7 @@ from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval import embed
 from selene_dag.retrieval.index import build_index
 from selene_dag.retrieval.pack import ask
-from selene_dag.retrieval.search import hybrid_passages, passage_dense
+from selene_dag.retrieval.search import DENSE_FLOOR, hybrid_passages, passage_dense
 from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
 
@@ -130,3 +130,41 @@ def test_a_rebuild_counts_and_cuts_only_changed_documents(tmp_path: Path) -> Non
         assert build_index(conn, NOW, model="gpt-4").counted == docs - 1
     finally:
         conn.close()
+
+
+def test_an_unrelated_note_does_not_fill_a_small_store_s_pack(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "selene.duckdb")
+    notes = [
+        (
+            "pg.md",
+            "Postgres vacuum",
+            "Run VACUUM (VERBOSE, ANALYZE) after bulk deletes; "
+            "autovacuum_vacuum_scale_factor=0.05 helps on big tables.",
+        ),
+        (
+            "rust.md",
+            "Rust lifetimes",
+            "Use 'static only for data that lives for the whole program.",
+        ),
+    ]
+    try:
+        for note_id, title, content in notes:
+            conn.execute(
+                "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, "
+                "source) VALUES (?, ?, ?, md5(?), ?, ?, 'test')",
+                [note_id, title, content, content, NOW, NOW],
+            )
+            conn.execute(
+                "INSERT INTO processed_notes (note_id, essence, fidelity_tier) "
+                "VALUES (?, ?, 'full')",
+                [note_id, content],
+            )
+        build_index(conn, NOW, model=MODEL)
+        nearest = passage_dense(conn, "autovacuum scale factor", ["note", "chunk"], 50)
+        result = ask(conn, "autovacuum scale factor", 500, model=MODEL, now=NOW)
+    finally:
+        conn.close()
+    assert nearest and all(similarity >= DENSE_FLOOR for _, similarity in nearest)
+    # The Rust note shares no word and no meaning with the question: the room left in
+    # the budget stays empty rather than holding it.
+    assert [item.id for item in result.items] == ["note:pg.md"]
