@@ -399,6 +399,8 @@ def ask_command(
         err.print(f"note: {result.stats['note']}", highlight=False, soft_wrap=True)
     if result.stats.get("rewrite"):
         err.print(f"search words from the model: {result.stats['rewrite']}", highlight=False)
+    if result.stats.get("rerank"):
+        err.print(f"rerank: {result.stats['rerank']}", highlight=False)
     if answer:
         started = time.perf_counter()
         reply = service.answer(settings, question, result.text)

@@ -48,7 +48,7 @@ from selene_dag.notes.ingest import read_notes
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.evaluate import EvalReport, evaluate, load_questions
 from selene_dag.retrieval.index import SearchIndexError, index_exists, index_is_stale
-from selene_dag.retrieval.pack import AskResult
+from selene_dag.retrieval.pack import AskResult, PassageRanker
 from selene_dag.retrieval.pack import ask as ask_pack
 from selene_dag.retrieval.search import parse_sources
 from selene_dag.sessions import report as sessions_report
@@ -324,6 +324,10 @@ def ask_in(
         sources = ",".join(sources)
     now = settings.now()
     expansion, rewrite_note = _rewrite(conn, settings, question, write_lock)
+    # A server that failed the rewrite is not asked again for the same question.
+    ranker, rerank_problems = (
+        _passage_ranker(conn, settings, write_lock) if not rewrite_note else (None, [])
+    )
     result = ask_pack(
         conn,
         question,
@@ -332,9 +336,11 @@ def ask_in(
         sources=sources,
         now=now,
         expansion=expansion,
+        passage_ranker=ranker,
     )
     if settings.llm != "extractive":
         result.stats["rewrite"] = expansion or rewrite_note
+        result.stats["rerank"] = _rerank_note(result.stats, rerank_problems, rewrite_note)
     with write_lock or contextlib.nullcontext():
         result.stats["notes_marked"] = mark_accessed(conn, result.note_ids, now)
     return result
@@ -356,6 +362,41 @@ def _rewrite(
             return get_engine(settings, cache_conn=conn).rewrite_question(question), ""
     except EngineError as exc:
         return "", f"not rewritten ({exc})"
+
+
+def _passage_ranker(
+    conn: duckdb.DuckDBPyConnection,
+    settings: Settings,
+    write_lock: contextlib.AbstractContextManager[Any] | None,
+) -> tuple[PassageRanker | None, list[str]]:
+    """The configured model's ranking of ask's best passages (cached in ``llm_cache``),
+    and a list that receives why it gave none: a model server that fails leaves the
+    passages in their offline order instead of failing ask."""
+    if settings.llm == "extractive":
+        return None, []
+    problems: list[str] = []
+
+    def rank(question: str, passages: Sequence[str]) -> list[int]:
+        try:
+            with write_lock or contextlib.nullcontext():
+                engine = get_engine(settings, cache_conn=conn)
+                return engine.rerank_passages(question, passages)
+        except EngineError as exc:
+            problems.append(str(exc))
+            return []
+
+    return rank, problems
+
+
+def _rerank_note(stats: dict[str, Any], problems: list[str], rewrite_note: str) -> str:
+    if rewrite_note:
+        return "not reranked (the model server failed on the rewrite)"
+    if problems:
+        return f"not reranked ({problems[0]})"
+    picked = stats.get("reranked") or []
+    if not picked:
+        return "the model picked none of the best passages: fused order kept"
+    return "passages the model put first (fused ranks): " + ", ".join(map(str, picked))
 
 
 def ask(

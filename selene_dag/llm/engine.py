@@ -120,6 +120,12 @@ class Engine(Protocol):
         line; raises EngineUnavailable when the engine cannot (the extractive one)."""
         ...
 
+    def rerank_passages(self, question: str, passages: Sequence[str]) -> list[int]:
+        """Indexes of ``passages`` (0-based) that help answer ``question``, most useful
+        first (possibly none); raises EngineUnavailable when the engine cannot (the
+        extractive one)."""
+        ...
+
 
 SUMMARY_KINDS = ("text", "conversation")
 

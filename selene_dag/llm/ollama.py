@@ -97,6 +97,7 @@ ANSWER_TOKENS = {
     "assess_chunk": 256,
     "answer": 1024,
     "rewrite_question": 64,
+    "rerank_passages": 96,
 }
 # A rewritten question longer than this is cut (a model that ignores "one line").
 REWRITE_MAX_CHARS = 300
@@ -443,6 +444,48 @@ class OllamaEngine(BaseEngine):
                 "rewrite_question", prompt, ANSWER_TOKENS["rewrite_question"], _parse_rewrite
             ),
         )
+
+    def rerank_passages(self, question: str, passages: Sequence[str]) -> list[int]:
+        """Indexes of ``passages`` that help answer ``question``, most useful first, from
+        the model (rerank_passages.md), cached. Numbers the model invents are dropped."""
+        require_text(question, "question", allow_empty=False)
+        texts = [require_text(p, "passage") for p in passages]
+        if not texts:
+            return []
+        template = load_prompt("rerank_passages")
+        listing = "\n\n".join(f"[{i}] {' '.join(t.split())}" for i, t in enumerate(texts, 1))
+        prompt = template.render(question=question.strip(), passages=listing)
+        schema = {
+            "type": "object",
+            "properties": {
+                "ranking": {
+                    "type": "array",
+                    "items": {"type": "integer", "minimum": 1, "maximum": len(texts)},
+                    "maxItems": len(texts),
+                }
+            },
+            "required": ["ranking"],
+        }
+        numbers = self._cached(
+            "rerank_passages",
+            template.recipe,
+            {"question": question, "passages": texts, "seed": self.seed},
+            lambda: self._ask(
+                "rerank_passages",
+                prompt,
+                ANSWER_TOKENS["rerank_passages"],
+                _parse_ranking,
+                schema,
+            ),
+        )
+        return [n - 1 for n in numbers if 1 <= n <= len(texts)]
+
+
+def _parse_ranking(content: str) -> list[int]:
+    ranking = _load_object(content).get("ranking")
+    if not isinstance(ranking, list):
+        raise _Malformed("'ranking' is not a list")
+    return list(dict.fromkeys(n for n in ranking if isinstance(n, int) and not isinstance(n, bool)))
 
 
 def _parse_rewrite(content: str) -> str:

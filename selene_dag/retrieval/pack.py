@@ -17,7 +17,7 @@ target model: the final text is counted and trimmed if it ever were over.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -64,6 +64,7 @@ from selene_dag.retrieval.search import (
     hybrid_passages,
     parse_sources,
     passage_counts,
+    passage_texts,
     search,
     term_weights,
 )
@@ -107,6 +108,14 @@ PASSAGE_ACROSS_SHARPNESS = 2.0
 PASSAGE_DECAY: float | None = 0.7
 # Reciprocal rank fusion's k for ask (dev sets: 5 beat 60 on notes and sessions).
 PASSAGE_RRF_K = 5.0
+# With a model to rerank (``ask(passage_ranker=...)``): how many of the best fused passages it
+# orders, and how much of each it reads (a passage is ~100-300 tokens; the prompt stays
+# near 2,000 tokens).
+RERANK_TOP = 8
+RERANK_CHARS = 1_000
+# A function that reads a question and passage texts and returns the indexes of the
+# passages that help, most useful first (a model's reranking; see ``model_order``).
+PassageRanker = Callable[[str, Sequence[str]], Sequence[int]]
 # Weight of the documents' BM25 rank as a third list of the passages' fusion; 0: off.
 PASSAGE_DOC_FUSE = 1.0
 # Passage-first packing: a passage longer than this share of the budget (never below
@@ -639,6 +648,28 @@ def fuse_documents(
     return fused
 
 
+def model_order(
+    conn: duckdb.DuckDBPyConnection,
+    question: str,
+    hits: Sequence[PassageHit],
+    ranker: PassageRanker,
+) -> tuple[list[PassageHit], list[int]]:
+    """``hits`` with their RERANK_TOP best reordered by ``ranker``: the passages it picks
+    first, in its order, then the rest of those in fused order, then every other hit.
+    The fused scores stay where they were, so the picked passages take the best ones and
+    everything downstream (dominance, the value of a passage by rank) follows the model.
+    Returns the hits and the ranker's picks (0-based indexes into the top)."""
+    top = list(hits[:RERANK_TOP])
+    if not top:
+        return list(hits), []
+    texts = [t[:RERANK_CHARS] for t in passage_texts(conn, [h.passage_id for h in top])]
+    picked = [i for i in dict.fromkeys(ranker(question, texts)) if 0 <= i < len(top)]
+    order = picked + [i for i in range(len(top)) if i not in picked]
+    scores = [h.fused for h in top]
+    reordered = [replace(top[i], fused=scores[n]) for n, i in enumerate(order)]
+    return reordered + list(hits[RERANK_TOP:]), picked
+
+
 def ask(
     conn: duckdb.DuckDBPyConnection,
     question: str,
@@ -653,6 +684,7 @@ def ask(
     max_items: int = 20,
     passage_limit: int = PASSAGE_LIMIT,
     expansion: str = "",
+    passage_ranker: PassageRanker | None = None,
 ) -> AskResult:
     """Build the context pack for ``question`` within ``budget`` tokens of ``model``.
 
@@ -663,6 +695,9 @@ def ask(
     SearchIndexError when the index was never built.
     ``expansion``: more search words (a model's rewrite of the question); they widen what
     is retrieved, while the excerpts are still chosen by the question's own words.
+    ``passage_ranker``: a model's judgement of the best fused passages (see :func:`model_order`);
+    ``stats["reranked"]`` then lists the fused ranks it put first (1-based), and when it put
+    any first the budget goes to passages in its order (no concentration on one document).
     Does not write: the caller stamps ``last_accessed_at`` with ``result.note_ids``.
     """
     started = time.perf_counter()
@@ -696,6 +731,9 @@ def ask(
     )
     if PASSAGE_DOC_FUSE and hits:
         hits = fuse_documents(hits, [c.doc_id for c in candidates], PASSAGE_RRF_K)
+    if passage_ranker is not None and hits:
+        hits, picked = model_order(conn, question, hits, passage_ranker)
+        stats["reranked"] = [i + 1 for i in picked]
     have = {c.doc_id for c in candidates}
     extra = [d for d in dict.fromkeys(h.doc_id for h in hits[:PASSAGE_DOCS]) if d not in have]
     candidates += documents(conn, extra, model)
@@ -713,7 +751,8 @@ def ask(
         passage_docs=len(extra),
     )
     dominant = dominant_document(_ranked_passages(hits), passage_counts(conn)) if hits else None
-    passage_first = bool(hits) and dominant is None
+    # A model's picks are spent first, in its order: no concentrating on one document.
+    passage_first = bool(hits) and (dominant is None or bool(stats.get("reranked")))
     stats["mode"] = "passages" if passage_first else "documents"
     if ranked and passage_first:
         missing = [d for d in dict.fromkeys(h.doc_id for h in hits) if d not in have]

@@ -303,6 +303,20 @@ def passage_dense(
     return [(str(matrix.ids[i]), float(sims[i])) for i in order if sims[i] >= DENSE_FLOOR]
 
 
+def passage_texts(conn: duckdb.DuckDBPyConnection, passage_ids: Sequence[str]) -> list[str]:
+    """``title\ntext`` of each of ``passage_ids``, in that order ("" for an unknown id)."""
+    if not passage_ids:
+        return []
+    rows = dict(
+        conn.execute(
+            f"SELECT passage_id, title || chr(10) || text FROM {PASSAGES_TABLE} "
+            "WHERE list_contains(?, passage_id)",
+            [list(passage_ids)],
+        ).fetchall()
+    )
+    return [rows.get(p, "") for p in passage_ids]
+
+
 def fuse(
     rankings: Sequence[Sequence[str]], k: float = RRF_K, weights: Sequence[float] | None = None
 ) -> dict[str, float]:

@@ -1,6 +1,7 @@
 """With a model server configured, ask widens its search with the model's rewrite of the
-question (cached in ``llm_cache``); with the server down it still answers from its offline
-path and says why the question was not rewritten. Real Ollama client, fake server."""
+question and lets the model order its best passages (both cached in ``llm_cache``); with
+the server down it still answers from its offline path and says why the question was not
+rewritten or reranked. Real Ollama client, fake server."""
 
 from __future__ import annotations
 
@@ -33,15 +34,17 @@ def test_rewrite_goes_through_the_model_once_and_is_cached(notes_home, monkeypat
         settings = load_settings()
         first = service.ask(settings, QUESTION, 400)
         calls = server.requests["/api/chat"] + server.requests["/api/generate"]
-        assert calls == 1
+        assert calls == 2  # the rewrite, then the rerank of the best passages
         assert first.stats["rewrite"] and not first.stats["rewrite"].startswith("not rewritten")
+        assert first.stats["reranked"], first.stats
+        assert first.stats["rerank"].startswith("passages the model put first")
         assert "docker" in " ".join(str(b) for b in server.bodies).lower()
         again = service.ask(settings, QUESTION, 400)
         assert server.requests["/api/chat"] + server.requests["/api/generate"] == calls
         assert again.text == first.text and again.stats["rewrite"] == first.stats["rewrite"]
     with connect(settings.db_path) as conn:
         tasks = {r[0] for r in conn.execute("SELECT task FROM llm_cache").fetchall()}
-    assert "rewrite_question" in tasks
+    assert {"rewrite_question", "rerank_passages"} <= tasks
 
 
 def test_a_server_that_is_down_leaves_ask_on_its_offline_path(notes_home, monkeypatch):  # noqa: F811
@@ -52,4 +55,5 @@ def test_a_server_that_is_down_leaves_ask_on_its_offline_path(notes_home, monkey
     monkeypatch.setenv("SELENE_OLLAMA_TIMEOUT", "2")
     result = service.ask(load_settings(), QUESTION, 400)
     assert result.stats["rewrite"].startswith("not rewritten")
+    assert result.stats["rerank"].startswith("not reranked")
     assert result.text == offline.text and result.items

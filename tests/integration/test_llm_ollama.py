@@ -63,6 +63,24 @@ def test_every_operation_succeeds_with_pinned_options(fake_ollama: FakeOllama) -
     assert info["version"] and info["model"] == "mistral:7b"
 
 
+def test_rerank_passages_numbers_the_passages_and_keeps_only_real_ones(
+    fake_ollama: FakeOllama,  # noqa: F811
+) -> None:
+    engine = engine_for(fake_ollama)
+    passages = ["ab -l accepts differing lengths", "zsh prompt", "docker exec -it ID bash"]
+    picked = engine.rerank_passages("what does ab -l do?", passages)
+    assert picked and len(set(picked)) == len(picked)
+    assert all(0 <= i < len(passages) for i in picked)
+    body = fake_ollama.bodies[-1]
+    prompt = body["messages"][0]["content"]
+    assert "[1] ab -l accepts differing lengths" in prompt and "[3] docker exec" in prompt
+    ranking = body["format"]["properties"]["ranking"]
+    assert ranking["items"]["maximum"] == 3 and ranking["maxItems"] == 3
+    assert engine.rerank_passages("what does ab -l do?", passages) == picked
+    assert (engine.calls_made, engine.calls_cached) == (1, 1)
+    assert engine.rerank_passages("what does ab -l do?", []) == []
+
+
 def test_missing_model_says_how_to_pull_it() -> None:
     with FakeOllama(models=["llama3:8b"]) as fake:
         engine = engine_for(fake)

@@ -160,3 +160,7 @@ class ExtractiveEngine(BaseEngine):
     def rewrite_question(self, question: str) -> str:
         """Always raises EngineUnavailable: ask's offline path uses the question as is."""
         raise EngineUnavailable("rewriting a question needs a model server: set SELENE_LLM=ollama")
+
+    def rerank_passages(self, question: str, passages: Sequence[str]) -> list[int]:
+        """Always raises EngineUnavailable: ask's offline path keeps its fused order."""
+        raise EngineUnavailable("reranking passages needs a model server: set SELENE_LLM=ollama")
