@@ -385,6 +385,8 @@ def _fit_items(
             else:
                 content = ""
             excerpt = bool(plan.chosen) and content != cand.body
+            # Trailing blank lines would add to the blank line between items.
+            content = content.rstrip()
             location = _excerpt_location(cand, plan, summarizer) if excerpt else ""
             score = r.final / top
             if plan.level is Level.FULL and level_config.level_for(score) is not Level.FULL:

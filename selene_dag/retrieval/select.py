@@ -108,7 +108,8 @@ class Selection:
 
     def content(self) -> str:
         """The excerpts in reading order: adjacent ones joined by a newline, a gap marked
-        by an ellipsis line."""
+        by an ellipsis line; no blank line before or after (the pack's separator is the
+        blank line between items)."""
         parts: list[str] = []
         prev_end: int | None = None
         body = self.doc.body
@@ -118,7 +119,7 @@ class Selection:
                 parts.append("\n" if adjacent and not e.cut else GAP)
             parts.append(e.text)
             prev_end = e.end
-        return "".join(parts)
+        return "".join(parts).lstrip("\n").rstrip()
 
     def render(self) -> str:
         """The item as it appears in the pack: header line, then content."""

@@ -168,3 +168,30 @@ def test_an_unrelated_note_does_not_fill_a_small_store_s_pack(tmp_path: Path) ->
     # The Rust note shares no word and no meaning with the question: the room left in
     # the budget stays empty rather than holding it.
     assert [item.id for item in result.items] == ["note:pg.md"]
+
+
+@pytest.mark.parametrize("budget", [120, 400])
+def test_items_are_separated_by_one_blank_line_whatever_their_text_ends_with(
+    tmp_path: Path, budget: int
+) -> None:
+    conn = connect(tmp_path / "selene.duckdb")
+    try:
+        for note_id, content in (
+            ("vacuum.md", "Run VACUUM after bulk deletes on big tables.\n\n\n"),
+            ("autovacuum.md", "Set autovacuum_vacuum_scale_factor=0.05 for big tables.\n\n"),
+        ):
+            conn.execute(
+                "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, "
+                "source) VALUES (?, ?, ?, md5(?), ?, ?, 'test')",
+                [note_id, "Postgres " + note_id, content, content, NOW, NOW],
+            )
+            conn.execute(
+                "INSERT INTO processed_notes (note_id, fidelity_tier) VALUES (?, 'full')",
+                [note_id],
+            )
+        build_index(conn, NOW, model=MODEL)
+        result = ask(conn, "vacuum big tables", budget, model=MODEL, now=NOW)
+    finally:
+        conn.close()
+    assert len(result.items) == 2
+    assert "\n\n\n" not in result.text and not result.text.endswith("\n")
