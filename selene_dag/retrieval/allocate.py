@@ -104,7 +104,15 @@ def allocate(
     taken = [set(plan.chosen) for plan in plans]
     rest = [e for e in pieces if plans[e[1]].level is Level.SUMMARY and e[2] not in taken[e[1]]]
     used = _fill(plans, rest, budget, used, count, budget)
-    return _fill(plans, [e for e in entries if e[2] < 0], budget, used, count, budget)
+    # A FULL or SUMMARY document none of whose pieces fitted is still named: it competes
+    # for a citation line like a REFERENCE one (the caller renders it as one).
+    unplaced = [
+        (-plan.weight * LINE_VALUE, p, -1)
+        for p, plan in enumerate(plans)
+        if plan.level in (Level.FULL, Level.SUMMARY) and not plan.chosen
+    ]
+    lines = sorted([e for e in entries if e[2] < 0] + unplaced)
+    return _fill(plans, lines, budget, used, count, budget)
 
 
 # Whether room left after the first pass goes to SUMMARY documents past their ceiling.

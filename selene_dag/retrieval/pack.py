@@ -389,7 +389,10 @@ def _fit_items(
             content = content.rstrip()
             location = _excerpt_location(cand, plan, summarizer) if excerpt else ""
             score = r.final / top
-            if plan.level is Level.FULL and level_config.level_for(score) is not Level.FULL:
+            if not plan.chosen and plan.level in (Level.FULL, Level.SUMMARY):
+                # None of its pieces fitted, only its citation line: render it as REFERENCE.
+                score = min(score, level_config.keywords_threshold) * (1.0 - 1e-6)
+            elif plan.level is Level.FULL and level_config.level_for(score) is not Level.FULL:
                 # Promoted by allocate: just above the FULL threshold, order kept.
                 score = level_config.full_threshold + 1e-6 * (1.0 + score)
             items.append(

@@ -170,7 +170,7 @@ def test_an_unrelated_note_does_not_fill_a_small_store_s_pack(tmp_path: Path) ->
     assert [item.id for item in result.items] == ["note:pg.md"]
 
 
-@pytest.mark.parametrize("budget", [120, 400])
+@pytest.mark.parametrize("budget", [60, 120, 400])
 def test_items_are_separated_by_one_blank_line_whatever_their_text_ends_with(
     tmp_path: Path, budget: int
 ) -> None:
@@ -193,5 +193,7 @@ def test_items_are_separated_by_one_blank_line_whatever_their_text_ends_with(
         result = ask(conn, "vacuum big tables", budget, model=MODEL, now=NOW)
     finally:
         conn.close()
+    # Both notes are named, the second at least by its citation line when its text no
+    # longer fits.
     assert len(result.items) == 2
     assert "\n\n\n" not in result.text and not result.text.endswith("\n")
