@@ -8,7 +8,10 @@ Corpora, each built once in its own temporary home through the service layer:
 - ``conversations``: the notes of assets/eval/conversations/conversations.jsonl for
   conversations_dev.jsonl and conversations_blind.jsonl;
 - ``sessions``: the real session files of tests/fixtures/sessions/ (not the hand-written ``shapes_`` ones), distilled with
-  ``service.distill_run(all_files=True)``, for sessions_dev.jsonl and sessions_blind.jsonl.
+  ``service.distill_run(all_files=True)``, for sessions_dev.jsonl, sessions_blind.jsonl and
+  sessions_blind2.jsonl;
+- ``sessions_more``: other real transcripts (assets/eval/sessions_more/, never looked at
+  while tuning), distilled the same way, for sessions_blind3.jsonl.
 
 A set whose question file or corpus is absent is skipped (named on stderr). Only the
 questions whose ``source`` is in the corpus are asked (``evaluate.applicable``). Baselines:
@@ -58,6 +61,7 @@ BLIND = {
     "conversations_blind2",
     "sessions_blind",
     "sessions_blind2",
+    "sessions_blind3",
 }
 
 
@@ -124,6 +128,12 @@ CORPORA = (
         "sessions",
         ROOT / "tests" / "fixtures" / "sessions",
         ("sessions_dev", "sessions_blind", "sessions_blind2"),
+        _sessions_store,
+    ),
+    Corpus(
+        "sessions_more",
+        EVAL / "sessions_more",
+        ("sessions_blind3",),
         _sessions_store,
     ),
 )
