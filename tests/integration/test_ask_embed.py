@@ -146,6 +146,7 @@ def test_an_unrelated_note_does_not_fill_a_small_store_s_pack(tmp_path: Path) ->
             "Rust lifetimes",
             "Use 'static only for data that lives for the whole program.",
         ),
+        ("bread.md", "Sourdough starter", "Feed the starter flour and water every morning."),
     ]
     try:
         for note_id, title, content in notes:
@@ -160,13 +161,18 @@ def test_an_unrelated_note_does_not_fill_a_small_store_s_pack(tmp_path: Path) ->
                 [note_id, content],
             )
         build_index(conn, NOW, model=MODEL)
-        nearest = passage_dense(conn, "autovacuum scale factor", ["note", "chunk"], 50)
+        whole_store = passage_dense(conn, "autovacuum scale factor", ["note", "chunk"], 50)
+        neighbours = passage_dense(conn, "autovacuum scale factor", ["note", "chunk"], 2)
         result = ask(conn, "autovacuum scale factor", 500, model=MODEL, now=NOW)
     finally:
         conn.close()
-    assert nearest and all(similarity >= DENSE_FLOOR for _, similarity in nearest)
-    # The Rust note shares no word and no meaning with the question: the room left in
-    # the budget stays empty rather than holding it.
+    # A list as long as the store holds only passages that mean something like the
+    # question; a shorter list (a real ranking of neighbours) keeps its far end.
+    assert [p for p, _ in whole_store] == ["note:pg.md#0"]
+    assert whole_store[0][1] >= DENSE_FLOOR
+    assert len(neighbours) == 2 and neighbours[1][1] < DENSE_FLOOR
+    # The other notes share no word and no meaning with the question: the room left in
+    # the budget stays empty rather than holding them.
     assert [item.id for item in result.items] == ["note:pg.md"]
 
 
