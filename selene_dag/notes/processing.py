@@ -109,10 +109,18 @@ def analyse_notes(
     cheap = bool(getattr(engine, "calls_are_cheap", False))
     stack = contextlib.ExitStack()
     cache = stack.enter_context(deferred_cache(engine))
+    # An engine that can analyse a batch at once (the extractive one, over its CPUs) gets
+    # the whole list; results still arrive, and are committed, note by note.
+    batch = getattr(engine, "analyze_notes", None) if cheap else None
+    analyses = iter(
+        batch([(title, content) for _, title, content, _ in todo])
+        if batch is not None
+        else (engine.analyze_note(title, content) for _, title, content, _ in todo)
+    )
     try:
-        for index, (note_id, title, content, chash) in enumerate(todo, start=1):
+        for index, (note_id, _title, _content, chash) in enumerate(todo, start=1):
             calls_before = engine.calls_made
-            analysis = engine.analyze_note(title, content)
+            analysis = next(analyses)
             essence = valid_essence(analysis.essence)
             if essence is None:
                 stats.rejected_essences += 1
@@ -137,6 +145,9 @@ def analyse_notes(
     finally:
         # Keep every completed note, also when the engine fails on the next one.
         commit_pending()
+        close = getattr(analyses, "close", None)
+        if close is not None:
+            close()  # stops a batch's worker processes when the run stops early
         stack.close()
     return stats
 

@@ -17,8 +17,11 @@ def test_every_demo_note_gets_a_clean_deterministic_essence() -> None:
     notes = load_notes()
     assert len(notes) >= 500
     first = [ExtractiveEngine().analyze_note(n["title"], n["content"]) for n in notes]
+    # The batch form spreads the notes over worker processes: same analyses, same order.
     engine = ExtractiveEngine()
-    second = [engine.analyze_note(n["title"], n["content"]) for n in notes]
+    second = list(
+        engine.analyze_notes([(n["title"], n["content"]) for n in notes], workers=2, parallel_min=1)
+    )
     assert first == second
     assert engine.calls_made == len(notes) and engine.calls_cached == 0
     for note, analysis in zip(notes, first, strict=True):
@@ -29,3 +32,34 @@ def test_every_demo_note_gets_a_clean_deterministic_essence() -> None:
         assert analysis.primary_theme, note["id"]
     # essences are picked per note, not a constant: nearly all differ
     assert len({a.essence for a in first}) > 0.95 * len(notes)
+
+
+def test_essences_made_in_worker_processes_equal_those_made_in_process(
+    tmp_path, monkeypatch
+) -> None:
+    from datetime import UTC, datetime
+
+    from selene_dag.llm.extractive import engine as extractive_engine
+    from selene_dag.notes.processing import analyse_notes
+    from selene_dag.store import connect
+
+    now = datetime(2026, 7, 15, tzinfo=UTC)
+    notes = load_notes()[:60]
+    rows = {}
+    for label, least in (("in process", 10**9), ("workers", 1)):
+        monkeypatch.setattr(extractive_engine, "PARALLEL_MIN_NOTES", least)
+        conn = connect(tmp_path / f"{label}.duckdb")
+        for n in notes:
+            conn.execute(
+                "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, "
+                "source) VALUES (?, ?, ?, md5(?), ?, ?, 'test')",
+                [n["id"], n["title"], n["content"], n["content"], now, now],
+            )
+        stats = analyse_notes(conn, ExtractiveEngine(), now)
+        assert stats.analysed == len(notes)
+        rows[label] = conn.execute(
+            "SELECT note_id, concepts, primary_theme, essence FROM processed_notes ORDER BY 1"
+        ).fetchall()
+        conn.close()
+    assert len(rows["workers"]) == len(notes)
+    assert rows["workers"] == rows["in process"]

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from multiprocessing import get_context
 from typing import Any
 
 from selene_dag.context.tokens import count_tokens
@@ -20,6 +23,16 @@ from selene_dag.llm.engine import (
 )
 from selene_dag.llm.extractive import assess, digest, essence, summarize, threads
 from selene_dag.llm.versions import ALGORITHM_VERSIONS, EXTRACTIVE_MODEL
+
+# A batch of at least this many notes is analysed in worker processes: starting one costs
+# about a second, analysing a note a few milliseconds.
+PARALLEL_MIN_NOTES = 1_000
+_CHUNK = 64
+
+
+def _analyze(note: tuple[str, str], concepts_k: int) -> dict[str, Any]:
+    """One note's analysis, in a worker process."""
+    return essence.analyze_note(note[0], note[1], concepts_k)
 
 
 class ExtractiveEngine(BaseEngine):
@@ -71,6 +84,39 @@ class ExtractiveEngine(BaseEngine):
             primary_theme=out["primary_theme"],
             essence=out["essence"],
         )
+
+    def analyze_notes(
+        self,
+        notes: Sequence[tuple[str, str]],
+        *,
+        workers: int | None = None,
+        parallel_min: int | None = None,
+    ) -> Iterator[NoteAnalysis]:
+        """``analyze_note`` of each ``(title, content)``, in order. A batch of at least
+        ``parallel_min`` notes (default ``PARALLEL_MIN_NOTES``) is spread over ``workers``
+        processes (default: one per CPU); the results are the same (the algorithm is deterministic), each note only
+        counted as made rather than looked up in this engine's cache. In this process when
+        the cache is persistent, there is one CPU, or the batch is small."""
+        workers = workers or os.cpu_count() or 1
+        least = PARALLEL_MIN_NOTES if parallel_min is None else parallel_min
+        if workers < 2 or len(notes) < max(least, 2) or self.cache.persistent:
+            for title, content in notes:
+                yield self.analyze_note(title, content)
+            return
+        for title, content in notes:
+            require_text(title, "title")
+            require_text(content, "content")
+            if not title.strip() and not content.strip():
+                raise ValueError("a note needs a title or content")
+        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+            ks = [self.concepts_k] * len(notes)
+            for out in pool.map(_analyze, notes, ks, chunksize=_CHUNK):
+                self.stats.count("analyze_note", cached=False)
+                yield NoteAnalysis(
+                    concepts=list(out["concepts"]),
+                    primary_theme=out["primary_theme"],
+                    essence=out["essence"],
+                )
 
     def detect_threads(
         self, context: str, notes: Sequence[Mapping[str, Any]]
