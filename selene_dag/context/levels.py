@@ -16,7 +16,12 @@ from enum import StrEnum
 from typing import Any
 
 from selene_dag.context.keywords import extract_keywords
-from selene_dag.context.tokens import count_tokens, count_tokens_batch, truncate_to_tokens
+from selene_dag.context.tokens import (
+    count_tokens,
+    count_tokens_batch,
+    default_model,
+    truncate_to_tokens,
+)
 from selene_dag.errors import check_budget
 from selene_dag.text import split_sentences
 
@@ -211,14 +216,36 @@ def reference_cap(citation: str, config: LevelConfig, model: str | None) -> int:
     return max(config.reference_max_tokens, count_tokens(f"[{citation}]", model))
 
 
+# Counts of the texts estimates were made of, by (model, text): a caller that estimates,
+# drops one piece and estimates again (ask's planner) recounts only what changed. Bounded
+# by the characters it holds.
+_ESTIMATED: dict[tuple[str, str], int] = {}
+_ESTIMATED_CHARS = [0]
+_ESTIMATED_MAX_CHARS = 8_000_000
+
+
+def _counts(texts: list[str], model: str | None) -> list[int]:
+    name = model or default_model()
+    missing = [t for t in dict.fromkeys(texts) if (name, t) not in _ESTIMATED]
+    if missing:
+        if _ESTIMATED_CHARS[0] > _ESTIMATED_MAX_CHARS:
+            _ESTIMATED.clear()
+            _ESTIMATED_CHARS[0] = 0
+        for text, n in zip(missing, count_tokens_batch(missing, name), strict=True):
+            _ESTIMATED[(name, text)] = n
+            _ESTIMATED_CHARS[0] += len(text)
+        return [_ESTIMATED.get((name, t)) or count_tokens(t, name) for t in texts]
+    return [_ESTIMATED[(name, t)] for t in texts]
+
+
 def _estimates(
     items: list[LevelItem], config: LevelConfig, model: str | None
 ) -> tuple[list[int], list[list[int]]]:
     """Full token count per item and an estimated cost per level, without any model call
     (a lower level is never estimated above a higher one)."""
-    fulls = count_tokens_batch([f"{it.header}\n{it.content}" for it in items], model)
-    headers = count_tokens_batch([it.header for it in items], model)
-    cites = count_tokens_batch([it.citation_text for it in items], model)
+    fulls = _counts([f"{it.header}\n{it.content}" for it in items], model)
+    headers = _counts([it.header for it in items], model)
+    cites = _counts([it.citation_text for it in items], model)
     sep = count_tokens(config.separator, model) if config.separator else 0
     costs = []
     for full, head, cite in zip(fulls, headers, cites, strict=True):

@@ -128,12 +128,17 @@ def search(
     kinds = [SOURCES[s] for s in parse_sources(sources)]
     if not terms:
         return []
-    if not index_exists(conn):
-        raise SearchIndexError("the search index was never built: materialize search_index")
-    ids = term_ids(conn, terms)
-    if not ids:
-        return []
-    top = conn.execute(_TOP_SQL, [ids, kinds, limit]).fetchall()
+    # The index is not checked first (two catalog queries, a few ms of every ask): a
+    # missing or outdated one makes the first query fail, and only then is it looked at.
+    try:
+        ids = term_ids(conn, terms)
+        top = conn.execute(_TOP_SQL, [ids, kinds, limit]).fetchall() if ids else []
+    except (duckdb.CatalogException, duckdb.BinderException) as exc:
+        if not index_exists(conn):
+            raise SearchIndexError(
+                "the search index was never built: materialize search_index"
+            ) from exc
+        raise
     if not top:
         return []
     top.sort(key=lambda r: (-r[1], r[0]))
