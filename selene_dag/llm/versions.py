@@ -6,7 +6,7 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@1",
+    "analyze_note": "analyze_note@2",
     "detect_threads": "detect_threads@1",
     "digest_thread": "digest_thread@1",
     "summarize": "summarize@2",

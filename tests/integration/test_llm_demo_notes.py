@@ -63,3 +63,21 @@ def test_essences_made_in_worker_processes_equal_those_made_in_process(
         conn.close()
     assert len(rows["workers"]) == len(notes)
     assert rows["workers"] == rows["in process"]
+
+
+def test_a_huge_note_is_analysed_on_its_beginning() -> None:
+    from selene_dag.llm.extractive.essence import ANALYSIS_MAX_CHARS
+
+    notes = load_notes()
+    head = "\n\n".join(n["content"] for n in notes[:20])
+    tail = "\n\n".join(n["content"] for n in notes[20:])
+    while len(head) < ANALYSIS_MAX_CHARS - 20_000:
+        head += "\n\n" + head[: ANALYSIS_MAX_CHARS // 4]
+    filler = ("\n\n" + tail) * (1 + ANALYSIS_MAX_CHARS // max(1, len(tail)))
+    huge = head + filler
+    assert len(huge) > ANALYSIS_MAX_CHARS
+    cut = huge[:ANALYSIS_MAX_CHARS]
+    cut = cut[: cut.rfind("\n")]
+    engine = ExtractiveEngine()
+    assert engine.analyze_note("Big", huge) == engine.analyze_note("Big", cut)
+    assert engine.analyze_note("Big", huge) != engine.analyze_note("Big", tail)

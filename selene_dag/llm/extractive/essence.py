@@ -10,6 +10,8 @@ this"), or opening with a bare pronoun. The best sentence is the essence; a shor
 sentence (< 90 chars) is joined by the next best one (in document order). An essence is
 always > 10 characters for a note with text (the title is the last fallback).
 
+A note longer than 200,000 characters is analysed on its beginning.
+
 The concepts are :func:`~selene_dag.llm.extractive.phrases.key_phrases`; the theme is the
 first concept that occurs in the title (else the first concept).
 """
@@ -40,8 +42,19 @@ _WEAK_START = re.compile(
 )
 
 
+# A note longer than this (characters) is analysed on its beginning, cut at a line break:
+# the cost of an essence stays bounded (a 5 MB note took seconds) while a note's opening
+# states what it is about.
+ANALYSIS_MAX_CHARS = 200_000
+
+
 def analyze_note(title: str, content: str, concepts_k: int) -> dict[str, Any]:
-    """``{"concepts", "primary_theme", "essence"}`` of a note (see the module docstring)."""
+    """``{"concepts", "primary_theme", "essence"}`` of a note (see the module docstring);
+    a note longer than ``ANALYSIS_MAX_CHARS`` is analysed on its first that many
+    characters, up to the last line break among them."""
+    if len(content) > ANALYSIS_MAX_CHARS:
+        head = content[:ANALYSIS_MAX_CHARS]
+        content = head[: head.rfind("\n")] if "\n" in head else head
     body = _text.strip_markdown(content)
     concepts = key_phrases(title, body, concepts_k)
     lowered_title = title.lower()
