@@ -27,7 +27,7 @@ def test_answer_goes_through_the_model_and_prints_its_reply(notes_home, monkeypa
         )
         assert result.exit_code == 0, result.output
         calls = server.requests["/api/chat"] + server.requests["/api/generate"]
-        assert calls == 2  # the question's rewrite for the search, then the answer
+        assert calls == 3  # the rewrite for the search, the rerank of its passages, the answer
         prompt = " ".join(str(body) for body in server.bodies)
         assert "docker" in prompt.lower()  # the pack reached the model
         assert result.stdout.strip() and not result.stdout.startswith(
