@@ -318,7 +318,8 @@ def passage_dense(
 
 
 def passage_texts(conn: duckdb.DuckDBPyConnection, passage_ids: Sequence[str]) -> list[str]:
-    """``title\ntext`` of each of ``passage_ids``, in that order ("" for an unknown id)."""
+    """The title, a line break and the text of each of ``passage_ids``, in that order
+    ("" for an unknown id)."""
     if not passage_ids:
         return []
     rows = dict(

@@ -94,9 +94,10 @@ class ExtractiveEngine(BaseEngine):
     ) -> Iterator[NoteAnalysis]:
         """``analyze_note`` of each ``(title, content)``, in order. A batch of at least
         ``parallel_min`` notes (default ``PARALLEL_MIN_NOTES``) is spread over ``workers``
-        processes (default: one per CPU); the results are the same (the algorithm is deterministic), each note only
-        counted as made rather than looked up in this engine's cache. In this process when
-        the cache is persistent, there is one CPU, or the batch is small."""
+        processes (default: one per CPU) with the same results (the algorithm is
+        deterministic), each note counted as made rather than looked up in this engine's
+        cache. In this process when the cache is persistent, there is one CPU, or the
+        batch is small. Closing the iterator early cancels the notes not yet started."""
         workers = workers or os.cpu_count() or 1
         least = PARALLEL_MIN_NOTES if parallel_min is None else parallel_min
         if workers < 2 or len(notes) < max(least, 2) or self.cache.persistent:
@@ -108,7 +109,8 @@ class ExtractiveEngine(BaseEngine):
             require_text(content, "content")
             if not title.strip() and not content.strip():
                 raise ValueError("a note needs a title or content")
-        with ProcessPoolExecutor(workers, mp_context=get_context("spawn")) as pool:
+        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        try:
             ks = [self.concepts_k] * len(notes)
             for out in pool.map(_analyze, notes, ks, chunksize=_CHUNK):
                 self.stats.count("analyze_note", cached=False)
@@ -117,6 +119,8 @@ class ExtractiveEngine(BaseEngine):
                     primary_theme=out["primary_theme"],
                     essence=out["essence"],
                 )
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def detect_threads(
         self, context: str, notes: Sequence[Mapping[str, Any]]
