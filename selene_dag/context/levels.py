@@ -234,8 +234,8 @@ def _counts(texts: list[str], model: str | None) -> list[int]:
         for text, n in zip(missing, count_tokens_batch(missing, name), strict=True):
             _ESTIMATED[(name, text)] = n
             _ESTIMATED_CHARS[0] += len(text)
-        return [_ESTIMATED.get((name, t)) or count_tokens(t, name) for t in texts]
-    return [_ESTIMATED[(name, t)] for t in texts]
+    # Another thread (the server's) may have emptied the cache meanwhile: count again then.
+    return [_ESTIMATED.get((name, t)) or count_tokens(t, name) for t in texts]
 
 
 def _estimates(
