@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from selene_dag.sessions.parsers.model import ParseStats
+from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.MULTILINE)
@@ -115,6 +115,22 @@ class ModelChanges:
             return None
         self.current = model
         return f"Model: {model}" + (f" ({detail})" if detail else "")
+
+    def event(
+        self,
+        b: EventBuilder,
+        model: object,
+        *,
+        detail: str = "",
+        raw_type: str = "model_change",
+        **fields: Any,
+    ) -> SessionEvent | None:
+        """The ``system`` event of :meth:`note`'s text (``fields``: line, timestamp, ...),
+        or None when the model did not change."""
+        text = self.note(model, detail)
+        if text is None:
+            return None
+        return b.make(role="system", kind="system", text=text, raw_type=raw_type, **fields)
 
 
 def paths_from_input(tool_input: Any, text: str = "") -> tuple[str, ...]:

@@ -338,20 +338,9 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
             found = guarded_events(_user_events(obj, b, common), line, stats)
         elif rtype == "assistant":
             message = obj.get("message")
-            changed = models.note(message.get("model") if isinstance(message, dict) else None)
-            found = (
-                [
-                    b.make(
-                        role="system",
-                        kind="system",
-                        text=changed,
-                        raw_type="model_change",
-                        **common,
-                    )
-                ]
-                if changed
-                else []
-            )
+            model = message.get("model") if isinstance(message, dict) else None
+            changed = models.event(b, model, **common)
+            found = [changed] if changed else []
             found += guarded_events(_assistant_events(obj, b, common), line, stats)
         elif rtype == "system":
             found = guarded_events((_system_event(obj, b, common) for _ in (0,)), line, stats)

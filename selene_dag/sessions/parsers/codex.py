@@ -315,9 +315,15 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 text = f"Codex session in {payload.get('cwd', '?')} (cli {payload.get('cli_version', '?')})"
                 yield b.make(role="system", kind="system", text=text, raw_type=rtype, **common)
             elif rtype == "turn_context" and (
-                changed := models.note(payload.get("model"), str(payload.get("effort") or ""))
+                changed := models.event(
+                    b,
+                    payload.get("model"),
+                    detail=str(payload.get("effort") or ""),
+                    raw_type=rtype,
+                    **common,
+                )
             ):
-                yield b.make(role="system", kind="system", text=changed, raw_type=rtype, **common)
+                yield changed
             elif rtype == "response_item":
                 for event in guarded_events(
                     _item_events(payload, b, twins, stats, common), line, stats

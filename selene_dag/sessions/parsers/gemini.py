@@ -254,14 +254,9 @@ def _with_models(
     models = ModelChanges()
     for line, message in ordered:
         if type_of(message) in _ASSISTANT_TYPES:
-            changed = models.note(message.get("model"))
+            changed = models.event(
+                b, message.get("model"), line=line, timestamp=message.get("timestamp")
+            )
             if changed:
-                yield b.make(
-                    role="system",
-                    kind="system",
-                    text=changed,
-                    raw_type="model_change",
-                    line=line,
-                    timestamp=message.get("timestamp"),
-                )
+                yield changed
         yield from guarded_events(_message_events(message, line, b), line, stats)
