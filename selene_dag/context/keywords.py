@@ -18,6 +18,7 @@ from selene_dag.text import ENGLISH_STOP_WORDS, split_sentences
 # Words of 3+ characters starting with a letter; keeps identifiers such as ``duckdb``,
 # ``gpt-4o`` or ``fidelity_tier``.
 TOKEN_PATTERN = r"(?u)\b[^\W\d_][\w\-]*[\w]\b"
+_TOKEN = re.compile(TOKEN_PATTERN)
 
 
 def extract_keywords(
@@ -65,6 +66,3 @@ def extract_keywords(
         for term, count in tf.items()
     )
     return [term for _, _, term in scored[:k]]
-
-
-_TOKEN = re.compile(TOKEN_PATTERN)
