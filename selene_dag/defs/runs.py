@@ -8,6 +8,7 @@ variables written into the environment.
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
 import time
@@ -27,7 +28,56 @@ from selene_dag.defs.resources import default_resources, resources_for
 from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
 from selene_dag.store import open_store
 
+INSTANCE_HEADER = "# Written by selene-dag, which rewrites it while this line is here."
+
 INSTANCE_YAML = """\
+{header}
+# Delete that line to keep your own edits.
+# DuckDB allows one writer per file: every asset that writes is in the `duckdb` pool, and
+# pools default to one op at a time.
+concurrency:
+  pools:
+    default_limit: 1
+telemetry:
+  enabled: false
+# Dagster's SQLite event log, with one open connection per database file.
+event_log_storage:
+  module: selene_dag.defs.event_log
+  class: ConnectedSqliteEventLogStorage
+  config:
+    base_dir: {event_log_dir}
+"""
+
+
+def instance_yaml(home: Path) -> str:
+    """The dagster.yaml selene-dag writes for the Dagster home ``home`` (absolute)."""
+    return INSTANCE_YAML.format(
+        header=INSTANCE_HEADER, event_log_dir=json.dumps(str(home / "history" / "runs"))
+    )
+
+
+def prepare_dagster_home(settings: Settings) -> Path:
+    """Create ``$SELENE_HOME/dagster`` with its dagster.yaml. A dagster.yaml selene-dag
+    wrote (its first line is :data:`INSTANCE_HEADER`) is brought up to date, for a home
+    that moved or an older release; one without that line is the user's and stays."""
+    home = settings.dagster_home.resolve()
+    home.mkdir(parents=True, exist_ok=True)
+    config = home / "dagster.yaml"
+    wanted = instance_yaml(home)
+    if config.exists():
+        current = config.read_text(encoding="utf-8")
+        if current == wanted or not _written_by_us(current):
+            return home
+    config.write_text(wanted, encoding="utf-8")
+    return home
+
+
+def _written_by_us(text: str) -> bool:
+    return text.startswith(INSTANCE_HEADER + "\n") or text == _PREVIOUS_INSTANCE_YAML
+
+
+# What earlier releases wrote, before the header line.
+_PREVIOUS_INSTANCE_YAML = """\
 # Written by selene-dag. DuckDB allows one writer per file: every asset that writes is in
 # the `duckdb` pool, and pools default to one op at a time.
 concurrency:
@@ -36,16 +86,6 @@ concurrency:
 telemetry:
   enabled: false
 """
-
-
-def prepare_dagster_home(settings: Settings) -> Path:
-    """Create ``$SELENE_HOME/dagster`` with its dagster.yaml (kept if the user edited it)."""
-    home = settings.dagster_home.resolve()
-    home.mkdir(parents=True, exist_ok=True)
-    config = home / "dagster.yaml"
-    if not config.exists():
-        config.write_text(INSTANCE_YAML, encoding="utf-8")
-    return home
 
 
 def instance_for(settings: Settings) -> dg.DagsterInstance:

@@ -1,0 +1,114 @@
+"""The home's Dagster instance: its dagster.yaml, and the connected SQLite event log that
+keeps the history plain Dagster reads (a batch run's events, partitions, planned events)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.events import DagsterEventType
+from dagster._core.instance.ref import InstanceRef
+
+from selene_dag.config import load_settings
+from selene_dag.defs import event_log, runs
+from selene_dag.defs.sessions import session_events
+from selene_dag.sessions.scanner import scan_roots
+from tests.support.sessions import FIXTURES
+
+SMALL = FIXTURES / "claude" / "agent-sessions_small.jsonl"
+
+
+def _settings(tmp_path: Path, files: int = 0):
+    root = tmp_path / "claude"
+    for i in range(files):
+        folder = root / f"-proj{i:02d}"
+        folder.mkdir(parents=True)
+        shutil.copy(SMALL, folder / f"s{i:02d}.jsonl")
+    return load_settings(
+        {
+            "SELENE_SESSION_ROOTS": f"claude={root}",
+            "SELENE_LLM": "extractive",
+            "SELENE_CLI_ASSESSORS": "",
+            "SELENE_NOW": "2026-05-01T00:00:00Z",
+        },
+        home=tmp_path / "home",
+    )
+
+
+def _plain_instance(dagster_home: Path, tmp_path: Path) -> dg.DagsterInstance:
+    """Dagster's own storage classes over the same files (a config without ours)."""
+    config_dir = tmp_path / "plain"
+    config_dir.mkdir()
+    (config_dir / "dagster.yaml").write_text("telemetry:\n  enabled: false\n", encoding="utf-8")
+    return dg.DagsterInstance.from_ref(
+        InstanceRef.from_dir(str(dagster_home), config_dir=str(config_dir))
+    )
+
+
+def test_home_instance_uses_the_connected_event_log(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    instance = runs.instance_for(settings)
+    storage = instance.event_log_storage
+    assert isinstance(storage, event_log.ConnectedSqliteEventLogStorage)
+    # The files Dagster's default layout uses, so a plain instance reads the same history.
+    expected = (settings.dagster_home / "history" / "runs").resolve()
+    assert Path(storage._base_dir) == expected
+
+
+def test_dagster_yaml_is_upgraded_unless_the_user_owns_it(tmp_path: Path) -> None:
+    settings = _settings(tmp_path)
+    config = settings.dagster_home / "dagster.yaml"
+    config.parent.mkdir(parents=True)
+
+    # What an earlier release wrote is replaced.
+    config.write_text(runs._PREVIOUS_INSTANCE_YAML, encoding="utf-8")
+    runs.prepare_dagster_home(settings)
+    assert config.read_text(encoding="utf-8") == runs.instance_yaml(settings.dagster_home.resolve())
+
+    # A home that moved: ours, with a stale path, is rewritten.
+    moved = config.read_text(encoding="utf-8").replace(str(tmp_path), "/elsewhere")
+    config.write_text(moved, encoding="utf-8")
+    runs.prepare_dagster_home(settings)
+    assert str(tmp_path) in config.read_text(encoding="utf-8")
+
+    # Without the header line it is the user's file, and stays as it is.
+    mine = "telemetry:\n  enabled: true\n"
+    config.write_text(mine, encoding="utf-8")
+    runs.prepare_dagster_home(settings)
+    assert config.read_text(encoding="utf-8") == mine
+
+
+def test_batch_run_history_is_plain_dagster_history(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, files=6)
+    instance = runs.instance_for(settings)
+    keys = [f.session_key for f in scan_roots(settings.session_roots)]
+    outcome = runs.materialize_sessions(settings, keys, instance)
+    assert outcome == {key: None for key in keys}
+
+    # One planned event per spine asset for the whole batch, naming its six partitions.
+    planned = instance.get_records_for_run(
+        instance.get_run_records()[0].dagster_run.run_id,
+        of_type=DagsterEventType.ASSET_MATERIALIZATION_PLANNED,
+    ).records
+    assert len(planned) == 4
+    subset = planned[0].event_log_entry.dagster_event.event_specific_data.partitions_subset
+    assert sorted(subset.get_partition_keys()) == sorted(keys)
+
+    plain = _plain_instance(settings.dagster_home.resolve(), tmp_path)
+    assert type(plain.event_log_storage).__name__ == "SqliteEventLogStorage"
+    assert set(plain.get_materialized_partitions(session_events.key)) == set(keys)
+    assert len(plain.get_run_records()) == 1
+
+
+def test_open_connections_are_bounded(tmp_path: Path) -> None:
+    storage = event_log.ConnectedSqliteEventLogStorage(str(tmp_path / "runs"))
+    for i in range(event_log.OPEN_SHARDS + 3):
+        with storage.run_connection(f"run{i}") as conn:
+            conn.exec_driver_sql("SELECT 1")
+    with storage.index_connection() as conn:
+        conn.exec_driver_sql("SELECT 1")
+    assert len(storage._engines) == event_log.OPEN_SHARDS
+    assert next(reversed(storage._engines)) == "index"
+    storage.dispose()
+    assert not storage._engines
