@@ -1,6 +1,6 @@
 """Replace secrets in transcript text with ``[REDACTED:<kind>]`` before anything is stored.
 
-One compiled alternation, one pass per text. Kinds: ``anthropic_key`` (``sk-ant-``),
+One compiled alternation, one pass per text that holds a trigger literal. Kinds: ``anthropic_key`` (``sk-ant-``),
 ``openai_key`` (``sk-``, ``sk-proj-``), ``aws_access_key`` (``AKIA``/``ASIA``), ``github_token``
 (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key`` (``AIza``),
 ``slack_token`` (``xox?-``), ``bearer`` (``Bearer <token>``), ``private_key`` (PEM blocks) and
@@ -34,6 +34,37 @@ _PATTERN = re.compile(
     r"(?P<env_q>[\"']?)(?!(?:None|null|true|false|True|False|undefined)\b)(?![0-9]+\b)"
     r"(?P<env_secret>[^\s\"'`$(){}\[\]<>,;]{6,})(?P=env_q)(?![(\[.\w])"
 )
+# Every secret the pattern matches holds one of these literals. A text holding none (almost
+# every event of a transcript) is returned as it is without running the alternation, which
+# costs about ten times more than looking for them.
+_TRIGGERS = re.compile(
+    "|".join(
+        re.escape(literal)
+        for literal in (
+            "PRIVATE",  # PEM blocks, PRIVATE_KEY
+            "sk-",
+            "AKIA",
+            "ASIA",
+            "ghp_",
+            "gho_",
+            "ghu_",
+            "ghs_",
+            "ghr_",
+            "github_pat_",
+            "AIza",
+            "xox",
+            "earer",  # Bearer, bearer
+            "PASSW",  # PASSWORD, PASSWD
+            "SECRET",
+            "TOKEN",
+            "API_KEY",
+            "APIKEY",
+            "ACCESS_KEY",
+            "AUTH_KEY",
+        )
+    )
+)
+
 _KINDS = (
     "private_key",
     "anthropic_key",
@@ -65,6 +96,8 @@ def redact(text: str) -> str:
     """Return ``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``."""
     if not isinstance(text, str):
         raise TypeError(f"redact() expects str, got {type(text).__name__}")
+    if _TRIGGERS.search(text) is None:
+        return text
     return _PATTERN.sub(lambda m: _replace(m, None), text)
 
 
@@ -73,6 +106,8 @@ def redact_counts(text: str) -> tuple[str, Counter[str]]:
     if not isinstance(text, str):
         raise TypeError(f"redact_counts() expects str, got {type(text).__name__}")
     counts: Counter[str] = Counter()
+    if _TRIGGERS.search(text) is None:
+        return text, counts
     return _PATTERN.sub(lambda m: _replace(m, counts), text), counts
 
 

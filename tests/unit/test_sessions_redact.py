@@ -5,10 +5,28 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from selene_dag.sessions import redact as redact_module
 from selene_dag.sessions.parsers import parse_file
 from selene_dag.sessions.redact import SECRET_KINDS, redact, redact_counts
 from tests.support.sessions import ALL_FILES, PLANTED, REAL_CLAUDE, plant_secrets, secret_values
+
+# The pattern's alternatives without their lookarounds and back-reference (which
+# ``from_regex`` cannot generate): each still matches what its branch matches, and more.
+_ENV = redact_module._ENV_NAME
+_BRANCHES = [
+    r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+    r"sk-ant-[A-Za-z0-9_\-]{20,}",
+    r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}",
+    r"(?:AKIA|ASIA)[0-9A-Z]{16}",
+    r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+    r"AIza[0-9A-Za-z_\-]{35}",
+    r"xox[abposr]-[A-Za-z0-9\-]{10,}",
+    r"[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}=*",
+    rf"{_ENV}(?:=|\s*[:=]\s*)[\"']?[^\s\"'`$(){{}}\[\]<>,;]{{6,}}[\"']?",
+]
 
 
 @pytest.mark.parametrize("kind", sorted(PLANTED))
@@ -78,3 +96,19 @@ def test_planted_secrets_never_survive_parsing_plus_redaction(tmp_path: Path) ->
 def test_type_errors() -> None:
     with pytest.raises(TypeError):
         redact(None)  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.data())
+def test_every_secret_holds_a_trigger_literal(data: st.DataObject) -> None:
+    # The literal prefilter may skip the pattern only where it cannot match: anything the
+    # pattern's alternation matches holds one of the trigger literals.
+    branch = data.draw(st.sampled_from(_BRANCHES))
+    secret = data.draw(st.from_regex(branch, fullmatch=True))
+    assert redact_module._TRIGGERS.search(secret), secret
+
+
+def test_text_without_a_trigger_is_returned_as_is() -> None:
+    text = "def f(x):\n    return x + 1  # sk_live is not a trigger\n"
+    assert redact(text) is text
+    assert redact_counts(text) == (text, {})
