@@ -199,6 +199,7 @@ class SentencePieceTokenizer:
         self.exact = True
         self._encode = processor.encode
         self._newline: int | None = None
+        self._longest: int | None = None
         # Counts of the blocks of long texts, by md5: a long text rendered twice with a
         # different header (a note at two tiers) is tokenized once.
         self._blocks: dict[bytes, int] = {}
@@ -242,12 +243,28 @@ class SentencePieceTokenizer:
             self._blocks.update(fresh)
         return [sum(known[k] for k in keys) - newline * (len(keys) - 1) for keys in keyed]
 
+    def _longest_piece(self) -> int:
+        if self._longest is None:
+            processor = self.processor
+            self._longest = max(
+                len(processor.id_to_piece(i)) for i in range(processor.get_piece_size())
+            )
+        return self._longest
+
     def _newline_cost(self) -> int:
         if self._newline is None:
             self._newline = len(self._encode("\n"))
         return self._newline
 
     def truncate(self, text: str, max_tokens: int) -> str:
+        # The first max_tokens pieces lie within (max_tokens + 2) longest pieces' worth of
+        # characters; up to the next newline (which no merge crosses) the pieces are those
+        # of the whole text. Encoding only that much keeps truncating a huge text cheap.
+        reach = (max_tokens + 2) * self._longest_piece()
+        if len(text) > 2 * reach:
+            cut = text.find("\n", reach)
+            if cut != -1:
+                text = text[: cut + 1]
         proto = self.processor.encode(text, return_type="proto")
         pieces = proto.pieces
         if len(pieces) <= max_tokens:

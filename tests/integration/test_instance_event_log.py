@@ -4,6 +4,7 @@ keeps the history plain Dagster reads (a batch run's events, partitions, planned
 from __future__ import annotations
 
 import shutil
+import threading
 from pathlib import Path
 
 import dagster as dg
@@ -112,3 +113,23 @@ def test_open_connections_are_bounded(tmp_path: Path) -> None:
     assert next(reversed(storage._engines)) == "index"
     storage.dispose()
     assert not storage._engines
+
+
+def test_a_pooled_connection_serves_other_threads(tmp_path: Path) -> None:
+    # The UI's webserver reads the event log from several threads.
+    storage = event_log.ConnectedSqliteEventLogStorage(str(tmp_path / "runs"))
+    with storage.index_connection() as conn:
+        conn.exec_driver_sql("SELECT 1")
+    seen: list[object] = []
+
+    def read() -> None:
+        try:
+            with storage.index_connection() as conn:
+                seen.append(conn.exec_driver_sql("SELECT 1").scalar())
+        except Exception as exc:  # the assertion below reports it
+            seen.append(exc)
+
+    worker = threading.Thread(target=read)
+    worker.start()
+    worker.join()
+    assert seen == [1]

@@ -246,3 +246,29 @@ def test_long_text_behind_a_new_header_tokenizes_only_the_header_block() -> None
     blocks = len(tokenizer._blocks)
     assert tokenizer.count(high) == len(tokenizer.processor.encode(high))
     assert len(tokenizer._blocks) - blocks <= 2
+
+
+def _truncate_whole(tokenizer: tk.SentencePieceTokenizer, text: str, budget: int) -> str:
+    """Truncation from one encode of the whole text (the oracle)."""
+    pieces = tokenizer.processor.encode(text, return_type="proto").pieces
+    if len(pieces) <= budget:
+        return text
+    raw = text.encode("utf-8")
+    return tk._back_off(
+        budget,
+        len(pieces),
+        lambda k: raw[: pieces[k - 1].end].decode("utf-8", errors="ignore"),
+        tokenizer.count,
+    )
+
+
+@settings(max_examples=25, deadline=None)
+@given(lines=_LINES, blank=st.booleans(), budget=st.integers(min_value=1, max_value=300))
+def test_truncating_a_long_text_encodes_only_its_head(lines, blank, budget) -> None:
+    # A long text is truncated from its head up to a newline past the reach of `budget`
+    # pieces; the result must equal truncating the whole text, for every vocabulary.
+    unit = ("\n\n" if blank else "\n").join(lines) + "\n"
+    text = unit * (40_000 // len(unit) + 1)
+    for family in ("mistral-sp-v1", "mistral-sp-v3", "mistral-sp-v7"):
+        tokenizer = tk._mistral(family)
+        assert tokenizer.truncate(text, budget) == _truncate_whole(tokenizer, text, budget)
