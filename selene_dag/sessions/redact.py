@@ -1,10 +1,11 @@
 """Replace secrets in transcript text with ``[REDACTED:<kind>]`` before anything is stored.
 
-One compiled alternation, one pass per text that holds a trigger literal. Kinds: ``anthropic_key`` (``sk-ant-``),
-``openai_key`` (``sk-``, ``sk-proj-``), ``aws_access_key`` (``AKIA``/``ASIA``), ``github_token``
-(``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key`` (``AIza``),
-``slack_token`` (``xox?-``), ``bearer`` (``Bearer <token>``), ``private_key`` (PEM blocks) and
-``env_secret`` (``NAME=value`` where NAME contains PASSWORD, SECRET, TOKEN, API_KEY, ...).
+One compiled alternation, one pass per text that holds a trigger literal. Kinds:
+``anthropic_key`` (``sk-ant-``), ``openai_key`` (``sk-``, ``sk-proj-``), ``aws_access_key``
+(``AKIA``/``ASIA``), ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``,
+``github_pat_``), ``google_api_key`` (``AIza``), ``slack_token`` (``xox?-``), ``bearer``
+(``Bearer <token>``), ``private_key`` (PEM blocks) and ``env_secret`` (``NAME=value``
+where NAME contains PASSWORD, SECRET, TOKEN, API_KEY, ...).
 
 To stay quiet on ordinary code, ``env_secret`` fires only for UPPER_CASE names written
 ``NAME=value`` (no spaces, as in .env files and shell) or ``NAME = "literal"`` (a quoted
