@@ -3,7 +3,8 @@
 per-project rollup, their checks, and the sensor that finds session files.
 
 Thin layer over :mod:`selene_dag.sessions.steps`: each partition's rows are rewritten in
-one transaction (delete-then-insert by session key), so re-runs are idempotent. Data
+one transaction (delete-then-insert by session key; ``session_events`` writes many
+partitions per transaction), so re-runs are idempotent. Data
 versions are content hashes. The ``session_files_sensor`` adds partitions and requests runs.
 
 No ``from __future__ import annotations`` here: Dagster inspects the ``context`` annotation.
@@ -21,21 +22,26 @@ from selene_dag.defs.metadata import duckdb_asset, markdown_table
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.llm import get_engine
 from selene_dag.llm.cli_assessors import available_assessors
-from selene_dag.sessions.chunker import ChunkConfig
 from selene_dag.sessions.distiller import SORT_MODES, DistillerConfig
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
 from selene_dag.sessions.steps import (
+    ReadSession,
     archived_session,
-    chunk_session,
     default_assessors,
     distill_project,
     distill_session,
     file_content_tokens,
-    ingest_session,
+    read_session,
     scanned_by_key,
     score_session,
+    session_chunks_of,
 )
-from selene_dag.sessions.store import project_names
+from selene_dag.sessions.store import (
+    load_events_many,
+    project_names,
+    replace_chunks_many,
+    replace_sessions,
+)
 from selene_dag.text import content_hash
 
 SESSION_PARTITIONS = dg.DynamicPartitionsDefinition(name="session_files")
@@ -115,10 +121,65 @@ def _ingested_keys(conn: Any, keys: list[str]) -> set[str]:
     return {row[0] for row in rows}
 
 
-def _ingest_one(
+# Files read before their rows are written together: one transaction and a few statements
+# for many files. Bounded so that a batch of large transcripts is not all held in memory.
+_WRITE_FILES = 50
+_WRITE_CHARS = 16_000_000
+
+
+def _replace_reads(conn: Any, reads: list[ReadSession]) -> None:
+    replace_sessions(conn, [(read.file_row, read.events) for read in reads])
+
+
+def _replace_chunk_sets(conn: Any, sets: list[tuple[str, list, str]]) -> None:
+    replace_chunks_many(conn, [(key, chunks) for key, chunks, _ in sets])
+
+
+def _write_together(
+    conn: Any, pending: list[tuple[str, Any]], write: Any
+) -> tuple[list[tuple[str, Any]], dict[str, str]]:
+    """Write the ``pending`` (key, payload) pairs with ``write(conn, payloads)`` in one go;
+    when that fails, key by key, so that a key whose rows cannot be written costs only
+    itself. Returns the pairs written and ``{key: error}`` of the others; clears
+    ``pending``."""
+    items = list(pending)
+    pending.clear()
+    if not items:
+        return [], {}
+    try:
+        write(conn, [payload for _, payload in items])
+        return items, {}
+    except Exception:  # retried one by one below, where the failing key is named
+        pass
+    written: list[tuple[str, Any]] = []
+    failed: dict[str, str] = {}
+    for key, payload in items:
+        try:
+            write(conn, [payload])
+            written.append((key, payload))
+        except Exception as exc:
+            failed[key] = f"storing its rows failed: {type(exc).__name__}: {exc}"
+    return written, failed
+
+
+def _ingest_figures(read: ReadSession, scanned: ScannedFile) -> dict[str, Any]:
+    result = read.result
+    return {
+        "path": dg.MetadataValue.path(scanned.path),
+        "platform": dg.MetadataValue.text(scanned.platform),
+        "events": dg.MetadataValue.int(result.events),
+        "parse_errors": dg.MetadataValue.int(result.parse_errors),
+        "duplicates_skipped": dg.MetadataValue.int(result.duplicates),
+        "secrets_redacted": dg.MetadataValue.int(sum(result.redactions.values())),
+        "own_assessment_run": dg.MetadataValue.bool(result.own_assessment),
+    }
+
+
+def _read_one(
     conn: Any, batch: _Batch, key: str, scanned: ScannedFile | None, now: Any, model: str
-) -> Counter:
-    """Ingest one file of the batch; returns its event kinds (empty when archived/failed)."""
+) -> ReadSession | None:
+    """Read one file of the batch for writing; None when there is nothing to write (its
+    file is gone, and the key is then recorded archived or failed, or it failed to read)."""
     if scanned is None:
         archived = archived_session(conn, key)
         if archived is None:
@@ -127,7 +188,7 @@ def _ingest_one(
                 f"no session file with key {key!r} under the configured roots "
                 "(SELENE_SESSION_ROOTS); it was moved or deleted",
             )
-            return Counter()
+            return None
         batch.context.log.warning(f"{key}: file gone, its {archived.events} stored events kept")
         batch.done(
             key,
@@ -137,30 +198,17 @@ def _ingest_one(
                 "events": dg.MetadataValue.int(archived.events),
             },
         )
-        return Counter()
+        return None
     try:
-        result = ingest_session(conn, scanned, now, model=model)
+        read = read_session(scanned, now, model=model)
     except Exception as exc:  # one unreadable file must not cost the rest of the batch
         batch.fail(key, f"{scanned.path}: {type(exc).__name__}: {exc}")
-        return Counter()
-    for sample in result.error_samples:
+        return None
+    for sample in read.result.error_samples:
         batch.context.log.warning(f"{scanned.path}: skipped {sample}")
-    if result.own_assessment:
+    if read.result.own_assessment:
         batch.context.log.info(f"{scanned.path}: selene-dag's own assessment run, no events kept")
-    batch.done(
-        key,
-        result.data_version,
-        {
-            "path": dg.MetadataValue.path(scanned.path),
-            "platform": dg.MetadataValue.text(scanned.platform),
-            "events": dg.MetadataValue.int(result.events),
-            "parse_errors": dg.MetadataValue.int(result.parse_errors),
-            "duplicates_skipped": dg.MetadataValue.int(result.duplicates),
-            "secrets_redacted": dg.MetadataValue.int(sum(result.redactions.values())),
-            "own_assessment_run": dg.MetadataValue.bool(result.own_assessment),
-        },
-    )
-    return result.kinds
+    return read
 
 
 @duckdb_asset(
@@ -172,8 +220,8 @@ def _ingest_one(
         "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "
         "weights, tokens counted in the target model's tokens, rewound branches marked. "
-        "Rewrites `session_files` and `session_events` per file in one transaction; malformed "
-        "lines are counted. A run takes a batch of files; a file that fails costs only itself."
+        "Rewrites `session_files` and `session_events` of up to 50 files in one transaction "
+        "(file by file when that fails); malformed lines are counted. A run takes a batch of files; a file that fails costs only itself."
     ),
 )
 def session_events(
@@ -186,11 +234,30 @@ def session_events(
     scanned = scanned_by_key(settings)
     kinds: Counter = Counter()
     events = 0
+    pending: list[tuple[str, Any]] = []
+    held = 0
+
+    def write(conn: Any) -> None:
+        nonlocal events, held
+        written, failed = _write_together(conn, pending, _replace_reads)
+        for key, message in failed.items():
+            batch.fail(key, message)
+        for key, read in written:
+            batch.done(key, read.result.data_version, _ingest_figures(read, scanned[key]))
+            kinds.update(read.result.kinds)
+            events += read.result.events
+        held = 0
+
     with selene.connection() as conn:
         for key in batch.keys:
-            found = _ingest_one(conn, batch, key, scanned.get(key), settings.now(), settings.model)
-            kinds.update(found)
-            events += sum(found.values())
+            read = _read_one(conn, batch, key, scanned.get(key), settings.now(), settings.model)
+            if read is None:
+                continue
+            pending.append((key, read))
+            held += sum(len(e.text) for e in read.events)
+            if len(pending) >= _WRITE_FILES or held >= _WRITE_CHARS:
+                write(conn)
+        write(conn)
     return batch.result(
         {
             "events": dg.MetadataValue.int(events),
@@ -225,15 +292,25 @@ def session_chunks(
         for key in batch.keys:
             if key not in ingested:
                 batch.fail(key, "not ingested (its session_events step failed)")
-                continue
-            chunks, version = chunk_session(conn, key, ChunkConfig(), model=settings.model)
-            count += len(chunks)
-            tokens += sum(c.token_count for c in chunks)
-            preview += [
-                (c.chunk_index, c.event_count, c.token_count, c.importance_avg, c.text[:80])
-                for c in chunks[: max(0, 10 - len(preview))]
+        todo = [key for key in batch.keys if key in ingested]
+        for at in range(0, len(todo), _WRITE_FILES):
+            group = todo[at : at + _WRITE_FILES]
+            events = load_events_many(conn, group)
+            pending = [
+                (key, (key, *session_chunks_of(events.get(key, []), key, model=settings.model)))
+                for key in group
             ]
-            batch.done(key, version, {"chunks": dg.MetadataValue.int(len(chunks))})
+            written, failed = _write_together(conn, pending, _replace_chunk_sets)
+            for key, message in failed.items():
+                batch.fail(key, message)
+            for key, (_, chunks, version) in written:
+                count += len(chunks)
+                tokens += sum(c.token_count for c in chunks)
+                preview += [
+                    (c.chunk_index, c.event_count, c.token_count, c.importance_avg, c.text[:80])
+                    for c in chunks[: max(0, 10 - len(preview))]
+                ]
+                batch.done(key, version, {"chunks": dg.MetadataValue.int(len(chunks))})
     return batch.result(
         {
             "chunks": dg.MetadataValue.int(count),

@@ -154,10 +154,19 @@ def events_version(events: Sequence[SessionEvent]) -> str:
     )
 
 
-def ingest_session(
-    conn: duckdb.DuckDBPyConnection, scanned: ScannedFile, now: datetime, model: str | None = None
-) -> IngestResult:
-    """Parse, redact, score one file and rewrite its ``session_files`` and ``session_events`` rows.
+@dataclass
+class ReadSession:
+    """One session file read for ingest: its ``session_files`` row, its events (none for
+    selene-dag's own assessment run) and the outcome to report once they are stored."""
+
+    file_row: SessionFileRow
+    events: list[SessionEvent]
+    result: IngestResult
+
+
+def read_session(scanned: ScannedFile, now: datetime, model: str | None = None) -> ReadSession:
+    """Parse, redact and score one file, without writing: :func:`ingest_session` without
+    the store, for a step that writes many files at once (``replace_sessions``).
 
     A transcript of selene-dag's own assessment run (:func:`is_own_assessment`) keeps its
     ``session_files`` row with no events (``IngestResult.own_assessment``)."""
@@ -166,29 +175,25 @@ def ingest_session(
     own = is_own_assessment(events)
     if own:
         events = []
-    replace_session(
-        conn,
-        SessionFileRow(
-            session_key=scanned.session_key,
-            path=scanned.path,
-            platform=scanned.platform,
-            project=stats.project,
-            source_session_id=stats.session_id,
-            size=scanned.size,
-            mtime=scanned.mtime,
-            sha256=sha,
-            events=len(events),
-            parse_errors=stats.errors,
-            error_samples=stats.error_samples,
-            duplicates=stats.duplicates,
-            redactions=sum(redactions.values()),
-            scanned_at=now,
-            parsed_at=now,
-            parent_session_id=stats.parent_session_id,
-        ),
-        events,
+    file_row = SessionFileRow(
+        session_key=scanned.session_key,
+        path=scanned.path,
+        platform=scanned.platform,
+        project=stats.project,
+        source_session_id=stats.session_id,
+        size=scanned.size,
+        mtime=scanned.mtime,
+        sha256=sha,
+        events=len(events),
+        parse_errors=stats.errors,
+        error_samples=stats.error_samples,
+        duplicates=stats.duplicates,
+        redactions=sum(redactions.values()),
+        scanned_at=now,
+        parsed_at=now,
+        parent_session_id=stats.parent_session_id,
     )
-    return IngestResult(
+    result = IngestResult(
         session_key=scanned.session_key,
         events=len(events),
         parse_errors=stats.errors,
@@ -199,6 +204,17 @@ def ingest_session(
         data_version=events_version(events),
         own_assessment=own,
     )
+    return ReadSession(file_row, events, result)
+
+
+def ingest_session(
+    conn: duckdb.DuckDBPyConnection, scanned: ScannedFile, now: datetime, model: str | None = None
+) -> IngestResult:
+    """Parse, redact, score one file and rewrite its ``session_files`` and ``session_events``
+    rows (:func:`read_session`, then ``replace_session``)."""
+    read = read_session(scanned, now, model)
+    replace_session(conn, read.file_row, read.events)
+    return read.result
 
 
 def archived_session(conn: duckdb.DuckDBPyConnection, session_key: str) -> IngestResult | None:
@@ -231,8 +247,20 @@ def chunk_session(
     model: str | None = None,
 ) -> tuple[list[Chunk], str]:
     """Rebuild the ``chunks`` rows of one session; returns the chunks and a data version."""
-    chunks = build_chunks(load_events(conn, session_key), session_key, config, model=model)
+    chunks, version = session_chunks_of(load_events(conn, session_key), session_key, config, model)
     replace_chunks(conn, session_key, chunks)
+    return chunks, version
+
+
+def session_chunks_of(
+    events: Sequence[SessionEvent],
+    session_key: str,
+    config: ChunkConfig = ChunkConfig(),
+    model: str | None = None,
+) -> tuple[list[Chunk], str]:
+    """The chunks of one session's stored ``events`` and their data version, without
+    writing: :func:`chunk_session` for a step that writes many sessions at once."""
+    chunks = build_chunks(events, session_key, config, model=model)
     return chunks, hash_rows((c.id, c.text) for c in chunks)
 
 
@@ -559,7 +587,9 @@ __all__ = [
     "is_own_assessment",
     "normalize_events",
     "project_names",
+    "read_session",
     "score_session",
+    "session_chunks_of",
     "session_meta",
     "write_distilled_file",
 ]

@@ -191,48 +191,60 @@ def _registered(conn: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame)
 # --- session_files and session_events --------------------------------------------------
 
 
+def _event_record(key: str, e: SessionEvent) -> dict[str, object]:
+    return {
+        "session_key": key,
+        "seq": e.seq,
+        "session_id": e.session_id,
+        "platform": e.platform,
+        "ts": e.timestamp,
+        "role": e.role,
+        "kind": e.kind,
+        "text": e.text,
+        "tool_name": e.tool_name,
+        "file_paths": list(e.file_paths),
+        "is_error": e.is_error,
+        "is_sidechain": e.is_sidechain,
+        "tokens": e.tokens,
+        "importance": e.importance,
+        "raw_type": e.raw_type,
+        "line": e.line,
+        "abandoned": e.abandoned,
+    }
+
+
 def replace_session(
     conn: duckdb.DuckDBPyConnection,
     file_row: SessionFileRow,
     events: Sequence[SessionEvent],
 ) -> None:
     """Rewrite the ``session_files`` row and ``session_events`` rows of ``file_row.session_key``."""
-    key = file_row.session_key
+    replace_sessions(conn, [(file_row, events)])
+
+
+def replace_sessions(
+    conn: duckdb.DuckDBPyConnection,
+    sessions: Sequence[tuple[SessionFileRow, Sequence[SessionEvent]]],
+) -> None:
+    """Rewrite the ``session_files`` and ``session_events`` rows of every session given, in
+    one transaction and a handful of statements whatever their number."""
+    if not sessions:
+        return
+    keys = [file_row.session_key for file_row, _ in sessions]
     frame = pd.DataFrame(
-        [
-            {
-                "session_key": key,
-                "seq": e.seq,
-                "session_id": e.session_id,
-                "platform": e.platform,
-                "ts": e.timestamp,
-                "role": e.role,
-                "kind": e.kind,
-                "text": e.text,
-                "tool_name": e.tool_name,
-                "file_paths": list(e.file_paths),
-                "is_error": e.is_error,
-                "is_sidechain": e.is_sidechain,
-                "tokens": e.tokens,
-                "importance": e.importance,
-                "raw_type": e.raw_type,
-                "line": e.line,
-                "abandoned": e.abandoned,
-            }
-            for e in events
-        ],
+        [_event_record(file_row.session_key, e) for file_row, events in sessions for e in events],
         columns=list(EVENT_COLUMNS),
     )
     with transaction(conn):
-        conn.execute("DELETE FROM session_events WHERE session_key = ?", [key])
-        conn.execute("DELETE FROM session_files WHERE session_key = ?", [key])
+        conn.execute("DELETE FROM session_events WHERE list_contains(?, session_key)", [keys])
+        conn.execute("DELETE FROM session_files WHERE list_contains(?, session_key)", [keys])
         if len(frame):
             columns = ", ".join(EVENT_COLUMNS)
             with _registered(conn, "_events_frame", frame):
                 conn.execute(
                     f"INSERT INTO session_events ({columns}) SELECT {columns} FROM _events_frame"
                 )
-        _insert(conn, "session_files", [file_row])
+        _insert(conn, "session_files", [file_row for file_row, _ in sessions])
 
 
 def load_session_file(conn: duckdb.DuckDBPyConnection, session_key: str) -> SessionFileRow | None:
@@ -280,17 +292,28 @@ def project_names(conn: duckdb.DuckDBPyConnection) -> list[str]:
 
 def load_events(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[SessionEvent]:
     """The stored (redacted, scored) events of one session, in seq order."""
+    return load_events_many(conn, [session_key]).get(session_key, [])
+
+
+def load_events_many(
+    conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]
+) -> dict[str, list[SessionEvent]]:
+    """The stored events of each of ``session_keys`` that has any, in seq order, from one
+    query."""
     rows = fetch_dicts(
         conn,
-        f"SELECT {_select(SessionEvent, _EVENT_FIELDS)} FROM session_events "
-        "WHERE session_key = ? ORDER BY seq",
-        [session_key],
+        f"SELECT session_key AS _key, {_select(SessionEvent, _EVENT_FIELDS)} "
+        "FROM session_events WHERE list_contains(?, session_key) ORDER BY session_key, seq",
+        [list(session_keys)],
     )
+    out: dict[str, list[SessionEvent]] = {}
     for row in rows:
+        key = row.pop("_key")
         row["file_paths"] = tuple(row["file_paths"] or ())
         row["raw_type"] = row["raw_type"] or ""
         row["line"] = row["line"] or 0
-    return [SessionEvent(**row) for row in rows]
+        out.setdefault(key, []).append(SessionEvent(**row))
+    return out
 
 
 # --- chunks ------------------------------------------------------------------------------
@@ -300,9 +323,21 @@ def replace_chunks(
     conn: duckdb.DuckDBPyConnection, session_key: str, chunks: Sequence[Chunk]
 ) -> None:
     """Rewrite the ``chunks`` rows of one session."""
+    replace_chunks_many(conn, [(session_key, chunks)])
+
+
+def replace_chunks_many(
+    conn: duckdb.DuckDBPyConnection, sessions: Sequence[tuple[str, Sequence[Chunk]]]
+) -> None:
+    """Rewrite the ``chunks`` rows of every ``(session_key, chunks)`` given, in one
+    transaction."""
+    if not sessions:
+        return
     with transaction(conn):
-        conn.execute("DELETE FROM chunks WHERE session_key = ?", [session_key])
-        _insert(conn, "chunks", chunks, _CHUNK_FIELDS)
+        conn.execute(
+            "DELETE FROM chunks WHERE list_contains(?, session_key)", [[k for k, _ in sessions]]
+        )
+        _insert(conn, "chunks", [c for _, chunks in sessions for c in chunks], _CHUNK_FIELDS)
 
 
 def load_chunks(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[Chunk]:

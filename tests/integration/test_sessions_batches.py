@@ -4,6 +4,7 @@ itself, and ``distill run --all`` runs only what is new, changed or incomplete."
 from __future__ import annotations
 
 import shutil
+from dataclasses import replace
 from pathlib import Path
 
 import dagster as dg
@@ -134,3 +135,39 @@ def test_sensor_requests_one_run_per_contiguous_stretch(tmp_path: Path) -> None:
         ("d", None, None),
     ]
     assert len(batch_run_requests(order, [file(k) for k in order], 2)) == 3
+
+
+def test_files_are_written_together_and_a_row_that_cannot_be_stored_costs_only_its_file(
+    tmp_path: Path,
+) -> None:
+    from datetime import UTC, datetime
+
+    from selene_dag.defs.sessions import _replace_reads, _write_together
+    from selene_dag.sessions.steps import read_session
+    from selene_dag.store import open_store
+
+    settings, _ = _home(tmp_path, 4)
+    files = scan_roots(settings.session_roots)
+    now = datetime(2026, 5, 1, tzinfo=UTC)
+    reads = [read_session(f, now) for f in files]
+    with open_store(settings.db_path) as conn:
+        pending = [(r.file_row.session_key, r) for r in reads]
+        written, failed = _write_together(conn, pending, _replace_reads)
+        assert pending == [] and failed == {} and len(written) == 4
+        count = "SELECT count(*) FROM session_events"
+        assert conn.execute(count).fetchone()[0] == sum(len(r.events) for r in reads)
+
+        # One file's row breaks a NOT NULL column: the group write fails as a whole, then
+        # file by file, and only that file is reported.
+        broken = reads[2]
+        broken.file_row = replace(broken.file_row, sha256=None)
+        pending = [(r.file_row.session_key, r) for r in reads]
+        written, failed = _write_together(conn, pending, _replace_reads)
+        bad_key = broken.file_row.session_key
+        assert list(failed) == [bad_key] and "NOT NULL" in failed[bad_key]
+        assert [key for key, _ in written] == [
+            r.file_row.session_key for r in reads if r is not broken
+        ]
+        stored = {r[0] for r in conn.execute("SELECT session_key FROM session_files").fetchall()}
+        # The failed file's transaction rolled back: its earlier rows are still there.
+        assert stored == {r.file_row.session_key for r in reads}
