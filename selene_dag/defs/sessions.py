@@ -3,8 +3,8 @@
 per-project rollup, their checks, and the sensor that finds session files.
 
 Thin layer over :mod:`selene_dag.sessions.steps`: each partition's rows are rewritten in
-one transaction (delete-then-insert by session key; ``session_events`` writes many
-partitions per transaction), so re-runs are idempotent. Data
+one transaction (delete-then-insert by session key; the first three spine steps write up
+to 50 partitions per transaction), so re-runs are idempotent. Data
 versions are content hashes. The ``session_files_sensor`` adds partitions and requests runs.
 
 No ``from __future__ import annotations`` here: Dagster inspects the ``context`` annotation.
@@ -26,20 +26,24 @@ from selene_dag.sessions.distiller import SORT_MODES, DistillerConfig
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
 from selene_dag.sessions.steps import (
     ReadSession,
+    SessionScores,
     archived_session,
+    chunk_views_of,
     default_assessors,
     distill_project,
     distill_session,
     file_content_tokens,
     read_session,
     scanned_by_key,
-    score_session,
+    score_views,
     session_chunks_of,
 )
 from selene_dag.sessions.store import (
+    load_chunks_many,
     load_events_many,
     project_names,
     replace_chunks_many,
+    replace_scores_many,
     replace_sessions,
 )
 from selene_dag.text import content_hash
@@ -133,6 +137,10 @@ def _replace_reads(conn: Any, reads: list[ReadSession]) -> None:
 
 def _replace_chunk_sets(conn: Any, sets: list[tuple[str, list, str]]) -> None:
     replace_chunks_many(conn, [(key, chunks) for key, chunks, _ in sets])
+
+
+def _replace_session_scores(conn: Any, scored: list[SessionScores]) -> None:
+    replace_scores_many(conn, [(s.session_key, s.assessments, s.scores) for s in scored])
 
 
 def _write_together(
@@ -349,18 +357,33 @@ def chunk_scores(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
         for key in batch.keys:
             if key not in ingested:
                 batch.fail(key, "not ingested (its session_events step failed)")
-                continue
-            result = score_session(
-                conn, key, default_assessors(extractive, model_engine), settings.now(), clis
-            )
-            for error in result.cli_errors[:10]:
-                context.log.warning(error)
-            chunks += result.chunks
-            assessments += result.assessments
-            sufficient += result.sufficient
-            cli_errors += len(result.cli_errors)
-            assessors.update(result.assessors)
-            batch.done(key, result.data_version, {"chunks": dg.MetadataValue.int(result.chunks)})
+        todo = [key for key in batch.keys if key in ingested]
+        for at in range(0, len(todo), _WRITE_FILES):
+            group = todo[at : at + _WRITE_FILES]
+            events = load_events_many(conn, group)
+            stored = load_chunks_many(conn, group)
+            pending = []
+            for key in group:
+                views = chunk_views_of(events.get(key, []), stored.get(key, []))
+                scored = score_views(
+                    views, key, default_assessors(extractive, model_engine), settings.now(), clis
+                )
+                pending.append((key, scored))
+            written, failed = _write_together(conn, pending, _replace_session_scores)
+            for key, message in failed.items():
+                batch.fail(key, message)
+            for key, scored in written:
+                result = scored.result
+                for error in result.cli_errors[:10]:
+                    context.log.warning(error)
+                chunks += result.chunks
+                assessments += result.assessments
+                sufficient += result.sufficient
+                cli_errors += len(result.cli_errors)
+                assessors.update(result.assessors)
+                batch.done(
+                    key, result.data_version, {"chunks": dg.MetadataValue.int(result.chunks)}
+                )
     return batch.result(
         {
             "chunks": dg.MetadataValue.int(chunks),

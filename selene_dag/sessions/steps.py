@@ -266,10 +266,15 @@ def session_chunks_of(
 
 def chunk_views(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[ChunkView]:
     """Assessor inputs for every chunk of one session (text plus event features)."""
-    events = {e.seq: e for e in load_events(conn, session_key)}
+    return chunk_views_of(load_events(conn, session_key), load_chunks(conn, session_key))
+
+
+def chunk_views_of(events: Sequence[SessionEvent], chunks: Sequence[Chunk]) -> list[ChunkView]:
+    """Assessor inputs for ``chunks`` of one session, from its stored ``events``."""
+    by_seq = {e.seq: e for e in events}
     views = []
-    for c in load_chunks(conn, session_key):
-        members = [events[s] for s in c.seqs if s in events]
+    for c in chunks:
+        members = [by_seq[s] for s in c.seqs if s in by_seq]
         views.append(
             ChunkView(
                 chunk_id=c.id,
@@ -328,7 +333,40 @@ def score_session(
     ``assessors`` run in process; ``cli_names`` are CLI assessors (already filtered to those
     on PATH) whose failures are reported in ``cli_errors`` and do not fail the step.
     """
-    views = chunk_views(conn, session_key)
+    scored = score_views(
+        chunk_views(conn, session_key),
+        session_key,
+        assessors,
+        now,
+        cli_names,
+        consensus,
+        cli_timeout,
+    )
+    replace_scores(conn, session_key, scored.assessments, scored.scores)
+    return scored.result
+
+
+@dataclass
+class SessionScores:
+    """A session's assessments and consensus rows, and the outcome to report once stored."""
+
+    session_key: str
+    assessments: list[AssessmentRow]
+    scores: list[ChunkScoreRow]
+    result: ScoreResult
+
+
+def score_views(
+    views: Sequence[ChunkView],
+    session_key: str,
+    assessors: Sequence[tuple[str, Assessor]],
+    now: datetime,
+    cli_names: Sequence[str] = (),
+    consensus: ConsensusConfig = ConsensusConfig(),
+    cli_timeout: float = 30.0,
+) -> SessionScores:
+    """:func:`score_session` without the store: assess ``views`` (one session's chunks)
+    and compute their consensus, for a step that writes many sessions at once."""
     assessments: list[AssessmentRow] = []
     scores: list[ChunkScoreRow] = []
     used: Counter[str] = Counter()
@@ -375,14 +413,18 @@ def score_session(
                 sufficient=result.sufficient,
             )
         )
-    replace_scores(conn, session_key, assessments, scores)
     version = hash_rows(
         (
             sorted((r.chunk_id, r.assessor, r.relevance) for r in assessments),
             sorted((r.chunk_id, r.consensus) for r in scores),
         )
     )
-    return ScoreResult(len(views), len(assessments), sufficient, used, version, cli_errors)
+    return SessionScores(
+        session_key,
+        assessments,
+        scores,
+        ScoreResult(len(views), len(assessments), sufficient, used, version, cli_errors),
+    )
 
 
 # --- distill -----------------------------------------------------------------------------
@@ -573,9 +615,11 @@ __all__ = [
     "IngestResult",
     "ScoreResult",
     "SessionNotFoundError",
+    "SessionScores",
     "archived_session",
     "chunk_session",
     "chunk_views",
+    "chunk_views_of",
     "default_assessors",
     "distill_project",
     "distill_session",
@@ -589,6 +633,7 @@ __all__ = [
     "project_names",
     "read_session",
     "score_session",
+    "score_views",
     "session_chunks_of",
     "session_meta",
     "write_distilled_file",

@@ -342,15 +342,26 @@ def replace_chunks_many(
 
 def load_chunks(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[Chunk]:
     """The stored chunks of one session, in chunk order."""
+    return load_chunks_many(conn, [session_key]).get(session_key, [])
+
+
+def load_chunks_many(
+    conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]
+) -> dict[str, list[Chunk]]:
+    """The stored chunks of each of ``session_keys`` that has any, in chunk order, from one
+    query."""
     rows = fetch_dicts(
         conn,
         f"SELECT {_select(Chunk, _CHUNK_FIELDS)} FROM chunks "
-        "WHERE session_key = ? ORDER BY chunk_index",
-        [session_key],
+        "WHERE list_contains(?, session_key) ORDER BY session_key, chunk_index",
+        [list(session_keys)],
     )
+    out: dict[str, list[Chunk]] = {}
     for row in rows:
         row["seqs"] = tuple(row["seqs"] or ())
-    return [Chunk(**row) for row in rows]
+        chunk = Chunk(**row)
+        out.setdefault(chunk.session_key, []).append(chunk)
+    return out
 
 
 def chunk_session_key(conn: duckdb.DuckDBPyConnection, chunk_id: str) -> str | None:
@@ -369,11 +380,23 @@ def replace_scores(
     scores: Sequence[ChunkScoreRow],
 ) -> None:
     """Rewrite the ``assessments`` and ``chunk_scores`` rows of one session."""
+    replace_scores_many(conn, [(session_key, assessments, scores)])
+
+
+def replace_scores_many(
+    conn: duckdb.DuckDBPyConnection,
+    sessions: Sequence[tuple[str, Sequence[AssessmentRow], Sequence[ChunkScoreRow]]],
+) -> None:
+    """Rewrite the ``assessments`` and ``chunk_scores`` rows of every
+    ``(session_key, assessments, scores)`` given, in one transaction."""
+    if not sessions:
+        return
+    keys = [key for key, _, _ in sessions]
     with transaction(conn):
-        conn.execute("DELETE FROM assessments WHERE session_key = ?", [session_key])
-        conn.execute("DELETE FROM chunk_scores WHERE session_key = ?", [session_key])
-        _insert(conn, "assessments", assessments)
-        _insert(conn, "chunk_scores", scores)
+        conn.execute("DELETE FROM assessments WHERE list_contains(?, session_key)", [keys])
+        conn.execute("DELETE FROM chunk_scores WHERE list_contains(?, session_key)", [keys])
+        _insert(conn, "assessments", [a for _, rows, _ in sessions for a in rows])
+        _insert(conn, "chunk_scores", [c for _, _, rows in sessions for c in rows])
 
 
 def load_scored(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[ScoredChunk]:
