@@ -44,7 +44,7 @@ from selene_dag.llm.engine import (
     require_kind,
     require_text,
 )
-from selene_dag.llm.prompts import load_prompt
+from selene_dag.llm.prompts import PromptTemplate, load_prompt
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -256,6 +256,28 @@ class OllamaEngine(BaseEngine):
             f"({problem}); last answer began {snippet!r}"
         )
 
+    def _op(
+        self,
+        task: str,
+        template: PromptTemplate,
+        payload: dict[str, Any],
+        prompt: str,
+        parse: Callable[[str], Any],
+        *,
+        num_predict: int | None = None,
+        schema: dict[str, Any] | None = None,
+    ) -> Any:
+        """One cached operation: the output cached for ``task`` and ``payload`` under
+        ``template``'s recipe, or else ``prompt`` asked and ``parse``d (``num_predict``
+        defaults to the task's answer budget), stored and returned."""
+        tokens = ANSWER_TOKENS[task] if num_predict is None else num_predict
+        return self._cached(
+            task,
+            template.recipe,
+            payload,
+            lambda: self._ask(task, prompt, tokens, parse, schema),
+        )
+
     def check(self) -> dict[str, Any]:
         """Ask the server for its version and the model's details; raise EngineUnavailable."""
         version = self._request(lambda: self._client._request_raw("GET", "/api/version"), "check")
@@ -278,17 +300,13 @@ class OllamaEngine(BaseEngine):
             raise ValueError("a note needs a title or content")
         template = load_prompt("note_analysis")
         prompt = template.render(title=title, content=content)
-        out = self._cached(
+        out = self._op(
             "analyze_note",
-            template.recipe,
+            template,
             {"title": title, "content": content, "seed": self.seed},
-            lambda: self._ask(
-                "analyze_note",
-                prompt,
-                ANSWER_TOKENS["analyze_note"],
-                _parse_analysis,
-                ANALYSIS_SCHEMA,
-            ),
+            prompt,
+            _parse_analysis,
+            schema=ANALYSIS_SCHEMA,
         )
         return NoteAnalysis(**out)
 
@@ -315,13 +333,13 @@ class OllamaEngine(BaseEngine):
         def parse(content: str) -> list[dict[str, Any]]:
             return _parse_threads(content, known, self.min_thread_notes)
 
-        out = self._cached(
+        out = self._op(
             "detect_threads",
-            template.recipe,
+            template,
             {"context": context, "ids": ids, "index": index, "min": self.min_thread_notes},
-            lambda: self._ask(
-                "detect_threads", prompt, ANSWER_TOKENS["detect_threads"], parse, THREADS_SCHEMA
-            ),
+            prompt,
+            parse,
+            schema=THREADS_SCHEMA,
         )
         return [ThreadProposal(**t) for t in out]
 
@@ -339,13 +357,12 @@ class OllamaEngine(BaseEngine):
             why=why.strip() or "(none)",
             essences="\n".join(f"{i}. {e}" for i, e in enumerate(cleaned, 1)),
         )
-        return self._cached(
+        return self._op(
             "digest_thread",
-            template.recipe,
+            template,
             {"name": name, "why": why, "essences": cleaned, "seed": self.seed},
-            lambda: self._ask(
-                "digest_thread", prompt, ANSWER_TOKENS["digest_thread"], _parse_digest
-            ),
+            prompt,
+            _parse_digest,
         )
 
     def summarize(
@@ -377,11 +394,13 @@ class OllamaEngine(BaseEngine):
                 raise _Malformed("empty summary")
             return truncate_to_tokens(summary, max_tokens, model=target)
 
-        return self._cached(
+        return self._op(
             "summarize",
-            template.recipe,
+            template,
             {"text": text, "max_tokens": max_tokens, "model": target, "kind": kind},
-            lambda: self._ask("summarize", prompt, num_predict, parse),
+            prompt,
+            parse,
+            num_predict=num_predict,
         )
 
     def assess_chunk(self, text: str, context: str | None = None) -> Assessment:
@@ -398,17 +417,13 @@ class OllamaEngine(BaseEngine):
             else "",
             relevance_target=" and for the question above" if has_context else "",
         )
-        out = self._cached(
+        out = self._op(
             "assess_chunk",
-            template.recipe,
+            template,
             {"text": text, "context": context, "seed": self.seed},
-            lambda: self._ask(
-                "assess_chunk",
-                prompt,
-                ANSWER_TOKENS["assess_chunk"],
-                _parse_assessment,
-                ASSESSMENT_SCHEMA,
-            ),
+            prompt,
+            _parse_assessment,
+            schema=ASSESSMENT_SCHEMA,
         )
         return Assessment(**out)
 
@@ -424,11 +439,12 @@ class OllamaEngine(BaseEngine):
                 raise _Malformed("empty answer")
             return content.strip()
 
-        return self._cached(
+        return self._op(
             "answer",
-            template.recipe,
+            template,
             {"question": question, "context": context, "seed": self.seed},
-            lambda: self._ask("answer", prompt, ANSWER_TOKENS["answer"], parse),
+            prompt,
+            parse,
         )
 
     def rewrite_question(self, question: str) -> str:
@@ -436,13 +452,12 @@ class OllamaEngine(BaseEngine):
         require_text(question, "question", allow_empty=False)
         template = load_prompt("rewrite_question")
         prompt = template.render(question=question.strip())
-        return self._cached(
+        return self._op(
             "rewrite_question",
-            template.recipe,
+            template,
             {"question": question, "seed": self.seed},
-            lambda: self._ask(
-                "rewrite_question", prompt, ANSWER_TOKENS["rewrite_question"], _parse_rewrite
-            ),
+            prompt,
+            _parse_rewrite,
         )
 
     def rerank_passages(self, question: str, passages: Sequence[str]) -> list[int]:
@@ -466,17 +481,13 @@ class OllamaEngine(BaseEngine):
             },
             "required": ["ranking"],
         }
-        numbers = self._cached(
+        numbers = self._op(
             "rerank_passages",
-            template.recipe,
+            template,
             {"question": question, "passages": texts, "seed": self.seed},
-            lambda: self._ask(
-                "rerank_passages",
-                prompt,
-                ANSWER_TOKENS["rerank_passages"],
-                _parse_ranking,
-                schema,
-            ),
+            prompt,
+            _parse_ranking,
+            schema=schema,
         )
         return [n - 1 for n in numbers if 1 <= n <= len(texts)]
 
