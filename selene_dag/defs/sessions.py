@@ -4,8 +4,8 @@ per-project rollup, their checks, and the sensor that finds session files.
 
 Thin layer over :mod:`selene_dag.sessions.steps`: each partition's rows are rewritten in
 one transaction (delete-then-insert by session key; the first three spine steps write up
-to 50 partitions per transaction), so re-runs are idempotent. Data
-versions are content hashes. The ``session_files_sensor`` adds partitions and requests runs.
+to 50 partitions per transaction), so re-runs are idempotent. Data versions are content
+hashes. The ``session_files_sensor`` adds partitions and requests runs.
 
 No ``from __future__ import annotations`` here: Dagster inspects the ``context`` annotation.
 """
@@ -229,7 +229,8 @@ def _read_one(
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "
         "weights, tokens counted in the target model's tokens, rewound branches marked. "
         "Rewrites `session_files` and `session_events` of up to 50 files in one transaction "
-        "(file by file when that fails); malformed lines are counted. A run takes a batch of files; a file that fails costs only itself."
+        "(file by file when that fails); malformed lines are counted. A run takes a batch of "
+        "files; a file that fails costs only itself."
     ),
 )
 def session_events(

@@ -50,9 +50,7 @@ from selene_dag.sessions.store import (
     load_scored,
     load_session_file,
     project_names,
-    replace_chunks,
     replace_distillation,
-    replace_scores,
     replace_session,
     scored_session_files,
 )
@@ -240,18 +238,6 @@ def archived_session(conn: duckdb.DuckDBPyConnection, session_key: str) -> Inges
 # --- chunk -------------------------------------------------------------------------------
 
 
-def chunk_session(
-    conn: duckdb.DuckDBPyConnection,
-    session_key: str,
-    config: ChunkConfig = ChunkConfig(),
-    model: str | None = None,
-) -> tuple[list[Chunk], str]:
-    """Rebuild the ``chunks`` rows of one session; returns the chunks and a data version."""
-    chunks, version = session_chunks_of(load_events(conn, session_key), session_key, config, model)
-    replace_chunks(conn, session_key, chunks)
-    return chunks, version
-
-
 def session_chunks_of(
     events: Sequence[SessionEvent],
     session_key: str,
@@ -259,7 +245,7 @@ def session_chunks_of(
     model: str | None = None,
 ) -> tuple[list[Chunk], str]:
     """The chunks of one session's stored ``events`` and their data version, without
-    writing: :func:`chunk_session` for a step that writes many sessions at once."""
+    writing: a step writes many sessions' chunks at once (``replace_chunks_many``)."""
     chunks = build_chunks(events, session_key, config, model=model)
     return chunks, hash_rows((c.id, c.text) for c in chunks)
 
@@ -294,7 +280,7 @@ def chunk_views_of(events: Sequence[SessionEvent], chunks: Sequence[Chunk]) -> l
 
 @dataclass
 class ScoreResult:
-    """Outcome of :func:`score_session`."""
+    """Outcome of scoring one session (:func:`score_views`)."""
 
     chunks: int
     assessments: int
@@ -319,33 +305,6 @@ def default_assessors(
     return out
 
 
-def score_session(
-    conn: duckdb.DuckDBPyConnection,
-    session_key: str,
-    assessors: Sequence[tuple[str, Assessor]],
-    now: datetime,
-    cli_names: Sequence[str] = (),
-    consensus: ConsensusConfig = ConsensusConfig(),
-    cli_timeout: float = 30.0,
-) -> ScoreResult:
-    """Assess every chunk of one session and rewrite its ``assessments`` and ``chunk_scores``.
-
-    ``assessors`` run in process; ``cli_names`` are CLI assessors (already filtered to those
-    on PATH) whose failures are reported in ``cli_errors`` and do not fail the step.
-    """
-    scored = score_views(
-        chunk_views(conn, session_key),
-        session_key,
-        assessors,
-        now,
-        cli_names,
-        consensus,
-        cli_timeout,
-    )
-    replace_scores(conn, session_key, scored.assessments, scored.scores)
-    return scored.result
-
-
 @dataclass
 class SessionScores:
     """A session's assessments and consensus rows, and the outcome to report once stored."""
@@ -365,8 +324,11 @@ def score_views(
     consensus: ConsensusConfig = ConsensusConfig(),
     cli_timeout: float = 30.0,
 ) -> SessionScores:
-    """:func:`score_session` without the store: assess ``views`` (one session's chunks)
-    and compute their consensus, for a step that writes many sessions at once."""
+    """Assess ``views`` (one session's chunks) and compute their consensus, without
+    writing: a step writes many sessions' rows at once (``replace_scores_many``).
+
+    ``assessors`` run in process; ``cli_names`` are CLI assessors (already filtered to those
+    on PATH) whose failures are reported in ``cli_errors`` and do not fail the step."""
     assessments: list[AssessmentRow] = []
     scores: list[ChunkScoreRow] = []
     used: Counter[str] = Counter()
@@ -617,7 +579,6 @@ __all__ = [
     "SessionNotFoundError",
     "SessionScores",
     "archived_session",
-    "chunk_session",
     "chunk_views",
     "chunk_views_of",
     "default_assessors",
@@ -632,7 +593,6 @@ __all__ = [
     "normalize_events",
     "project_names",
     "read_session",
-    "score_session",
     "score_views",
     "session_chunks_of",
     "session_meta",
