@@ -81,3 +81,31 @@ def test_a_huge_note_is_analysed_on_its_beginning() -> None:
     engine = ExtractiveEngine()
     assert engine.analyze_note("Big", huge) == engine.analyze_note("Big", cut)
     assert engine.analyze_note("Big", huge) != engine.analyze_note("Big", tail)
+
+
+def test_a_script_without_a_main_guard_still_gets_every_essence(tmp_path) -> None:
+    # Spawned workers re-run a script that has no `if __name__ == "__main__":` guard, and
+    # die starting their own pool: the batch finishes in the calling process, warning once.
+    import subprocess
+    import sys
+
+    script = tmp_path / "no_guard.py"
+    script.write_text(
+        "import json, logging\n"
+        "from selene_dag.llm.extractive import ExtractiveEngine\n"
+        "from selene_dag.paths import assets_dir\n"
+        "logging.basicConfig()\n"
+        "path = assets_dir() / 'demo' / 'notes' / 'til.jsonl'\n"
+        "notes = [json.loads(l) for l in path.read_text(encoding='utf-8').splitlines()][:12]\n"
+        "pairs = [(n['title'], n['content']) for n in notes]\n"
+        "batch = list(ExtractiveEngine().analyze_notes(pairs, workers=2, parallel_min=1))\n"
+        "alone = [ExtractiveEngine().analyze_note(t, c) for t, c in pairs]\n"
+        "print('SAME' if batch == alone else 'DIFFERENT', len(batch))\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, timeout=300, cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip().splitlines()[-1] == "SAME 12"
+    assert "needs an `if __name__" in done.stderr

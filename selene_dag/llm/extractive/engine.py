@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from multiprocessing import get_context
 from typing import Any
 
@@ -23,6 +25,8 @@ from selene_dag.llm.engine import (
 )
 from selene_dag.llm.extractive import assess, digest, essence, summarize, threads
 from selene_dag.llm.versions import ALGORITHM_VERSIONS, EXTRACTIVE_MODEL
+
+_log = logging.getLogger(__name__)
 
 # A batch of at least this many notes is analysed in worker processes: starting one costs
 # about a second, analysing a note a few milliseconds.
@@ -110,15 +114,29 @@ class ExtractiveEngine(BaseEngine):
             if not title.strip() and not content.strip():
                 raise ValueError("a note needs a title or content")
         pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        done = 0
         try:
             ks = [self.concepts_k] * len(notes)
             for out in pool.map(_analyze, notes, ks, chunksize=_CHUNK):
                 self.stats.count("analyze_note", cached=False)
+                done += 1
                 yield NoteAnalysis(
                     concepts=list(out["concepts"]),
                     primary_theme=out["primary_theme"],
                     essence=out["essence"],
                 )
+        except BrokenProcessPool:
+            # A worker could not start or died. The usual cause: a script that calls this
+            # without an `if __name__ == "__main__":` guard, which every spawned worker
+            # runs again. The notes not yet analysed are analysed here instead.
+            _log.warning(
+                "essence workers stopped (a script calling selene-dag needs an "
+                '`if __name__ == "__main__":` guard); analysing the remaining %d notes in '
+                "this process",
+                len(notes) - done,
+            )
+            for title, content in notes[done:]:
+                yield self.analyze_note(title, content)
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
 
