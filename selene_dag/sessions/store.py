@@ -191,6 +191,14 @@ def _registered(conn: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame)
 # --- session_files and session_events --------------------------------------------------
 
 
+def _keys_filter(keys: Sequence[str]) -> tuple[str, object]:
+    """``session_key`` matching ``keys``, and its parameter: an equality for one key (which
+    DuckDB can answer from row-group statistics), else a list membership."""
+    if len(keys) == 1:
+        return "session_key = ?", keys[0]
+    return "list_contains(?, session_key)", list(keys)
+
+
 def _event_record(key: str, e: SessionEvent) -> dict[str, object]:
     return {
         "session_key": key,
@@ -300,11 +308,12 @@ def load_events_many(
 ) -> dict[str, list[SessionEvent]]:
     """The stored events of each of ``session_keys`` that has any, in seq order, from one
     query."""
+    where, param = _keys_filter(session_keys)
     rows = fetch_dicts(
         conn,
         f"SELECT session_key AS _key, {_select(SessionEvent, _EVENT_FIELDS)} "
-        "FROM session_events WHERE list_contains(?, session_key) ORDER BY session_key, seq",
-        [list(session_keys)],
+        f"FROM session_events WHERE {where} ORDER BY session_key, seq",
+        [param],
     )
     out: dict[str, list[SessionEvent]] = {}
     for row in rows:
@@ -350,11 +359,12 @@ def load_chunks_many(
 ) -> dict[str, list[Chunk]]:
     """The stored chunks of each of ``session_keys`` that has any, in chunk order, from one
     query."""
+    where, param = _keys_filter(session_keys)
     rows = fetch_dicts(
         conn,
         f"SELECT {_select(Chunk, _CHUNK_FIELDS)} FROM chunks "
-        "WHERE list_contains(?, session_key) ORDER BY session_key, chunk_index",
-        [list(session_keys)],
+        f"WHERE {where} ORDER BY session_key, chunk_index",
+        [param],
     )
     out: dict[str, list[Chunk]] = {}
     for row in rows:
