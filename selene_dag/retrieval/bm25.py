@@ -110,10 +110,19 @@ def _create_unit_tables(conn: duckdb.DuckDBPyConnection, unit: Unit) -> None:
     )
 
 
-def update(conn: duckdb.DuckDBPyConnection, unit: Unit, changed: Sequence[str]) -> int:
+def update(
+    conn: duckdb.DuckDBPyConnection,
+    unit: Unit,
+    changed: Sequence[str],
+    parts: Parts | None = None,
+) -> int:
     """Bring ``unit``'s index in line with its source table: drop the rows of keys that
     are ``changed`` or gone, then index the changed keys and every source row not indexed
-    yet. Returns how many rows were (re)indexed. Run inside the caller's transaction."""
+    yet. Returns how many rows were (re)indexed. Run inside the caller's transaction.
+
+    With ``parts``, the rows it names (``Parts.keys``) are not tokenized again: their
+    postings are summed from their parts' postings (see :class:`Parts`), which must be up
+    to date. The result is the same as tokenizing them."""
     _create_unit_tables(conn, unit)
     changed = list(changed)
     for table in (unit.postings, unit.lengths):
@@ -133,6 +142,11 @@ def update(conn: duckdb.DuckDBPyConnection, unit: Unit, changed: Sequence[str]) 
     todo = conn.execute("SELECT count(*) FROM _bm25_rows").fetchone()[0]
     if not todo:
         return 0
+    if parts is not None and parts.keys:
+        _derive(conn, unit, parts)
+        if not conn.execute("SELECT count(*) FROM _bm25_rows").fetchone()[0]:
+            conn.execute("DROP TABLE _bm25_rows")
+            return int(todo)
     conn.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _bm25_terms AS
@@ -178,6 +192,127 @@ def update(conn: duckdb.DuckDBPyConnection, unit: Unit, changed: Sequence[str]) 
     conn.execute("DROP TABLE _bm25_terms")
     conn.execute("DROP TABLE _bm25_rows")
     return int(todo)
+
+
+# What the tokenizer splits words on: RE2's \s, and the characters the macro turns into
+# spaces. A cut between two parts is harmless to words when one side of it is one of these.
+_SEPARATORS = frozenset(" \t\n\r\f0123456789!@#$%^&*()_+={}[]:;<>,.?~\\/|'\"`-")
+
+
+def tiles_words(text: str, spans: Sequence[tuple[int, int]]) -> bool:
+    """True when the ``[start, end)`` spans of ``text``, in order, hold every word of it once
+    and split none: what they leave out is blank (in the tokenizer's sense) and each cut
+    between two adjacent spans has a separator on one side. Then the words of ``text`` are
+    the words of its spans, one after the other."""
+    blank = " \t\n\r\f"
+    previous = 0
+    for start, end in spans:
+        if start < previous or end < start:
+            return False
+        joined = start == previous and 0 < start < len(text)
+        if joined and text[start - 1] not in _SEPARATORS and text[start] not in _SEPARATORS:
+            return False
+        if any(c not in blank for c in text[previous:start]):
+            return False
+        previous = end
+    return not any(c not in blank for c in text[previous:])
+
+
+@dataclass(frozen=True)
+class Parts:
+    """Rows of a unit whose text is ``head`` + a space + a body that its parts tile
+    (:func:`tiles_words`); each part is indexed in ``unit`` with the text ``head`` + a
+    space + the part. A row's term counts are then the sum of its parts' counts less the
+    head's counts once per part beyond the first (a row with no part: the head's counts);
+    its length likewise. ``table`` maps a part (``part_key``) to its row (``row_key``)."""
+
+    unit: Unit
+    table: str
+    part_key: str
+    row_key: str
+    head: str
+    keys: tuple[str, ...]
+
+
+def _derive(conn: duckdb.DuckDBPyConnection, unit: Unit, parts: Parts) -> None:
+    """Index the rows of ``_bm25_rows`` that ``parts`` names from their parts' postings,
+    and leave the others in ``_bm25_rows``."""
+    conn.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _bm25_derive AS
+        SELECT r.key, r.kind, coalesce(s.{parts.head}, '') AS head,
+               (SELECT count(*) FROM {parts.table} p WHERE p.{parts.row_key} = r.key) AS n
+        FROM _bm25_rows r JOIN {unit.source} s ON s.{unit.key} = r.key
+        WHERE list_contains(?, r.key)
+        """,
+        [list(parts.keys)],
+    )
+    conn.execute("DELETE FROM _bm25_rows WHERE key IN (SELECT key FROM _bm25_derive)")
+    conn.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _bm25_head_terms AS
+        WITH words AS MATERIALIZED (
+            SELECT key, w, count(*) AS n FROM (
+                SELECT key, unnest(selene_tokenize(head)) AS w FROM _bm25_derive
+            ) WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
+            GROUP BY key, w
+        ), stems AS MATERIALIZED (
+            SELECT w, stem(w, 'porter') AS term FROM (SELECT DISTINCT w FROM words)
+        )
+        SELECT words.key, stems.term, sum(words.n)::INTEGER AS tf
+        FROM words JOIN stems USING (w)
+        GROUP BY words.key, stems.term
+        """
+    )
+    conn.execute(
+        f"""
+        INSERT INTO {VOCAB_TABLE}
+        SELECT (SELECT coalesce(max(termid), -1) FROM {VOCAB_TABLE})
+               + row_number() OVER (ORDER BY term), term
+        FROM (SELECT DISTINCT term FROM _bm25_head_terms) t
+        WHERE term NOT IN (SELECT term FROM {VOCAB_TABLE})
+        """
+    )
+    conn.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE _bm25_derived AS
+        WITH part_terms AS (
+            SELECT p.{parts.row_key} AS key, pp.termid, sum(pp.tf) AS tf
+            FROM {parts.unit.postings} pp JOIN {parts.table} p ON p.{parts.part_key} = pp.key
+            WHERE p.{parts.row_key} IN (SELECT key FROM _bm25_derive)
+            GROUP BY p.{parts.row_key}, pp.termid
+        ), head_terms AS (
+            SELECT h.key, v.termid, h.tf FROM _bm25_head_terms h
+            JOIN {VOCAB_TABLE} v ON v.term = h.term
+        )
+        SELECT d.key, d.kind, t.termid,
+               (coalesce(t.part_tf, 0) - (d.n - 1) * coalesce(t.head_tf, 0))::INTEGER AS tf
+        FROM (
+            SELECT coalesce(pt.key, ht.key) AS key, coalesce(pt.termid, ht.termid) AS termid,
+                   pt.tf AS part_tf, ht.tf AS head_tf
+            FROM part_terms pt FULL OUTER JOIN head_terms ht
+              ON pt.key = ht.key AND pt.termid = ht.termid
+        ) t JOIN _bm25_derive d ON d.key = t.key
+        """
+    )
+    conn.execute("DELETE FROM _bm25_derived WHERE tf <= 0")
+    conn.execute(
+        f"""
+        INSERT INTO {unit.lengths}
+        SELECT d.key, d.kind, coalesce(sum(t.tf), 0)::INTEGER
+        FROM _bm25_derive d LEFT JOIN _bm25_derived t ON t.key = d.key
+        GROUP BY d.key, d.kind
+        """
+    )
+    conn.execute(
+        f"""
+        INSERT INTO {unit.postings}
+        SELECT t.termid, t.key, t.kind, t.tf, l.len
+        FROM _bm25_derived t JOIN {unit.lengths} l ON l.key = t.key
+        """
+    )
+    for table in ("_bm25_derived", "_bm25_head_terms", "_bm25_derive"):
+        conn.execute(f"DROP TABLE {table}")
 
 
 def term_ids(conn: duckdb.DuckDBPyConnection, text: str) -> list[int]:

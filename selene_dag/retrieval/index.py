@@ -56,6 +56,8 @@ PASSAGES_BM25 = bm25.Unit(
     PASSAGE_POSTINGS_TABLE,
     "search_passage_lengths",
 )
+# How a document's passages make up its BM25 text (``bm25.Parts`` without its keys).
+_PASSAGE_PARTS = (PASSAGES_BM25, PASSAGES_TABLE, "passage_id", "doc_id", "title")
 # The fts indexes of earlier layouts, dropped by the next build.
 _OLD_FTS_SCHEMAS = (f"fts_main_{DOCS_TABLE}", f"fts_main_{PASSAGES_TABLE}")
 # Bumped whenever the derived tables change shape or meaning.
@@ -272,10 +274,13 @@ def passage_text(title: str, text: str) -> str:
     return f"{title}\n{text}" if title else text
 
 
-def _write_passages(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str]) -> int:
+def _write_passages(
+    conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str]
+) -> tuple[int, list[str]]:
     """Cut and count the passages of the ``fresh`` documents (and of any document that has
     none stored); drop the passages of documents changed or gone. Returns how many passages
-    the index holds."""
+    the index holds, and the documents cut here whose passages hold all their words
+    (``bm25.tiles_words``: their BM25 postings can be summed from their passages')."""
     conn.execute(
         f"DELETE FROM {PASSAGES_TABLE} WHERE list_contains(?, doc_id) OR doc_id NOT IN "
         f"(SELECT doc_id FROM {DOCS_TABLE})",
@@ -291,6 +296,7 @@ def _write_passages(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str
             ).fetchall()
         }
     )
+    tiled: list[str] = []
     for at in range(0, len(todo), _COUNT_BATCH):
         rows = conn.execute(
             f"SELECT doc_id, kind, title, body FROM {DOCS_TABLE} WHERE list_contains(?, doc_id) "
@@ -299,7 +305,10 @@ def _write_passages(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str
         ).fetchall()
         out: list[tuple[str, str, str, int, str, str, int, int, str]] = []
         for doc_id, kind, title, body in rows:
-            for k, (a, b) in enumerate(cut_passages(body)):
+            spans = cut_passages(body)
+            if bm25.tiles_words(body, spans):
+                tiled.append(doc_id)
+            for k, (a, b) in enumerate(spans):
                 text = body[a:b]
                 out.append(
                     (f"{doc_id}#{k}", doc_id, kind, k, title, text, a, b, content_hash(title, text))
@@ -320,7 +329,8 @@ def _write_passages(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str
             )
         finally:
             conn.unregister("_passages_frame")
-    return int(conn.execute(f"SELECT count(*) FROM {PASSAGES_TABLE}").fetchone()[0])
+    count = int(conn.execute(f"SELECT count(*) FROM {PASSAGES_TABLE}").fetchone()[0])
+    return count, tiled
 
 
 def _passage_ids(conn: duckdb.DuckDBPyConnection, docs: list[str]) -> list[str]:
@@ -378,10 +388,12 @@ def build_index(
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         execute_script(conn, transform_sql("search_docs"))
         fresh = _fresh_documents(conn, model)
-        bm25.update(conn, DOCS_BM25, fresh)
         _write_doc_tokens(conn, model, fresh)
-        passages = _write_passages(conn, model, fresh)
+        passages, tiled = _write_passages(conn, model, fresh)
         bm25.update(conn, PASSAGES_BM25, _passage_ids(conn, fresh))
+        # A document whose passages hold all its words is indexed from their postings,
+        # so its text is tokenized once, not twice.
+        bm25.update(conn, DOCS_BM25, fresh, bm25.Parts(*_PASSAGE_PARTS, keys=tuple(tiled)))
         embedded = _write_embeddings(conn)
         notes, chunks = conn.execute(
             f"SELECT count(*) FILTER (kind = 'note'), count(*) FILTER (kind = 'chunk') "

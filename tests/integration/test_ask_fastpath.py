@@ -210,3 +210,64 @@ def test_search_works_on_a_read_only_connection(store, tmp_path: Path) -> None:
     with duckdb.connect(str(db), read_only=True) as conn:
         assert [c.doc_id for c in search(conn, QUESTIONS[0], limit=10)] == expected
         assert passage_bm25(conn, query_terms(QUESTIONS[0]), ["note", "chunk"], 5)
+
+
+def test_document_postings_summed_from_passages_equal_tokenized_ones(tmp_path: Path) -> None:
+    # A document whose passages hold all its words is indexed from their postings; over
+    # the demo notes, a 300 KB note and a session, the result must equal tokenizing every
+    # document, row for row.
+    import json
+    from datetime import timedelta
+
+    from selene_dag.paths import assets_dir
+    from selene_dag.retrieval import bm25
+    from selene_dag.retrieval.passages import cut_passages
+
+    path = tmp_path / "selene.duckdb"
+    seed_store(path)
+    conn = connect(path)
+    source = assets_dir() / "demo" / "notes" / "til.jsonl"
+    notes = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
+    # Long URL-encoded lines get cut inside a word: such a note is tokenized as a whole.
+    whole = [n for n in notes if not bm25.tiles_words(n["content"], cut_passages(n["content"]))]
+    assert whole, "the corpus should hold notes cut inside a word"
+    parts = [n for n in notes[:160] if n not in whole]
+    big = "\n\n".join(f"## {n['title']}\n\n{n['content']}" for n in parts)
+    rows = [(n["id"], n["title"], n["content"]) for n in notes] + [("big", "Big", big)]
+    for note_id, title, content in rows:
+        conn.execute(
+            "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, "
+            "source) VALUES (?, ?, ?, md5(?), ?, ?, 'test')",
+            [note_id, title, content, content, NOW - timedelta(days=3), NOW],
+        )
+    build_index(conn, NOW, model=MODEL)
+
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for doc_id, start, end in conn.execute(
+        f"SELECT doc_id, char_start, char_end FROM {PASSAGES_TABLE} ORDER BY doc_id, ordinal"
+    ).fetchall():
+        spans.setdefault(doc_id, []).append((start, end))
+    bodies = dict(conn.execute(f"SELECT doc_id, body FROM {DOCS_TABLE}").fetchall())
+    tiled = [d for d, body in bodies.items() if bm25.tiles_words(body, spans.get(d, []))]
+    assert len(tiled) >= 0.95 * len(bodies) and "note:big" in tiled
+    assert all(f"note:{n['id']}" not in tiled for n in whole)
+
+    direct = bm25.Unit(DOCS_TABLE, "doc_id", ("title", "body"), "t_postings", "t_lengths")
+    bm25.update(conn, direct, [])
+    for ours, theirs in (("search_postings", "t_postings"), ("search_doc_lengths", "t_lengths")):
+        for a, b in ((ours, theirs), (theirs, ours)):
+            extra = conn.execute(f"SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}").fetchall()
+            assert extra == [], (a, extra[:5])
+    conn.close()
+
+
+def test_tiles_words() -> None:
+    from selene_dag.retrieval.bm25 import tiles_words
+
+    text = "alpha beta.gamma\n\ndelta"
+    assert tiles_words(text, [(0, 10), (10, 16), (18, 23)])  # cut after the dot, blank gap
+    assert not tiles_words(text, [(0, 8), (8, 23)])  # "be|ta" splits a word
+    assert not tiles_words(text, [(0, 10), (12, 23)])  # "ga" left out
+    assert not tiles_words(text, [(0, 10)])  # the rest left out
+    assert tiles_words("", []) and tiles_words("  \n", [])
+    assert not tiles_words("a\xa0b c", [(0, 1), (2, 5)])  # a no-break space joins words
