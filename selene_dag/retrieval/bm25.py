@@ -22,7 +22,8 @@ so no stored score goes stale when another row changes.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from itertools import pairwise
 
 import duckdb
 
@@ -199,32 +200,52 @@ def update(
 _SEPARATORS = frozenset(" \t\n\r\f0123456789!@#$%^&*()_+={}[]:;<>,.?~\\/|'\"`-")
 
 
-def tiles_words(text: str, spans: Sequence[tuple[int, int]]) -> bool:
-    """True when the ``[start, end)`` spans of ``text``, in order, hold every word of it once
-    and split none: what they leave out is blank (in the tokenizer's sense) and each cut
-    between two adjacent spans has a separator on one side. Then the words of ``text`` are
-    the words of its spans, one after the other."""
+def split_words(text: str, spans: Sequence[tuple[int, int]]) -> list[tuple[str, ...]] | None:
+    """How the ``[start, end)`` spans of ``text`` (in order) split its words: None when they
+    overlap or leave out anything but blanks (in the tokenizer's sense), else each word that
+    a cut falls inside, as its pieces in span order. With none, the words of ``text`` are
+    exactly those of its spans, one after the other."""
     blank = " \t\n\r\f"
     previous = 0
+    cuts: list[int] = []
     for start, end in spans:
         if start < previous or end < start:
-            return False
+            return None
+        if any(c not in blank for c in text[previous:start]):
+            return None
         joined = start == previous and 0 < start < len(text)
         if joined and text[start - 1] not in _SEPARATORS and text[start] not in _SEPARATORS:
-            return False
-        if any(c not in blank for c in text[previous:start]):
-            return False
+            cuts.append(start)
         previous = end
-    return not any(c not in blank for c in text[previous:])
+    if any(c not in blank for c in text[previous:]):
+        return None
+    words: list[tuple[str, ...]] = []
+    done = 0  # a word crossing several cuts is taken once
+    for cut in cuts:
+        if cut < done:
+            continue
+        first = cut
+        while first > 0 and text[first - 1] not in _SEPARATORS:
+            first -= 1
+        last = cut
+        while last < len(text) and text[last] not in _SEPARATORS:
+            last += 1
+        inside = [c for c in cuts if first < c < last]
+        bounds = [first, *inside, last]
+        words.append(tuple(text[x:y] for x, y in pairwise(bounds)))
+        done = last
+    return words
 
 
 @dataclass(frozen=True)
 class Parts:
-    """Rows of a unit whose text is ``head`` + a space + a body that its parts tile
-    (:func:`tiles_words`); each part is indexed in ``unit`` with the text ``head`` + a
-    space + the part. A row's term counts are then the sum of its parts' counts less the
-    head's counts once per part beyond the first (a row with no part: the head's counts);
-    its length likewise. ``table`` maps a part (``part_key``) to its row (``row_key``)."""
+    """Rows of a unit whose text is ``head`` + a space + a body that its parts cover
+    (:func:`split_words` is not None); each part is indexed in ``unit`` with the text
+    ``head`` + a space + the part. A row's term counts are then the sum of its parts'
+    counts, less the head's counts once per part beyond the first (a row with no part:
+    the head's counts), less the pieces of the words a cut splits, plus those words whole;
+    its length likewise. ``table`` maps a part (``part_key``) to its row (``row_key``).
+    ``keys`` are the rows to derive, ``split`` the words split in each (by key)."""
 
     unit: Unit
     table: str
@@ -232,34 +253,46 @@ class Parts:
     row_key: str
     head: str
     keys: tuple[str, ...]
+    split: dict[str, list[tuple[str, ...]]] = field(default_factory=dict)
 
 
 def _derive(conn: duckdb.DuckDBPyConnection, unit: Unit, parts: Parts) -> None:
     """Index the rows of ``_bm25_rows`` that ``parts`` names from their parts' postings,
     and leave the others in ``_bm25_rows``."""
+    keys = list(parts.keys)
+    pieces = [" ".join(p for word in parts.split.get(k, []) for p in word) for k in keys]
+    wholes = [" ".join("".join(word) for word in parts.split.get(k, [])) for k in keys]
     conn.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _bm25_derive AS
+        WITH split AS (
+            SELECT unnest(?) AS key, unnest(?) AS pieces, unnest(?) AS wholes
+        )
         SELECT r.key, r.kind, coalesce(s.{parts.head}, '') AS head,
-               (SELECT count(*) FROM {parts.table} p WHERE p.{parts.row_key} = r.key) AS n
+               (SELECT count(*) FROM {parts.table} p WHERE p.{parts.row_key} = r.key) AS n,
+               split.pieces, split.wholes
         FROM _bm25_rows r JOIN {unit.source} s ON s.{unit.key} = r.key
-        WHERE list_contains(?, r.key)
+        JOIN split ON split.key = r.key
         """,
-        [list(parts.keys)],
+        [keys, pieces, wholes],
     )
     conn.execute("DELETE FROM _bm25_rows WHERE key IN (SELECT key FROM _bm25_derive)")
     conn.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _bm25_head_terms AS
-        WITH words AS MATERIALIZED (
-            SELECT key, w, count(*) AS n FROM (
-                SELECT key, unnest(selene_tokenize(head)) AS w FROM _bm25_derive
+        WITH texts AS (
+            SELECT key, head AS s, 1 - n AS weight FROM _bm25_derive
+            UNION ALL SELECT key, pieces, -1 FROM _bm25_derive WHERE pieces <> ''
+            UNION ALL SELECT key, wholes, 1 FROM _bm25_derive WHERE wholes <> ''
+        ), words AS MATERIALIZED (
+            SELECT key, weight, w, count(*) AS n FROM (
+                SELECT key, weight, unnest(selene_tokenize(s)) AS w FROM texts
             ) WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
-            GROUP BY key, w
+            GROUP BY key, weight, w
         ), stems AS MATERIALIZED (
             SELECT w, stem(w, 'porter') AS term FROM (SELECT DISTINCT w FROM words)
         )
-        SELECT words.key, stems.term, sum(words.n)::INTEGER AS tf
+        SELECT words.key, stems.term, sum(words.weight * words.n)::INTEGER AS tf
         FROM words JOIN stems USING (w)
         GROUP BY words.key, stems.term
         """
@@ -286,7 +319,7 @@ def _derive(conn: duckdb.DuckDBPyConnection, unit: Unit, parts: Parts) -> None:
             JOIN {VOCAB_TABLE} v ON v.term = h.term
         )
         SELECT d.key, d.kind, t.termid,
-               (coalesce(t.part_tf, 0) - (d.n - 1) * coalesce(t.head_tf, 0))::INTEGER AS tf
+               (coalesce(t.part_tf, 0) + coalesce(t.head_tf, 0))::INTEGER AS tf
         FROM (
             SELECT coalesce(pt.key, ht.key) AS key, coalesce(pt.termid, ht.termid) AS termid,
                    pt.tf AS part_tf, ht.tf AS head_tf

@@ -276,11 +276,12 @@ def passage_text(title: str, text: str) -> str:
 
 def _write_passages(
     conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str]
-) -> tuple[int, list[str]]:
+) -> tuple[int, dict[str, list[tuple[str, ...]]]]:
     """Cut and count the passages of the ``fresh`` documents (and of any document that has
     none stored); drop the passages of documents changed or gone. Returns how many passages
-    the index holds, and the documents cut here whose passages hold all their words
-    (``bm25.tiles_words``: their BM25 postings can be summed from their passages')."""
+    the index holds, and the documents cut here whose passages hold all their text, with
+    the words their cuts split (``bm25.split_words``): their BM25 postings can be summed
+    from their passages'."""
     conn.execute(
         f"DELETE FROM {PASSAGES_TABLE} WHERE list_contains(?, doc_id) OR doc_id NOT IN "
         f"(SELECT doc_id FROM {DOCS_TABLE})",
@@ -296,7 +297,7 @@ def _write_passages(
             ).fetchall()
         }
     )
-    tiled: list[str] = []
+    covered: dict[str, list[tuple[str, ...]]] = {}
     for at in range(0, len(todo), _COUNT_BATCH):
         rows = conn.execute(
             f"SELECT doc_id, kind, title, body FROM {DOCS_TABLE} WHERE list_contains(?, doc_id) "
@@ -306,8 +307,9 @@ def _write_passages(
         out: list[tuple[str, str, str, int, str, str, int, int, str]] = []
         for doc_id, kind, title, body in rows:
             spans = cut_passages(body)
-            if bm25.tiles_words(body, spans):
-                tiled.append(doc_id)
+            split = bm25.split_words(body, spans)
+            if split is not None:
+                covered[doc_id] = split
             for k, (a, b) in enumerate(spans):
                 text = body[a:b]
                 out.append(
@@ -330,7 +332,7 @@ def _write_passages(
         finally:
             conn.unregister("_passages_frame")
     count = int(conn.execute(f"SELECT count(*) FROM {PASSAGES_TABLE}").fetchone()[0])
-    return count, tiled
+    return count, covered
 
 
 def _passage_ids(conn: duckdb.DuckDBPyConnection, docs: list[str]) -> list[str]:
@@ -389,11 +391,11 @@ def build_index(
         execute_script(conn, transform_sql("search_docs"))
         fresh = _fresh_documents(conn, model)
         _write_doc_tokens(conn, model, fresh)
-        passages, tiled = _write_passages(conn, model, fresh)
+        passages, covered = _write_passages(conn, model, fresh)
         bm25.update(conn, PASSAGES_BM25, _passage_ids(conn, fresh))
-        # A document whose passages hold all its words is indexed from their postings,
-        # so its text is tokenized once, not twice.
-        bm25.update(conn, DOCS_BM25, fresh, bm25.Parts(*_PASSAGE_PARTS, keys=tuple(tiled)))
+        # A document whose passages hold all its text is indexed from their postings, so
+        # its text is tokenized once, not twice.
+        bm25.update(conn, DOCS_BM25, fresh, bm25.Parts(*_PASSAGE_PARTS, tuple(covered), covered))
         embedded = _write_embeddings(conn)
         notes, chunks = conn.execute(
             f"SELECT count(*) FILTER (kind = 'note'), count(*) FILTER (kind = 'chunk') "

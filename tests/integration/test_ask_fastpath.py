@@ -213,9 +213,9 @@ def test_search_works_on_a_read_only_connection(store, tmp_path: Path) -> None:
 
 
 def test_document_postings_summed_from_passages_equal_tokenized_ones(tmp_path: Path) -> None:
-    # A document whose passages hold all its words is indexed from their postings; over
-    # the demo notes, a 300 KB note and a session, the result must equal tokenizing every
-    # document, row for row.
+    # A document whose passages hold all its text is indexed from their postings (words
+    # a cut splits counted whole); over the demo notes, a 300 KB note and a session, the
+    # result must equal tokenizing every document, row for row.
     import json
     from datetime import timedelta
 
@@ -228,10 +228,11 @@ def test_document_postings_summed_from_passages_equal_tokenized_ones(tmp_path: P
     conn = connect(path)
     source = assets_dir() / "demo" / "notes" / "til.jsonl"
     notes = [json.loads(line) for line in source.read_text(encoding="utf-8").splitlines()]
-    # Long URL-encoded lines get cut inside a word: such a note is tokenized as a whole.
-    whole = [n for n in notes if not bm25.tiles_words(n["content"], cut_passages(n["content"]))]
-    assert whole, "the corpus should hold notes cut inside a word"
-    parts = [n for n in notes[:160] if n not in whole]
+    # Long URL-encoded lines get cut inside a word: those words are counted whole.
+    split = [n for n in notes if bm25.split_words(n["content"], cut_passages(n["content"]))]
+    assert split, "the corpus should hold notes cut inside a word"
+    parts = notes[:160]
+    assert any(n in split for n in parts)
     big = "\n\n".join(f"## {n['title']}\n\n{n['content']}" for n in parts)
     rows = [(n["id"], n["title"], n["content"]) for n in notes] + [("big", "Big", big)]
     for note_id, title, content in rows:
@@ -248,9 +249,10 @@ def test_document_postings_summed_from_passages_equal_tokenized_ones(tmp_path: P
     ).fetchall():
         spans.setdefault(doc_id, []).append((start, end))
     bodies = dict(conn.execute(f"SELECT doc_id, body FROM {DOCS_TABLE}").fetchall())
-    tiled = [d for d, body in bodies.items() if bm25.tiles_words(body, spans.get(d, []))]
-    assert len(tiled) >= 0.95 * len(bodies) and "note:big" in tiled
-    assert all(f"note:{n['id']}" not in tiled for n in whole)
+    covered = [
+        d for d, body in bodies.items() if bm25.split_words(body, spans.get(d, [])) is not None
+    ]
+    assert len(covered) == len(bodies) and "note:big" in covered
 
     direct = bm25.Unit(DOCS_TABLE, "doc_id", ("title", "body"), "t_postings", "t_lengths")
     bm25.update(conn, direct, [])
@@ -261,13 +263,16 @@ def test_document_postings_summed_from_passages_equal_tokenized_ones(tmp_path: P
     conn.close()
 
 
-def test_tiles_words() -> None:
-    from selene_dag.retrieval.bm25 import tiles_words
+def test_split_words() -> None:
+    from selene_dag.retrieval.bm25 import split_words
 
     text = "alpha beta.gamma\n\ndelta"
-    assert tiles_words(text, [(0, 10), (10, 16), (18, 23)])  # cut after the dot, blank gap
-    assert not tiles_words(text, [(0, 8), (8, 23)])  # "be|ta" splits a word
-    assert not tiles_words(text, [(0, 10), (12, 23)])  # "ga" left out
-    assert not tiles_words(text, [(0, 10)])  # the rest left out
-    assert tiles_words("", []) and tiles_words("  \n", [])
-    assert not tiles_words("a\xa0b c", [(0, 1), (2, 5)])  # a no-break space joins words
+    assert split_words(text, [(0, 10), (10, 16), (18, 23)]) == []  # after the dot; blank gap
+    assert split_words(text, [(0, 8), (8, 23)]) == [("be", "ta")]
+    assert split_words(text, [(0, 7), (7, 9), (9, 23)]) == [("b", "et", "a")]
+    assert split_words(text, [(0, 10), (12, 23)]) is None  # "ga" left out
+    assert split_words(text, [(0, 10)]) is None  # the rest left out
+    assert split_words(text, [(0, 12), (10, 23)]) is None  # overlap
+    assert split_words("", []) == [] and split_words("  \n", []) == []
+    assert split_words("a\xa0b c", [(0, 1), (2, 5)]) is None  # a no-break space is a letter
+    assert split_words("a\xa0b c", [(0, 2), (2, 5)]) == [("a\xa0", "b")]
