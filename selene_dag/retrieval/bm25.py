@@ -148,32 +148,7 @@ def update(
         if not conn.execute("SELECT count(*) FROM _bm25_rows").fetchone()[0]:
             conn.execute("DROP TABLE _bm25_rows")
             return int(todo)
-    conn.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE _bm25_terms AS
-        WITH words AS MATERIALIZED (
-            SELECT key, w, count(*) AS n FROM (
-                SELECT key, unnest(selene_tokenize(text)) AS w FROM _bm25_rows
-            ) WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
-            GROUP BY key, w
-        ), stems AS MATERIALIZED (
-            -- each distinct word is stemmed once, not once per occurrence
-            SELECT w, stem(w, 'porter') AS term FROM (SELECT DISTINCT w FROM words)
-        )
-        SELECT words.key, stems.term, sum(words.n)::INTEGER AS tf
-        FROM words JOIN stems USING (w)
-        GROUP BY words.key, stems.term
-        """
-    )
-    conn.execute(
-        f"""
-        INSERT INTO {VOCAB_TABLE}
-        SELECT (SELECT coalesce(max(termid), -1) FROM {VOCAB_TABLE})
-               + row_number() OVER (ORDER BY term), term
-        FROM (SELECT DISTINCT term FROM _bm25_terms) t
-        WHERE term NOT IN (SELECT term FROM {VOCAB_TABLE})
-        """
-    )
+    _add_terms(conn, "_bm25_terms", "SELECT key, text AS s, 1 AS weight FROM _bm25_rows")
     conn.execute(
         f"""
         INSERT INTO {unit.lengths}
@@ -193,6 +168,38 @@ def update(
     conn.execute("DROP TABLE _bm25_terms")
     conn.execute("DROP TABLE _bm25_rows")
     return int(todo)
+
+
+def _add_terms(conn: duckdb.DuckDBPyConnection, table: str, texts: str) -> None:
+    """Create the temporary ``table(key, term, tf)``: the stemmed terms of the texts that
+    the query ``texts`` selects as ``(key, s, weight)``, each occurrence counted ``weight``
+    times; and add the terms the vocabulary lacks."""
+    conn.execute(
+        f"""
+        CREATE OR REPLACE TEMP TABLE {table} AS
+        WITH words AS MATERIALIZED (
+            SELECT key, weight, w, count(*) AS n FROM (
+                SELECT key, weight, unnest(selene_tokenize(s)) AS w FROM ({texts})
+            ) WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
+            GROUP BY key, weight, w
+        ), stems AS MATERIALIZED (
+            -- each distinct word is stemmed once, not once per occurrence
+            SELECT w, stem(w, 'porter') AS term FROM (SELECT DISTINCT w FROM words)
+        )
+        SELECT words.key, stems.term, sum(words.weight * words.n)::INTEGER AS tf
+        FROM words JOIN stems USING (w)
+        GROUP BY words.key, stems.term
+        """
+    )
+    conn.execute(
+        f"""
+        INSERT INTO {VOCAB_TABLE}
+        SELECT (SELECT coalesce(max(termid), -1) FROM {VOCAB_TABLE})
+               + row_number() OVER (ORDER BY term), term
+        FROM (SELECT DISTINCT term FROM {table}) t
+        WHERE term NOT IN (SELECT term FROM {VOCAB_TABLE})
+        """
+    )
 
 
 # What the tokenizer splits words on: RE2's \s, and the characters the macro turns into
@@ -277,34 +284,14 @@ def _derive(conn: duckdb.DuckDBPyConnection, unit: Unit, parts: Parts) -> None:
         [keys, pieces, wholes],
     )
     conn.execute("DELETE FROM _bm25_rows WHERE key IN (SELECT key FROM _bm25_derive)")
-    conn.execute(
-        f"""
-        CREATE OR REPLACE TEMP TABLE _bm25_head_terms AS
-        WITH texts AS (
-            SELECT key, head AS s, 1 - n AS weight FROM _bm25_derive
-            UNION ALL SELECT key, pieces, -1 FROM _bm25_derive WHERE pieces <> ''
-            UNION ALL SELECT key, wholes, 1 FROM _bm25_derive WHERE wholes <> ''
-        ), words AS MATERIALIZED (
-            SELECT key, weight, w, count(*) AS n FROM (
-                SELECT key, weight, unnest(selene_tokenize(s)) AS w FROM texts
-            ) WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
-            GROUP BY key, weight, w
-        ), stems AS MATERIALIZED (
-            SELECT w, stem(w, 'porter') AS term FROM (SELECT DISTINCT w FROM words)
-        )
-        SELECT words.key, stems.term, sum(words.weight * words.n)::INTEGER AS tf
-        FROM words JOIN stems USING (w)
-        GROUP BY words.key, stems.term
+    _add_terms(
+        conn,
+        "_bm25_head_terms",
         """
-    )
-    conn.execute(
-        f"""
-        INSERT INTO {VOCAB_TABLE}
-        SELECT (SELECT coalesce(max(termid), -1) FROM {VOCAB_TABLE})
-               + row_number() OVER (ORDER BY term), term
-        FROM (SELECT DISTINCT term FROM _bm25_head_terms) t
-        WHERE term NOT IN (SELECT term FROM {VOCAB_TABLE})
-        """
+        SELECT key, head AS s, 1 - n AS weight FROM _bm25_derive
+        UNION ALL SELECT key, pieces, -1 FROM _bm25_derive WHERE pieces <> ''
+        UNION ALL SELECT key, wholes, 1 FROM _bm25_derive WHERE wholes <> ''
+        """,
     )
     conn.execute(
         f"""
