@@ -6,10 +6,10 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@2",
+    "analyze_note": "analyze_note@3",
     "detect_threads": "detect_threads@1",
-    "digest_thread": "digest_thread@1",
-    "summarize": "summarize@2",
+    "digest_thread": "digest_thread@2",
+    "summarize": "summarize@3",
     "assess_chunk": "assess_chunk@1",
 }
 

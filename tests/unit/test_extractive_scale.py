@@ -26,6 +26,23 @@ def test_centrality_equals_the_similarity_matrix_means() -> None:
     assert centrality(["!!", "??"])[0].tolist() == [0.0, 0.0]
 
 
+def test_centrality_with_wordless_rows_and_no_shared_word() -> None:
+    # A sentence of stop words only is an empty row in the middle of the matrix.
+    sentences = ["Caching layers evict entries.", "It is what it is.", "Eviction caching layers."]
+    central, to_title = centrality(sentences, "layers")
+    sim = tfidf_similarity([*sentences, "layers"])
+    assert sim is not None
+    core = sim[:3, :3].copy()
+    np.fill_diagonal(core, 0.0)
+    assert np.allclose(central, core.sum(axis=1) / 2)
+    assert np.allclose(to_title, sim[:3, 3])
+    assert central[1] == 0.0 and to_title[1] == 0.0
+    # Sentences that share no word score exactly 0, not rounding noise: noise must not
+    # become the best centrality a note's scores are divided by.
+    apart = centrality(["Postgres stores tables.", "Zsh prompts colour.", "Bees make honey."])
+    assert apart[0].tolist() == [0.0, 0.0, 0.0]
+
+
 def test_forty_thousand_sentences_do_not_build_a_square_matrix() -> None:
     body = " ".join(
         f"Sentence {i} explains cache layer {i % 97} and eviction policy {i % 13}."

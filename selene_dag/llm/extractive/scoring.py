@@ -1,20 +1,23 @@
 """How the extractive algorithms score sentences: TF-IDF centrality and a length fit.
 
 Each text is a TF-IDF vector fitted on the texts compared (scikit-learn's TfidfVectorizer
-with sublinear tf, smooth idf and L2 rows, computed directly on a sparse matrix: the
-vectorizer's own overhead was most of an essence's time), so "central" means sharing the
-rare words of the others.
+with sublinear tf, smooth idf and L2 rows, computed directly on CSR arrays: the
+vectorizer's, and then scipy's, fixed overhead was most of an essence's time), so "central"
+means sharing the rare words of the others.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from typing import TYPE_CHECKING
 
 import numpy as np
-from scipy.sparse import csr_matrix
 
 from selene_dag.text import STOP_WORDS
+
+if TYPE_CHECKING:
+    from scipy.sparse import csr_matrix
 
 # Words of 2+ characters opening with a letter: the vocabulary of every TF-IDF here.
 VECTOR_TOKEN_PATTERN = r"(?u)\b[a-zA-Z][a-zA-Z0-9_]+\b"
@@ -36,6 +39,26 @@ def tfidf_matrix(texts: list[str]) -> csr_matrix | None:
     """The texts' TF-IDF vectors as the rows of a sparse matrix (None when no text has a
     usable word): tf = 1 + ln(count), idf = ln((1 + n) / (1 + df)) + 1, rows L2-normalized,
     the vocabulary in sorted order, as scikit-learn's ``TfidfVectorizer(sublinear_tf=True)``."""
+    from scipy.sparse import csr_matrix
+
+    rows = _tfidf_rows(texts)
+    if rows is None:
+        return None
+    data, index, bounds, width = rows
+    return csr_matrix((data, index, bounds), shape=(len(texts), width))
+
+
+def tfidf_similarity(texts: list[str]) -> np.ndarray | None:
+    """Cosine similarity matrix of the texts' TF-IDF vectors (see :func:`tfidf_matrix`;
+    None when no text has a usable word). Dense: for a few texts only."""
+    matrix = tfidf_matrix(texts)
+    return None if matrix is None else (matrix @ matrix.T).toarray()
+
+
+def _tfidf_rows(texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray, int] | None:
+    """The rows of :func:`tfidf_matrix` as plain CSR arrays ``(data, indices, indptr,
+    columns)`` (None when no text has a usable word): the same values, without building
+    scipy matrices, whose fixed cost was most of a short note's essence."""
     counts = [Counter(vector_tokens(text)) for text in texts]
     vocabulary = sorted(set().union(*counts))
     if not vocabulary:
@@ -49,42 +72,50 @@ def tfidf_matrix(texts: list[str]) -> csr_matrix | None:
             indices.append(column[word])
             values.append(row[word])
         indptr.append(len(indices))
-    n = len(texts)
-    matrix = csr_matrix(
-        (np.asarray(values, dtype=np.float64), np.asarray(indices), np.asarray(indptr)),
-        shape=(n, len(vocabulary)),
-    )
-    df = np.bincount(matrix.indices, minlength=len(vocabulary))
-    idf = np.log((1 + n) / (1 + df)) + 1.0
-    matrix.data = (1.0 + np.log(matrix.data)) * idf[matrix.indices]
-    norms = np.sqrt(np.asarray(matrix.multiply(matrix).sum(axis=1)).ravel())
+    index = np.asarray(indices, dtype=np.int64)
+    df = np.bincount(index, minlength=len(vocabulary))
+    idf = np.log((1 + len(texts)) / (1 + df)) + 1.0
+    data = (1.0 + np.log(np.asarray(values, dtype=np.float64))) * idf[index]
+    bounds = np.asarray(indptr, dtype=np.int64)
+    norms = np.sqrt(_row_sums(data * data, bounds))
     norms[norms == 0] = 1.0
-    return csr_matrix(matrix.multiply(1.0 / norms[:, None]))
+    data = data / np.repeat(norms, np.diff(bounds))
+    return data, index, bounds, len(vocabulary)
 
 
-def tfidf_similarity(texts: list[str]) -> np.ndarray | None:
-    """Cosine similarity matrix of the texts' TF-IDF vectors (see :func:`tfidf_matrix`;
-    None when no text has a usable word). Dense: for a few texts only."""
-    matrix = tfidf_matrix(texts)
-    return None if matrix is None else (matrix @ matrix.T).toarray()
+def _row_sums(values: np.ndarray, bounds: np.ndarray) -> np.ndarray:
+    """Sum of ``values[bounds[i]:bounds[i + 1]]`` for each row ``i`` (0 for an empty row)."""
+    sums = np.zeros(len(bounds) - 1)
+    filled = np.flatnonzero(bounds[1:] > bounds[:-1])
+    if len(filled):
+        # reduceat sums each segment on its own; an empty row would wrongly get a value.
+        sums[filled] = np.add.reduceat(values, bounds[filled])[: len(filled)]
+    return sums
 
 
 def centrality(sentences: list[str], extra: str | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(mean similarity of each sentence to the others, similarity to ``extra`` or zeros).
 
     Computed from sums (each row against the sum of all rows, minus itself), so a note of
-    tens of thousands of sentences never builds their n × n similarity matrix."""
+    tens of thousands of sentences never builds their n × n similarity matrix. Values are
+    rounded to 12 decimals: rounding noise (a sentence sharing no word scoring 1e-17, not
+    0) must neither break ties nor become the best score a note is normalized by."""
     n = len(sentences)
     texts = sentences + ([extra] if extra else [])
-    matrix = tfidf_matrix(texts)
-    if matrix is None:
+    rows = _tfidf_rows(texts)
+    if rows is None:
         return np.zeros(n), np.zeros(n)
-    rows = matrix[:n]
-    self_sim = np.asarray(rows.multiply(rows).sum(axis=1)).ravel()
-    total = np.asarray(rows.sum(axis=0)).ravel()
-    central = (rows @ total - self_sim) / max(n - 1, 1)
-    to_extra = rows @ matrix[n].toarray().ravel() if extra else np.zeros(n)
-    return central, to_extra
+    data, index, bounds, width = rows
+    end = int(bounds[n])
+    data_n, index_n, bounds_n = data[:end], index[:end], bounds[: n + 1]
+    self_sim = _row_sums(data_n * data_n, bounds_n)
+    total = np.bincount(index_n, weights=data_n, minlength=width)
+    central = (_row_sums(data_n * total[index_n], bounds_n) - self_sim) / max(n - 1, 1)
+    if not extra:
+        return np.round(central, 12), np.zeros(n)
+    extra_row = np.zeros(width)
+    extra_row[index[end:]] = data[end:]
+    return np.round(central, 12), np.round(_row_sums(data_n * extra_row[index_n], bounds_n), 12)
 
 
 def length_fit(sentence: str) -> float:

@@ -12,8 +12,6 @@ from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
-from sklearn.cluster import AgglomerativeClustering
-from sklearn.feature_extraction.text import TfidfVectorizer
 
 from selene_dag import text as _text
 from selene_dag.llm.extractive.phrases import join_words
@@ -52,6 +50,11 @@ def cluster_threads(docs: dict[str, str], min_notes: int, distance: float) -> li
     ids = sorted(docs)
     if len(ids) < max(min_notes, 2):
         return []
+    # Imported here: scikit-learn takes ~1.7 s to import, and every process that analyses
+    # notes (each essence worker, each ingest) would pay it for a task it rarely runs.
+    from sklearn.cluster import AgglomerativeClustering
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
     vectorizer = TfidfVectorizer(
         stop_words=VECTOR_STOP_WORDS,
         sublinear_tf=True,
