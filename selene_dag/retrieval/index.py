@@ -34,6 +34,7 @@ import pandas as pd
 
 from selene_dag.context.tokens import count_tokens_batch, default_model
 from selene_dag.errors import SeleneError
+from selene_dag.notes.token_store import StoredCounts
 from selene_dag.paths import transform_sql
 from selene_dag.retrieval import bm25
 from selene_dag.retrieval import passages as passages_module
@@ -254,6 +255,9 @@ def _fresh_documents(conn: duckdb.DuckDBPyConnection, model: str) -> list[str]:
 
 def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str]) -> None:
     recipe = f"{model}|{cut_recipe()}"
+    # Bodies go through token_counts: a note's content is also counted by the health
+    # figures, and whichever step comes first counts it for both.
+    stored = StoredCounts(conn, model)
     for at in range(0, len(fresh), _COUNT_BATCH):
         rows = conn.execute(
             f"SELECT d.doc_id, d.citation, d.title, d.body, k.content_key FROM {DOCS_TABLE} d "
@@ -261,7 +265,7 @@ def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[s
             [fresh[at : at + _COUNT_BATCH]],
         ).fetchall()
         headers = count_tokens_batch([header_text(r[1], r[2]) for r in rows], model)
-        bodies = count_tokens_batch([r[3] for r in rows], model)
+        bodies = stored([r[3] for r in rows])
         conn.execute(
             f"INSERT INTO {DOC_TOKENS_TABLE} SELECT unnest(?), ?, unnest(?), unnest(?), "
             "unnest(?), ?",
