@@ -113,6 +113,11 @@ def connect(
 ) -> duckdb.DuckDBPyConnection:
     """Open the DuckDB file (creating its folder), migrated to the latest schema.
 
+    A read-write connection does not checkpoint when it closes: on a 10,000-note store a
+    checkpoint cost about 1.5 s whatever the change, so writes stay in ``<file>.wal``
+    (durable, replayed by every later connection) until DuckDB checkpoints on its own once
+    the log passes its threshold (16 MiB). A copy of the store takes both files.
+
     A file locked by another process is retried with exponential backoff; after
     ``retries`` attempts a :class:`StoreError` says which file and what to do.
     """
@@ -136,6 +141,8 @@ def connect(
             delay = min(delay * 2, 2.0)
     # Timestamps come back in UTC whatever the machine's zone, so tests and demos agree.
     conn.execute("SET TimeZone = 'UTC'")
+    if not read_only:
+        conn.execute("PRAGMA disable_checkpoint_on_shutdown")
     if run_migrations and not read_only:
         try:
             migrate(conn)
