@@ -52,7 +52,7 @@ from selene_dag.retrieval.pack import AskResult, PassageRanker
 from selene_dag.retrieval.pack import ask as ask_pack
 from selene_dag.retrieval.search import parse_sources
 from selene_dag.sessions import report as sessions_report
-from selene_dag.store import StoreError, connect, open_store, table_counts
+from selene_dag.store import StoreError, close_store, connect, open_store, table_counts
 
 
 class NoDatabaseError(NotFoundError):
@@ -503,7 +503,7 @@ class SharedStore:
 
     def _close(self, path: Path, entry: _Open) -> None:
         del self._open[path]
-        entry.conn.close()
+        close_store(entry.conn, path)
 
     def close(self) -> None:
         """Close every connection now (server shutdown)."""

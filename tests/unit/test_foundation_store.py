@@ -4,6 +4,7 @@ import duckdb
 import pytest
 
 from selene_dag.store import (
+    WAL_KEPT_BYTES,
     Migration,
     MigrationError,
     StoreError,
@@ -11,6 +12,7 @@ from selene_dag.store import (
     connect,
     discover_migrations,
     migrate,
+    open_store,
 )
 
 
@@ -101,3 +103,16 @@ def test_a_small_write_is_kept_in_the_wal_not_checkpointed_at_close(tmp_path):
     again = connect(db)
     assert again.execute("SELECT content FROM kept").fetchall() == [("d",)]
     again.close()
+
+
+def test_a_big_wal_is_checkpointed_when_the_store_closes(tmp_path):
+    db = tmp_path / "s.duckdb"
+    with open_store(db) as conn:
+        conn.execute("CREATE TABLE kept (content VARCHAR)")
+    assert (tmp_path / "s.duckdb.wal").exists()  # small: kept
+    with open_store(db) as conn:
+        conn.execute("INSERT INTO kept SELECT repeat(md5(i::VARCHAR), 40) FROM range(2000) t(i)")
+        assert (tmp_path / "s.duckdb.wal").stat().st_size > WAL_KEPT_BYTES
+    assert not (tmp_path / "s.duckdb.wal").exists()
+    with open_store(db, read_only=True) as conn:
+        assert conn.execute("SELECT count(*) FROM kept").fetchone()[0] == 2000
