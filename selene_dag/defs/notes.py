@@ -408,6 +408,8 @@ def compression_health(
         full_tokens = sum(counter([f"--- {n['title']} ---\n" for n in notes])) + sum(
             counter([n["content"] for n in notes])
         )
+        # Counts of renders no note has any more go; the index's document bodies stay.
+        pruned = counter.prune(keep_sql="SELECT md5(body) FROM search_docs")
     pack = pack_notes(prepared, HEALTH_BUDGET)
     # The budget check runs here, on the notes already prepared for the figures: as a
     # check of its own it loaded and prepared every note a second time.
@@ -436,6 +438,7 @@ def compression_health(
         "model": dg.MetadataValue.text(settings.model),
         "texts_counted": dg.MetadataValue.int(counter.counted),
         "texts_count_reused": dg.MetadataValue.int(counter.reused),
+        "token_counts_pruned": dg.MetadataValue.int(pruned),
         "tokens_all_notes_full": dg.MetadataValue.int(full_tokens),
         "tokens_packed": dg.MetadataValue.int(pack.total_tokens),
         "pack_budget": dg.MetadataValue.int(HEALTH_BUDGET),

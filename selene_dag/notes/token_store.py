@@ -3,7 +3,8 @@
 A :class:`StoredCounts` is a ``count_batch`` for the context library (``prepare_notes``):
 it looks every text up by the md5 of its bytes, counts only the texts never seen with
 ``count_tokens_batch`` and stores them, so packing 10,000 unchanged notes again costs
-lookups, not tokenization.
+lookups, not tokenization. ``prune`` drops the counts of texts no longer asked for (the
+renders of a note before its edit), so the table stays near the size of what is live.
 """
 
 from __future__ import annotations
@@ -27,11 +28,13 @@ class StoredCounts:
         self.model = model
         self.counted = 0
         self.reused = 0
+        self.seen: set[str] = set()  # hashes of every text this counter was asked for
 
     def __call__(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []
         keys = [hashlib.md5(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
+        self.seen.update(keys)
         frame = pd.DataFrame({"hash": sorted(set(keys))})
         self.conn.register("_token_keys", frame)
         try:
@@ -62,3 +65,31 @@ class StoredCounts:
         self.counted += len(missing)
         self.reused += len(set(keys)) - len(missing)
         return [int(known[k]) for k in keys]
+
+    def prune(self, keep_sql: str | None = None, slack: float = 2.0) -> int:
+        """Delete this model's stored counts of texts this counter was never asked for,
+        except the hashes the query ``keep_sql`` selects (texts other steps count, e.g. the
+        search documents' bodies): without it the table would keep the counts of every
+        render a note ever had. Nothing is done while the model's rows are at most
+        ``slack`` × the texts kept (hashing every kept text is not free). Returns how many
+        rows were deleted."""
+        stored = self.conn.execute(
+            "SELECT count(*) FROM token_counts WHERE model = ?", [self.model]
+        ).fetchone()[0]
+        kept = len(self.seen)
+        if keep_sql:
+            kept += self.conn.execute(f"SELECT count(*) FROM ({keep_sql})").fetchone()[0]
+        if stored <= slack * kept:
+            return 0
+        frame = pd.DataFrame({"hash": sorted(self.seen)})
+        keep = f"AND t.hash NOT IN ({keep_sql})" if keep_sql else ""
+        self.conn.register("_token_seen", frame)
+        try:
+            row = self.conn.execute(
+                f"DELETE FROM token_counts t WHERE t.model = ? AND NOT EXISTS (SELECT 1 FROM "
+                f"_token_seen s WHERE s.hash = t.hash) {keep}",
+                [self.model],
+            ).fetchone()
+        finally:
+            self.conn.unregister("_token_seen")
+        return int(row[0]) if row else 0

@@ -39,3 +39,23 @@ def test_a_pack_from_stored_counts_is_the_pack_from_the_tokenizer(tmp_path: Path
         plain = prepare_notes(notes, "mistral:7b", activity_priority)
         assert stored.chains == plain.chains
         assert pack_notes(stored, 300).text == pack_notes(plain, 300).text
+
+
+def test_prune_keeps_what_was_asked_and_what_the_query_names(tmp_path: Path) -> None:
+    with open_store(tmp_path / "selene.duckdb") as conn:
+        StoredCounts(conn, "mistral:7b")(["old render", "a bödy ✓", "still used"])
+        StoredCounts(conn, "gpt-4")(["old render"])
+        conn.execute("CREATE TABLE bodies AS SELECT 'a bödy ✓' AS body")
+        now = StoredCounts(conn, "mistral:7b")
+        assert now(["still used", "new render"]) == count_tokens_batch(
+            ["still used", "new render"], "mistral:7b"
+        )
+        # DuckDB's md5 of a string is Python's md5 of its UTF-8 bytes: the keys agree.
+        assert now.prune(keep_sql="SELECT md5(body) FROM bodies") == 0  # 4 rows ≤ 2 × 3 kept
+        assert now.prune(keep_sql="SELECT md5(body) FROM bodies", slack=1.0) == 1  # "old render"
+        again = StoredCounts(conn, "mistral:7b")
+        again(["still used", "new render", "a bödy ✓"])
+        assert (again.counted, again.reused) == (0, 3)
+        other = StoredCounts(conn, "gpt-4")  # another model's counts are left alone
+        other(["old render"])
+        assert other.reused == 1
