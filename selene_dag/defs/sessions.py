@@ -31,7 +31,7 @@ from selene_dag.sessions.steps import (
     chunk_views_of,
     default_assessors,
     distill_project,
-    distill_session,
+    distill_sessions,
     file_content_tokens,
     read_session,
     scanned_by_key,
@@ -435,33 +435,30 @@ def distilled_sessions(
     batch = _Batch(context)
     written: list[tuple] = []
     with selene.connection() as conn:
-        ingested = _ingested_keys(conn, batch.keys)
-        for key in batch.keys:
-            if key not in ingested:
-                batch.fail(key, "not ingested (its session_events step failed)")
-                continue
-            try:
-                result = distill_session(
-                    conn,
-                    key,
-                    settings.distilled_dir,
-                    settings.now(),
-                    distiller,
-                    platform=config.platform or None,
-                    model=settings.model,
-                )
-            except OSError as exc:  # a full disk or a read-only folder, for this file
-                batch.fail(key, f"writing the distilled file failed: {exc}")
-                continue
-            written.append((key, result))
-            batch.done(
-                key,
-                result.data_version,
-                {
-                    "path": dg.MetadataValue.path(str(result.path)),
-                    "tokens": dg.MetadataValue.int(result.tokens),
-                },
-            )
+        outcome = distill_sessions(
+            conn,
+            batch.keys,
+            settings.distilled_dir,
+            settings.now(),
+            distiller,
+            platform=config.platform or None,
+            model=settings.model,
+        )
+    for key, error in outcome.errors.items():
+        if isinstance(error, OSError):  # a full disk or a read-only folder, for this file
+            batch.fail(key, f"writing the distilled file failed: {error}")
+        else:
+            batch.fail(key, "not ingested (its session_events step failed)")
+    for key, result in outcome.results.items():
+        written.append((key, result))
+        batch.done(
+            key,
+            result.data_version,
+            {
+                "path": dg.MetadataValue.path(str(result.path)),
+                "tokens": dg.MetadataValue.int(result.tokens),
+            },
+        )
     metadata: dict[str, Any] = {
         "files": dg.MetadataValue.int(len(written)),
         "tokens": dg.MetadataValue.int(sum(r.tokens for _, r in written)),

@@ -45,12 +45,15 @@ from selene_dag.sessions.store import (
     DistillationRow,
     SessionFileRow,
     distilled_paths,
+    distilled_paths_many,
     load_chunks,
     load_events,
     load_scored,
+    load_scored_many,
     load_session_file,
+    load_session_files_many,
     project_names,
-    replace_distillation,
+    replace_distillations,
     replace_session,
     scored_session_files,
 )
@@ -472,16 +475,68 @@ def distill_session(
 
     ``platform`` None writes the source's own format. The file's texts (preamble, wrappers
     and chunks) count at most ``config.max_tokens`` in the target model's tokens. Raises
-    ValueError when the session was never ingested (its upstream step did not run).
+    ValueError when the session was never ingested (its upstream step did not run), and
+    OSError when its file cannot be written.
     """
-    session = load_session_file(conn, session_key)
-    if session is None:
-        raise ValueError(f"session {session_key!r} has not been ingested (no session_files row)")
-    target = platform or session.platform
-    scored = load_scored(conn, session_key)
-    meta = session_meta(session, f"{session_key}:{target}", scored)
-    plan = _Distillation(session_key, session.project, meta, scored, target)
-    return _record_distillation(conn, plan, out_dir, now, config, model)
+    batch = distill_sessions(conn, [session_key], out_dir, now, config, platform, model)
+    if session_key in batch.results:
+        return batch.results[session_key]
+    error = batch.errors[session_key]
+    if isinstance(error, OSError):
+        raise error
+    raise ValueError(f"session {session_key!r} has not been ingested (no session_files row)")
+
+
+@dataclass
+class DistillBatch:
+    """Outcome of :func:`distill_sessions`: a result per session distilled, and per session
+    that was not, why (an ``OSError`` writing its file, or a ``LookupError`` when it was
+    never ingested)."""
+
+    results: dict[str, DistillResult] = field(default_factory=dict)
+    errors: dict[str, Exception] = field(default_factory=dict)
+
+
+def distill_sessions(
+    conn: duckdb.DuckDBPyConnection,
+    session_keys: Sequence[str],
+    out_dir: Path,
+    now: datetime,
+    config: DistillerConfig = DistillerConfig(),
+    platform: str | None = None,
+    model: str | None = None,
+) -> DistillBatch:
+    """:func:`distill_session` for many sessions: their rows and chunks read in a few
+    queries, each file written on its own (a file that cannot be written fails only
+    itself), the rows of those written rewritten in one transaction."""
+    keys = list(dict.fromkeys(session_keys))
+    batch = DistillBatch()
+    if not keys:
+        return batch
+    sessions = load_session_files_many(conn, keys)
+    scored = load_scored_many(conn, keys)
+    previous = distilled_paths_many(conn, keys)
+    rows: list[DistillationRow] = []
+    for key in keys:
+        session = sessions.get(key)
+        if session is None:
+            batch.errors[key] = LookupError(f"session {key!r} has not been ingested")
+            continue
+        target = platform or session.platform
+        chunks = scored.get(key, [])
+        meta = session_meta(session, f"{key}:{target}", chunks)
+        plan = _Distillation(key, session.project, meta, chunks, target)
+        try:
+            result, row = _write_distillation(
+                plan, previous.get((key, target), []), out_dir, now, config, model
+            )
+        except OSError as exc:
+            batch.errors[key] = exc
+            continue
+        batch.results[key] = result
+        rows.append(row)
+    replace_distillations(conn, rows)
+    return batch
 
 
 def distill_project(
@@ -530,9 +585,24 @@ def _record_distillation(
     config: DistillerConfig,
     model: str | None,
 ) -> DistillResult:
-    """Write the file under ``out_dir / plan.platform``, remove the one it replaces (a new
-    file name in the same folder) and rewrite the row of ``(plan.key, plan.platform)``."""
+    """Write the file of ``plan`` (see :func:`_write_distillation`) and rewrite its row."""
     previous = distilled_paths(conn, plan.key, plan.platform)
+    result, row = _write_distillation(plan, previous, out_dir, now, config, model)
+    replace_distillations(conn, [row])
+    return result
+
+
+def _write_distillation(
+    plan: _Distillation,
+    previous: Sequence[Path],
+    out_dir: Path,
+    now: datetime,
+    config: DistillerConfig,
+    model: str | None,
+) -> tuple[DistillResult, DistillationRow]:
+    """Write the file under ``out_dir / plan.platform`` and remove the one it replaces
+    among ``previous`` (a new file name in the same folder); return the result and the
+    ``distilled_sessions`` row to record."""
     result = write_distilled_file(
         plan.scored, plan.meta, plan.platform, config, out_dir / plan.platform, model
     )
@@ -540,24 +610,21 @@ def _record_distillation(
     for old in previous:
         if old != path and old.is_file() and old.parent == path.parent:
             old.unlink()
-    replace_distillation(
-        conn,
-        DistillationRow(
-            session_key=plan.key,
-            project=plan.project,
-            platform=plan.platform,
-            source_platform=plan.meta.source_platform,
-            path=str(path),
-            tokens=result.tokens,
-            budget=config.max_tokens,
-            chunk_count=len(result.distilled.chunks),
-            dropped_chunks=result.distilled.dropped_chunks,
-            sort_mode=config.sort_by,
-            min_consensus=config.min_consensus,
-            created_at=now,
-        ),
+    row = DistillationRow(
+        session_key=plan.key,
+        project=plan.project,
+        platform=plan.platform,
+        source_platform=plan.meta.source_platform,
+        path=str(path),
+        tokens=result.tokens,
+        budget=config.max_tokens,
+        chunk_count=len(result.distilled.chunks),
+        dropped_chunks=result.distilled.dropped_chunks,
+        sort_mode=config.sort_by,
+        min_consensus=config.min_consensus,
+        created_at=now,
     )
-    return result
+    return result, row
 
 
 def file_content_tokens(path: Path, model: str | None = None) -> int:
@@ -573,6 +640,7 @@ def file_content_tokens(path: Path, model: str | None = None) -> int:
 
 
 __all__ = [
+    "DistillBatch",
     "DistillResult",
     "IngestResult",
     "ScoreResult",
@@ -584,6 +652,7 @@ __all__ = [
     "default_assessors",
     "distill_project",
     "distill_session",
+    "distill_sessions",
     "events_version",
     "file_content_tokens",
     "file_sha256",

@@ -257,12 +257,19 @@ def replace_sessions(
 
 def load_session_file(conn: duckdb.DuckDBPyConnection, session_key: str) -> SessionFileRow | None:
     """The ``session_files`` row of ``session_key``; None when it was never ingested."""
+    return load_session_files_many(conn, [session_key]).get(session_key)
+
+
+def load_session_files_many(
+    conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]
+) -> dict[str, SessionFileRow]:
+    """The ``session_files`` rows of those of ``session_keys`` that were ingested, by key,
+    from one query."""
+    where, param = _keys_filter(session_keys)
     rows = fetch_dicts(
-        conn,
-        f"SELECT {_select(SessionFileRow)} FROM session_files WHERE session_key = ?",
-        [session_key],
+        conn, f"SELECT {_select(SessionFileRow)} FROM session_files WHERE {where}", [param]
     )
-    return SessionFileRow(**rows[0]) if rows else None
+    return {row["session_key"]: SessionFileRow(**row) for row in rows}
 
 
 def scored_session_files(
@@ -411,17 +418,25 @@ def replace_scores_many(
 
 def load_scored(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[ScoredChunk]:
     """Chunks of one session with their consensus, in chronological (chunk) order."""
+    return load_scored_many(conn, [session_key]).get(session_key, [])
+
+
+def load_scored_many(
+    conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]
+) -> dict[str, list[ScoredChunk]]:
+    """The scored chunks of each of ``session_keys`` that has any, with their consensus, in
+    chronological (chunk) order, from two queries."""
+    where, param = _keys_filter(session_keys)
     rows = fetch_dicts(
-        conn,
-        "SELECT chunk_id, consensus FROM chunk_scores WHERE session_key = ?",
-        [session_key],
+        conn, f"SELECT session_key, chunk_id, consensus FROM chunk_scores WHERE {where}", [param]
     )
-    scores = {row["chunk_id"]: row["consensus"] for row in rows}
-    return [
-        ScoredChunk(c, float(scores[c.id]))
-        for c in load_chunks(conn, session_key)
-        if c.id in scores
-    ]
+    scores = {(row["session_key"], row["chunk_id"]): row["consensus"] for row in rows}
+    out: dict[str, list[ScoredChunk]] = {}
+    for key, chunks in load_chunks_many(conn, session_keys).items():
+        kept = [ScoredChunk(c, float(scores[key, c.id])) for c in chunks if (key, c.id) in scores]
+        if kept:
+            out[key] = kept
+    return out
 
 
 # --- distilled_sessions ------------------------------------------------------------------
@@ -437,11 +452,34 @@ def distilled_paths(conn: duckdb.DuckDBPyConnection, session_key: str, platform:
     return [Path(row["path"]) for row in rows]
 
 
+def distilled_paths_many(
+    conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]
+) -> dict[tuple[str, str], list[Path]]:
+    """Paths of the files recorded for each of ``session_keys``, by (key, platform)."""
+    where, param = _keys_filter(session_keys)
+    rows = fetch_dicts(
+        conn, f"SELECT session_key, platform, path FROM distilled_sessions WHERE {where}", [param]
+    )
+    out: dict[tuple[str, str], list[Path]] = {}
+    for row in rows:
+        out.setdefault((row["session_key"], row["platform"]), []).append(Path(row["path"]))
+    return out
+
+
 def replace_distillation(conn: duckdb.DuckDBPyConnection, row: DistillationRow) -> None:
     """Rewrite the ``distilled_sessions`` row of ``(row.session_key, row.platform)``."""
+    replace_distillations(conn, [row])
+
+
+def replace_distillations(conn: duckdb.DuckDBPyConnection, rows: Sequence[DistillationRow]) -> None:
+    """Rewrite the ``distilled_sessions`` rows of each ``(session_key, platform)`` of
+    ``rows``, in one transaction and two statements whatever their number."""
+    if not rows:
+        return
     with transaction(conn):
         conn.execute(
-            "DELETE FROM distilled_sessions WHERE session_key = ? AND platform = ?",
-            [row.session_key, row.platform],
+            "DELETE FROM distilled_sessions WHERE list_contains(?, session_key || chr(31) || "
+            "platform)",
+            [[f"{r.session_key}\x1f{r.platform}" for r in rows]],
         )
-        _insert(conn, "distilled_sessions", [row])
+        _insert(conn, "distilled_sessions", list(rows))

@@ -171,3 +171,25 @@ def test_files_are_written_together_and_a_row_that_cannot_be_stored_costs_only_i
         stored = {r[0] for r in conn.execute("SELECT session_key FROM session_files").fetchall()}
         # The failed file's transaction rolled back: its earlier rows are still there.
         assert stored == {r.file_row.session_key for r in reads}
+
+
+def test_a_distilled_file_that_cannot_be_written_fails_only_itself(tmp_path: Path) -> None:
+    from selene_dag.sessions.distiller import DistillerConfig
+    from selene_dag.sessions.steps import distill_sessions
+
+    settings, _ = _home(tmp_path, 3)
+    keys = [f.session_key for f in scan_roots(settings.session_roots)]
+    runs.materialize_sessions(settings, keys, dg.DagsterInstance.ephemeral())
+    with duckdb.connect(str(settings.db_path)) as conn:
+        paths = dict(conn.execute("SELECT session_key, path FROM distilled_sessions").fetchall())
+        blocked = keys[1]
+        Path(paths[blocked]).unlink()
+        Path(paths[blocked]).mkdir()  # a folder where its file goes: writing it fails
+        batch = distill_sessions(
+            conn, keys, settings.distilled_dir, settings.now(), DistillerConfig()
+        )
+        assert set(batch.results) == {keys[0], keys[2]}
+        assert list(batch.errors) == [blocked] and isinstance(batch.errors[blocked], OSError)
+        rows = conn.execute("SELECT session_key FROM distilled_sessions").fetchall()
+    assert sorted(r[0] for r in rows) == sorted(keys)  # the failed one keeps its old row
+    assert all(Path(batch.results[k].path).is_file() for k in batch.results)
