@@ -517,6 +517,7 @@ def distill_sessions(
     scored = load_scored_many(conn, keys)
     previous = distilled_paths_many(conn, keys)
     rows: list[DistillationRow] = []
+    replaced: list[Path] = []
     for key in keys:
         session = sessions.get(key)
         if session is None:
@@ -527,7 +528,7 @@ def distill_sessions(
         meta = session_meta(session, f"{key}:{target}", chunks)
         plan = _Distillation(key, session.project, meta, chunks, target)
         try:
-            result, row = _write_distillation(
+            result, row, stale = _write_distillation(
                 plan, previous.get((key, target), []), out_dir, now, config, model
             )
         except OSError as exc:
@@ -535,7 +536,9 @@ def distill_sessions(
             continue
         batch.results[key] = result
         rows.append(row)
+        replaced += stale
     replace_distillations(conn, rows)
+    _remove(replaced)  # only once no row names them any more
     return batch
 
 
@@ -587,9 +590,16 @@ def _record_distillation(
 ) -> DistillResult:
     """Write the file of ``plan`` (see :func:`_write_distillation`) and rewrite its row."""
     previous = distilled_paths(conn, plan.key, plan.platform)
-    result, row = _write_distillation(plan, previous, out_dir, now, config, model)
+    result, row, stale = _write_distillation(plan, previous, out_dir, now, config, model)
     replace_distillations(conn, [row])
+    _remove(stale)
     return result
+
+
+def _remove(paths: Sequence[Path]) -> None:
+    for path in paths:
+        if path.is_file():
+            path.unlink(missing_ok=True)
 
 
 def _write_distillation(
@@ -599,17 +609,15 @@ def _write_distillation(
     now: datetime,
     config: DistillerConfig,
     model: str | None,
-) -> tuple[DistillResult, DistillationRow]:
-    """Write the file under ``out_dir / plan.platform`` and remove the one it replaces
-    among ``previous`` (a new file name in the same folder); return the result and the
-    ``distilled_sessions`` row to record."""
+) -> tuple[DistillResult, DistillationRow, list[Path]]:
+    """Write the file under ``out_dir / plan.platform``; return the result, the
+    ``distilled_sessions`` row to record and the files among ``previous`` it replaces (a
+    new file name in the same folder), to remove once the row is recorded."""
     result = write_distilled_file(
         plan.scored, plan.meta, plan.platform, config, out_dir / plan.platform, model
     )
     path = result.path
-    for old in previous:
-        if old != path and old.is_file() and old.parent == path.parent:
-            old.unlink()
+    stale = [old for old in previous if old != path and old.parent == path.parent]
     row = DistillationRow(
         session_key=plan.key,
         project=plan.project,
@@ -624,7 +632,7 @@ def _write_distillation(
         min_consensus=config.min_consensus,
         created_at=now,
     )
-    return result, row
+    return result, row, stale
 
 
 def file_content_tokens(path: Path, model: str | None = None) -> int:
