@@ -193,3 +193,27 @@ def test_a_distilled_file_that_cannot_be_written_fails_only_itself(tmp_path: Pat
         rows = conn.execute("SELECT session_key FROM distilled_sessions").fetchall()
     assert sorted(r[0] for r in rows) == sorted(keys)  # the failed one keeps its old row
     assert all(Path(batch.results[k].path).is_file() for k in batch.results)
+
+
+def test_the_file_a_distillation_replaces_is_removed_after_its_row(tmp_path: Path) -> None:
+    from selene_dag.sessions.distiller import DistillerConfig
+    from selene_dag.sessions.steps import distill_sessions
+
+    settings, _ = _home(tmp_path, 2)
+    keys = [f.session_key for f in scan_roots(settings.session_roots)]
+    runs.materialize_sessions(settings, keys, dg.DagsterInstance.ephemeral())
+    with duckdb.connect(str(settings.db_path)) as conn:
+        path = Path(conn.execute("SELECT path FROM distilled_sessions").fetchone()[0])
+        # As after a session grew: its row names a file of an older name, in the same folder.
+        older = path.with_name("rollout-older.jsonl")
+        older.write_text("{}\n")
+        conn.execute(
+            "UPDATE distilled_sessions SET path = ? WHERE path = ?", [str(older), str(path)]
+        )
+        batch = distill_sessions(
+            conn, keys, settings.distilled_dir, settings.now(), DistillerConfig()
+        )
+        assert not batch.errors
+        paths = {Path(r[0]) for r in conn.execute("SELECT path FROM distilled_sessions").fetchall()}
+    assert path in paths and older not in paths
+    assert path.is_file() and not older.exists()
