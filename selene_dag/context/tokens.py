@@ -199,7 +199,9 @@ class SentencePieceTokenizer:
         self.exact = True
         self._encode = processor.encode
         self._newline: int | None = None
+        self._tail: int | None = None
         self._longest: int | None = None
+        self._first_word: dict[str, int] = {}  # see count_line_spans
         # Counts of the blocks of long texts, by md5: a long text rendered twice with a
         # different header (a note at two tiers) is tokenized once.
         self._blocks: dict[bytes, int] = {}
@@ -255,6 +257,43 @@ class SentencePieceTokenizer:
         if self._newline is None:
             self._newline = len(self._encode("\n"))
         return self._newline
+
+    def count_line_spans(
+        self, lines: Sequence[str], spans: Sequence[tuple[int, int]], counts: Sequence[int]
+    ) -> list[int]:
+        # A line behind a newline costs its own count less what its first word saves
+        # without the leading word marker: pieces never cross a space (words are split on
+        # it) nor a newline (a byte-fallback piece no merge crosses), so only the first
+        # word's pieces differ. That difference is measured once per distinct first word.
+        newline = self._newline_cost()
+        firsts: list[str | None] = []
+        for line in lines:
+            if not line or line[0].isspace():
+                firsts.append(None)  # a leading blank: its marker rules differ, count it whole
+                continue
+            cut = min((k for k in (line.find(" "), line.find("\n")) if k >= 0), default=len(line))
+            firsts.append(line[:cut])
+        todo = sorted({w for w in firsts if w is not None and w not in self._first_word})
+        if todo:
+            alone = self._encode(todo)
+            behind = self._encode(["\n" + w for w in todo])
+            for word, a, b in zip(todo, alone, behind, strict=True):
+                self._first_word[word] = len(a) - (len(b) - newline)
+        whole = [i for i, w in enumerate(firsts) if w is None]
+        behind_whole = self._encode(["\n" + lines[i] for i in whole]) if whole else []
+        join = [
+            counts[i] - self._first_word[w] if w is not None else 0 for i, w in enumerate(firsts)
+        ]
+        for i, ids in zip(whole, behind_whole, strict=True):
+            join[i] = len(ids) - newline
+        tail = self._tail_cost()
+        return [counts[a] + sum(join[a + 1 : b]) - tail for a, b in spans]
+
+    def _tail_cost(self) -> int:
+        # Tokens a text's final newline adds: its byte-fallback piece.
+        if self._tail is None:
+            self._tail = len(self._encode("a\n")) - len(self._encode("a"))
+        return self._tail
 
     def truncate(self, text: str, max_tokens: int) -> str:
         # The first max_tokens pieces lie within (max_tokens + 2) longest pieces' worth of
@@ -531,6 +570,47 @@ def count_tokens_batch(texts: Sequence[str], model: str | None = None) -> list[i
         return []
     tok = tokenizer_for(model)
     return tok.count_batch(items)
+
+
+def count_line_spans(
+    lines: Sequence[str],
+    spans: Sequence[tuple[int, int]],
+    model: str | None = None,
+    counts: Sequence[int] | None = None,
+) -> list[int]:
+    """``count_tokens("".join(lines[a:b]).rstrip("\\n"), model)`` for each ``(a, b)`` span
+    (``a < b``) of ``lines``, each of which ends with a newline; ``counts`` (default:
+    counted here) are the lines' own counts. Exact either way; with a SentencePiece model it
+    is derived from the lines' counts, so lines shared by overlapping spans are not
+    tokenized again. Raises ValueError for a line without a final newline or an empty span."""
+    items = list(lines)
+    for line in items:
+        _check_text(line)
+        if not line.endswith("\n"):
+            raise ValueError("every line must end with a newline")
+    pairs = [(int(a), int(b)) for a, b in spans]
+    if any(not 0 <= a < b <= len(items) for a, b in pairs):
+        raise ValueError("spans must be non-empty ranges of the lines")
+    tok = tokenizer_for(model)
+    own = list(counts) if counts is not None else tok.count_batch(items)
+    derive = getattr(tok, "count_line_spans", None)
+    if derive is None or any(len(line) > _LONG_TEXT for line in items):
+        derivable: list[int] = []
+    else:
+        # rstrip takes a last line's one newline off: one byte piece. A blank last line
+        # (more newlines go, maybe all the text): count the span whole.
+        derivable = [k for k, (_, b) in enumerate(pairs) if items[b - 1][-2:-1] not in ("", "\n")]
+    out = [0] * len(pairs)
+    if derivable:
+        derived = derive(items, [pairs[k] for k in derivable], own)
+        for k, n in zip(derivable, derived, strict=True):
+            out[k] = n
+    rest = sorted(set(range(len(pairs))) - set(derivable))
+    if rest:
+        texts = ["".join(items[pairs[k][0] : pairs[k][1]]).rstrip("\n") for k in rest]
+        for k, n in zip(rest, tok.count_batch(texts), strict=True):
+            out[k] = n
+    return out
 
 
 def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> str:

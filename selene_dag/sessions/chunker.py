@@ -14,7 +14,12 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from selene_dag.context.tokens import count_tokens, count_tokens_batch, truncate_to_tokens
+from selene_dag.context.tokens import (
+    count_line_spans,
+    count_tokens,
+    count_tokens_batch,
+    truncate_to_tokens,
+)
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.scoring import score_event
 
@@ -109,7 +114,8 @@ def build_chunks(
         used += n
     windows.append(current)
     texts = ["".join(lines[j] for j in window).rstrip("\n") for window in windows]
-    totals = count_tokens_batch(texts, model=model)
+    # A window is a run of consecutive lines: its count follows from theirs.
+    totals = count_line_spans(lines, [(w[0], w[-1] + 1) for w in windows], model, counts)
     chunks: list[Chunk] = []
     for index, window in enumerate(windows):
         members = [kept[j] for j in window]

@@ -272,3 +272,38 @@ def test_truncating_a_long_text_encodes_only_its_head(lines, blank, budget) -> N
     for family in ("mistral-sp-v1", "mistral-sp-v3", "mistral-sp-v7"):
         tokenizer = tk._mistral(family)
         assert tokenizer.truncate(text, budget) == _truncate_whole(tokenizer, text, budget)
+
+
+_LINE_PIECES = [*_PIECES, "[user/prompt]", "[assistant/tool_use Bash]", "/", "]", "\n"]
+_SPAN_LINES = st.lists(
+    st.lists(st.sampled_from(_LINE_PIECES), max_size=20).map(lambda s: "".join(s) + "\n"),
+    min_size=1,
+    max_size=25,
+)
+
+
+@settings(max_examples=40, deadline=None)
+@given(lines=_SPAN_LINES, data=st.data())
+def test_spans_of_lines_are_counted_from_their_lines(lines, data) -> None:
+    # A session chunk's count comes from its lines' counts (pieces never cross a space or
+    # a newline; only a line's first word differs behind a newline). It must equal
+    # counting the joined text, for every SentencePiece vocabulary and for tiktoken.
+    starts = data.draw(st.lists(st.integers(0, len(lines) - 1), min_size=1, max_size=8))
+    spans = [(a, data.draw(st.integers(a + 1, len(lines)))) for a in starts]
+    texts = ["".join(lines[a:b]).rstrip("\n") for a, b in spans]
+    for family in ("mistral-sp-v1", "mistral-sp-v3", "mistral-sp-v7"):
+        tokenizer = tk._mistral(family)
+        own = tokenizer.count_batch(lines)
+        expected = [len(tokenizer.processor.encode(t)) for t in texts]
+        derivable = [k for k, (_, b) in enumerate(spans) if lines[b - 1][-2:-1] not in ("", "\n")]
+        derived = tokenizer.count_line_spans(lines, [spans[k] for k in derivable], own)
+        assert derived == [expected[k] for k in derivable]
+    for model in ("mistral:7b", "gpt-4"):
+        assert tk.count_line_spans(lines, spans, model) == count_tokens_batch(texts, model)
+
+
+def test_count_line_spans_rejects_lines_without_newline_and_empty_spans() -> None:
+    with pytest.raises(ValueError, match="newline"):
+        tk.count_line_spans(["a\n", "b"], [(0, 2)], "mistral:7b")
+    with pytest.raises(ValueError, match="non-empty"):
+        tk.count_line_spans(["a\n"], [(0, 0)], "mistral:7b")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from selene_dag.context.tokens import count_tokens
+from selene_dag.context.tokens import count_tokens, count_tokens_batch
 from selene_dag.sessions.chunker import ChunkConfig, build_chunks, chunk_id
 from selene_dag.sessions.parsers import parse_file
 from selene_dag.sessions.parsers.model import SessionEvent
@@ -62,6 +62,8 @@ def test_real_sessions_chunk_within_defaults(path) -> None:
         assert c.token_count <= 4000
         assert c.importance_avg >= 30
         assert c.id == chunk_id("claude-abc", c.first_seq, c.last_seq)
+    # Counted from the lines' counts, exactly the count of the chunk's text.
+    assert [c.token_count for c in chunks] == count_tokens_batch([c.text for c in chunks])
     again = build_chunks(evs, "claude-abc")
     assert [c.id for c in again] == [c.id for c in chunks]
     assert len({c.id for c in chunks}) == len(chunks)
