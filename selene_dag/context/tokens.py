@@ -274,6 +274,8 @@ class SentencePieceTokenizer:
             cut = min((k for k in (line.find(" "), line.find("\n")) if k >= 0), default=len(line))
             firsts.append(line[:cut])
         todo = sorted({w for w in firsts if w is not None and w not in self._first_word})
+        if len(self._first_word) + len(todo) > _BLOCK_CACHE_SIZE:
+            self._first_word = {}
         if todo:
             alone = self._encode(todo)
             behind = self._encode(["\n" + w for w in todo])

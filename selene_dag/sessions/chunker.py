@@ -115,7 +115,10 @@ def build_chunks(
     windows.append(current)
     texts = ["".join(lines[j] for j in window).rstrip("\n") for window in windows]
     # A window is a run of consecutive lines: its count follows from theirs.
-    totals = count_line_spans(lines, [(w[0], w[-1] + 1) for w in windows], model, counts)
+    if all(w[-1] - w[0] + 1 == len(w) for w in windows):
+        totals = count_line_spans(lines, [(w[0], w[-1] + 1) for w in windows], model, counts)
+    else:  # not reached: the carry is a suffix of the window before
+        totals = count_tokens_batch(texts, model=model)
     chunks: list[Chunk] = []
     for index, window in enumerate(windows):
         members = [kept[j] for j in window]
