@@ -28,6 +28,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
+from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -201,7 +202,8 @@ class SentencePieceTokenizer:
         self._newline: int | None = None
         self._tail: int | None = None
         self._longest: int | None = None
-        self._first_word: dict[str, int] = {}  # see count_line_spans
+        self._first_word: dict[tuple[str, str], int] = {}  # see _first_word_savings
+        self._blanks: dict[str, int] = {}  # see _blank_cost
         # Counts of the blocks of long texts, by md5: a long text rendered twice with a
         # different header (a note at two tiers) is tokenized once.
         self._blocks: dict[bytes, int] = {}
@@ -273,23 +275,85 @@ class SentencePieceTokenizer:
                 continue
             cut = min((k for k in (line.find(" "), line.find("\n")) if k >= 0), default=len(line))
             firsts.append(line[:cut])
-        todo = sorted({w for w in firsts if w is not None and w not in self._first_word})
-        if len(self._first_word) + len(todo) > _BLOCK_CACHE_SIZE:
-            self._first_word = {}
-        if todo:
-            alone = self._encode(todo)
-            behind = self._encode(["\n" + w for w in todo])
-            for word, a, b in zip(todo, alone, behind, strict=True):
-                self._first_word[word] = len(a) - (len(b) - newline)
+        self._first_word_savings([("", w) for w in firsts if w is not None])
         whole = [i for i, w in enumerate(firsts) if w is None]
         behind_whole = self._encode(["\n" + lines[i] for i in whole]) if whole else []
         join = [
-            counts[i] - self._first_word[w] if w is not None else 0 for i, w in enumerate(firsts)
+            counts[i] - self._first_word["", w] if w is not None else 0
+            for i, w in enumerate(firsts)
         ]
         for i, ids in zip(whole, behind_whole, strict=True):
             join[i] = len(ids) - newline
         tail = self._tail_cost()
         return [counts[a] + sum(join[a + 1 : b]) - tail for a, b in spans]
+
+    def count_tiled(
+        self, text: str, spans: Sequence[tuple[int, int]], counts: Sequence[int]
+    ) -> int | None:
+        # The text is its spans' non-blank cores joined by blank gaps. Pieces never cross a
+        # space (a word starts at it) nor a newline (a byte piece no merge crosses), so:
+        # a gap of one space costs nothing (the next span starts a word as it does alone);
+        # a gap holding newlines costs what its blanks cost after a word, and the next span
+        # costs what its indent and first word cost behind a newline instead of its first
+        # word alone. Anything else (another gap, a cut inside a word, a tab before a word,
+        # blanks before the first span) is not derived.
+        if not spans or spans[0][0] != 0:
+            return None
+        total = 0
+        heads: list[tuple[str, str]] = []
+        core_end = 0
+        for index, ((start, stop), count) in enumerate(zip(spans, counts, strict=True)):
+            piece = text[start:stop]
+            core = piece.rstrip()
+            trailing = self._blank_cost(piece[len(core) :])
+            if not core or trailing is None:
+                return None
+            if index:
+                gap = text[core_end:start]
+                if gap != " ":
+                    indent = gap[gap.rfind("\n") + 1 :]
+                    blanks = self._blank_cost(gap[: len(gap) - len(indent)])
+                    if "\n" not in gap or blanks is None or indent.strip(" \t"):
+                        return None
+                    total += blanks
+                    cut = min(
+                        (k for k in (core.find(" "), core.find("\n")) if k >= 0), default=len(core)
+                    )
+                    heads.append((indent, core[:cut]))
+            total += count - trailing
+            core_end = start + len(core)
+        rest = self._blank_cost(text[core_end:])
+        if rest is None:
+            return None
+        return total + rest - self._first_word_savings(heads)
+
+    def _blank_cost(self, blanks: str) -> int | None:
+        # What spaces and newlines cost after a word (None for other characters).
+        if not blanks:
+            return 0
+        if blanks.strip(" \n"):
+            return None
+        cost = self._blanks.get(blanks)
+        if cost is None:
+            cost = len(self._encode("a" + blanks)) - len(self._encode("a"))
+            if len(self._blanks) < _BLOCK_CACHE_SIZE:
+                self._blanks[blanks] = cost
+        return cost
+
+    def _first_word_savings(self, heads: Sequence[tuple[str, str]]) -> int:
+        # For each (indent, word): what the word costs alone (behind its word marker) less
+        # what the indent and the word cost behind a newline. Measured once per distinct pair.
+        distinct = set(heads)
+        if len(self._first_word) + len(distinct) > _BLOCK_CACHE_SIZE:
+            self._first_word = {}
+        todo = sorted(h for h in distinct if h not in self._first_word)
+        if todo:
+            newline = self._newline_cost()
+            alone = self._encode([word for _, word in todo])
+            behind = self._encode(["\n" + indent + word for indent, word in todo])
+            for head, a, b in zip(todo, alone, behind, strict=True):
+                self._first_word[head] = len(a) - (len(b) - newline)
+        return sum(self._first_word[h] for h in heads)
 
     def _tail_cost(self) -> int:
         # Tokens a text's final newline adds: its byte-fallback piece.
@@ -613,6 +677,24 @@ def count_line_spans(
         for k, n in zip(rest, tok.count_batch(texts), strict=True):
             out[k] = n
     return out
+
+
+def count_tiled(
+    text: str, spans: Sequence[tuple[int, int]], counts: Sequence[int], model: str | None = None
+) -> int | None:
+    """``count_tokens(text, model)`` from the counts of ``text[a:b]`` for ``spans`` (in
+    order, the first at 0) when the model's tokenizer lets it be derived exactly: a
+    SentencePiece model, and every gap between spans one space or newlines (then maybe an
+    indent of spaces and tabs), and only newlines after the last. None otherwise: the
+    caller counts ``text`` itself."""
+    tok = tokenizer_for(model)
+    derive = getattr(tok, "count_tiled", None)
+    if derive is None:
+        return None
+    pairs = [(int(a), int(b)) for a, b in spans]
+    if any(b <= a for a, b in pairs) or any(b > a2 for (_, b), (a2, _) in pairwise(pairs)):
+        return None
+    return derive(text, pairs, list(counts))
 
 
 def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> str:

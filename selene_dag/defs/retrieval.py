@@ -31,6 +31,10 @@ ASK_CHECK_BUDGET = 2_000
     ],
     code_version=code_version("3", sql=("search_docs",)),
     automation_condition=FOLLOW_UPSTREAM,
+    # Run before compression_health when both are ready: the index derives each note's
+    # count from its passages' and stores it, and health then reads it instead of
+    # tokenizing the corpus again.
+    op_tags={"dagster/priority": "1"},
     description=(
         "Full-text (BM25, porter stemmer) index over live notes (title, content) and scored "
         "session chunks, with the static-score inputs of ask's rerank (fidelity tier, "
@@ -59,6 +63,7 @@ def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
             "passages": dg.MetadataValue.int(built.passages),
             "passages_embedded": dg.MetadataValue.int(built.embedded),
             "documents_counted": dg.MetadataValue.int(built.counted),
+            "documents_counted_from_passages": dg.MetadataValue.int(built.derived),
             "corpus_version": dg.MetadataValue.text(built.corpus_version),
             "sample": markdown_table(["kind", "citation", "title"], sample),
             "dagster/row_count": dg.MetadataValue.int(built.documents),

@@ -30,7 +30,12 @@ class StoredCounts:
         self.reused = 0
         self.seen: set[str] = set()  # hashes of every text this counter was asked for
 
-    def __call__(self, texts: Sequence[str]) -> list[int]:
+    def __call__(
+        self, texts: Sequence[str], derived: Sequence[int | None] | None = None
+    ) -> list[int]:
+        """The counts of ``texts``. ``derived``: exact counts already known for some of them
+        (None where not; e.g. a document's count from its passages'): stored like counted
+        ones, without tokenizing."""
         if not texts:
             return []
         keys = [hashlib.md5(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
@@ -48,9 +53,18 @@ class StoredCounts:
         finally:
             self.conn.unregister("_token_keys")
         missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
+        given = dict(zip(keys, derived, strict=True)) if derived is not None else {}
         if missing:
             order = sorted(missing)
-            counts = count_tokens_batch([missing[k] for k in order], self.model)
+            unknown = [k for k in order if given.get(k) is None]
+            counted = dict(
+                zip(
+                    unknown,
+                    count_tokens_batch([missing[k] for k in unknown], self.model),
+                    strict=True,
+                )
+            )
+            counts = [counted[k] if k in counted else int(given[k]) for k in order]
             new = pd.DataFrame({"hash": order, "tokens": counts})
             self.conn.register("_token_new", new)
             try:
@@ -62,7 +76,7 @@ class StoredCounts:
             finally:
                 self.conn.unregister("_token_new")
             known.update(zip(order, counts, strict=True))
-        self.counted += len(missing)
+        self.counted += len(missing)  # tokenized here or derived by the caller
         self.reused += len(set(keys)) - len(missing)
         return [int(known[k]) for k in keys]
 

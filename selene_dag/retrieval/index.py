@@ -32,7 +32,7 @@ from pathlib import Path
 import duckdb
 import pandas as pd
 
-from selene_dag.context.tokens import count_tokens_batch, default_model
+from selene_dag.context.tokens import count_tiled, count_tokens_batch, default_model
 from selene_dag.errors import SeleneError
 from selene_dag.notes.token_store import StoredCounts
 from selene_dag.paths import transform_sql
@@ -194,6 +194,7 @@ class BuildResult:
     passages: int = 0
     embedded: int = 0  # passages whose vector was computed by this build (new content)
     counted: int = 0  # documents counted and cut by this build (new or changed)
+    derived: int = 0  # of those, documents whose count came from their passages' counts
 
     @property
     def documents(self) -> int:
@@ -253,7 +254,11 @@ def _fresh_documents(conn: duckdb.DuckDBPyConnection, model: str) -> list[str]:
     return [r[0] for r in rows]
 
 
-def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str]) -> None:
+def _write_doc_tokens(
+    conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str], derived: dict[str, int]
+) -> None:
+    """Store the header and body counts of the ``fresh`` documents; ``derived``: bodies
+    counted from their passages' counts (``count_tiled``), not tokenized again."""
     recipe = f"{model}|{cut_recipe()}"
     # Bodies go through token_counts: a note's content is also counted by the health
     # figures, and whichever step comes first counts it for both.
@@ -265,7 +270,7 @@ def _write_doc_tokens(conn: duckdb.DuckDBPyConnection, model: str, fresh: list[s
             [fresh[at : at + _COUNT_BATCH]],
         ).fetchall()
         headers = count_tokens_batch([header_text(r[1], r[2]) for r in rows], model)
-        bodies = stored([r[3] for r in rows])
+        bodies = stored([r[3] for r in rows], [derived.get(r[0]) for r in rows])
         conn.execute(
             f"INSERT INTO {DOC_TOKENS_TABLE} SELECT unnest(?), ?, unnest(?), unnest(?), "
             "unnest(?), ?",
@@ -280,12 +285,12 @@ def passage_text(title: str, text: str) -> str:
 
 def _write_passages(
     conn: duckdb.DuckDBPyConnection, model: str, fresh: list[str]
-) -> tuple[int, dict[str, list[tuple[str, ...]]]]:
+) -> tuple[int, dict[str, list[tuple[str, ...]]], dict[str, int]]:
     """Cut and count the passages of the ``fresh`` documents (and of any document that has
     none stored); drop the passages of documents changed or gone. Returns how many passages
-    the index holds, and the documents cut here whose passages hold all their text, with
-    the words their cuts split (``bm25.split_words``): their BM25 postings can be summed
-    from their passages'."""
+    the index holds; the documents cut here whose passages hold all their text, with the
+    words their cuts split (``bm25.split_words``): their BM25 postings can be summed from
+    their passages'; and the body counts derived from the passages' (``count_tiled``)."""
     conn.execute(
         f"DELETE FROM {PASSAGES_TABLE} WHERE list_contains(?, doc_id) OR doc_id NOT IN "
         f"(SELECT doc_id FROM {DOCS_TABLE})",
@@ -302,6 +307,7 @@ def _write_passages(
         }
     )
     covered: dict[str, list[tuple[str, ...]]] = {}
+    derived: dict[str, int] = {}
     for at in range(0, len(todo), _COUNT_BATCH):
         rows = conn.execute(
             f"SELECT doc_id, kind, title, body FROM {DOCS_TABLE} WHERE list_contains(?, doc_id) "
@@ -309,8 +315,10 @@ def _write_passages(
             [todo[at : at + _COUNT_BATCH]],
         ).fetchall()
         out: list[tuple[str, str, str, int, str, str, int, int, str]] = []
+        cuts: list[tuple[str, str, list[tuple[int, int]], int]] = []
         for doc_id, kind, title, body in rows:
             spans = cut_passages(body)
+            cuts.append((doc_id, body, spans, len(out)))
             split = bm25.split_words(body, spans)
             if split is not None:
                 covered[doc_id] = split
@@ -322,6 +330,11 @@ def _write_passages(
         if not out:
             continue
         tokens = count_tokens_batch([r[5] for r in out], model)
+        for doc_id, body, spans, first in cuts:
+            if spans:
+                whole = count_tiled(body, spans, tokens[first : first + len(spans)], model)
+                if whole is not None:
+                    derived[doc_id] = whole
         frame = pd.DataFrame(
             out,
             columns=["passage_id", "doc_id", "kind", "ordinal", "title", "text", "a", "b", "h"],
@@ -336,7 +349,7 @@ def _write_passages(
         finally:
             conn.unregister("_passages_frame")
     count = int(conn.execute(f"SELECT count(*) FROM {PASSAGES_TABLE}").fetchone()[0])
-    return count, covered
+    return count, covered, derived
 
 
 def _passage_ids(conn: duckdb.DuckDBPyConnection, docs: list[str]) -> list[str]:
@@ -394,8 +407,8 @@ def build_index(
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
         execute_script(conn, transform_sql("search_docs"))
         fresh = _fresh_documents(conn, model)
-        _write_doc_tokens(conn, model, fresh)
-        passages, covered = _write_passages(conn, model, fresh)
+        passages, covered, derived = _write_passages(conn, model, fresh)
+        _write_doc_tokens(conn, model, fresh, derived)
         bm25.update(conn, PASSAGES_BM25, _passage_ids(conn, fresh))
         # A document whose passages hold all its text is indexed from their postings, so
         # its text is tokenized once, not twice.
@@ -409,4 +422,12 @@ def build_index(
             "INSERT OR REPLACE INTO search_index_meta VALUES (1, ?, ?, ?)",
             [version, notes + chunks, now],
         )
-    return BuildResult(int(notes), int(chunks), version, passages, embedded, len(fresh))
+    return BuildResult(
+        int(notes),
+        int(chunks),
+        version,
+        passages,
+        embedded,
+        len(fresh),
+        sum(d in derived for d in fresh),
+    )

@@ -3,13 +3,16 @@ embedded once per content, and one edited note re-embeds only its own passages."
 
 from __future__ import annotations
 
+import json
 import socket
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from selene_dag.context.tokens import count_tokens
+from selene_dag.context.tokens import count_tokens, count_tokens_batch
+from selene_dag.notes.token_store import StoredCounts
+from selene_dag.paths import assets_dir
 from selene_dag.retrieval import embed
 from selene_dag.retrieval.index import build_index
 from selene_dag.retrieval.pack import ask
@@ -18,6 +21,7 @@ from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
 
 MODEL = "mistral:7b"
+DEMO = assets_dir() / "demo" / "notes" / "til.jsonl"
 
 
 def test_loads_and_embeds_with_the_network_blocked(
@@ -203,3 +207,29 @@ def test_items_are_separated_by_one_blank_line_whatever_their_text_ends_with(
     # longer fits.
     assert len(result.items) == 2
     assert "\n\n\n" not in result.text and not result.text.endswith("\n")
+
+
+def test_note_counts_derived_from_passages_are_the_model_counts(tmp_path: Path) -> None:
+    # Most demo notes' counts come from their passages' counts (count_tiled); every count
+    # must still be the tokenizer's own, and health's shared count table gets them too.
+    notes = [json.loads(line) for line in DEMO.read_text(encoding="utf-8").splitlines() if line]
+    conn = connect(tmp_path / "selene.duckdb")
+    try:
+        for note in notes:
+            conn.execute(
+                "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, "
+                "source) VALUES (?, ?, ?, md5(?), ?, ?, 'test')",
+                [note["id"], note["title"], note["content"], note["content"], NOW, NOW],
+            )
+        built = build_index(conn, NOW, model=MODEL)
+        assert built.derived >= 0.95 * built.notes
+        rows = conn.execute(
+            "SELECT d.body, t.body_tokens FROM search_docs d JOIN search_doc_tokens t "
+            "USING (doc_id)"
+        ).fetchall()
+        assert [n for _, n in rows] == count_tokens_batch([b for b, _ in rows], MODEL)
+        counter = StoredCounts(conn, MODEL)
+        assert counter([b for b, _ in rows]) == [n for _, n in rows]
+        assert counter.counted == 0  # all found in token_counts
+    finally:
+        conn.close()

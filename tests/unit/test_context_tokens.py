@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import socket
 import warnings
+from itertools import pairwise
 
 import pytest
 from hypothesis import given, settings
@@ -307,3 +308,35 @@ def test_count_line_spans_rejects_lines_without_newline_and_empty_spans() -> Non
         tk.count_line_spans(["a\n", "b"], [(0, 2)], "mistral:7b")
     with pytest.raises(ValueError, match="non-empty"):
         tk.count_line_spans(["a\n"], [(0, 0)], "mistral:7b")
+
+
+_TILED_TEXT = st.lists(st.sampled_from([*_LINE_PIECES, " ", "\n\n", "word", "Word."]), max_size=80)
+
+
+@settings(max_examples=60, deadline=None)
+@given(pieces=_TILED_TEXT, data=st.data())
+def test_a_text_is_counted_from_its_tiles_when_derivable(pieces, data) -> None:
+    # A document's count from its passages' counts (search_index): whenever count_tiled
+    # answers, it is the count of the whole text, for every SentencePiece vocabulary.
+    from selene_dag.retrieval.passages import cut_passages
+
+    text = "".join(pieces)
+    cuts = sorted(data.draw(st.sets(st.integers(0, len(text)), max_size=6)))
+    bounds = [0, *cuts, len(text)]
+    random_spans = [(a, b) for a, b in pairwise(bounds) if b > a]
+    for spans in (cut_passages(text), random_spans):
+        for family in ("mistral-sp-v1", "mistral-sp-v3", "mistral-sp-v7"):
+            tokenizer = tk._mistral(family)
+            counts = [len(tokenizer.processor.encode(text[a:b])) for a, b in spans]
+            derived = tokenizer.count_tiled(text, spans, counts) if spans else None
+            if derived is not None:
+                assert derived == len(tokenizer.processor.encode(text))
+
+
+def test_paragraphs_and_sentences_are_derivable() -> None:
+    text = "First paragraph, two sentences. Second one.\n\n- a list item\n- another\n\nEnd.\n"
+    spans = [(0, 31), (32, 43), (45, 58), (59, 68), (70, 74)]
+    counts = count_tokens_batch([text[a:b] for a, b in spans], "mistral:7b")
+    assert tk.count_tiled(text, spans, counts, "mistral:7b") == count_tokens(text, "mistral:7b")
+    assert tk.count_tiled(text, spans, counts, "gpt-4") is None  # tiktoken: count it whole
+    assert tk.count_tiled(text, [(1, 31)], counts[:1], "mistral:7b") is None  # blank before
