@@ -191,6 +191,12 @@ def _line_blocks(text: str) -> list[str]:
     return blocks
 
 
+def _first_word(text: str) -> str:
+    """``text`` up to its first space or newline (all of it when it has neither)."""
+    cut = min((k for k in (text.find(" "), text.find("\n")) if k >= 0), default=len(text))
+    return text[:cut]
+
+
 class SentencePieceTokenizer:
     """Counts with a SentencePiece model (Mistral v1/v3/v7), without BOS/EOS."""
 
@@ -200,9 +206,8 @@ class SentencePieceTokenizer:
         self.exact = True
         self._encode = processor.encode
         self._newline: int | None = None
-        self._tail: int | None = None
         self._longest: int | None = None
-        self._first_word: dict[tuple[str, str], int] = {}  # see _first_word_savings
+        self._first_word: dict[tuple[str, str], int] = {}  # see _head_savings
         self._blanks: dict[str, int] = {}  # see _blank_cost
         # Counts of the blocks of long texts, by md5: a long text rendered twice with a
         # different header (a note at two tiers) is tokenized once.
@@ -268,23 +273,17 @@ class SentencePieceTokenizer:
         # it) nor a newline (a byte-fallback piece no merge crosses), so only the first
         # word's pieces differ. That difference is measured once per distinct first word.
         newline = self._newline_cost()
-        firsts: list[str | None] = []
-        for line in lines:
-            if not line or line[0].isspace():
-                firsts.append(None)  # a leading blank: its marker rules differ, count it whole
-                continue
-            cut = min((k for k in (line.find(" "), line.find("\n")) if k >= 0), default=len(line))
-            firsts.append(line[:cut])
-        self._first_word_savings([("", w) for w in firsts if w is not None])
+        # A leading blank changes the marker rules: such a line is counted whole behind one.
+        firsts = [_first_word(line) if line and not line[0].isspace() else None for line in lines]
+        known = [(i, w) for i, w in enumerate(firsts) if w is not None]
+        savings = self._head_savings([("", w) for _, w in known])
+        join = [0] * len(lines)
+        for (i, _), saved in zip(known, savings, strict=True):
+            join[i] = counts[i] - saved
         whole = [i for i, w in enumerate(firsts) if w is None]
-        behind_whole = self._encode(["\n" + lines[i] for i in whole]) if whole else []
-        join = [
-            counts[i] - self._first_word["", w] if w is not None else 0
-            for i, w in enumerate(firsts)
-        ]
-        for i, ids in zip(whole, behind_whole, strict=True):
+        for i, ids in zip(whole, self._encode(["\n" + lines[i] for i in whole]), strict=True):
             join[i] = len(ids) - newline
-        tail = self._tail_cost()
+        tail = self._blank_cost("\n") or 0  # a newline's cost: never None
         return [counts[a] + sum(join[a + 1 : b]) - tail for a, b in spans]
 
     def count_tiled(
@@ -316,16 +315,13 @@ class SentencePieceTokenizer:
                     if "\n" not in gap or blanks is None or indent.strip(" \t"):
                         return None
                     total += blanks
-                    cut = min(
-                        (k for k in (core.find(" "), core.find("\n")) if k >= 0), default=len(core)
-                    )
-                    heads.append((indent, core[:cut]))
+                    heads.append((indent, _first_word(core)))
             total += count - trailing
             core_end = start + len(core)
         rest = self._blank_cost(text[core_end:])
         if rest is None:
             return None
-        return total + rest - self._first_word_savings(heads)
+        return total + rest - sum(self._head_savings(heads))
 
     def _blank_cost(self, blanks: str) -> int | None:
         # What spaces and newlines cost after a word (None for other characters).
@@ -340,7 +336,7 @@ class SentencePieceTokenizer:
                 self._blanks[blanks] = cost
         return cost
 
-    def _first_word_savings(self, heads: Sequence[tuple[str, str]]) -> int:
+    def _head_savings(self, heads: Sequence[tuple[str, str]]) -> list[int]:
         # For each (indent, word): what the word costs alone (behind its word marker) less
         # what the indent and the word cost behind a newline. Measured once per distinct pair.
         distinct = set(heads)
@@ -353,13 +349,7 @@ class SentencePieceTokenizer:
             behind = self._encode(["\n" + indent + word for indent, word in todo])
             for head, a, b in zip(todo, alone, behind, strict=True):
                 self._first_word[head] = len(a) - (len(b) - newline)
-        return sum(self._first_word[h] for h in heads)
-
-    def _tail_cost(self) -> int:
-        # Tokens a text's final newline adds: its byte-fallback piece.
-        if self._tail is None:
-            self._tail = len(self._encode("a\n")) - len(self._encode("a"))
-        return self._tail
+        return [self._first_word[h] for h in heads]
 
     def truncate(self, text: str, max_tokens: int) -> str:
         # The first max_tokens pieces lie within (max_tokens + 2) longest pieces' worth of
