@@ -462,31 +462,6 @@ class _Distillation:
     platform: str
 
 
-def distill_session(
-    conn: duckdb.DuckDBPyConnection,
-    session_key: str,
-    out_dir: Path,
-    now: datetime,
-    config: DistillerConfig = DistillerConfig(),
-    platform: str | None = None,
-    model: str | None = None,
-) -> DistillResult:
-    """Select chunks within budget, write the resumable file, rewrite the ``distilled_sessions`` row.
-
-    ``platform`` None writes the source's own format. The file's texts (preamble, wrappers
-    and chunks) count at most ``config.max_tokens`` in the target model's tokens. Raises
-    ValueError when the session was never ingested (its upstream step did not run), and
-    OSError when its file cannot be written.
-    """
-    batch = distill_sessions(conn, [session_key], out_dir, now, config, platform, model)
-    if session_key in batch.results:
-        return batch.results[session_key]
-    error = batch.errors[session_key]
-    if isinstance(error, OSError):
-        raise error
-    raise ValueError(f"session {session_key!r} has not been ingested (no session_files row)")
-
-
 @dataclass
 class DistillBatch:
     """Outcome of :func:`distill_sessions`: a result per session distilled, and per session
@@ -506,9 +481,14 @@ def distill_sessions(
     platform: str | None = None,
     model: str | None = None,
 ) -> DistillBatch:
-    """:func:`distill_session` for many sessions: their rows and chunks read in a few
-    queries, each file written on its own (a file that cannot be written fails only
-    itself), the rows of those written rewritten in one transaction."""
+    """Distill each of ``session_keys``: select its chunks within budget, write its
+    resumable file, rewrite its ``distilled_sessions`` row.
+
+    ``platform`` None writes each source's own format. A file's texts (preamble, wrappers
+    and chunks) count at most ``config.max_tokens`` in the target model's tokens. The
+    sessions' rows and chunks are read in a few queries; each file is written on its own
+    (a file that cannot be written fails only itself); the rows of those written are
+    rewritten in one transaction, and only then are the files they replace removed."""
     keys = list(dict.fromkeys(session_keys))
     batch = DistillBatch()
     if not keys:
@@ -659,7 +639,6 @@ __all__ = [
     "chunk_views_of",
     "default_assessors",
     "distill_project",
-    "distill_session",
     "distill_sessions",
     "events_version",
     "file_content_tokens",

@@ -466,11 +466,6 @@ def distilled_paths_many(
     return out
 
 
-def replace_distillation(conn: duckdb.DuckDBPyConnection, row: DistillationRow) -> None:
-    """Rewrite the ``distilled_sessions`` row of ``(row.session_key, row.platform)``."""
-    replace_distillations(conn, [row])
-
-
 def replace_distillations(conn: duckdb.DuckDBPyConnection, rows: Sequence[DistillationRow]) -> None:
     """Rewrite the ``distilled_sessions`` rows of each ``(session_key, platform)`` of
     ``rows``, in one transaction and two statements whatever their number."""

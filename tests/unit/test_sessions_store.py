@@ -21,7 +21,7 @@ from selene_dag.sessions.store import (
     load_session_file,
     project_names,
     replace_chunks,
-    replace_distillation,
+    replace_distillations,
     replace_scores,
     replace_session,
     scored_session_files,
@@ -112,6 +112,6 @@ def test_chunks_scores_and_distillations(conn) -> None:
     row = DistillationRow(
         "claude-abc", "/p", "codex", "claude", "/out/x", 9, 80, 1, 0, "hybrid", 5.0, NOW
     )
-    replace_distillation(conn, row)
-    replace_distillation(conn, row)
+    replace_distillations(conn, [row])
+    replace_distillations(conn, [row])
     assert [str(p) for p in distilled_paths(conn, "claude-abc", "codex")] == ["/out/x"]
