@@ -9,6 +9,19 @@ from selene_dag.llm.extractive.essence import pick_essence
 from selene_dag.llm.extractive.scoring import centrality, tfidf_similarity
 
 
+def _assert_matrix_means(sentences: list[str], extra: str) -> tuple[np.ndarray, np.ndarray]:
+    """centrality(sentences, extra) equals the means of the dense similarity matrix."""
+    n = len(sentences)
+    central, to_extra = centrality(sentences, extra)
+    sim = tfidf_similarity([*sentences, extra])
+    assert sim is not None
+    core = sim[:n, :n].copy()
+    np.fill_diagonal(core, 0.0)
+    assert np.allclose(central, core.sum(axis=1) / (n - 1))
+    assert np.allclose(to_extra, sim[:n, n])
+    return central, to_extra
+
+
 def test_centrality_equals_the_similarity_matrix_means() -> None:
     sentences = [
         "The cache evicts the least recently used entry first.",
@@ -16,26 +29,14 @@ def test_centrality_equals_the_similarity_matrix_means() -> None:
         "A full cache evicts entries by recency.",
         "Unrelated: tomatoes need sun and water.",
     ]
-    central, to_title = centrality(sentences, "cache eviction")
-    sim = tfidf_similarity([*sentences, "cache eviction"])
-    assert sim is not None
-    core = sim[:4, :4].copy()
-    np.fill_diagonal(core, 0.0)
-    assert np.allclose(central, core.sum(axis=1) / 3)
-    assert np.allclose(to_title, sim[:4, 4])
+    _assert_matrix_means(sentences, "cache eviction")
     assert centrality(["!!", "??"])[0].tolist() == [0.0, 0.0]
 
 
 def test_centrality_with_wordless_rows_and_no_shared_word() -> None:
     # A sentence of stop words only is an empty row in the middle of the matrix.
     sentences = ["Caching layers evict entries.", "It is what it is.", "Eviction caching layers."]
-    central, to_title = centrality(sentences, "layers")
-    sim = tfidf_similarity([*sentences, "layers"])
-    assert sim is not None
-    core = sim[:3, :3].copy()
-    np.fill_diagonal(core, 0.0)
-    assert np.allclose(central, core.sum(axis=1) / 2)
-    assert np.allclose(to_title, sim[:3, 3])
+    central, to_title = _assert_matrix_means(sentences, "layers")
     assert central[1] == 0.0 and to_title[1] == 0.0
     # Sentences that share no word score exactly 0, not rounding noise: noise must not
     # become the best centrality a note's scores are divided by.
