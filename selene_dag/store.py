@@ -165,7 +165,7 @@ def open_store(
 
 
 # A write-ahead log up to this size stays when a connection closes: every open replays it
-# (~15 ms a MiB), while a checkpoint rewrites the tables it touched (~1.5 s on a
+# (~12 ms a MiB measured), while a checkpoint rewrites the tables it touched (~1.5 s on a
 # 10,000-note store even for one edited note). A bigger log is folded in at close.
 WAL_KEPT_BYTES = 1 << 20
 
