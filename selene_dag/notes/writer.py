@@ -30,7 +30,10 @@ class NotesWriteStats:
     errors: int
 
 
-def _incoming_frame(result: IngestResult, now: datetime) -> pd.DataFrame:
+def _incoming_frame(result: IngestResult, stored: dict[str, str]) -> pd.DataFrame:
+    """The notes of ``result`` as rows to stage; a note whose content hash equals its
+    ``stored`` one (live id → content hash) carries no title or content: the hash covers
+    both, so they are not copied again to be found equal."""
     columns = [
         "id",
         "title",
@@ -43,21 +46,24 @@ def _incoming_frame(result: IngestResult, now: datetime) -> pd.DataFrame:
         "tags",
         "test_run",
     ]
-    rows = [
-        (
-            n.id,
-            n.title,
-            n.content,
-            n.content_hash,
-            n.created_at,
-            n.updated_at,
-            n.source,
-            n.topic,
-            list(n.tags),
-            n.test_run,
+    rows = []
+    for n in result.notes:
+        digest = n.content_hash
+        same = stored.get(n.id) == digest
+        rows.append(
+            (
+                n.id,
+                None if same else n.title,
+                None if same else n.content,
+                digest,
+                n.created_at,
+                n.updated_at,
+                n.source,
+                n.topic,
+                list(n.tags),
+                n.test_run,
+            )
         )
-        for n in result.notes
-    ]
     frame = pd.DataFrame(rows, columns=columns)
     for col in ("created_at", "updated_at"):
         frame[col] = pd.to_datetime(frame[col], utc=True)
@@ -78,12 +84,18 @@ def write_notes(
     """
     root_prefix = scope.source_prefix
     skip = [str(folder).rstrip("/") + "/" for folder in scope.skip]
-    incoming = _incoming_frame(result, now)
     failed = pd.DataFrame({"source": pd.Series(result.files_failed, dtype="object")})
     errors = pd.DataFrame(
         [(e.source, e.line, e.error) for e in result.errors], columns=["source", "line", "error"]
     ).astype({"source": "object", "line": "Int64", "error": "object"})
     with transaction(conn):
+        stored = dict(
+            conn.execute(
+                "SELECT id, content_hash FROM notes WHERE deleted_at IS NULL AND starts_with(id, ?)",
+                [scope.id_prefix],
+            ).fetchall()
+        )
+        incoming = _incoming_frame(result, stored)
         conn.register("incoming_df", incoming)
         conn.register("failed_df", failed)
         conn.register("errors_df", errors)

@@ -1,14 +1,16 @@
 -- Upsert the staged notes (relation `incoming`) into `notes`.
 -- A row is rewritten only when something the source carries changed, so re-ingesting an
 -- unchanged folder touches nothing; a note that comes back after deletion is restored.
+-- A staged note whose content hash is the stored one carries no title or content (NULL):
+-- only its other fields can have changed, and the stored text stays.
 INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source, topic,
                    tags, test_run, deleted_at, ingested_at)
 SELECT id, title, content, content_hash, created_at, updated_at, source, topic,
        tags, test_run, NULL, $now
 FROM incoming
 ON CONFLICT (id) DO UPDATE SET
-    title        = excluded.title,
-    content      = excluded.content,
+    title        = coalesce(excluded.title, notes.title),
+    content      = coalesce(excluded.content, notes.content),
     content_hash = excluded.content_hash,
     created_at   = excluded.created_at,
     updated_at   = excluded.updated_at,
