@@ -122,6 +122,49 @@ def test_one_changed_document_is_reindexed_alone(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_document_keys_are_written_with_each_row(store) -> None:
+    """search_docs.content_key is the md5 of citation, title and body for notes and chunks
+    alike (two SQL expressions write it), and source_hash is the note's content hash."""
+    kinds = dict(
+        store.execute(
+            f"SELECT kind, count(*) FROM {DOCS_TABLE} WHERE content_key = "
+            "md5(citation || chr(31) || title || chr(31) || body) GROUP BY kind"
+        ).fetchall()
+    )
+    total = dict(store.execute(f"SELECT kind, count(*) FROM {DOCS_TABLE} GROUP BY kind").fetchall())
+    assert kinds == total and total.get("chunk", 0) > 0
+    wrong = store.execute(
+        f"SELECT count(*) FROM {DOCS_TABLE} d LEFT JOIN notes n ON d.ref = n.id "
+        "WHERE (d.kind = 'note' AND d.source_hash IS DISTINCT FROM n.content_hash) "
+        "OR (d.kind = 'chunk' AND d.source_hash IS NOT NULL)"
+    ).fetchone()[0]
+    assert wrong == 0
+
+
+def test_rows_written_without_keys_are_not_counted_again(tmp_path: Path) -> None:
+    """Rows from before the keys existed (NULL) rewrite their notes once, and nothing is
+    counted or cut again: their text did not change."""
+    db = tmp_path / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    try:
+        build_index(conn, NOW, model=MODEL)
+        passages = conn.execute(f"SELECT passage_id FROM {PASSAGES_TABLE} ORDER BY 1").fetchall()
+        conn.execute(f"UPDATE {DOCS_TABLE} SET content_key = NULL, source_hash = NULL")
+        assert build_index(conn, NOW, model=MODEL).counted == 0
+        assert conn.execute(f"SELECT passage_id FROM {PASSAGES_TABLE} ORDER BY 1").fetchall() == (
+            passages
+        )
+        missing = dict(
+            conn.execute(
+                f"SELECT kind, count(*) FROM {DOCS_TABLE} WHERE content_key IS NULL GROUP BY kind"
+            ).fetchall()
+        )
+        assert "note" not in missing and missing.get("chunk", 0) > 0
+    finally:
+        conn.close()
+
+
 def test_stored_token_counts_are_the_model_counts(store) -> None:
     rows = store.execute(
         f"SELECT d.citation, d.title, d.body, t.header_tokens, t.body_tokens, t.model "
