@@ -2,19 +2,19 @@
 inside its PyPI wheel, mean-pooled and L2-normalized. No network, no GPU.
 
 The wheel carries its weights under ``wordllama/weights/`` and its tokenizer under
-``wordllama/tokenizers/``, but the loader looks for a packaged tokenizer under
-``wordllama/tokenizer/`` and otherwise under ``<cache_dir>/tokenizers/``; so the tokenizer
-file is copied from the package into a cache folder of ours and the loader is told never
-to download. ``embed_texts`` pools token vectors itself (no padding to the longest text in
-a batch), so cost grows with the tokens embedded.
+``wordllama/tokenizers/``. They are read straight from the installed package's folder with
+``safetensors`` and ``tokenizers`` (the libraries wordllama itself loads them with), without
+importing wordllama: its loader looks for the tokenizer elsewhere, may try a download, and
+importing it costs each process that embeds about 0.2 s. ``embed_texts`` pools token
+vectors itself (no padding to the longest text in a batch), so cost grows with the tokens
+embedded.
 """
 
 from __future__ import annotations
 
-import logging
-import os
-import shutil
+import importlib.util
 from collections.abc import Sequence
+from dataclasses import dataclass
 from functools import cache
 from itertools import chain
 from pathlib import Path
@@ -26,7 +26,10 @@ from selene_dag.errors import SeleneError
 
 EMBED_MODEL = "wordllama-l2_supercat-256"
 DIM = 256
-_CONFIG = "l2_supercat"
+# The files of that model inside the wordllama package, and the weights' tensor name.
+_WEIGHTS = "weights/l2_supercat_256.safetensors"
+_TOKENIZER = "tokenizers/l2_supercat_tokenizer_config.json"
+_TENSOR = "embedding.weight"
 # Texts per tokenizer batch.
 BATCH = 1024
 # Tokens of one text that count: a passage is at most ~300 tokens; a question is short.
@@ -37,51 +40,40 @@ class EmbeddingError(SeleneError, RuntimeError):
     """The embedding model cannot be loaded from its installed package."""
 
 
-def cache_dir() -> Path:
-    """Where the tokenizer copy lives: ``$XDG_CACHE_HOME/selene-dag/wordllama`` (default
-    ``~/.cache/selene-dag/wordllama``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "selene-dag" / "wordllama"
+@dataclass(frozen=True)
+class EmbeddingModel:
+    """The token embedding table (float32, one row per token id) and its tokenizer."""
+
+    embedding: np.ndarray
+    tokenizer: Any
 
 
-def _prepare(package: Path, target: Path) -> Path:
-    """Copy the package's tokenizer files into ``target/tokenizers`` (once); ``target``."""
-    source = package / "tokenizers"
-    dest = target / "tokenizers"
-    for path in source.glob("*.json"):
-        out = dest / path.name
-        if not out.is_file() or out.stat().st_size != path.stat().st_size:
-            dest.mkdir(parents=True, exist_ok=True)
-            tmp = out.with_suffix(f".{os.getpid()}.tmp")
-            shutil.copyfile(path, tmp)
-            tmp.replace(out)
-    return target
+def package_dir() -> Path:
+    """The installed wordllama package's folder (found without importing it). Raises
+    EmbeddingError when the package is not installed."""
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        raise EmbeddingError("dense retrieval needs the 'wordllama' package")
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 @cache
-def load_model() -> Any:
-    """The wordllama model (``WordLlamaInference``), loaded once per process from the
-    installed wheel, never from the network. Raises EmbeddingError when the package or
-    its files are missing."""
-    root = logging.getLogger()
-    handlers, level = list(root.handlers), root.level
+def load_model() -> EmbeddingModel:
+    """The model, loaded once per process from the installed wheel's files, never from
+    the network. Raises EmbeddingError when the package or its files are missing."""
+    from safetensors import safe_open
+    from tokenizers import Tokenizer
+
+    package = package_dir()
     try:
-        import wordllama
-        from wordllama import WordLlama
-    except ImportError as exc:
-        raise EmbeddingError("dense retrieval needs the 'wordllama' package") from exc
-    finally:
-        # wordllama's import calls logging.basicConfig(INFO): leave the root logger as it was.
-        root.handlers[:], root.level = handlers, level
-    package = Path(wordllama.__file__).resolve().parent
-    try:
-        target = _prepare(package, cache_dir())
-        model = WordLlama.load(config=_CONFIG, dim=DIM, cache_dir=target, disable_download=True)
-    except (OSError, ValueError) as exc:
-        raise EmbeddingError(f"cannot load wordllama from {package}: {exc}") from exc
-    model.tokenizer.no_padding()
-    model.tokenizer.enable_truncation(MAX_TOKENS)
-    return model
+        tokenizer = Tokenizer.from_file(str(package / _TOKENIZER))
+        with safe_open(str(package / _WEIGHTS), framework="np", device="cpu") as weights:
+            table = np.ascontiguousarray(weights.get_tensor(_TENSOR).astype(np.float32))
+    except Exception as exc:  # tokenizers raises a bare Exception for a missing file
+        raise EmbeddingError(f"cannot load the wordllama model from {package}: {exc}") from exc
+    tokenizer.no_padding()
+    tokenizer.enable_truncation(MAX_TOKENS)
+    return EmbeddingModel(table, tokenizer)
 
 
 def embed_texts(texts: Sequence[str]) -> np.ndarray:
