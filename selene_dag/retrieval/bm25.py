@@ -125,24 +125,35 @@ def update(
     postings are summed from their parts' postings (see :class:`Parts`), which must be up
     to date. The result is the same as tokenizing them."""
     _create_unit_tables(conn, unit)
-    changed = list(changed)
-    for table in (unit.postings, unit.lengths):
-        conn.execute(
-            f"DELETE FROM {table} WHERE list_contains(?, key) OR key NOT IN "
-            f"(SELECT {unit.key} FROM {unit.source})",
-            [changed],
-        )
+    # Which rows to drop and to index is decided on keys alone; then only those rows are
+    # touched, so one change does not read every row's text or scan the postings for
+    # keys that are gone.
+    gone = conn.execute(
+        f"SELECT key FROM {unit.lengths} WHERE key NOT IN (SELECT {unit.key} FROM {unit.source})"
+    ).fetchall()
+    drop = sorted({*changed, *(r[0] for r in gone)})
+    if drop:
+        for table in (unit.postings, unit.lengths):
+            conn.execute(f"DELETE FROM {table} WHERE key IN (SELECT unnest(?::VARCHAR[]))", [drop])
+    keys = [
+        r[0]
+        for r in conn.execute(
+            f"SELECT {unit.key} FROM {unit.source} "
+            f"WHERE {unit.key} NOT IN (SELECT key FROM {unit.lengths})"
+        ).fetchall()
+    ]
+    if not keys:
+        return 0
     text = " || ' ' || ".join(f"coalesce({f}, '')" for f in unit.fields)
     conn.execute(
         f"""
         CREATE OR REPLACE TEMP TABLE _bm25_rows AS
         SELECT {unit.key} AS key, kind, {text} AS text FROM {unit.source}
-        WHERE {unit.key} NOT IN (SELECT key FROM {unit.lengths})
-        """
+        WHERE {unit.key} IN (SELECT unnest(?::VARCHAR[]))
+        """,
+        [keys],
     )
-    todo = conn.execute("SELECT count(*) FROM _bm25_rows").fetchone()[0]
-    if not todo:
-        return 0
+    todo = len(keys)
     if parts is not None and parts.keys:
         _derive(conn, unit, parts)
         if not conn.execute("SELECT count(*) FROM _bm25_rows").fetchone()[0]:

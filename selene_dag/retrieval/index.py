@@ -371,12 +371,18 @@ def _write_embeddings(conn: duckdb.DuckDBPyConnection) -> int:
         f"(SELECT hash FROM {PASSAGES_TABLE})",
         [EMBED_MODEL],
     )
+    # The hashes to embed are found first, then only their passages' texts are read.
+    hashes = conn.execute(
+        f"SELECT DISTINCT hash FROM {PASSAGES_TABLE} "
+        f"WHERE hash NOT IN (SELECT hash FROM {EMBEDDINGS_TABLE})"
+    ).fetchall()
+    if not hashes:
+        return 0
     todo = conn.execute(
         f"SELECT hash, any_value(title), any_value(text) FROM {PASSAGES_TABLE} "
-        f"WHERE hash NOT IN (SELECT hash FROM {EMBEDDINGS_TABLE}) GROUP BY hash ORDER BY hash"
+        "WHERE hash IN (SELECT unnest(?::VARCHAR[])) GROUP BY hash ORDER BY hash",
+        [[r[0] for r in hashes]],
     ).fetchall()
-    if not todo:
-        return 0
     vectors = embed_texts([passage_text(title, text) for _, title, text in todo])
     frame = pd.DataFrame({"hash": [r[0] for r in todo], "vec": list(vectors)})
     conn.register("_embeddings_frame", frame)
