@@ -207,13 +207,9 @@ def header_text(citation: str, title: str) -> str:
     return f"[{citation}] {title}" if title else f"[{citation}]"
 
 
-# A row's content_key is written with it (md5 of citation, title and body); a row written
-# before that column existed gets it computed here (only those rows' bodies are read).
-_DOC_KEY_SQL = (
-    f"SELECT doc_id, content_key FROM {DOCS_TABLE} WHERE content_key IS NOT NULL "
-    f"UNION ALL SELECT doc_id, md5(citation || chr(31) || title || chr(31) || body) "
-    f"FROM {DOCS_TABLE} WHERE content_key IS NULL"
-)
+# Each row's content_key (md5 of citation, title and body) is written by the search_docs
+# transform, so no unchanged document's text is read or hashed here.
+_DOC_KEY_SQL = f"SELECT doc_id, content_key FROM {DOCS_TABLE}"
 _DOC_TOKENS_COLUMNS = ("doc_id", "model", "header_tokens", "body_tokens", "content_key", "recipe")
 
 

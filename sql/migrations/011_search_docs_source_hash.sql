@@ -5,8 +5,8 @@
 -- content_key: md5 of citation, title and body (what the stored token counts and passages
 -- of the document were made from), computed once per row instead of for every document
 -- at every index build.
--- Rows written before this migration have neither: their notes are rewritten once, and a
--- missing content_key is computed when read.
+-- Rows written before this migration have neither: their notes are rewritten once, and the
+-- next index build fills every missing content_key.
 
 ALTER TABLE search_docs ADD COLUMN source_hash VARCHAR;
 ALTER TABLE search_docs ADD COLUMN content_key VARCHAR;

@@ -21,10 +21,7 @@ SELECT
     c.last_seq AS last_seq,
     sha256(left(c.text, 500)) AS dedup_key,
     NULL::VARCHAR AS source_hash,
-    md5(
-        c.session_key || ' events ' || c.first_seq || '-' || c.last_seq || chr(31)
-        || f.platform || ' session ' || coalesce(f.project, f.session_key) || chr(31) || c.text
-    ) AS content_key
+    NULL::VARCHAR AS content_key
 FROM chunks c
 JOIN session_files f ON f.session_key = c.session_key
 LEFT JOIN chunk_scores s ON s.chunk_id = c.id AND s.session_key = c.session_key;
@@ -79,7 +76,7 @@ SELECT
     NULL,
     sha256(left(n.content, 500)),
     n.content_hash,
-    md5('note ' || n.id || chr(31) || n.title || chr(31) || n.content)
+    NULL
 FROM notes n
 LEFT JOIN processed_notes p ON p.note_id = n.id
 WHERE n.id IN (SELECT ref FROM _search_docs_changed WHERE starts_with(doc_id, 'note:'));
@@ -87,6 +84,11 @@ WHERE n.id IN (SELECT ref FROM _search_docs_changed WHERE starts_with(doc_id, 'n
 INSERT INTO search_docs
 SELECT * FROM _search_chunk_docs
 WHERE doc_id IN (SELECT doc_id FROM _search_docs_changed WHERE starts_with(doc_id, 'chunk:'));
+
+-- The rows just written get their content key (md5 of citation, title and body: what
+-- their stored token counts and passages are made from); only those rows' text is read.
+UPDATE search_docs SET content_key = md5(citation || chr(31) || title || chr(31) || body)
+WHERE content_key IS NULL;
 
 DROP TABLE _search_docs_changed;
 DROP VIEW _search_chunk_docs;
