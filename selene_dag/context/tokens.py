@@ -294,10 +294,12 @@ class SentencePieceTokenizer:
         # a gap of one space costs nothing (the next span starts a word as it does alone);
         # a gap holding newlines costs what its blanks cost after a word, and the next span
         # costs what its indent and first word cost behind a newline instead of its first
-        # word alone. Anything else (another gap, a cut inside a word, a tab before a word,
-        # blanks before the first span) is not derived.
-        if not spans or spans[0][0] != 0:
+        # word alone. Spans joined any other way (another gap, a cut inside a word, a tab
+        # before a word) are counted again together, as one span: a long URL cut between
+        # two passages costs those two passages' recount, not the whole text's.
+        if not spans:
             return None
+        spans, counts = self._merge_underivable(text, spans, counts)
         total = 0
         heads: list[tuple[str, str]] = []
         core_end = 0
@@ -322,6 +324,51 @@ class SentencePieceTokenizer:
         if rest is None:
             return None
         return total + rest - sum(self._head_savings(heads))
+
+    def _merge_underivable(
+        self, text: str, spans: Sequence[tuple[int, int]], counts: Sequence[int]
+    ) -> tuple[list[tuple[int, int]], list[int]]:
+        # Consecutive spans whose junction count_tiled cannot derive become one span,
+        # counted here; the others keep their given counts. Blanks before the first span
+        # join it (it is counted again from 0).
+        groups: list[list[int]] = [[0]]
+        if spans[0][0] != 0:
+            spans = [(0, spans[0][1]), *spans[1:]]
+            counts = [-1, *counts[1:]]
+        for index in range(1, len(spans)):
+            start, stop = spans[index - 1]
+            core = text[start:stop].rstrip()
+            gap = text[start + len(core) : spans[index][0]]
+            indent = gap[gap.rfind("\n") + 1 :]
+            # The next span must start its first word: its indent is read from the gap.
+            head = text[spans[index][0] : spans[index][1]]
+            joins = (
+                bool(core)
+                and self._blank_cost(text[start + len(core) : stop]) is not None
+                and bool(head.strip())
+                and not head[0].isspace()
+                and (
+                    gap == " "
+                    or (
+                        "\n" in gap
+                        and not indent.strip(" \t")
+                        and self._blank_cost(gap[: len(gap) - len(indent)]) is not None
+                    )
+                )
+            )
+            if joins:
+                groups.append([index])
+            else:
+                groups[-1].append(index)
+        merged = [(spans[g[0]][0], spans[g[-1]][1]) for g in groups]
+        recount = [k for k, g in enumerate(groups) if len(g) > 1 or counts[g[0]] < 0]
+        if not recount:
+            return merged, list(counts)
+        fresh = self.count_batch([text[merged[k][0] : merged[k][1]] for k in recount])
+        out = [counts[g[0]] for g in groups]
+        for k, n in zip(recount, fresh, strict=True):
+            out[k] = n
+        return merged, out
 
     def _blank_cost(self, blanks: str) -> int | None:
         # What spaces and newlines cost after a word (None for other characters).
