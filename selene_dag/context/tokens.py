@@ -716,6 +716,11 @@ def count_line_spans(
     return out
 
 
+def can_tile(model: str | None = None) -> bool:
+    """True when ``count_tiled`` can derive counts in ``model``'s tokens (SentencePiece)."""
+    return hasattr(tokenizer_for(model), "count_tiled")
+
+
 def count_tiled(
     text: str, spans: Sequence[tuple[int, int]], counts: Sequence[int], model: str | None = None
 ) -> int | None:

@@ -15,6 +15,7 @@ from selene_dag.context.builder import (
     pack_notes,
     prepare_notes,
 )
+from selene_dag.context.tokens import can_tile, count_tiled, count_tokens_batch
 from selene_dag.notes.token_store import StoredCounts
 
 CONTEXT_COLUMNS = (
@@ -79,7 +80,57 @@ def prepare_stored(
     """``notes`` ordered and counted for ``pack_notes`` (most active first), each text's
     count read from ``token_counts`` when it was counted before (new ones are stored)."""
     counter = StoredCounts(conn, model)
-    return prepare_notes(notes, model, activity_priority, count_batch=counter), counter
+    # Longest first: a render is matched with the longest content it ends with.
+    long_contents = sorted(
+        {n["content"] for n in notes if len(n["content"]) > _DERIVE_FROM_CONTENT},
+        key=len,
+        reverse=True,
+    )
+    if not can_tile(model):
+        long_contents = []
+
+    def count_batch(texts: Sequence[str]) -> list[int]:
+        if not long_contents:
+            return counter(texts)
+        return counter(
+            texts, derive=lambda todo: _renders_from_contents(todo, long_contents, counter)
+        )
+
+    return prepare_notes(notes, model, activity_priority, count_batch=count_batch), counter
+
+
+# A render of a note longer than this is counted from its content's stored count (the
+# search index stores it too): a render is a header line or two, a newline and the
+# content, and count_tiled joins the two counts exactly, so a 5 MB note is tokenized
+# once, not once for the index and again for each tier that shows it whole.
+_DERIVE_FROM_CONTENT = 32_768
+
+
+def _renders_from_contents(
+    texts: list[str], contents: Sequence[str], counter: StoredCounts
+) -> list[int | None]:
+    """For each text that is ``header + "\n" + content`` for one of ``contents``: its
+    exact count from the header's and the content's (None when it is not, or when
+    ``count_tiled`` cannot join them)."""
+    found: list[tuple[int, int, str]] = []  # (text index, header length, content)
+    for i, text in enumerate(texts):
+        if len(text) <= _DERIVE_FROM_CONTENT:
+            continue
+        for content in contents:
+            head = len(text) - len(content)
+            if head > 0 and text[head - 1] == "\n" and text.endswith(content):
+                found.append((i, head - 1, content))
+                break
+    out: list[int | None] = [None] * len(texts)
+    if not found:
+        return out
+    model = counter.model
+    headers = count_tokens_batch([texts[i][:head] for i, head, _ in found], model)
+    bodies = counter([content for _, _, content in found])
+    for (i, head, _), header, body in zip(found, headers, bodies, strict=True):
+        text = texts[i]
+        out[i] = count_tiled(text, [(0, head), (head + 1, len(text))], [header, body], model)
+    return out
 
 
 def mark_accessed(conn: duckdb.DuckDBPyConnection, note_ids: Iterable[str], now: datetime) -> int:

@@ -10,7 +10,7 @@ renders of a note before its edit), so the table stays near the size of what is 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import duckdb
 import pandas as pd
@@ -31,11 +31,16 @@ class StoredCounts:
         self.seen: set[str] = set()  # hashes of every text this counter was asked for
 
     def __call__(
-        self, texts: Sequence[str], derived: Sequence[int | None] | None = None
+        self,
+        texts: Sequence[str],
+        derived: Sequence[int | None] | None = None,
+        derive: Callable[[list[str]], list[int | None]] | None = None,
     ) -> list[int]:
         """The counts of ``texts``. ``derived``: exact counts already known for some of them
         (None where not; e.g. a document's count from its passages'): stored like counted
-        ones, without tokenizing."""
+        ones, without tokenizing. ``derive``: called with the texts not stored (in the
+        order of their md5), it returns exact counts for some of them in the same way;
+        only what it leaves None is tokenized."""
         if not texts:
             return []
         keys = [hashlib.md5(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
@@ -56,6 +61,11 @@ class StoredCounts:
         given = dict(zip(keys, derived, strict=True)) if derived is not None else {}
         if missing:
             order = sorted(missing)
+            if derive is not None:
+                given = {
+                    **given,
+                    **dict(zip(order, derive([missing[k] for k in order]), strict=True)),
+                }
             unknown = [k for k in order if given.get(k) is None]
             counted = dict(
                 zip(

@@ -3,6 +3,7 @@ tokenizer, each text counted once, another model counted apart."""
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
 
 from selene_dag.context.builder import pack_notes, prepare_notes
@@ -59,3 +60,38 @@ def test_prune_keeps_what_was_asked_and_what_the_query_names(tmp_path: Path) -> 
         other = StoredCounts(conn, "gpt-4")  # another model's counts are left alone
         other(["old render"])
         assert other.reused == 1
+
+
+def test_renders_of_a_long_note_are_counted_from_its_contents_count(tmp_path: Path) -> None:
+    # A note past 32,768 characters: its full and high renders ("--- title ---\n" and
+    # the content) are derived from the content's stored count, which the search index
+    # shares; the counts equal the tokenizer's, whatever the content starts with.
+    paragraph = "A line about https://example.com/a%27%25 and `code --flag`.\n\n"
+    contents = [
+        paragraph * 700,
+        "\n  indented first line\n" + paragraph * 700,
+        "Short note.",
+    ]
+    notes = [
+        {
+            "id": f"n{i}",
+            "title": f"Note {i}",
+            "content": c,
+            "essence": "Its gist.",
+            "fidelity_tier": tier,
+        }
+        for i, (c, tier) in enumerate(zip(contents, ("full", "high", "full"), strict=True))
+    ]
+    from selene_dag.notes.context_notes import prepare_stored
+
+    for model in ("mistral:7b", "gpt-4"):
+        with open_store(tmp_path / f"{model.replace(':', '_')}.duckdb") as conn:
+            stored, _ = prepare_stored(conn, notes, model)
+            plain = prepare_notes(notes, model, activity_priority)
+            assert stored.chains == plain.chains
+            long_stored = conn.execute(
+                "SELECT count(*) FROM token_counts WHERE hash IN (SELECT unnest(?))",
+                [[hashlib.md5(c.encode()).hexdigest() for c in contents[:2]]],
+            ).fetchone()[0]
+            # SentencePiece joins counts exactly; tiktoken's renders are counted whole.
+            assert long_stored == (2 if model == "mistral:7b" else 0)
