@@ -34,6 +34,8 @@ _TENSOR = "embedding.weight"
 BATCH = 1024
 # Tokens of one text that count: a passage is at most ~300 tokens; a question is short.
 MAX_TOKENS = 512
+# Up to this many texts are summed without scipy's sparse product.
+_FEW_TEXTS = 64
 
 
 class EmbeddingError(SeleneError, RuntimeError):
@@ -95,8 +97,13 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
         flat = np.clip(
             np.fromiter(chain.from_iterable(ids), np.int64, int(indptr[-1])), 0, table.shape[0] - 1
         )
-        if len(ids) == 1:  # a question: no need to import scipy (~0.1 s of `ask`)
-            out[first] = table[flat].sum(axis=0)
+        if len(ids) <= _FEW_TEXTS:
+            # A question, or the passages of an edited note: summed in numpy, without
+            # importing scipy (0.2-0.3 s, more than the work), slower only for many texts.
+            present = np.flatnonzero(np.diff(indptr))
+            # Texts without tokens stay out of the segments (reduceat would give them
+            # their neighbour's first row).
+            out[first + present] = np.add.reduceat(table[flat], indptr[present], axis=0)
             continue
         from scipy.sparse import csr_matrix
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import socket
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -52,6 +54,26 @@ def test_a_question_alone_embeds_as_it_does_in_a_batch() -> None:
     for i, text in enumerate(texts):
         assert np.allclose(embed.embed_query(text), batch[i], atol=1e-6)
     assert not embed.embed_query("").any()
+
+
+def test_few_texts_embed_as_they_do_among_many_without_importing_scipy() -> None:
+    # An edited note's few passages are summed in numpy; a fresh corpus's many through
+    # scipy's sparse product: the same vectors, texts without tokens left at zero.
+    notes = [json.loads(line) for line in DEMO.read_text(encoding="utf-8").splitlines() if line]
+    texts = [note["content"][:900] for note in notes[:120]]
+    texts[3:3] = ["", "   "]
+    texts.insert(40, "")
+    many = embed.embed_texts(texts)
+    for at in range(0, len(texts), 30):
+        few = embed.embed_texts(texts[at : at + 30])
+        assert np.allclose(few, many[at : at + 30], atol=1e-6)
+    assert not many[3].any() and not many[40].any() and many[4].any()
+    code = (
+        "import sys\nfrom selene_dag.retrieval.embed import embed_texts\n"
+        "assert embed_texts(['one passage', '', 'another']).shape == (3, 256)\n"
+        "assert 'scipy' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
 def test_only_new_passage_contents_are_embedded(tmp_path: Path) -> None:
