@@ -3,11 +3,23 @@
 -- unchanged folder touches nothing; a note that comes back after deletion is restored.
 -- A staged note whose content hash is the stored one carries no title or content (NULL):
 -- only its other fields can have changed, and the stored text stays.
+-- The rows to write are chosen by a join first: ON CONFLICT then sees only those, not
+-- every unchanged note of a large folder (0.5 s at 10,000 notes, and as long to commit).
 INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source, topic,
                    tags, test_run, deleted_at, ingested_at)
-SELECT id, title, content, content_hash, created_at, updated_at, source, topic,
-       tags, test_run, NULL, $now
-FROM incoming
+SELECT i.id, i.title, i.content, i.content_hash, i.created_at, i.updated_at, i.source,
+       i.topic, i.tags, i.test_run, NULL, $now
+FROM incoming AS i
+LEFT JOIN notes AS n USING (id)
+WHERE n.id IS NULL
+   OR n.content_hash <> i.content_hash
+   OR n.deleted_at IS NOT NULL
+   OR n.created_at <> i.created_at
+   OR n.updated_at <> i.updated_at
+   OR n.source <> i.source
+   OR n.topic IS DISTINCT FROM i.topic
+   OR n.tags IS DISTINCT FROM i.tags
+   OR n.test_run <> i.test_run
 ON CONFLICT (id) DO UPDATE SET
     title        = coalesce(excluded.title, notes.title),
     content      = coalesce(excluded.content, notes.content),
