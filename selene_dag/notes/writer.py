@@ -8,13 +8,13 @@ table as it was.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 
 import duckdb
 import pandas as pd
 
 from selene_dag.notes.folders import IngestScope, register_folder
-from selene_dag.notes.ingest import IngestResult, notes_data_version
+from selene_dag.notes.ingest import IngestResult, NoteRecord, notes_data_version
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
 
@@ -30,10 +30,42 @@ class NotesWriteStats:
     errors: int
 
 
-def _incoming_frame(result: IngestResult, stored: dict[str, str]) -> pd.DataFrame:
-    """The notes of ``result`` as rows to stage; a note whose content hash equals its
-    ``stored`` one (live id → content hash) carries no title or content: the hash covers
-    both, so they are not copied again to be found equal."""
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _epoch_us(moment: datetime) -> int:
+    return (moment - _EPOCH) // _MICROSECOND
+
+
+def _stored_fields(conn: duckdb.DuckDBPyConnection, id_prefix: str) -> dict[str, tuple]:
+    """Per stored note id under ``id_prefix`` (deleted ones too): what the source carries,
+    as :func:`_source_fields` gives it for an incoming note, and whether it is deleted."""
+    rows = conn.execute(
+        "SELECT id, content_hash, epoch_us(created_at), epoch_us(updated_at), source, topic, "
+        "tags, test_run, deleted_at IS NOT NULL FROM notes WHERE starts_with(id, ?)",
+        [id_prefix],
+    ).fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+def _source_fields(note: NoteRecord, digest: str) -> tuple:
+    return (
+        digest,
+        _epoch_us(note.created_at),
+        _epoch_us(note.updated_at),
+        note.source,
+        note.topic,
+        list(note.tags),
+        note.test_run,
+        False,
+    )
+
+
+def _incoming_frame(notes: list[tuple[NoteRecord, str]], stored: dict[str, tuple]) -> pd.DataFrame:
+    """``notes`` (each with its content hash) as rows to stage; a note whose content hash
+    equals its ``stored`` one carries no title or content: the hash covers both, so they
+    are not copied again to be found equal."""
     columns = [
         "id",
         "title",
@@ -47,9 +79,9 @@ def _incoming_frame(result: IngestResult, stored: dict[str, str]) -> pd.DataFram
         "test_run",
     ]
     rows = []
-    for n in result.notes:
-        digest = n.content_hash
-        same = stored.get(n.id) == digest
+    for n, digest in notes:
+        known = stored.get(n.id)
+        same = known is not None and known[0] == digest
         rows.append(
             (
                 n.id,
@@ -89,17 +121,22 @@ def write_notes(
         [(e.source, e.line, e.error) for e in result.errors], columns=["source", "line", "error"]
     ).astype({"source": "object", "line": "Int64", "error": "object"})
     with transaction(conn):
-        stored = dict(
-            conn.execute(
-                "SELECT id, content_hash FROM notes WHERE deleted_at IS NULL AND starts_with(id, ?)",
-                [scope.id_prefix],
-            ).fetchall()
-        )
-        incoming = _incoming_frame(result, stored)
+        stored = _stored_fields(conn, scope.id_prefix)
+        # A note whose every field equals the stored row's is not staged at all: one edit
+        # in a folder of 10,000 notes stages one row, not 10,000 to be found equal.
+        hashed = [(n, n.content_hash) for n in result.notes]
+        todo = [(n, h) for n, h in hashed if stored.get(n.id) != _source_fields(n, h)]
+        untouched = len(hashed) - len(todo)
+        incoming = _incoming_frame(todo, stored)
+        seen = pd.DataFrame({"id": pd.Series([n.id for n in result.notes], dtype="object")})
         conn.register("incoming_df", incoming)
+        conn.register("seen_df", seen)
         conn.register("failed_df", failed)
         conn.register("errors_df", errors)
         try:
+            conn.execute(
+                "CREATE OR REPLACE TEMP TABLE seen_ids AS SELECT id::VARCHAR AS id FROM seen_df"
+            )
             # Typed temp tables: an empty DataFrame would otherwise lose its column types.
             conn.execute(
                 "CREATE OR REPLACE TEMP TABLE incoming AS SELECT "
@@ -135,14 +172,14 @@ def write_notes(
                 {"now": now},
             )
         finally:
-            for name in ("incoming_df", "failed_df", "errors_df"):
+            for name in ("incoming_df", "seen_df", "failed_df", "errors_df"):
                 conn.unregister(name)
-            conn.execute("DROP TABLE IF EXISTS incoming")
-            conn.execute("DROP TABLE IF EXISTS failed_files")
+            for table in ("incoming", "seen_ids", "failed_files"):
+                conn.execute(f"DROP TABLE IF EXISTS {table}")
     return NotesWriteStats(
         inserted=int(inserted or 0),
         changed=int(changed or 0),
-        unchanged=int(unchanged or 0),
+        unchanged=int(unchanged or 0) + untouched,
         deleted=int(deleted or 0),
         errors=len(result.errors),
     )

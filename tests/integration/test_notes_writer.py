@@ -68,3 +68,49 @@ def test_a_deleted_note_that_comes_back_unchanged_is_restored_whole(tmp_path: Pa
     _note(folder, "cooking")
     stats, row = _ingest(db, folder)
     assert stats.changed == 1 and row == ("Paella", BODY, ["cooking"], False)
+
+
+def test_only_notes_that_differ_are_staged_and_unseen_ones_are_marked_deleted(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # A note equal to its stored row in every field is not staged; the others are (new
+    # text, a new date, a deleted note back), and a note no longer read is marked deleted
+    # even though the notes left unstaged were not in the staged relation.
+    from selene_dag.notes import writer
+
+    db, folder = tmp_path / "selene.duckdb", tmp_path / "recipes"
+    folder.mkdir()
+    for k in range(6):
+        (folder / f"r{k}.md").write_text(
+            f"---\nupdated: 2026-0{k + 1}-02\n---\n# R{k}\nStep {k}.\n"
+        )
+    staged: list[int] = []
+    frame = writer._incoming_frame
+    monkeypatch.setattr(
+        writer, "_incoming_frame", lambda n, s: staged.append(len(n)) or frame(n, s)
+    )
+
+    def ingest() -> NotesWriteStats:
+        with open_store(db) as conn:
+            scope = ingest_scope(conn, folder)
+            return write_notes(conn, read_notes(folder, scope), scope, NOW)
+
+    assert ingest().inserted == 6 and staged[-1] == 6
+    assert (ingest().unchanged, staged[-1]) == (6, 0)
+    (folder / "r1.md").write_text("# R1\nStep one, rewritten.\n")
+    (folder / "r2.md").write_text("---\nupdated: 2026-09-09\n---\n# R2\nStep 2.\n")
+    (folder / "r3.md").unlink()
+    stats = ingest()
+    assert (stats.changed, stats.unchanged, stats.deleted, staged[-1]) == (1, 4, 1, 2)
+    with open_store(db) as conn:
+        rows = dict(
+            conn.execute(
+                "SELECT split_part(id, '/', -1), (deleted_at IS NOT NULL, updated_at::DATE::VARCHAR) "
+                "FROM notes"
+            ).fetchall()
+        )
+    assert rows["r3.md"][0] and not any(v[0] for k, v in rows.items() if k != "r3.md")
+    assert rows["r2.md"][1] == "2026-09-09"
+    (folder / "r3.md").write_text("---\nupdated: 2026-03-02\n---\n# R3\nStep 3.\n")
+    stats = ingest()
+    assert (stats.changed, stats.unchanged, staged[-1]) == (1, 5, 1)
