@@ -8,6 +8,7 @@ variables written into the environment.
 
 from __future__ import annotations
 
+import gc
 import json
 import logging
 import threading
@@ -100,6 +101,21 @@ def all_assets_and_checks() -> list:
     return items
 
 
+_FROZEN = threading.Event()
+
+
+def _freeze_loaded_objects() -> None:
+    """Once per process, before its first run: move every object alive now (modules, the
+    definitions, the instance: hundreds of thousands) out of the garbage collector's
+    reach, where they stay anyway. Otherwise each full collection that a step's
+    allocations trigger walks them all again: writing or loading 10,000 notes took 1.6-1.9x
+    as long inside a run. Once only, so a later run does not pin the garbage of the runs
+    before it."""
+    if not _FROZEN.is_set():
+        _FROZEN.set()
+        gc.freeze()
+
+
 def materialize(
     selection: dg.AssetSelection | Sequence[str] | None,
     instance: dg.DagsterInstance,
@@ -117,6 +133,7 @@ def materialize(
     With ``settings``, the store stays open for the whole run: each step's connection then
     joins the database DuckDB already holds in this process instead of opening the file
     and checkpointing it again on close (about 40 ms a step on a 10,000-note store)."""
+    _freeze_loaded_objects()
     with ExitStack() as stack:
         if settings is not None:
             stack.enter_context(open_store(settings.db_path))
