@@ -21,6 +21,7 @@ so no stored score goes stale when another row changes.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -52,10 +53,18 @@ class Unit:
     lengths: str
 
 
+# Connections that hold the macro already: every ask needs it, and creating it again
+# is a catalog write (about 1 ms).
+_PREPARED: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
 def prepare_query(conn: duckdb.DuckDBPyConnection) -> None:
     """Create the tokenizer macro on ``conn`` (temporary: this connection only, so a
-    read-only connection can search too)."""
+    read-only connection can search too); once per connection."""
+    if conn in _PREPARED:
+        return
     conn.execute(f"CREATE OR REPLACE TEMP MACRO selene_tokenize(s) AS {_TOKENIZE}")
+    _PREPARED.add(conn)
 
 
 def prepare(conn: duckdb.DuckDBPyConnection) -> None:

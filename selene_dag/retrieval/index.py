@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import hashlib
 import inspect
+import weakref
 from dataclasses import dataclass
 from datetime import datetime
 from functools import cache
@@ -96,13 +97,22 @@ def fts_extension_path() -> Path:
     return path
 
 
+# Connections that loaded the extension already (a LOAD again costs about 1 ms, three
+# times in every ask).
+_FTS_LOADED: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
+
+
 def load_fts(conn: duckdb.DuckDBPyConnection) -> None:
-    """Load the ``fts`` extension into ``conn`` from the wheel (no network)."""
+    """Load the ``fts`` extension into ``conn`` from the wheel (no network); once per
+    connection."""
+    if conn in _FTS_LOADED:
+        return
     path = fts_extension_path()
     try:
         conn.execute(f"LOAD '{path.as_posix()}'")
     except duckdb.Error as exc:
         raise SearchIndexError(f"cannot load the DuckDB fts extension from {path}: {exc}") from exc
+    _FTS_LOADED.add(conn)
 
 
 # Everything a document's text or static score comes from; last_accessed_at is left out on

@@ -63,8 +63,9 @@ from selene_dag.retrieval.search import (
     documents,
     hybrid_passages,
     parse_sources,
-    passage_counts,
+    passage_matrix,
     passage_texts,
+    question_term_ids,
     search,
     term_weights,
 )
@@ -728,10 +729,18 @@ def ask(
         stats["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
         return result
     query = f"{question}\n{expansion}" if expansion.strip() else question
-    candidates: list[Candidate] = search(conn, query, kinds, limit=candidate_limit, model=model)
+    # The question's term ids and the index's passage matrix are looked up once for the
+    # document ranking, the passage ranking and the dominance test.
+    ids = question_term_ids(conn, query)
+    candidates: list[Candidate] = search(
+        conn, query, kinds, limit=candidate_limit, model=model, ids=ids
+    )
+    matrix = passage_matrix(conn) if passage_limit and ids else None
     hits = (
-        hybrid_passages(conn, query, kinds, limit=passage_limit, k=PASSAGE_RRF_K)
-        if passage_limit
+        hybrid_passages(
+            conn, query, kinds, limit=passage_limit, k=PASSAGE_RRF_K, ids=ids, matrix=matrix
+        )
+        if matrix is not None
         else []
     )
     if PASSAGE_DOC_FUSE and hits:
@@ -755,7 +764,7 @@ def ask(
         passages=len(hits),
         passage_docs=len(extra),
     )
-    dominant = dominant_document(_ranked_passages(hits), passage_counts(conn)) if hits else None
+    dominant = dominant_document(_ranked_passages(hits), matrix.counts) if hits and matrix else None
     # A model's picks are spent first, in its order: no concentrating on one document.
     passage_first = bool(hits) and (dominant is None or bool(stats.get("reranked")))
     stats["mode"] = "passages" if passage_first else "documents"

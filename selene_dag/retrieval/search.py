@@ -8,7 +8,8 @@ stemmed terms (:mod:`.bm25`), so a question never scans every document.
 from __future__ import annotations
 
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -108,15 +109,42 @@ def term_weights(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> dict[
     return weights_by_stem(frequencies, n_docs)
 
 
+@contextmanager
+def _needs_index(conn: duckdb.DuckDBPyConnection) -> Iterator[None]:
+    # The index is not checked first (two catalog queries, a few ms of every ask): a
+    # missing or outdated one makes the first query fail, and only then is it looked at.
+    try:
+        yield
+    except (duckdb.CatalogException, duckdb.BinderException) as exc:
+        if not index_exists(conn):
+            raise SearchIndexError(
+                "the search index was never built: materialize search_index"
+            ) from exc
+        raise
+
+
+def question_term_ids(conn: duckdb.DuckDBPyConnection, question: str) -> list[int]:
+    """``term_ids`` of ``question``'s searchable words (empty when it has none), to hand
+    to :func:`search` and :func:`hybrid_passages` so that one ask looks them up once.
+    Raises SearchIndexError when the index was never built."""
+    terms = query_terms(question)
+    if not terms:
+        return []
+    with _needs_index(conn):
+        return term_ids(conn, terms)
+
+
 def search(
     conn: duckdb.DuckDBPyConnection,
     question: str,
     sources: Sequence[str] = tuple(SOURCES),
     limit: int = 60,
     model: str | None = None,
+    ids: Sequence[int] | None = None,
 ) -> list[Candidate]:
     """The ``limit`` best BM25 matches for ``question`` among the given sources, with the
-    stored token counts of ``model`` when the index was built for it.
+    stored token counts of ``model`` when the index was built for it. ``ids``: the
+    question's ``term_ids`` when the caller has them already.
 
     An empty list when the question has no searchable word or nothing matches. Raises
     SearchIndexError when the index was never built (or lacks its postings), ValueError
@@ -128,17 +156,9 @@ def search(
     kinds = [SOURCES[s] for s in parse_sources(sources)]
     if not terms:
         return []
-    # The index is not checked first (two catalog queries, a few ms of every ask): a
-    # missing or outdated one makes the first query fail, and only then is it looked at.
-    try:
-        ids = term_ids(conn, terms)
+    with _needs_index(conn):
+        ids = term_ids(conn, terms) if ids is None else list(ids)
         top = conn.execute(_TOP_SQL, [ids, kinds, limit]).fetchall() if ids else []
-    except (duckdb.CatalogException, duckdb.BinderException) as exc:
-        if not index_exists(conn):
-            raise SearchIndexError(
-                "the search index was never built: materialize search_index"
-            ) from exc
-        raise
     if not top:
         return []
     top.sort(key=lambda r: (-r[1], r[0]))
@@ -268,17 +288,17 @@ def passage_matrix(conn: duckdb.DuckDBPyConnection) -> _Matrix:
     return found
 
 
-def passage_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:
-    """Passages per document of the built index (from the cached ``passage_matrix``)."""
-    return passage_matrix(conn).counts
-
-
 def passage_bm25(
-    conn: duckdb.DuckDBPyConnection, terms: Sequence[str], kinds: Sequence[str], limit: int
+    conn: duckdb.DuckDBPyConnection,
+    terms: Sequence[str],
+    kinds: Sequence[str],
+    limit: int,
+    ids: Sequence[int] | None = None,
 ) -> list[tuple[str, float]]:
     """The ``limit`` best passages by BM25 (title + text) as ``(passage_id, score)``,
-    best first; empty when no term is in the index."""
-    ids = term_ids(conn, terms)
+    best first; empty when no term is in the index. ``ids``: the terms' ``term_ids``
+    when the caller has them already."""
+    ids = term_ids(conn, terms) if ids is None else list(ids)
     if not ids:
         return []
     rows = conn.execute(_PASSAGE_TOP_SQL, [ids, list(kinds), limit]).fetchall()
@@ -353,21 +373,24 @@ def hybrid_passages(
     k: float = RRF_K,
     dense: bool = True,
     dense_weight: float = DENSE_WEIGHT,
+    ids: Sequence[int] | None = None,
+    matrix: _Matrix | None = None,
 ) -> list[PassageHit]:
     """Passages for ``question``: the ``limit`` best by BM25 and the ``limit`` nearest by
     embedding, fused by reciprocal rank (``k``; the dense list weighs ``dense_weight``),
     best first (ties by passage id). Empty
     when the question has no searchable word or no word of it is in any passage (a
     question nothing matches gets no pack from nearest neighbours alone). Needs a built
-    index."""
+    index. ``ids`` (the question's ``term_ids``) and ``matrix`` (the index's
+    ``passage_matrix``): when the caller has them already."""
     terms = query_terms(question)
     if not terms:
         return []
     kinds = [SOURCES[s] for s in parse_sources(sources)]
-    lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit)]
+    lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids)]
     if not lexical:
         return []
-    matrix = passage_matrix(conn)
+    matrix = matrix if matrix is not None else passage_matrix(conn)
     nearest = [p for p, _ in passage_dense(conn, question, kinds, limit, matrix)] if dense else []
     scores = fuse([lexical, nearest], k, (1.0, dense_weight))
     if not scores:
