@@ -144,6 +144,9 @@ def test_search_needs_an_index(tmp_path: Path) -> None:
         with pytest.raises(SearchIndexError, match="never built") as raised:
             search(conn, "docker", ("notes",))
         assert isinstance(raised.value, SeleneError)
+        # ask looks the question's terms up once, before either ranking: same error.
+        with pytest.raises(SearchIndexError, match="never built"):
+            ask(conn, "docker", 500, now=NOW)
     finally:
         conn.close()
 
