@@ -3,8 +3,8 @@
 -- unchanged folder touches nothing; a note that comes back after deletion is restored.
 -- A staged note whose content hash is the stored one carries no title or content (NULL):
 -- only its other fields can have changed, and the stored text stays.
--- The rows to write are chosen by a join first: ON CONFLICT then sees only those, not
--- every unchanged note of a large folder (0.5 s at 10,000 notes, and as long to commit).
+-- The rows to write are chosen by the join's filter: ON CONFLICT then sees only those,
+-- not every unchanged note of a large folder (0.5 s at 10,000 notes, as long to commit).
 INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source, topic,
                    tags, test_run, deleted_at, ingested_at)
 SELECT i.id, i.title, i.content, i.content_hash, i.created_at, i.updated_at, i.source,
@@ -31,12 +31,4 @@ ON CONFLICT (id) DO UPDATE SET
     tags         = excluded.tags,
     test_run     = excluded.test_run,
     deleted_at   = NULL,
-    ingested_at  = excluded.ingested_at
-WHERE notes.content_hash <> excluded.content_hash
-   OR notes.deleted_at IS NOT NULL
-   OR notes.created_at <> excluded.created_at
-   OR notes.updated_at <> excluded.updated_at
-   OR notes.source <> excluded.source
-   OR notes.topic IS DISTINCT FROM excluded.topic
-   OR notes.tags IS DISTINCT FROM excluded.tags
-   OR notes.test_run <> excluded.test_run;
+    ingested_at  = excluded.ingested_at;
