@@ -21,7 +21,6 @@ so no stored score goes stale when another row changes.
 
 from __future__ import annotations
 
-import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -53,18 +52,12 @@ class Unit:
     lengths: str
 
 
-# Connections that hold the macro already: every ask needs it, and creating it again
-# is a catalog write (about 1 ms).
-_PREPARED: weakref.WeakSet[duckdb.DuckDBPyConnection] = weakref.WeakSet()
-
-
 def prepare_query(conn: duckdb.DuckDBPyConnection) -> None:
     """Create the tokenizer macro on ``conn`` (temporary: this connection only, so a
-    read-only connection can search too); once per connection."""
-    if conn in _PREPARED:
-        return
+    read-only connection can search too)."""
+    # Created every time (about 1 ms): a macro created inside a transaction that rolls
+    # back is gone, so remembering that a connection has it could be wrong.
     conn.execute(f"CREATE OR REPLACE TEMP MACRO selene_tokenize(s) AS {_TOKENIZE}")
-    _PREPARED.add(conn)
 
 
 def prepare(conn: duckdb.DuckDBPyConnection) -> None:

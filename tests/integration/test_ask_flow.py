@@ -222,3 +222,26 @@ def test_term_weights_are_idf_by_light_stem(store) -> None:
     # A word in no document counts as found in one: as rare as rare gets.
     assert weights["nowhereword"] >= weights["julianday"]
     assert term_weights(store, []) == {}
+
+
+def test_ask_works_on_a_connection_whose_first_search_setup_was_rolled_back(
+    tmp_path: Path,
+) -> None:
+    # The query macro is created inside a transaction that rolls back (an index rebuild
+    # that fails): the next ask on that connection must still find it.
+    from selene_dag.retrieval import bm25
+
+    seed_store(tmp_path / "s.duckdb", with_session=False)
+    conn = connect(tmp_path / "s.duckdb")
+    try:
+        build_index(conn, NOW)
+    finally:
+        conn.close()
+    conn = connect(tmp_path / "s.duckdb")
+    try:
+        conn.execute("BEGIN")
+        bm25.prepare_query(conn)
+        conn.execute("ROLLBACK")
+        assert ask(conn, "docker", 500, now=NOW).items
+    finally:
+        conn.close()
