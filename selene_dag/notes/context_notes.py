@@ -81,17 +81,19 @@ def prepare_stored(
     count read from ``token_counts`` when it was counted before (new ones are stored)."""
     counter = StoredCounts(conn, model)
     # Longest first: a render is matched with the longest content it ends with.
-    long_contents = sorted(
-        {n["content"] for n in notes if len(n["content"]) > _DERIVE_FROM_CONTENT},
-        key=len,
-        reverse=True,
+    long_contents = (
+        sorted(
+            {n["content"] for n in notes if len(n["content"]) > _DERIVE_FROM_CONTENT},
+            key=len,
+            reverse=True,
+        )
+        if can_tile(model)
+        else []
     )
-    if not can_tile(model):
-        long_contents = []
+    if not long_contents:
+        return prepare_notes(notes, model, activity_priority, count_batch=counter), counter
 
     def count_batch(texts: Sequence[str]) -> list[int]:
-        if not long_contents:
-            return counter(texts)
         return counter(
             texts, derive=lambda todo: _renders_from_contents(todo, long_contents, counter)
         )
