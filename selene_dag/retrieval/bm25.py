@@ -12,11 +12,14 @@ Per unit (documents, passages) two tables:
   count and the row's length in terms; a question reads only the postings of its terms.
 * ``<unit>_lengths(key, kind, len)``: every indexed row, for the row count and the mean
   length (BM25's ``N`` and ``avgdl``), read at question time.
+* ``<unit>_frequencies(termid, df)``: how many rows hold each term (its postings), kept
+  up to date for the terms of the rows an update touches, so the rerank's term weights
+  do not count postings.
 
 Term ids come from ``bm25_vocab`` (shared, only added to). The tokenizer is the extension's
 macro, copied; ``stem`` is the extension's function, so it must be loaded (``load_fts``).
-Document frequency and the statistics are computed at question time from those tables,
-so no stored score goes stale when another row changes.
+Scores are computed at question time from those tables, so no stored score goes stale
+when another row changes.
 """
 
 from __future__ import annotations
@@ -43,13 +46,15 @@ _TOKENIZE = (
 @dataclass(frozen=True)
 class Unit:
     """One BM25 index: the table it indexes (``source``, key column ``key``, the text
-    columns ``fields``) and the names of its postings and lengths tables."""
+    columns ``fields``) and the names of its postings, lengths and document frequency
+    tables."""
 
     source: str
     key: str
     fields: tuple[str, ...]
     postings: str
     lengths: str
+    frequencies: str
 
 
 def prepare_query(conn: duckdb.DuckDBPyConnection) -> None:
@@ -92,17 +97,20 @@ def _columns(conn: duckdb.DuckDBPyConnection, table: str) -> tuple[str, ...]:
 
 _POSTINGS_COLUMNS = ("termid", "key", "kind", "tf", "len")
 _LENGTHS_COLUMNS = ("key", "kind", "len")
+_FREQUENCIES_COLUMNS = ("termid", "df")
 
 
 def _create_unit_tables(conn: duckdb.DuckDBPyConnection, unit: Unit) -> None:
-    """Create the unit's tables; a table of another shape (an older index) is replaced,
-    and then both are, so every row is indexed again."""
+    """Create the unit's tables; a postings or lengths table of another shape (an older
+    index) is replaced, and then both are, so every row is indexed again. A frequencies
+    table that is missing or of another shape is counted from the postings."""
     if (
         _columns(conn, unit.postings) != _POSTINGS_COLUMNS
         or _columns(conn, unit.lengths) != _LENGTHS_COLUMNS
     ):
         conn.execute(f"DROP TABLE IF EXISTS {unit.postings}")
         conn.execute(f"DROP TABLE IF EXISTS {unit.lengths}")
+        conn.execute(f"DROP TABLE IF EXISTS {unit.frequencies}")
     conn.execute(
         f"CREATE TABLE IF NOT EXISTS {unit.postings} (termid INTEGER NOT NULL, key VARCHAR "
         "NOT NULL, kind VARCHAR NOT NULL, tf INTEGER NOT NULL, len INTEGER NOT NULL)"
@@ -111,6 +119,11 @@ def _create_unit_tables(conn: duckdb.DuckDBPyConnection, unit: Unit) -> None:
         f"CREATE TABLE IF NOT EXISTS {unit.lengths} (key VARCHAR NOT NULL, kind VARCHAR "
         "NOT NULL, len INTEGER NOT NULL)"
     )
+    if _columns(conn, unit.frequencies) != _FREQUENCIES_COLUMNS:
+        conn.execute(
+            f"CREATE OR REPLACE TABLE {unit.frequencies} AS SELECT termid, count(*) AS df "
+            f"FROM {unit.postings} GROUP BY termid"
+        )
 
 
 def update(
@@ -134,9 +147,21 @@ def update(
         f"SELECT key FROM {unit.lengths} WHERE key NOT IN (SELECT {unit.key} FROM {unit.source})"
     ).fetchall()
     drop = sorted({*changed, *(r[0] for r in gone)})
+    conn.execute("CREATE OR REPLACE TEMP TABLE _bm25_touched (termid INTEGER)")
+    # Frequencies follow the terms of the rows dropped (the postings' delete returns them)
+    # and indexed; when many rows go or come, every term is counted again instead.
+    rows = conn.execute(f"SELECT count(*) FROM {unit.lengths}").fetchone()[0]
+    recount_all = len(drop) * 8 > rows
     if drop:
-        for table in (unit.postings, unit.lengths):
-            conn.execute(f"DELETE FROM {table} WHERE key IN (SELECT unnest(?::VARCHAR[]))", [drop])
+        gone_sql = f"DELETE FROM {unit.postings} WHERE key IN (SELECT unnest(?::VARCHAR[]))"
+        if recount_all:
+            conn.execute(gone_sql, [drop])
+        else:
+            terms = {r[0] for r in conn.execute(f"{gone_sql} RETURNING termid", [drop]).fetchall()}
+            conn.execute("INSERT INTO _bm25_touched SELECT unnest(?::INTEGER[])", [sorted(terms)])
+        conn.execute(
+            f"DELETE FROM {unit.lengths} WHERE key IN (SELECT unnest(?::VARCHAR[]))", [drop]
+        )
     keys = [
         r[0]
         for r in conn.execute(
@@ -144,6 +169,36 @@ def update(
             f"WHERE {unit.key} NOT IN (SELECT key FROM {unit.lengths})"
         ).fetchall()
     ]
+    indexed = _index_rows(conn, unit, keys, parts)
+    _recount_frequencies(conn, unit, recount_all or len(keys) * 8 > rows)
+    return indexed
+
+
+def _recount_frequencies(conn: duckdb.DuckDBPyConnection, unit: Unit, everything: bool) -> None:
+    """Count again from the postings the document frequency of every term in
+    ``_bm25_touched`` (terms of rows dropped or indexed), or of every term, and drop that
+    table."""
+    touched = "(SELECT DISTINCT termid FROM _bm25_touched)"
+    if everything:
+        conn.execute(f"DELETE FROM {unit.frequencies}")
+        conn.execute(
+            f"INSERT INTO {unit.frequencies} SELECT termid, count(*) FROM {unit.postings} "
+            "GROUP BY termid"
+        )
+    else:
+        conn.execute(f"DELETE FROM {unit.frequencies} WHERE termid IN {touched}")
+        conn.execute(
+            f"INSERT INTO {unit.frequencies} SELECT termid, count(*) FROM {unit.postings} "
+            f"WHERE termid IN {touched} GROUP BY termid"
+        )
+    conn.execute("DROP TABLE _bm25_touched")
+
+
+def _index_rows(
+    conn: duckdb.DuckDBPyConnection, unit: Unit, keys: list[str], parts: Parts | None
+) -> int:
+    """Index the rows ``keys`` of ``unit``'s source (see :func:`update`) and add their
+    terms to ``_bm25_touched``."""
     if not keys:
         return 0
     text = " || ' ' || ".join(f"coalesce({f}, '')" for f in unit.fields)
@@ -177,6 +232,10 @@ def update(
         FROM _bm25_terms t JOIN {VOCAB_TABLE} v ON v.term = t.term
         JOIN {unit.lengths} l ON l.key = t.key
         """
+    )
+    conn.execute(
+        f"INSERT INTO _bm25_touched SELECT DISTINCT v.termid FROM _bm25_terms t "
+        f"JOIN {VOCAB_TABLE} v ON v.term = t.term"
     )
     conn.execute("DROP TABLE _bm25_terms")
     conn.execute("DROP TABLE _bm25_rows")
@@ -344,6 +403,7 @@ def _derive(conn: duckdb.DuckDBPyConnection, unit: Unit, parts: Parts) -> None:
         FROM _bm25_derived t JOIN {unit.lengths} l ON l.key = t.key
         """
     )
+    conn.execute("INSERT INTO _bm25_touched SELECT DISTINCT termid FROM _bm25_derived")
     for table in ("_bm25_derived", "_bm25_head_terms", "_bm25_derive"):
         conn.execute(f"DROP TABLE {table}")
 
@@ -359,10 +419,23 @@ def term_ids(conn: duckdb.DuckDBPyConnection, text: str) -> list[int]:
     return sorted(int(r[0]) for r in rows)
 
 
-def top_sql(unit: Unit) -> str:
-    """SQL of the best rows of ``unit`` for a list of term ids (parameters: term ids,
-    kinds, limit) as ``(key, score)``; the score is ``match_bm25``'s."""
-    return f"""
+def top(
+    conn: duckdb.DuckDBPyConnection,
+    unit: Unit,
+    ids: Sequence[int],
+    kinds: Sequence[str],
+    limit: int,
+) -> list[tuple[str, float]]:
+    """The ``limit`` best rows of ``unit`` of the given ``kinds`` for the term ids ``ids``
+    as ``(key, score)``, best first (ties by key); the score is ``match_bm25``'s. Empty
+    when ``ids`` is."""
+    # Document frequencies are counted from the matching postings, not read from the
+    # frequencies table: the scan that finds them is needed anyway, and joining the table
+    # measured slower.
+    if not ids:
+        return []
+    rows = conn.execute(
+        f"""
 WITH st AS (SELECT count(*) AS n, avg(len) AS avgdl FROM {unit.lengths}),
 p AS MATERIALIZED (SELECT termid, key, kind, tf, len FROM {unit.postings}
                    WHERE list_contains($1, termid)),
@@ -374,7 +447,10 @@ SELECT p.key, sum(
 FROM p JOIN df USING (termid) CROSS JOIN st
 WHERE list_contains($2, p.kind)
 GROUP BY p.key ORDER BY score DESC, p.key LIMIT $3
-"""
+""",
+        [list(ids), list(kinds), limit],
+    ).fetchall()
+    return [(str(key), float(score)) for key, score in rows]
 
 
 def document_frequencies(
@@ -384,9 +460,9 @@ def document_frequencies(
     of ``unit`` (BM25's N)."""
     rows = conn.execute(
         f"""
-        SELECT w.word, count(p.key) FROM (SELECT unnest(?) AS word) w
+        SELECT w.word, coalesce(sum(f.df), 0) FROM (SELECT unnest(?) AS word) w
         LEFT JOIN {VOCAB_TABLE} v ON v.term = stem(w.word, 'porter')
-        LEFT JOIN {unit.postings} p ON p.termid = v.termid
+        LEFT JOIN {unit.frequencies} f ON f.termid = v.termid
         GROUP BY w.word
         """,
         [list(words)],

@@ -50,20 +50,28 @@ DOC_TOKENS_TABLE = "search_doc_tokens"
 PASSAGES_TABLE = "search_passages"
 PASSAGE_POSTINGS_TABLE = "search_passage_postings"
 EMBEDDINGS_TABLE = "passage_embeddings"
-DOCS_BM25 = bm25.Unit(DOCS_TABLE, "doc_id", ("title", "body"), POSTINGS_TABLE, "search_doc_lengths")
+DOCS_BM25 = bm25.Unit(
+    DOCS_TABLE,
+    "doc_id",
+    ("title", "body"),
+    POSTINGS_TABLE,
+    "search_doc_lengths",
+    "search_doc_frequencies",
+)
 PASSAGES_BM25 = bm25.Unit(
     PASSAGES_TABLE,
     "passage_id",
     ("title", "text"),
     PASSAGE_POSTINGS_TABLE,
     "search_passage_lengths",
+    "search_passage_frequencies",
 )
 # How a document's passages make up its BM25 text (``bm25.Parts`` without its keys).
 _PASSAGE_PARTS = (PASSAGES_BM25, PASSAGES_TABLE, "passage_id", "doc_id", "title")
 # The fts indexes of earlier layouts, dropped by the next build.
 _OLD_FTS_SCHEMAS = (f"fts_main_{DOCS_TABLE}", f"fts_main_{PASSAGES_TABLE}")
 # Bumped whenever the derived tables change shape or meaning.
-INDEX_LAYOUT = 4
+INDEX_LAYOUT = 5
 # Documents per tokenizer batch when counting at build time (bounds memory).
 _COUNT_BATCH = 512
 
@@ -178,6 +186,8 @@ def index_exists(conn: duckdb.DuckDBPyConnection) -> bool:
         DOCS_BM25.lengths,
         PASSAGE_POSTINGS_TABLE,
         PASSAGES_BM25.lengths,
+        DOCS_BM25.frequencies,
+        PASSAGES_BM25.frequencies,
         DOC_TOKENS_TABLE,
         bm25.VOCAB_TABLE,
     )

@@ -79,8 +79,6 @@ _COLUMNS = (
     "consensus, importance, dedup_key"
 )
 
-# The ``limit`` best documents (ties by id), reading only the postings of the question's terms.
-_TOP_SQL = bm25.top_sql(DOCS_BM25)
 # Point lookups of those documents and their stored token counts (no join that would scan
 # every body).
 _ROWS_SQL = f"SELECT {_COLUMNS} FROM {DOCS_TABLE} WHERE list_contains(?, doc_id)"
@@ -158,7 +156,7 @@ def search(
         return []
     with _needs_index(conn):
         ids = term_ids(conn, terms) if ids is None else list(ids)
-        top = conn.execute(_TOP_SQL, [ids, kinds, limit]).fetchall() if ids else []
+        top = bm25.top(conn, DOCS_BM25, ids, kinds, limit)
     if not top:
         return []
     top.sort(key=lambda r: (-r[1], r[0]))
@@ -228,7 +226,6 @@ class PassageHit:
     dense_rank: int | None
 
 
-_PASSAGE_TOP_SQL = bm25.top_sql(PASSAGES_BM25)
 _MATRIX_SQL = f"""
 SELECT p.passage_id, p.kind, e.vec
 FROM {PASSAGES_TABLE} p JOIN {EMBEDDINGS_TABLE} e ON e.hash = p.hash
@@ -299,10 +296,8 @@ def passage_bm25(
     best first; empty when no term is in the index. ``ids``: the terms' ``term_ids``
     when the caller has them already."""
     ids = term_ids(conn, terms) if ids is None else list(ids)
-    if not ids:
-        return []
-    rows = conn.execute(_PASSAGE_TOP_SQL, [ids, list(kinds), limit]).fetchall()
-    return sorted(((r[0], float(r[1])) for r in rows), key=lambda r: (-r[1], r[0]))
+    rows = bm25.top(conn, PASSAGES_BM25, ids, kinds, limit)
+    return sorted(rows, key=lambda r: (-r[1], r[0]))
 
 
 def passage_dense(

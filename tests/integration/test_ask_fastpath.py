@@ -14,7 +14,9 @@ from selene_dag.config import load_settings
 from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval.index import (
     DOC_TOKENS_TABLE,
+    DOCS_BM25,
     DOCS_TABLE,
+    PASSAGES_BM25,
     PASSAGES_TABLE,
     build_index,
     header_text,
@@ -118,8 +120,23 @@ def test_one_changed_document_is_reindexed_alone(tmp_path: Path) -> None:
             k: v for k, v in before.items() if k != f"note:{note}"
         }
         assert [c.doc_id for c in search(conn, "zebrafish aquarium")] == [f"note:{note}"]
+        _assert_frequencies_counted(conn)
+        # A note gone takes its terms' frequencies down with it.
+        conn.execute("UPDATE notes SET deleted_at = ? WHERE id = ?", [NOW, note])
+        build_index(conn, NOW, model=MODEL)
+        assert search(conn, "zebrafish aquarium") == []
+        _assert_frequencies_counted(conn)
     finally:
         conn.close()
+
+
+def _assert_frequencies_counted(conn: duckdb.DuckDBPyConnection) -> None:
+    """The stored document frequencies of both BM25 units equal a count of their postings."""
+    for unit in (DOCS_BM25, PASSAGES_BM25):
+        counted = f"SELECT termid, count(*) FROM {unit.postings} GROUP BY termid"
+        stored = f"SELECT termid, df FROM {unit.frequencies}"
+        for a, b in ((counted, stored), (stored, counted)):
+            assert conn.execute(f"{a} EXCEPT ALL {b}").fetchall() == [], unit.frequencies
 
 
 def test_document_keys_are_written_with_each_row(store) -> None:
@@ -298,9 +315,15 @@ def test_document_postings_summed_from_passages_equal_tokenized_ones(tmp_path: P
     ]
     assert len(covered) == len(bodies) and "note:big" in covered
 
-    direct = bm25.Unit(DOCS_TABLE, "doc_id", ("title", "body"), "t_postings", "t_lengths")
+    direct = bm25.Unit(
+        DOCS_TABLE, "doc_id", ("title", "body"), "t_postings", "t_lengths", "t_frequencies"
+    )
     bm25.update(conn, direct, [])
-    for ours, theirs in (("search_postings", "t_postings"), ("search_doc_lengths", "t_lengths")):
+    for ours, theirs in (
+        ("search_postings", "t_postings"),
+        ("search_doc_lengths", "t_lengths"),
+        ("search_doc_frequencies", "t_frequencies"),
+    ):
         for a, b in ((ours, theirs), (theirs, ours)):
             extra = conn.execute(f"SELECT * FROM {a} EXCEPT ALL SELECT * FROM {b}").fetchall()
             assert extra == [], (a, extra[:5])
