@@ -224,6 +224,24 @@ def test_index_without_postings_counts_as_missing(tmp_path: Path) -> None:
         conn.close()
 
 
+def test_index_without_frequencies_gets_them_at_the_next_build(tmp_path: Path) -> None:
+    # An index built before the stored document frequencies: missing until the next build,
+    # which counts them from the postings without indexing any document again.
+    db = tmp_path / "selene.duckdb"
+    seed_store(db, with_session=False)
+    conn = connect(db)
+    try:
+        build_index(conn, NOW, model=MODEL)
+        for unit in (DOCS_BM25, PASSAGES_BM25):
+            conn.execute(f"DROP TABLE {unit.frequencies}")
+        assert not index_exists(conn)
+        assert build_index(conn, NOW, model=MODEL).counted == 0
+        assert index_exists(conn)
+        _assert_frequencies_counted(conn)
+    finally:
+        conn.close()
+
+
 def test_shared_store_one_connection_per_burst_then_released(home: Path) -> None:
     db = home / "selene.duckdb"
     seed_store(db)
