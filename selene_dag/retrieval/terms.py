@@ -60,10 +60,15 @@ def weights_by_stem(frequencies: Iterable[tuple[str, int]], n_docs: int) -> dict
     return out
 
 
+def _is_word(char: str) -> bool:
+    """Whether ``char`` is a regex word character (``\\w`` for str patterns)."""
+    return char.isalnum() or char == "_"
+
+
 class CoverageMatcher:
-    """Finds which question terms (stemmed, matched at a word start) occur in a text, in
-    one regex pass per text: alternatives are tried longest first, and a stem is found
-    wherever a longer matched stem starts with it (both match at that position)."""
+    """Finds which question terms (stemmed, matched at a word start) occur in a text: a
+    stem is found where it starts at a word boundary, and then so is every stem that it
+    starts with (both match at that position)."""
 
     def __init__(self, terms: Sequence[str]) -> None:
         self.terms = list(terms)
@@ -77,13 +82,31 @@ class CoverageMatcher:
         self._implied: dict[str, frozenset[str]] = {
             a: frozenset(s for s in alternatives if a.startswith(s)) for a in alternatives
         }
+        # Stems of word characters only (every stem of a question's words) are looked for
+        # with str.find, a C scan per stem: several times faster than the regex, which
+        # remains for any other stem.
+        self._plain = bool(alternatives) and all(
+            a and all(_is_word(c) for c in a) for a in alternatives
+        )
+        self._alternatives = alternatives
 
     def found(self, text: str) -> set[str]:
         """The stems found in ``text`` (compared lower-case)."""
         if self._pattern is None or not text:
             return set()
+        low = text.lower()
         out: set[str] = set()
-        for match in set(self._pattern.findall(text.lower())):
+        if self._plain:
+            for a in self._alternatives:  # longest first: a prefix found with it is skipped
+                if a in out:
+                    continue
+                at = low.find(a)
+                while at > 0 and _is_word(low[at - 1]):
+                    at = low.find(a, at + 1)
+                if at >= 0:
+                    out |= self._implied[a]
+            return out
+        for match in set(self._pattern.findall(low)):
             out |= self._implied[match]
         return out
 

@@ -29,7 +29,7 @@ from selene_dag.retrieval.rerank import (
     static_score,
 )
 from selene_dag.retrieval.search import Candidate, parse_sources
-from selene_dag.retrieval.terms import query_terms, stem, term_coverage
+from selene_dag.retrieval.terms import CoverageMatcher, query_terms, stem, term_coverage
 
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
 
@@ -101,6 +101,28 @@ def test_term_coverage_counts_title_hits_higher() -> None:
     in_title = term_coverage(terms, "Docker shell", "")
     assert 0 < body_only < in_title <= 1.0
     assert term_coverage(["indexing"], "", "the index is built") > 0  # light stemming
+
+
+_WORD_CHARS = st.sampled_from(list("abcdeé_1É"))
+_TEXT_CHARS = st.sampled_from(list("abcdeé_1 .-\n'É"))
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    words=st.lists(st.text(_WORD_CHARS, min_size=1, max_size=6), min_size=1, max_size=4),
+    text=st.text(_TEXT_CHARS, max_size=80),
+)
+def test_coverage_matcher_finds_what_the_word_start_regex_finds(
+    words: list[str], text: str
+) -> None:
+    # The matcher looks for stems of word characters with str.find; it must find exactly
+    # the stems that a regex of the stems at a word boundary finds (a stem also counts as
+    # found where a longer stem starting with it matches).
+    matcher = CoverageMatcher(words)
+    stems = sorted(set(matcher.stems), key=lambda s: (-len(s), s))
+    pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + ")")
+    expected = {s for m in pattern.findall(text.lower()) for s in stems if m.startswith(s)}
+    assert matcher.found(text) == expected
 
 
 def test_static_score_prefers_recent_full_notes_and_consensus() -> None:
