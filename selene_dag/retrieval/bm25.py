@@ -6,7 +6,7 @@ base 10, every field), but the index lives in our own tables so that a rebuild t
 the rows that changed: the ``fts`` extension rebuilds everything on every ``PRAGMA
 create_fts_index``, which at 10,000 notes made one edited note cost two full index builds.
 
-Per unit (documents, passages) two tables:
+Per unit (documents, passages) three tables:
 
 * ``<unit>_postings(termid, key, kind, tf, len)``: one row per (term, row) with the term's
   count and the row's length in terms; a question reads only the postings of its terms.
@@ -185,7 +185,7 @@ def _recount_frequencies(conn: duckdb.DuckDBPyConnection, unit: Unit, everything
             f"INSERT INTO {unit.frequencies} SELECT termid, count(*) FROM {unit.postings} "
             "GROUP BY termid"
         )
-    else:
+    elif conn.execute("SELECT count(*) FROM _bm25_touched").fetchone()[0]:
         conn.execute(f"DELETE FROM {unit.frequencies} WHERE termid IN {touched}")
         conn.execute(
             f"INSERT INTO {unit.frequencies} SELECT termid, count(*) FROM {unit.postings} "
