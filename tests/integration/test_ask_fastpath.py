@@ -126,6 +126,10 @@ def test_one_changed_document_is_reindexed_alone(tmp_path: Path) -> None:
         build_index(conn, NOW, model=MODEL)
         assert search(conn, "zebrafish aquarium") == []
         _assert_frequencies_counted(conn)
+        # Half the notes gone at once: every term's frequency is counted again.
+        conn.execute("UPDATE notes SET deleted_at = ? WHERE hash(id) % 2 = 0", [NOW])
+        build_index(conn, NOW, model=MODEL)
+        _assert_frequencies_counted(conn)
     finally:
         conn.close()
 
