@@ -69,6 +69,17 @@ def reference(store):
         store.execute(f"DROP SCHEMA fts_main_{table} CASCADE")
 
 
+@pytest.fixture
+def notes_index(tmp_path: Path):
+    """A connection to a store of the demo notes with its index built (one per test)."""
+    db = tmp_path / "selene.duckdb"
+    seed_store(db, with_session=False)
+    conn = connect(db)
+    build_index(conn, NOW, model=MODEL)
+    yield conn
+    conn.close()
+
+
 @pytest.mark.parametrize("question", QUESTIONS)
 def test_postings_scores_equal_match_bm25(reference, question: str) -> None:
     store = reference
@@ -99,39 +110,33 @@ def test_passage_scores_equal_match_bm25(reference, question: str) -> None:
     assert [s for _, s in got] == pytest.approx([s for _, s in expected], rel=1e-9)
 
 
-def test_one_changed_document_is_reindexed_alone(tmp_path: Path) -> None:
-    db = tmp_path / "selene.duckdb"
-    seed_store(db, with_session=False)
-    conn = connect(db)
-    try:
-        build_index(conn, NOW, model=MODEL)
-        before = dict(conn.execute("SELECT key, len FROM search_doc_lengths").fetchall())
-        note = conn.execute("SELECT id FROM notes ORDER BY id LIMIT 1").fetchone()[0]
-        conn.execute(
-            "UPDATE notes SET content = content || ' zebrafish aquarium', "
-            "content_hash = md5(content || ' zebrafish aquarium') WHERE id = ?",
-            [note],
-        )
-        result = build_index(conn, NOW, model=MODEL)
-        assert result.counted == 1
-        after = dict(conn.execute("SELECT key, len FROM search_doc_lengths").fetchall())
-        assert after[f"note:{note}"] == before[f"note:{note}"] + 2
-        assert {k: v for k, v in after.items() if k != f"note:{note}"} == {
-            k: v for k, v in before.items() if k != f"note:{note}"
-        }
-        assert [c.doc_id for c in search(conn, "zebrafish aquarium")] == [f"note:{note}"]
-        _assert_frequencies_counted(conn)
-        # A note gone takes its terms' frequencies down with it.
-        conn.execute("UPDATE notes SET deleted_at = ? WHERE id = ?", [NOW, note])
-        build_index(conn, NOW, model=MODEL)
-        assert search(conn, "zebrafish aquarium") == []
-        _assert_frequencies_counted(conn)
-        # Half the notes gone at once: every term's frequency is counted again.
-        conn.execute("UPDATE notes SET deleted_at = ? WHERE hash(id) % 2 = 0", [NOW])
-        build_index(conn, NOW, model=MODEL)
-        _assert_frequencies_counted(conn)
-    finally:
-        conn.close()
+def test_one_changed_document_is_reindexed_alone(notes_index) -> None:
+    conn = notes_index
+    before = dict(conn.execute("SELECT key, len FROM search_doc_lengths").fetchall())
+    note = conn.execute("SELECT id FROM notes ORDER BY id LIMIT 1").fetchone()[0]
+    conn.execute(
+        "UPDATE notes SET content = content || ' zebrafish aquarium', "
+        "content_hash = md5(content || ' zebrafish aquarium') WHERE id = ?",
+        [note],
+    )
+    result = build_index(conn, NOW, model=MODEL)
+    assert result.counted == 1
+    after = dict(conn.execute("SELECT key, len FROM search_doc_lengths").fetchall())
+    assert after[f"note:{note}"] == before[f"note:{note}"] + 2
+    assert {k: v for k, v in after.items() if k != f"note:{note}"} == {
+        k: v for k, v in before.items() if k != f"note:{note}"
+    }
+    assert [c.doc_id for c in search(conn, "zebrafish aquarium")] == [f"note:{note}"]
+    _assert_frequencies_counted(conn)
+    # A note gone takes its terms' frequencies down with it.
+    conn.execute("UPDATE notes SET deleted_at = ? WHERE id = ?", [NOW, note])
+    build_index(conn, NOW, model=MODEL)
+    assert search(conn, "zebrafish aquarium") == []
+    _assert_frequencies_counted(conn)
+    # Half the notes gone at once: every term's frequency is counted again.
+    conn.execute("UPDATE notes SET deleted_at = ? WHERE hash(id) % 2 = 0", [NOW])
+    build_index(conn, NOW, model=MODEL)
+    _assert_frequencies_counted(conn)
 
 
 def _assert_frequencies_counted(conn: duckdb.DuckDBPyConnection) -> None:
@@ -215,35 +220,22 @@ def test_pack_within_budget_with_or_without_stored_counts(store, model: str, bud
     assert long_items and long_items[0].excerpt
 
 
-def test_index_without_postings_counts_as_missing(tmp_path: Path) -> None:
-    db = tmp_path / "selene.duckdb"
-    seed_store(db, with_session=False)
-    conn = connect(db)
-    try:
-        build_index(conn, NOW, model=MODEL)
-        assert index_exists(conn)
-        conn.execute(f"DROP TABLE {DOC_TOKENS_TABLE}")  # as an index built before postings
-        assert not index_exists(conn)
-    finally:
-        conn.close()
+def test_index_without_postings_counts_as_missing(notes_index) -> None:
+    assert index_exists(notes_index)
+    notes_index.execute(f"DROP TABLE {DOC_TOKENS_TABLE}")  # as an index built before postings
+    assert not index_exists(notes_index)
 
 
-def test_index_without_frequencies_gets_them_at_the_next_build(tmp_path: Path) -> None:
+def test_index_without_frequencies_gets_them_at_the_next_build(notes_index) -> None:
     # An index built before the stored document frequencies: missing until the next build,
     # which counts them from the postings without indexing any document again.
-    db = tmp_path / "selene.duckdb"
-    seed_store(db, with_session=False)
-    conn = connect(db)
-    try:
-        build_index(conn, NOW, model=MODEL)
-        for unit in (DOCS_BM25, PASSAGES_BM25):
-            conn.execute(f"DROP TABLE {unit.frequencies}")
-        assert not index_exists(conn)
-        assert build_index(conn, NOW, model=MODEL).counted == 0
-        assert index_exists(conn)
-        _assert_frequencies_counted(conn)
-    finally:
-        conn.close()
+    conn = notes_index
+    for unit in (DOCS_BM25, PASSAGES_BM25):
+        conn.execute(f"DROP TABLE {unit.frequencies}")
+    assert not index_exists(conn)
+    assert build_index(conn, NOW, model=MODEL).counted == 0
+    assert index_exists(conn)
+    _assert_frequencies_counted(conn)
 
 
 def test_shared_store_one_connection_per_burst_then_released(home: Path) -> None:
