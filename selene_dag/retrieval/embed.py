@@ -44,10 +44,15 @@ class EmbeddingError(SeleneError, RuntimeError):
 
 @dataclass(frozen=True)
 class EmbeddingModel:
-    """The token embedding table (float32, one row per token id) and its tokenizer."""
+    """The token embedding table as stored (float16, one row per token id) and its
+    tokenizer."""
 
     embedding: np.ndarray
     tokenizer: Any
+
+    def rows(self, ids: np.ndarray) -> np.ndarray:
+        """The float32 rows of ``ids`` (exact: every float16 value is a float32 one)."""
+        return self.embedding[ids].astype(np.float32)
 
 
 def package_dir() -> Path:
@@ -69,8 +74,10 @@ def load_model() -> EmbeddingModel:
     package = package_dir()
     try:
         tokenizer = Tokenizer.from_file(str(package / _TOKENIZER))
+        # Kept as stored: a question or an edited note's passages need a few rows, and
+        # converting the whole table to float32 costs every process 0.1 s.
         with safe_open(str(package / _WEIGHTS), framework="np", device="cpu") as weights:
-            table = np.ascontiguousarray(weights.get_tensor(_TENSOR).astype(np.float32))
+            table = weights.get_tensor(_TENSOR)
     except Exception as exc:  # tokenizers raises a bare Exception for a missing file
         raise EmbeddingError(f"cannot load the wordllama model from {package}: {exc}") from exc
     tokenizer.no_padding()
@@ -78,11 +85,18 @@ def load_model() -> EmbeddingModel:
     return EmbeddingModel(table, tokenizer)
 
 
+@cache
+def float32_table() -> np.ndarray:
+    """The model's whole table in float32, converted once per process (0.1 s): for sums
+    over many texts."""
+    return np.ascontiguousarray(load_model().embedding.astype(np.float32))
+
+
 def embed_texts(texts: Sequence[str]) -> np.ndarray:
     """``(len(texts), 256)`` float32 rows, each the mean of its tokens' vectors scaled to
     unit length (a text without tokens gives a zero row). Deterministic."""
     model = load_model()
-    table: np.ndarray = model.embedding
+    size = model.embedding.shape[0]
     out = np.zeros((len(texts), DIM), dtype=np.float32)
     for first in range(0, len(texts), BATCH):
         # encode_batch_fast: the same ids without character offsets, a third faster.
@@ -95,7 +109,7 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
         if not indptr[-1]:
             continue
         flat = np.clip(
-            np.fromiter(chain.from_iterable(ids), np.int64, int(indptr[-1])), 0, table.shape[0] - 1
+            np.fromiter(chain.from_iterable(ids), np.int64, int(indptr[-1])), 0, size - 1
         )
         if len(ids) <= _FEW_TEXTS:
             # A question, or the passages of an edited note: summed in numpy, without
@@ -103,16 +117,16 @@ def embed_texts(texts: Sequence[str]) -> np.ndarray:
             present = np.flatnonzero(np.diff(indptr))
             # Texts without tokens stay out of the segments (reduceat would give them
             # their neighbour's first row).
-            out[first + present] = np.add.reduceat(table[flat], indptr[present], axis=0)
+            out[first + present] = np.add.reduceat(model.rows(flat), indptr[present], axis=0)
             continue
         from scipy.sparse import csr_matrix
 
         # Token counts per text as a sparse matrix: one product sums every text's vectors.
         counts = csr_matrix(
             (np.ones(len(flat), dtype=np.float32), flat, indptr),
-            shape=(len(ids), table.shape[0]),
+            shape=(len(ids), size),
         )
-        out[first : first + len(ids)] = counts @ table
+        out[first : first + len(ids)] = counts @ float32_table()
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     np.divide(out, norms, out=out, where=norms > 0)
     return out

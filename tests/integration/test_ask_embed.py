@@ -56,7 +56,7 @@ def test_a_question_alone_embeds_as_it_does_in_a_batch() -> None:
     assert not embed.embed_query("").any()
 
 
-def test_few_texts_embed_as_they_do_among_many_without_importing_scipy() -> None:
+def test_few_texts_embed_as_among_many_without_scipy_or_the_float32_table() -> None:
     # An edited note's few passages are summed in numpy; a fresh corpus's many through
     # scipy's sparse product: the same vectors, texts without tokens left at zero.
     notes = [json.loads(line) for line in DEMO.read_text(encoding="utf-8").splitlines() if line]
@@ -68,10 +68,12 @@ def test_few_texts_embed_as_they_do_among_many_without_importing_scipy() -> None
         few = embed.embed_texts(texts[at : at + 30])
         assert np.allclose(few, many[at : at + 30], atol=1e-6)
     assert not many[3].any() and not many[40].any() and many[4].any()
+    # Nor is the whole table converted to float32 for a few texts (0.1 s of each process).
     code = (
-        "import sys\nfrom selene_dag.retrieval.embed import embed_texts\n"
+        "import sys\nfrom selene_dag.retrieval.embed import embed_texts, float32_table\n"
         "assert embed_texts(['one passage', '', 'another']).shape == (3, 256)\n"
-        "assert 'scipy' not in sys.modules"
+        "assert 'scipy' not in sys.modules\n"
+        "assert float32_table.cache_info().currsize == 0"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
