@@ -18,7 +18,12 @@ from selene_dag.paths import assets_dir
 from selene_dag.retrieval import embed
 from selene_dag.retrieval.index import build_index
 from selene_dag.retrieval.pack import ask
-from selene_dag.retrieval.search import DENSE_FLOOR, hybrid_passages, passage_dense
+from selene_dag.retrieval.search import (
+    DENSE_FLOOR,
+    hybrid_passages,
+    passage_dense,
+    passage_matrix,
+)
 from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
 
@@ -120,6 +125,36 @@ def test_hybrid_passages_and_ask_cite_the_right_note(tmp_path: Path) -> None:
         result = ask(conn, "open a bash shell in a running docker container", 200, model=MODEL)
         assert result.items[0].citation == "note docker/exec.md"
         assert result.total_tokens <= 200
+    finally:
+        conn.close()
+
+
+def test_passage_matrix_holds_each_embedded_passage_with_its_own_vector(tmp_path: Path) -> None:
+    # The matrix joins passages to vectors by content hash in Python: every passage with a
+    # vector appears once, in id order, with that vector; one without stays out of the
+    # matrix but keeps its span.
+    db = tmp_path / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    try:
+        build_index(conn, NOW, model=MODEL)
+        gone = conn.execute(
+            "SELECT hash FROM search_passages ORDER BY passage_id LIMIT 1 OFFSET 3"
+        ).fetchone()[0]
+        conn.execute("DELETE FROM passage_embeddings WHERE hash = ?", [gone])
+        expected = conn.execute(
+            "SELECT p.passage_id, p.kind, e.vec FROM search_passages p "
+            "JOIN passage_embeddings e ON e.hash = p.hash ORDER BY p.passage_id"
+        ).fetchall()
+        matrix = passage_matrix(conn)
+        assert matrix.ids.tolist() == [r[0] for r in expected]
+        assert matrix.kinds.tolist() == [r[1] for r in expected]
+        assert np.array_equal(matrix.vectors, np.array([r[2] for r in expected], np.float32))
+        spans = conn.execute(
+            "SELECT passage_id, doc_id, char_start, char_end, tokens FROM search_passages"
+        ).fetchall()
+        assert matrix.spans == {r[0]: r[1:] for r in spans}
+        assert sum(matrix.counts.values()) == len(spans) == len(expected) + 1
     finally:
         conn.close()
 
