@@ -419,6 +419,12 @@ def term_ids(conn: duckdb.DuckDBPyConnection, text: str) -> list[int]:
     return sorted(int(r[0]) for r in rows)
 
 
+# 2^40: a term's part of a score (under 25 even for a billion rows) times this stays below
+# 2^48, so the 32 terms of a question add up exactly in a double; the rounding moves a
+# score by at most 32 × 2^-41 (1.5e-11).
+_SCALE = float(2**40)
+
+
 def top(
     conn: duckdb.DuckDBPyConnection,
     unit: Unit,
@@ -431,7 +437,10 @@ def top(
     when ``ids`` is."""
     # Document frequencies are counted from the matching postings, not read from the
     # frequencies table: the scan that finds them is needed anyway, and joining the table
-    # measured slower.
+    # measured slower. Each term's part of a score is rounded to a multiple of 1/_SCALE
+    # before the sum: a parallel sum of doubles depends on the order the threads add them
+    # in, and near-equal scores (copies of one note) then swapped places from one run to
+    # the next; sums of such multiples are exact, whatever the order.
     if not ids:
         return []
     rows = conn.execute(
@@ -440,10 +449,11 @@ WITH st AS (SELECT count(*) AS n, avg(len) AS avgdl FROM {unit.lengths}),
 p AS MATERIALIZED (SELECT termid, key, kind, tf, len FROM {unit.postings}
                    WHERE list_contains($1, termid)),
 df AS (SELECT termid, count(*) AS df FROM p GROUP BY termid)
-SELECT p.key, sum(
+SELECT p.key, sum(round(
     log(((st.n - df.df + 0.5) / (df.df + 0.5)) + 1)
     * ((p.tf * ({BM25_K} + 1)) / (p.tf + {BM25_K} * ((1 - {BM25_B}) + {BM25_B} * (p.len / st.avgdl))))
-) AS score
+    * {_SCALE}
+)) / {_SCALE} AS score
 FROM p JOIN df USING (termid) CROSS JOIN st
 WHERE list_contains($2, p.kind)
 GROUP BY p.key ORDER BY score DESC, p.key LIMIT $3
