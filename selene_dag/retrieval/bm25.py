@@ -2,9 +2,10 @@
 
 The scores are those of the DuckDB ``fts`` extension's ``match_bm25`` (porter stemmer, its
 English stopword list, accents stripped, lower case, k = 1.2, b = 0.75, log base 10, every
-field; to 1.5e-11, see :func:`top`), but the index lives in our own tables so that a rebuild touches only
-the rows that changed: the ``fts`` extension rebuilds everything on every ``PRAGMA
-create_fts_index``, which at 10,000 notes made one edited note cost two full index builds.
+field; to 1.5e-11, see :func:`top`), but the index lives in our own tables so that a
+rebuild touches only the rows that changed: the ``fts`` extension rebuilds everything on
+every ``PRAGMA create_fts_index``, which at 10,000 notes made one edited note cost two full
+index builds.
 
 Per unit (documents, passages) three tables:
 
