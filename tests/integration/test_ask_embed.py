@@ -31,6 +31,17 @@ MODEL = "mistral:7b"
 DEMO = assets_dir() / "demo" / "notes" / "til.jsonl"
 
 
+@pytest.fixture
+def built(tmp_path: Path):
+    """A connection to a seeded store (notes and a session) with its index built."""
+    db = tmp_path / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    build_index(conn, NOW, model=MODEL)
+    yield conn
+    conn.close()
+
+
 def test_loads_and_embeds_with_the_network_blocked(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
@@ -112,51 +123,38 @@ def test_only_new_passage_contents_are_embedded(tmp_path: Path) -> None:
         conn.close()
 
 
-def test_hybrid_passages_and_ask_cite_the_right_note(tmp_path: Path) -> None:
-    db = tmp_path / "selene.duckdb"
-    seed_store(db)
-    conn = connect(db)
-    try:
-        build_index(conn, NOW, model=MODEL)
-        hits = hybrid_passages(conn, "open a bash shell in a running docker container")
-        assert hits and hits[0].doc_id == "note:docker/exec.md"
-        assert hits[0].bm25_rank is not None and hits[0].char_end > hits[0].char_start
-        assert hybrid_passages(conn, "xylophone quasar") == []
-        result = ask(conn, "open a bash shell in a running docker container", 200, model=MODEL)
-        assert result.items[0].citation == "note docker/exec.md"
-        assert result.total_tokens <= 200
-    finally:
-        conn.close()
+def test_hybrid_passages_and_ask_cite_the_right_note(built) -> None:
+    hits = hybrid_passages(built, "open a bash shell in a running docker container")
+    assert hits and hits[0].doc_id == "note:docker/exec.md"
+    assert hits[0].bm25_rank is not None and hits[0].char_end > hits[0].char_start
+    assert hybrid_passages(built, "xylophone quasar") == []
+    result = ask(built, "open a bash shell in a running docker container", 200, model=MODEL)
+    assert result.items[0].citation == "note docker/exec.md"
+    assert result.total_tokens <= 200
 
 
-def test_passage_matrix_holds_each_embedded_passage_with_its_own_vector(tmp_path: Path) -> None:
+def test_passage_matrix_holds_each_embedded_passage_with_its_own_vector(built) -> None:
     # The matrix joins passages to vectors by content hash in Python: every passage with a
     # vector appears once, in id order, with that vector; one without stays out of the
     # matrix but keeps its span.
-    db = tmp_path / "selene.duckdb"
-    seed_store(db)
-    conn = connect(db)
-    try:
-        build_index(conn, NOW, model=MODEL)
-        gone = conn.execute(
-            "SELECT hash FROM search_passages ORDER BY passage_id LIMIT 1 OFFSET 3"
-        ).fetchone()[0]
-        conn.execute("DELETE FROM passage_embeddings WHERE hash = ?", [gone])
-        expected = conn.execute(
-            "SELECT p.passage_id, p.kind, e.vec FROM search_passages p "
-            "JOIN passage_embeddings e ON e.hash = p.hash ORDER BY p.passage_id"
-        ).fetchall()
-        matrix = passage_matrix(conn)
-        assert matrix.ids.tolist() == [r[0] for r in expected]
-        assert matrix.kinds.tolist() == [r[1] for r in expected]
-        assert np.array_equal(matrix.vectors, np.array([r[2] for r in expected], np.float32))
-        spans = conn.execute(
-            "SELECT passage_id, doc_id, char_start, char_end, tokens FROM search_passages"
-        ).fetchall()
-        assert matrix.spans == {r[0]: r[1:] for r in spans}
-        assert sum(matrix.counts.values()) == len(spans) == len(expected) + 1
-    finally:
-        conn.close()
+    conn = built
+    gone = conn.execute(
+        "SELECT hash FROM search_passages ORDER BY passage_id LIMIT 1 OFFSET 3"
+    ).fetchone()[0]
+    conn.execute("DELETE FROM passage_embeddings WHERE hash = ?", [gone])
+    expected = conn.execute(
+        "SELECT p.passage_id, p.kind, e.vec FROM search_passages p "
+        "JOIN passage_embeddings e ON e.hash = p.hash ORDER BY p.passage_id"
+    ).fetchall()
+    matrix = passage_matrix(conn)
+    assert matrix.ids.tolist() == [r[0] for r in expected]
+    assert matrix.kinds.tolist() == [r[1] for r in expected]
+    assert np.array_equal(matrix.vectors, np.array([r[2] for r in expected], np.float32))
+    spans = conn.execute(
+        "SELECT passage_id, doc_id, char_start, char_end, tokens FROM search_passages"
+    ).fetchall()
+    assert matrix.spans == {r[0]: r[1:] for r in spans}
+    assert sum(matrix.counts.values()) == len(spans) == len(expected) + 1
 
 
 def test_a_rebuild_counts_and_cuts_only_changed_documents(tmp_path: Path) -> None:
