@@ -159,7 +159,6 @@ def search(
         top = bm25.top(conn, DOCS_BM25, ids, kinds, limit)
     if not top:
         return []
-    top.sort(key=lambda r: (-r[1], r[0]))
     names = [name for name, _ in top]
     rows = {r[0]: r for r in conn.execute(_ROWS_SQL, [names]).fetchall()}
     tokens = {r[0]: r[1:] for r in conn.execute(_TOKENS_SQL, [model or "", names]).fetchall()}
@@ -327,8 +326,7 @@ def passage_bm25(
     best first; empty when no term is in the index. ``ids``: the terms' ``term_ids``
     when the caller has them already."""
     ids = term_ids(conn, terms) if ids is None else list(ids)
-    rows = bm25.top(conn, PASSAGES_BM25, ids, kinds, limit)
-    return sorted(rows, key=lambda r: (-r[1], r[0]))
+    return bm25.top(conn, PASSAGES_BM25, ids, kinds, limit)
 
 
 def passage_dense(
