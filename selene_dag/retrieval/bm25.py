@@ -101,10 +101,11 @@ _LENGTHS_COLUMNS = ("key", "kind", "len")
 _FREQUENCIES_COLUMNS = ("termid", "df")
 
 
-def _create_unit_tables(conn: duckdb.DuckDBPyConnection, unit: Unit) -> None:
+def _create_unit_tables(conn: duckdb.DuckDBPyConnection, unit: Unit) -> bool:
     """Create the unit's tables; a postings or lengths table of another shape (an older
-    index) is replaced, and then both are, so every row is indexed again. A frequencies
-    table that is missing or of another shape is counted from the postings."""
+    index) is replaced, and then both are, so every row is indexed again. True when the
+    frequencies table was created (missing, or of another shape): it is empty then, and
+    every term must be counted."""
     if (
         _columns(conn, unit.postings) != _POSTINGS_COLUMNS
         or _columns(conn, unit.lengths) != _LENGTHS_COLUMNS
@@ -120,11 +121,12 @@ def _create_unit_tables(conn: duckdb.DuckDBPyConnection, unit: Unit) -> None:
         f"CREATE TABLE IF NOT EXISTS {unit.lengths} (key VARCHAR NOT NULL, kind VARCHAR "
         "NOT NULL, len INTEGER NOT NULL)"
     )
-    if _columns(conn, unit.frequencies) != _FREQUENCIES_COLUMNS:
-        conn.execute(
-            f"CREATE OR REPLACE TABLE {unit.frequencies} AS SELECT termid, count(*) AS df "
-            f"FROM {unit.postings} GROUP BY termid"
-        )
+    if _columns(conn, unit.frequencies) == _FREQUENCIES_COLUMNS:
+        return False
+    conn.execute(
+        f"CREATE OR REPLACE TABLE {unit.frequencies} (termid INTEGER NOT NULL, df BIGINT NOT NULL)"
+    )
+    return True
 
 
 def update(
@@ -140,7 +142,7 @@ def update(
     With ``parts``, the rows it names (``Parts.keys``) are not tokenized again: their
     postings are summed from their parts' postings (see :class:`Parts`), which must be up
     to date. The result is the same as tokenizing them."""
-    _create_unit_tables(conn, unit)
+    new_frequencies = _create_unit_tables(conn, unit)
     # Which rows to drop and to index is decided on keys alone; then only those rows are
     # touched, so one change does not read every row's text or scan the postings for
     # keys that are gone.
@@ -152,7 +154,7 @@ def update(
     # Frequencies follow the terms of the rows dropped (the postings' delete returns them)
     # and indexed; when many rows go or come, every term is counted again instead.
     rows = conn.execute(f"SELECT count(*) FROM {unit.lengths}").fetchone()[0]
-    recount_all = len(drop) * 8 > rows
+    recount_all = new_frequencies or len(drop) * 8 > rows
     if drop:
         gone_sql = f"DELETE FROM {unit.postings} WHERE key IN (SELECT unnest(?::VARCHAR[]))"
         if recount_all:
@@ -434,8 +436,8 @@ def top(
     limit: int,
 ) -> list[tuple[str, float]]:
     """The ``limit`` best rows of ``unit`` of the given ``kinds`` for the term ids ``ids``
-    as ``(key, score)``, best first (ties by key); the score is ``match_bm25``'s. Empty
-    when ``ids`` is."""
+    as ``(key, score)``, best first (ties by key); the score is ``match_bm25``'s to
+    1.5e-11. Empty when ``ids`` is."""
     # Document frequencies are counted from the matching postings, not read from the
     # frequencies table: the scan that finds them is needed anyway, and joining the table
     # measured slower. Each term's part of a score is rounded to a multiple of 1/_SCALE
