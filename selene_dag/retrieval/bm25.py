@@ -25,6 +25,7 @@ when another row changes.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
@@ -426,6 +427,16 @@ def term_ids(conn: duckdb.DuckDBPyConnection, text: str) -> list[int]:
 # 2^48, so the 32 terms of a question add up exactly in a double; the rounding moves a
 # score by at most 32 × 2^-41 (1.5e-11).
 _SCALE = float(2**40)
+# The constants of a term's part of a score, as doubles: the query and the in-memory
+# scoring (``resident``) compute the same double operations in the same order, so both
+# give the same scores to the last bit.
+TERM_PARAMETERS = (BM25_K + 1, BM25_K, 1 - BM25_B, BM25_B, _SCALE)
+
+
+def idf(rows: int, df: int) -> float:
+    """A term's weight in a score: ``log10((N - df + 0.5) / (df + 0.5) + 1)``, the double
+    the top query computes for it."""
+    return math.log10((float(rows - df) + 0.5) / (df + 0.5) + 1.0)
 
 
 def top(
@@ -453,15 +464,15 @@ p AS MATERIALIZED (SELECT termid, key, kind, tf, len FROM {unit.postings}
                    WHERE list_contains($1, termid)),
 df AS (SELECT termid, count(*) AS df FROM p GROUP BY termid)
 SELECT p.key, sum(round(
-    log(((st.n - df.df + 0.5) / (df.df + 0.5)) + 1)
-    * ((p.tf * ({BM25_K} + 1)) / (p.tf + {BM25_K} * ((1 - {BM25_B}) + {BM25_B} * (p.len / st.avgdl))))
-    * {_SCALE}
-)) / {_SCALE} AS score
+    log10((st.n - df.df + 0.5::DOUBLE) / (df.df + 0.5::DOUBLE) + 1.0::DOUBLE)
+    * ((p.tf * $4) / (p.tf + $5 * ($6 + $7 * (p.len / st.avgdl))))
+    * $8
+)) / $8 AS score
 FROM p JOIN df USING (termid) CROSS JOIN st
 WHERE list_contains($2, p.kind)
 GROUP BY p.key ORDER BY score DESC, p.key LIMIT $3
 """,
-        [list(ids), list(kinds), limit],
+        [list(ids), list(kinds), limit, *TERM_PARAMETERS],
     ).fetchall()
     return [(str(key), float(score)) for key, score in rows]
 

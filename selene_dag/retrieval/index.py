@@ -178,6 +178,21 @@ def index_is_stale(conn: duckdb.DuckDBPyConnection) -> bool:
     return index_state(conn).stale
 
 
+_BUILD_KEY_SQL = (
+    "SELECT (SELECT coalesce(path, database_name) FROM duckdb_databases() "
+    "WHERE database_name = current_database()), "
+    "(SELECT corpus_version || '@' || built_at FROM search_index_meta WHERE id = 1)"
+)
+
+
+def build_key(conn: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    """Which build of which index ``conn`` reads: its database's path and the stored
+    corpus version and build time. What a process keeps of an index (the passage matrix,
+    postings in memory) is kept under this key, so a rebuild is never served stale."""
+    path, build = conn.execute(_BUILD_KEY_SQL).fetchone()
+    return str(path), str(build)
+
+
 def index_exists(conn: duckdb.DuckDBPyConnection) -> bool:
     """True when both BM25 indexes (documents, passages) and the token counts exist in this
     database in the current shape (an index built by an older version counts as missing)."""

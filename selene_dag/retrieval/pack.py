@@ -62,6 +62,7 @@ from selene_dag.retrieval.search import (
     chunk_paths,
     documents,
     hybrid_passages,
+    index_build,
     parse_sources,
     passage_matrix,
     passage_texts,
@@ -732,10 +733,11 @@ def ask(
     # The question's term ids and the index's passage matrix are looked up once for the
     # document ranking, the passage ranking and the dominance test.
     ids = question_term_ids(conn, query)
+    build = index_build(conn)
     candidates: list[Candidate] = search(
-        conn, query, kinds, limit=candidate_limit, model=model, ids=ids
+        conn, query, kinds, limit=candidate_limit, model=model, ids=ids, build=build
     )
-    matrix = passage_matrix(conn) if passage_limit and ids else None
+    matrix = passage_matrix(conn, build) if passage_limit and ids else None
     hits = (
         hybrid_passages(
             conn, query, kinds, limit=passage_limit, k=PASSAGE_RRF_K, ids=ids, matrix=matrix

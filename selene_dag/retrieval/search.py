@@ -17,7 +17,7 @@ import duckdb
 import numpy as np
 
 from selene_dag.errors import UsageError
-from selene_dag.retrieval import bm25
+from selene_dag.retrieval import bm25, resident
 from selene_dag.retrieval.embed import embed_query
 from selene_dag.retrieval.index import (
     DOC_TOKENS_TABLE,
@@ -27,6 +27,7 @@ from selene_dag.retrieval.index import (
     PASSAGES_BM25,
     PASSAGES_TABLE,
     SearchIndexError,
+    build_key,
     index_exists,
     load_fts,
 )
@@ -132,6 +133,13 @@ def question_term_ids(conn: duckdb.DuckDBPyConnection, question: str) -> list[in
         return term_ids(conn, terms)
 
 
+def index_build(conn: duckdb.DuckDBPyConnection) -> tuple[str, str]:
+    """The index's ``build_key``, for one ask to look it up once. Raises SearchIndexError
+    when the index was never built."""
+    with _needs_index(conn):
+        return build_key(conn)
+
+
 def search(
     conn: duckdb.DuckDBPyConnection,
     question: str,
@@ -139,10 +147,12 @@ def search(
     limit: int = 60,
     model: str | None = None,
     ids: Sequence[int] | None = None,
+    build: tuple[str, str] | None = None,
 ) -> list[Candidate]:
     """The ``limit`` best BM25 matches for ``question`` among the given sources, with the
-    stored token counts of ``model`` when the index was built for it. ``ids``: the
-    question's ``term_ids`` when the caller has them already.
+    stored token counts of ``model`` when the index was built for it. ``ids`` and
+    ``build``: the question's ``term_ids`` and the index's ``index_build`` when the caller
+    has them already.
 
     An empty list when the question has no searchable word or nothing matches. Raises
     SearchIndexError when the index was never built (or lacks its postings), ValueError
@@ -156,7 +166,7 @@ def search(
         return []
     with _needs_index(conn):
         ids = term_ids(conn, terms) if ids is None else list(ids)
-        top = bm25.top(conn, DOCS_BM25, ids, kinds, limit)
+        top = resident.top(conn, DOCS_BM25, ids, kinds, limit, build)
     if not top:
         return []
     names = [name for name, _ in top]
@@ -233,15 +243,11 @@ _PASSAGE_ROWS_SQL = (
     "ORDER BY passage_id"
 )
 _VECTORS_SQL = f"SELECT hash, vec FROM {EMBEDDINGS_TABLE}"
-_BUILD_KEY_SQL = (
-    "SELECT (SELECT coalesce(path, database_name) FROM duckdb_databases() "
-    "WHERE database_name = current_database()), "
-    "(SELECT corpus_version || '@' || built_at FROM search_index_meta WHERE id = 1)"
-)
 
 
 @dataclass(frozen=True)
 class _Matrix:
+    build: tuple[str, str]  # the index's build_key
     ids: np.ndarray  # passage ids (object)
     kinds: np.ndarray  # note | chunk (object)
     vectors: np.ndarray  # (n, 256) float32, unit rows
@@ -255,7 +261,7 @@ _MATRIX_LOCK = threading.Lock()
 _MATRIX_SLOTS = 4
 
 
-def _read_matrix(conn: duckdb.DuckDBPyConnection) -> _Matrix:
+def _read_matrix(conn: duckdb.DuckDBPyConnection, build: tuple[str, str]) -> _Matrix:
     """The matrix of the index in ``conn`` as it is now (see :func:`passage_matrix`)."""
     rows = conn.execute(_PASSAGE_ROWS_SQL).fetchnumpy()
     stored = conn.execute(_VECTORS_SQL).fetchnumpy()
@@ -288,6 +294,7 @@ def _read_matrix(conn: duckdb.DuckDBPyConnection) -> _Matrix:
     for doc_id in doc_ids:
         counts[doc_id] = counts.get(doc_id, 0) + 1
     return _Matrix(
+        build,
         np.asarray(rows["passage_id"])[embedded],
         np.asarray(rows["kind"])[embedded],
         vectors,
@@ -296,19 +303,22 @@ def _read_matrix(conn: duckdb.DuckDBPyConnection) -> _Matrix:
     )
 
 
-def passage_matrix(conn: duckdb.DuckDBPyConnection) -> _Matrix:
+def passage_matrix(
+    conn: duckdb.DuckDBPyConnection, build: tuple[str, str] | None = None
+) -> _Matrix:
     """Every embedded passage's vector (and every passage's document and span), read from
     DuckDB once per index build and kept
     (keyed by database path + stored corpus version and build time), so a question costs
-    one matrix-vector product instead of a table scan."""
-    key = tuple(str(v) for v in conn.execute(_BUILD_KEY_SQL).fetchone())
+    one matrix-vector product instead of a table scan. ``build``: the index's
+    ``index_build`` when the caller has it already."""
+    key = build or build_key(conn)
     found = _MATRICES.get(key)
     if found is not None:
         return found
     with _MATRIX_LOCK:
         found = _MATRICES.get(key)
         if found is None:
-            found = _read_matrix(conn)
+            found = _read_matrix(conn, key)
             while len(_MATRICES) >= _MATRIX_SLOTS:
                 _MATRICES.pop(next(iter(_MATRICES)))
             _MATRICES[key] = found
@@ -321,12 +331,13 @@ def passage_bm25(
     kinds: Sequence[str],
     limit: int,
     ids: Sequence[int] | None = None,
+    build: tuple[str, str] | None = None,
 ) -> list[tuple[str, float]]:
     """The ``limit`` best passages by BM25 (title + text) as ``(passage_id, score)``,
-    best first; empty when no term is in the index. ``ids``: the terms' ``term_ids``
-    when the caller has them already."""
+    best first; empty when no term is in the index. ``ids`` and ``build``: the terms'
+    ``term_ids`` and the index's ``index_build`` when the caller has them already."""
     ids = term_ids(conn, terms) if ids is None else list(ids)
-    return bm25.top(conn, PASSAGES_BM25, ids, kinds, limit)
+    return resident.top(conn, PASSAGES_BM25, ids, kinds, limit, build)
 
 
 def passage_dense(
@@ -411,7 +422,8 @@ def hybrid_passages(
     if not terms:
         return []
     kinds = [SOURCES[s] for s in parse_sources(sources)]
-    lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids)]
+    build = matrix.build if matrix is not None else None
+    lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids, build)]
     if not lexical:
         return []
     matrix = matrix if matrix is not None else passage_matrix(conn)
