@@ -232,7 +232,11 @@ class PassageSummarizer:
     def __call__(self, text: str, max_tokens: int) -> str:
         if max_tokens < 1 or not text:
             return ""
-        if len(text) <= max_tokens or self.count(text) <= max_tokens:
+        # A text with more characters than CHARS_PER_TOKEN_BOUND per allowed token cannot
+        # fit: it is not counted whole (the pieces are counted anyway).
+        if len(text) <= max_tokens or (
+            len(text) // CHARS_PER_TOKEN_BOUND <= max_tokens and self.count(text) <= max_tokens
+        ):
             return text
         pieces, relevance, matched = self.analyse(text)
         if not matched and self.essences.get(text):
