@@ -37,38 +37,51 @@ class Postings:
     """One unit's index in arrays. Rows (documents or passages) are numbered in their
     keys' order, so ties broken by row number are broken by key as the query does."""
 
+    build: tuple[str, str]  # the index's build_key
     keys: np.ndarray  # row number -> key (object)
     kinds: np.ndarray  # row number -> index into kind_names
     kind_names: tuple[str, ...]
     lengths: np.ndarray  # row number -> length in terms (float64)
     avgdl: float
-    termids: np.ndarray  # postings sorted by term id, then row number
+    termids: np.ndarray  # postings (int32) sorted by term id, then row number
     rows: np.ndarray
     tf: np.ndarray
 
 
 def load(conn: duckdb.DuckDBPyConnection, unit: bm25.Unit) -> Postings:
-    """Read ``unit``'s postings and row lengths from the index in ``conn``."""
-    table = conn.execute(f"SELECT key, kind, len FROM {unit.lengths} ORDER BY key").fetchnumpy()
-    avgdl = conn.execute(f"SELECT avg(len) FROM {unit.lengths}").fetchone()[0]
-    postings = conn.execute(
-        f"""
-        SELECT p.termid, r.row, p.tf FROM {unit.postings} p
-        JOIN (SELECT key, (row_number() OVER (ORDER BY key) - 1)::INTEGER AS row
-              FROM {unit.lengths}) r USING (key)
-        ORDER BY p.termid, r.row
-        """
-    ).fetchnumpy()
+    """Read ``unit``'s postings and row lengths from the index in ``conn``, in one
+    transaction of a cursor of its own (a rebuild committing meanwhile cannot mix two
+    builds), with the ``build_key`` they belong to."""
+    cursor = conn.cursor()
+    try:
+        cursor.execute("BEGIN TRANSACTION")
+        build = build_key(cursor)
+        table = cursor.execute(
+            f"SELECT key, kind, len FROM {unit.lengths} ORDER BY key"
+        ).fetchnumpy()
+        avgdl = cursor.execute(f"SELECT avg(len) FROM {unit.lengths}").fetchone()[0]
+        postings = cursor.execute(
+            f"""
+            SELECT p.termid, r.row, p.tf FROM {unit.postings} p
+            JOIN (SELECT key, (row_number() OVER (ORDER BY key) - 1)::INTEGER AS row
+                  FROM {unit.lengths}) r USING (key)
+            ORDER BY p.termid, r.row
+            """
+        ).fetchnumpy()
+        cursor.execute("COMMIT")
+    finally:
+        cursor.close()
     names, kinds = np.unique(np.asarray(table["kind"], dtype=object), return_inverse=True)
     return Postings(
+        build=build,
         keys=np.asarray(table["key"], dtype=object),
         kinds=kinds.astype(np.int8),
         kind_names=tuple(str(n) for n in names),
         lengths=np.asarray(table["len"], dtype=np.float64),
         avgdl=float(avgdl) if avgdl is not None else 0.0,
-        termids=np.asarray(postings["termid"], dtype=np.int64),
-        rows=np.asarray(postings["row"], dtype=np.int64),
-        tf=np.asarray(postings["tf"], dtype=np.float64),
+        termids=np.asarray(postings["termid"], dtype=np.int32),
+        rows=np.asarray(postings["row"], dtype=np.int32),
+        tf=np.asarray(postings["tf"], dtype=np.int32),
     )
 
 
@@ -90,7 +103,7 @@ def top_in(
     n = len(postings.keys)
     spans = list(zip(starts.tolist(), ends.tolist(), strict=True))
     rows = np.concatenate([postings.rows[a:b] for a, b in spans])
-    tf = np.concatenate([postings.tf[a:b] for a, b in spans])
+    tf = np.concatenate([postings.tf[a:b] for a, b in spans]).astype(np.float64)
     weights = np.repeat([bm25.idf(n, int(d)) for d in df.tolist()], df)
     k1, k, one_minus_b, b, scale = bm25.TERM_PARAMETERS
     part = (
@@ -144,19 +157,19 @@ def top(
     found = _LOADED.get(key)
     if found is None:
         with _LOCK:
-            asked = _ASKED[key] = _ASKED.get(key, 0) + 1
-            if asked < LOAD_AT:
-                found = None
-            else:
-                found = _LOADED.get(key)
-                if found is None:
+            found = _LOADED.get(key)
+            if found is None:
+                asked = _ASKED[key] = _ASKED.get(key, 0) + 1
+                if asked >= LOAD_AT:
                     found = load(conn, unit)
+                    del _ASKED[key]
+                    if found.build != key[:2]:  # rebuilt meanwhile: ask the query
+                        return bm25.top(conn, unit, ids, kinds, limit)
                     while len(_LOADED) >= _SLOTS:
                         _LOADED.pop(next(iter(_LOADED)))
                     _LOADED[key] = found
-                    _ASKED.pop(key, None)
-            if len(_ASKED) > 4 * _SLOTS:
-                _ASKED.clear()
+                elif len(_ASKED) > 4 * _SLOTS:
+                    _ASKED.clear()
     if found is None:
         return bm25.top(conn, unit, ids, kinds, limit)
     return top_in(found, ids, kinds, limit)
