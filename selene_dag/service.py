@@ -37,10 +37,11 @@ from selene_dag.llm.cache import cache_clear as clear_cache_rows
 from selene_dag.llm.cache import cache_stats as cache_stat_rows
 from selene_dag.llm.engine import EngineError
 from selene_dag.notes.context_notes import (
+    leading_counts,
     load_context_notes,
     mark_accessed,
     pack_all_notes,
-    prepare_stored,
+    prepare_leading,
 )
 from selene_dag.notes.folders import ingest_scope
 from selene_dag.notes.health import compression_health
@@ -202,10 +203,10 @@ def context(settings: Settings, budget: int, model: str | None = None) -> Contex
     model = model or settings.model
     started = time.perf_counter()
     with existing_store(settings) as conn:
-        notes = load_context_notes(conn)
-        if not notes:
+        # Only the notes the budget can reach are loaded and rendered (see prepare_leading).
+        prepared, _, live = prepare_leading(conn, model, budget)
+        if not live:
             raise NotFoundError("no notes yet: run `selene-dag ingest PATH` first")
-        prepared, _ = prepare_stored(conn, notes, model)
         pack = pack_notes(prepared, budget)
         used = [n for n, tier in pack.tiers.items() if tier in ("full", "high", "summary")]
         mark_accessed(conn, used, settings.now())
@@ -213,8 +214,8 @@ def context(settings: Settings, budget: int, model: str | None = None) -> Contex
         text=pack.text,
         total_tokens=pack.total_tokens,
         model=model,
-        notes=len(notes),
-        counts=dict(pack.counts),
+        notes=live,
+        counts=leading_counts(pack, prepared, live),
         seconds=time.perf_counter() - started,
     )
 

@@ -39,7 +39,12 @@ from selene_dag.defs.metadata import (
     markdown_table,
 )
 from selene_dag.defs.resources import SeleneResource
-from selene_dag.notes.context_notes import load_context_notes, prepare_stored
+from selene_dag.notes.context_notes import (
+    KEEP_COUNTS_SQL,
+    full_tokens,
+    leading_counts,
+    prepare_leading,
+)
 from selene_dag.notes.daily import summarize_days, write_day_summaries
 from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
 from selene_dag.notes.fidelity import compute_tier
@@ -400,17 +405,19 @@ def compression_health(
     settings = selene.settings()
     with selene.connection() as conn:
         health = health_document(conn, settings.now())
-        notes = load_context_notes(conn)
-        prepared, counter = prepare_stored(conn, notes, settings.model)
+        # Only the notes a pack of the largest budget can reach are loaded and rendered.
+        prepared, counter, live = prepare_leading(
+            conn, settings.model, max(HEALTH_BUDGET, *CHECK_BUDGETS)
+        )
         # Every note at full, its header line and its content counted apart: the contents'
         # counts are shared with search_index's (token_counts), so a fresh corpus is not
         # tokenized whole once more for this figure.
-        full_tokens = sum(counter([f"--- {n['title']} ---\n" for n in notes])) + sum(
-            counter([n["content"] for n in notes])
-        )
-        # Counts of renders no note has any more go; the index's document bodies stay.
-        pruned = counter.prune(keep_sql="SELECT md5(body) FROM search_docs")
+        all_full = full_tokens(conn, counter)
+        # Counts of renders no note has any more go; the index's document bodies and the
+        # notes' header lines and contents stay.
+        pruned = counter.prune(keep_sql=KEEP_COUNTS_SQL)
     pack = pack_notes(prepared, HEALTH_BUDGET)
+    pack_counts = leading_counts(pack, prepared, live)
     # The budget check runs here, on the notes already prepared for the figures: as a
     # check of its own it loaded and prepared every note a second time.
     packed = {HEALTH_BUDGET: count_tokens(pack.text, settings.model)}
@@ -439,14 +446,14 @@ def compression_health(
         "texts_counted": dg.MetadataValue.int(counter.counted),
         "texts_count_reused": dg.MetadataValue.int(counter.reused),
         "token_counts_pruned": dg.MetadataValue.int(pruned),
-        "tokens_all_notes_full": dg.MetadataValue.int(full_tokens),
+        "tokens_all_notes_full": dg.MetadataValue.int(all_full),
         "tokens_packed": dg.MetadataValue.int(pack.total_tokens),
         "pack_budget": dg.MetadataValue.int(HEALTH_BUDGET),
         "notes_in_pack": dg.MetadataValue.int(sum(1 for t in pack.tiers.values() if t)),
         "token_savings_pct": dg.MetadataValue.float(
-            round(100 * (1 - pack.total_tokens / full_tokens), 1) if full_tokens else 0.0
+            round(100 * (1 - pack.total_tokens / all_full), 1) if all_full else 0.0
         ),
-        "pack_tiers": markdown_table(["tier", "notes in pack"], sorted(pack.counts.items())),
+        "pack_tiers": markdown_table(["tier", "notes in pack"], sorted(pack_counts.items())),
     }
     version = hash_rows(
         [health["tiers"], health["essences"], health["threadDigests"], pack.total_tokens]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -32,17 +33,25 @@ CONTEXT_COLUMNS = (
 )
 
 
-def load_context_notes(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
-    """Every live, non-test note with its essence, concepts, theme and tier; its
-    timestamps are UTC datetimes (``last_accessed_at`` None when never accessed)."""
+_LIVE_NOTES = "FROM notes WHERE deleted_at IS NULL AND NOT test_run"
+_LIVE = "FROM notes n LEFT JOIN processed_notes p ON p.note_id = n.id WHERE n.deleted_at IS NULL AND NOT n.test_run"
+
+
+def load_context_notes(
+    conn: duckdb.DuckDBPyConnection, ids: Sequence[str] | None = None
+) -> list[dict[str, Any]]:
+    """Every live, non-test note (``ids``: only those of them) with its essence, concepts,
+    theme and tier, in id order; its timestamps are UTC datetimes (``last_accessed_at``
+    None when never accessed)."""
     # The instants are fetched as naive UTC and tagged here: the client converts a
     # TIMESTAMPTZ value through pytz, which was a third of loading 10,000 notes.
+    only = " AND list_contains(?, n.id)" if ids is not None else ""
     rows = conn.execute(
         "SELECT n.id, n.title, n.content, p.essence, p.concepts, coalesce(p.primary_theme, n.topic), "
         "timezone('UTC', n.created_at), timezone('UTC', n.updated_at), "
         "coalesce(p.fidelity_tier, 'full'), timezone('UTC', p.last_accessed_at) "
-        "FROM notes n LEFT JOIN processed_notes p ON p.note_id = n.id "
-        "WHERE n.deleted_at IS NULL AND NOT n.test_run ORDER BY n.id"
+        f"{_LIVE}{only} ORDER BY n.id",
+        [list(ids)] if ids is not None else [],
     ).fetchall()
     return [
         dict(
@@ -54,6 +63,90 @@ def load_context_notes(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
         )
         for row in rows
     ]
+
+
+# Notes prepared first by prepare_leading; four times as many each time that is too few.
+LEADING_NOTES = 1024
+
+
+def prepare_leading(
+    conn: duckdb.DuckDBPyConnection, model: str, budget: int, leading: int = LEADING_NOTES
+) -> tuple[PreparedNotes, StoredCounts, int]:
+    """What ``prepare_stored`` gives for every live note, cut to the leading notes in
+    packing order whose skeleton lines alone exceed ``budget`` (all notes when theirs do
+    not): ``pack_notes`` then packs them into any budget up to ``budget`` exactly as it
+    packs every note, since a pack that cannot hold every skeleton line keeps the leading
+    ones that fit and nothing after them. The notes after are neither loaded nor rendered
+    (at 10,000 notes, loading and rendering every note was most of the health step).
+    ``leading``: how many notes to prepare first (four times as many each time that is too
+    few). Returns the prepared notes, their counter and how many notes are live."""
+    stubs = [
+        {
+            "id": row[0],
+            "created_at": _utc(row[1]),
+            "updated_at": _utc(row[2]),
+            "fidelity_tier": row[3],
+            "last_accessed_at": _utc(row[4]),
+        }
+        for row in conn.execute(
+            "SELECT n.id, timezone('UTC', n.created_at), timezone('UTC', n.updated_at), "
+            "coalesce(p.fidelity_tier, 'full'), timezone('UTC', p.last_accessed_at) "
+            f"{_LIVE} ORDER BY n.id"
+        ).fetchall()
+    ]
+    # The order prepare_notes sorts in: by priority, ties in id order (a stable sort).
+    order = sorted(range(len(stubs)), key=lambda i: activity_priority(stubs[i]), reverse=True)
+    take = max(1, leading)
+    while True:
+        ids = sorted(stubs[i]["id"] for i in order[:take])
+        notes = load_context_notes(conn, ids) if take < len(stubs) else load_context_notes(conn)
+        prepared, counter = prepare_stored(conn, notes, model)
+        if take >= len(stubs) or sum(chain[-1][2] for chain in prepared.chains) > budget:
+            return prepared, counter, len(stubs)
+        take *= 4
+
+
+def leading_counts(pack: NotesPack, prepared: PreparedNotes, live: int) -> dict[str, int]:
+    """``pack.counts`` of a pack of ``prepare_leading``'s notes, its ``excluded`` counting
+    the ``live`` notes that were not prepared too."""
+    return {**pack.counts, "excluded": pack.counts["excluded"] + live - len(prepared.notes)}
+
+
+# The stored counts the health step keeps whatever notes it prepared: the search documents'
+# bodies and every live note's header line and content (see full_tokens).
+KEEP_COUNTS_SQL = (
+    "SELECT md5(body) FROM search_docs "
+    f"UNION ALL SELECT md5('--- ' || title || ' ---' || chr(10)) {_LIVE_NOTES} "
+    f"UNION ALL SELECT md5(content) {_LIVE_NOTES}"
+)
+
+
+def full_tokens(conn: duckdb.DuckDBPyConnection, counter: StoredCounts) -> int:
+    """Tokens of every live note at full fidelity, each block counted as its header line
+    and its content apart (``--- title ---`` and a newline; the content): read from
+    ``token_counts`` by md5, and ``counter`` counts (and stores) the texts not there yet.
+    The texts are hashed in the database: none is loaded unless it must be counted."""
+    texts = (
+        f"SELECT '--- ' || title || ' ---' || chr(10) AS text {_LIVE_NOTES} "
+        f"UNION ALL SELECT content {_LIVE_NOTES}"
+    )
+    rows = conn.execute(
+        f"SELECT t.h, count(*), any_value(c.tokens) FROM (SELECT md5(text) AS h FROM ({texts})) t "
+        "LEFT JOIN token_counts c ON c.hash = t.h AND c.model = ? GROUP BY t.h",
+        [counter.model],
+    ).fetchall()
+    missing = [h for h, _, tokens in rows if tokens is None]
+    counted: dict[str, int] = {}
+    if missing:
+        found = conn.execute(
+            f"SELECT DISTINCT text FROM ({texts}) WHERE list_contains(?, md5(text))", [missing]
+        ).fetchall()
+        fresh = [r[0] for r in found]
+        counted = {
+            hashlib.md5(t.encode("utf-8", "surrogatepass")).hexdigest(): n
+            for t, n in zip(fresh, counter(fresh), strict=True)
+        }
+    return sum(n * (tokens if tokens is not None else counted[h]) for h, n, tokens in rows)
 
 
 def _utc(moment: datetime | None) -> datetime | None:
