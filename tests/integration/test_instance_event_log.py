@@ -133,3 +133,44 @@ def test_a_pooled_connection_serves_other_threads(tmp_path: Path) -> None:
     worker.start()
     worker.join()
     assert seen == [1]
+
+
+def test_new_databases_are_set_up_as_dagster_sets_them_up(tmp_path: Path) -> None:
+    # The set-up skips Dagster's migration scripts for a new file or one at the head
+    # revision; the files must still be what Dagster's own set-up makes of them.
+    import sqlite3
+
+    from dagster._core.storage.event_log.sqlite import sqlite_event_log
+    from dagster._core.storage.sql import check_alembic_revision, get_alembic_config
+
+    ours = event_log.ConnectedSqliteEventLogStorage(str(tmp_path / "ours"))
+    theirs = sqlite_event_log.SqliteEventLogStorage(str(tmp_path / "theirs"))
+    for storage in (ours, theirs):
+        with storage.run_connection("run1") as conn:
+            conn.exec_driver_sql("SELECT 1")
+        with storage.index_connection() as conn:
+            conn.exec_driver_sql("SELECT 1")
+
+    def schema(path: Path) -> tuple[list[tuple], str, list[tuple]]:
+        db = sqlite3.connect(path)
+        try:
+            tables = db.execute(
+                "SELECT type, name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' "
+                "ORDER BY type, name"
+            ).fetchall()
+            journal = db.execute("PRAGMA journal_mode").fetchone()[0]
+            stamp = db.execute("SELECT version_num FROM alembic_version").fetchall()
+        finally:
+            db.close()
+        return tables, journal, stamp
+
+    for name in ("run1.db", "index.db"):
+        mine, dagsters = schema(tmp_path / "ours" / name), schema(tmp_path / "theirs" / name)
+        assert mine == dagsters
+        assert mine[1] == "wal" and mine[2] == [(event_log.alembic_head(),)]
+    config = get_alembic_config(sqlite_event_log.__file__)
+    with ours.run_connection("run1") as conn:
+        revision, head = check_alembic_revision(config, conn)
+    assert revision == head == event_log.alembic_head()
+    ours.dispose()
+    theirs.dispose()
