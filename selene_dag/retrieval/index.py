@@ -134,17 +134,25 @@ SELECT
      WHERE n.deleted_at IS NULL AND NOT n.test_run)
   || '/' ||
   (SELECT count(*) || ':' || coalesce(md5(string_agg(
-       c.id || '|' || c.token_count || '|' || md5(c.text) || '|' || c.importance_avg || '|' ||
+       c.id || '|' || c.token_count || '|' || coalesce(c.text_hash, md5(c.text)) || '|' ||
+       c.importance_avg || '|' ||
        coalesce(s.consensus, -1) || '|' || f.path, ',' ORDER BY c.id)), '')
      FROM chunks c JOIN session_files f ON f.session_key = c.session_key
      LEFT JOIN chunk_scores s ON s.chunk_id = c.id AND s.session_key = c.session_key)
 """
+_VERSION_SQL_UNMIGRATED = _VERSION_SQL.replace("coalesce(c.text_hash, md5(c.text))", "md5(c.text)")
 
 
 def corpus_version(conn: duckdb.DuckDBPyConnection) -> str:
     """Content hash of the live notes (text, essence, tier) and chunks (text, scores),
     prefixed by the index layout version (a new layout makes every stored index stale)."""
-    return f"i{INDEX_LAYOUT}:" + str(conn.execute(_VERSION_SQL).fetchone()[0])
+    try:
+        version = conn.execute(_VERSION_SQL).fetchone()[0]
+    except duckdb.BinderException:
+        # A store not migrated yet (read through a read-only connection) has no stored
+        # hashes: the texts are hashed here, giving the same version.
+        version = conn.execute(_VERSION_SQL_UNMIGRATED).fetchone()[0]
+    return f"i{INDEX_LAYOUT}:" + str(version)
 
 
 @dataclass(frozen=True)

@@ -345,15 +345,18 @@ def replace_chunks(
 def replace_chunks_many(
     conn: duckdb.DuckDBPyConnection, sessions: Sequence[tuple[str, Sequence[Chunk]]]
 ) -> None:
-    """Rewrite the ``chunks`` rows of every ``(session_key, chunks)`` given, in one
-    transaction."""
+    """Rewrite the ``chunks`` rows of every ``(session_key, chunks)`` given, with their
+    text's md5 (``text_hash``), in one transaction."""
     if not sessions:
         return
+    keys = [k for k, _ in sessions]
     with transaction(conn):
-        conn.execute(
-            "DELETE FROM chunks WHERE list_contains(?, session_key)", [[k for k, _ in sessions]]
-        )
+        conn.execute("DELETE FROM chunks WHERE list_contains(?, session_key)", [keys])
         _insert(conn, "chunks", [c for _, chunks in sessions for c in chunks], _CHUNK_FIELDS)
+        # The text's md5, read by the search index's corpus version before every ask.
+        conn.execute(
+            "UPDATE chunks SET text_hash = md5(text) WHERE list_contains(?, session_key)", [keys]
+        )
 
 
 def load_chunks(conn: duckdb.DuckDBPyConnection, session_key: str) -> list[Chunk]:

@@ -94,6 +94,28 @@ def test_events_and_file_round_trip(conn) -> None:
     assert load_events(conn, "claude-abc") == EVENTS[:1]
 
 
+def test_chunks_are_stored_with_their_texts_md5(conn) -> None:
+    from dataclasses import replace
+
+    from selene_dag.retrieval.index import _VERSION_SQL_UNMIGRATED, corpus_version
+
+    replace_session(conn, _file(), EVENTS)
+    replace_chunks(
+        conn, "claude-abc", [CHUNK, replace(CHUNK, id="c2", chunk_index=1, text="other")]
+    )
+    rows = conn.execute("SELECT text_hash = md5(text) FROM chunks").fetchall()
+    assert rows == [(True,), (True,)]
+    # The index's corpus version reads the stored hashes and is the one hashing the texts
+    # gives (a store read before its migration is not reported stale for it).
+    hashed = conn.execute(_VERSION_SQL_UNMIGRATED).fetchone()[0]
+    assert corpus_version(conn).endswith(hashed)
+    replace_chunks(conn, "claude-abc", [replace(CHUNK, text="changed")])
+    assert not corpus_version(conn).endswith(hashed)
+    assert conn.execute("SELECT text_hash FROM chunks").fetchall() == [
+        (conn.execute("SELECT md5('changed')").fetchone()[0],)
+    ]
+
+
 def test_chunks_scores_and_distillations(conn) -> None:
     replace_session(conn, _file(), EVENTS)
     replace_chunks(conn, "claude-abc", [CHUNK])
