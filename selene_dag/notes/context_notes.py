@@ -115,9 +115,9 @@ def leading_counts(pack: NotesPack, prepared: PreparedNotes, live: int) -> dict[
 # The stored counts the health step keeps whatever notes it prepared: the search documents'
 # bodies and every live note's header line and content (see full_tokens).
 KEEP_COUNTS_SQL = (
-    "SELECT md5(body) FROM search_docs "
-    f"UNION ALL SELECT md5('--- ' || title || ' ---' || chr(10)) {_LIVE_NOTES} "
-    f"UNION ALL SELECT md5(content) {_LIVE_NOTES}"
+    "SELECT md5(body) FROM search_docs",
+    f"SELECT md5('--- ' || title || ' ---' || chr(10)) {_LIVE_NOTES}",
+    f"SELECT md5(content) {_LIVE_NOTES}",
 )
 
 

@@ -90,23 +90,25 @@ class StoredCounts:
         self.reused += len(set(keys)) - len(missing)
         return [int(known[k]) for k in keys]
 
-    def prune(self, keep_sql: str | None = None, slack: float = 2.0) -> int:
+    def prune(self, keep_sql: str | Sequence[str] | None = None, slack: float = 2.0) -> int:
         """Delete this model's stored counts of texts this counter was never asked for,
-        except the hashes the query ``keep_sql`` selects (texts other steps count, e.g. the
-        search documents' bodies): without it the table would keep the counts of every
-        render a note ever had. Nothing is done while the model's rows are at most
-        ``slack`` × the texts kept (hashing every kept text is not free). Returns how many
-        rows were deleted."""
+        except the hashes the query (or queries) ``keep_sql`` selects (texts other steps
+        count, e.g. the search documents' bodies): without it the table would keep the
+        counts of every render a note ever had. Nothing is done while the model's rows are
+        at most ``slack`` × the texts kept (hashing every kept text is not free; each query
+        is counted on its own, which DuckDB does without computing the hashes). Returns how
+        many rows were deleted."""
+        queries = [keep_sql] if isinstance(keep_sql, str) else list(keep_sql or [])
         stored = self.conn.execute(
             "SELECT count(*) FROM token_counts WHERE model = ?", [self.model]
         ).fetchone()[0]
         kept = len(self.seen)
-        if keep_sql:
-            kept += self.conn.execute(f"SELECT count(*) FROM ({keep_sql})").fetchone()[0]
+        for query in queries:
+            kept += self.conn.execute(f"SELECT count(*) FROM ({query})").fetchone()[0]
         if stored <= slack * kept:
             return 0
         frame = pd.DataFrame({"hash": sorted(self.seen)})
-        keep = f"AND t.hash NOT IN ({keep_sql})" if keep_sql else ""
+        keep = f"AND t.hash NOT IN ({' UNION ALL '.join(queries)})" if queries else ""
         self.conn.register("_token_seen", frame)
         try:
             row = self.conn.execute(

@@ -62,6 +62,19 @@ def test_prune_keeps_what_was_asked_and_what_the_query_names(tmp_path: Path) -> 
         assert other.reused == 1
 
 
+def test_prune_keeps_what_any_of_several_queries_names(tmp_path: Path) -> None:
+    with open_store(tmp_path / "selene.duckdb") as conn:
+        StoredCounts(conn, "mistral:7b")(["old render", "a title", "a body"])
+        conn.execute("CREATE TABLE titles AS SELECT 'a title' AS t")
+        conn.execute("CREATE TABLE bodies AS SELECT 'a body' AS b")
+        now = StoredCounts(conn, "mistral:7b")
+        queries = ("SELECT md5(t) FROM titles", "SELECT md5(b) FROM bodies")
+        assert now.prune(keep_sql=queries, slack=1.0) == 1  # 3 rows > 2 kept: "old render"
+        again = StoredCounts(conn, "mistral:7b")
+        again(["a title", "a body"])
+        assert (again.counted, again.reused) == (0, 2)
+
+
 def test_renders_of_a_long_note_are_counted_from_its_contents_count(tmp_path: Path) -> None:
     # A note past 32,768 characters: its full and high renders ("--- title ---\n" and
     # the content) are derived from the content's stored count, which the search index
