@@ -112,12 +112,19 @@ def leading_counts(pack: NotesPack, prepared: PreparedNotes, live: int) -> dict[
     return {**pack.counts, "excluded": pack.counts["excluded"] + live - len(prepared.notes)}
 
 
+# Every live note at full fidelity as two texts counted apart: its header line (as
+# ``render_note`` writes it) and its content.
+_FULL_PARTS = (
+    f"SELECT '--- ' || title || ' ---' || chr(10) AS text {_LIVE_NOTES}",
+    f"SELECT content AS text {_LIVE_NOTES}",
+)
+
+
 # The stored counts the health step keeps whatever notes it prepared: the search documents'
 # bodies and every live note's header line and content (see full_tokens).
 KEEP_COUNTS_SQL = (
     "SELECT md5(body) FROM search_docs",
-    f"SELECT md5('--- ' || title || ' ---' || chr(10)) {_LIVE_NOTES}",
-    f"SELECT md5(content) {_LIVE_NOTES}",
+    *(f"SELECT md5(text) FROM ({part})" for part in _FULL_PARTS),
 )
 
 
@@ -126,10 +133,7 @@ def full_tokens(conn: duckdb.DuckDBPyConnection, counter: StoredCounts) -> int:
     and its content apart (``--- title ---`` and a newline; the content): read from
     ``token_counts`` by md5, and ``counter`` counts (and stores) the texts not there yet.
     The texts are hashed in the database: none is loaded unless it must be counted."""
-    texts = (
-        f"SELECT '--- ' || title || ' ---' || chr(10) AS text {_LIVE_NOTES} "
-        f"UNION ALL SELECT content {_LIVE_NOTES}"
-    )
+    texts = " UNION ALL ".join(_FULL_PARTS)
     rows = conn.execute(
         f"SELECT t.h, count(*), any_value(c.tokens) FROM (SELECT md5(text) AS h FROM ({texts})) t "
         "LEFT JOIN token_counts c ON c.hash = t.h AND c.model = ? GROUP BY t.h",
