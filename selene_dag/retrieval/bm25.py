@@ -35,6 +35,8 @@ import duckdb
 BM25_K = 1.2
 BM25_B = 0.75
 VOCAB_TABLE = "bm25_vocab"
+# At most this many shares of the texts are tokenized side by side (see ``_sharded``).
+_MAX_SHARDS = 8
 STOPWORDS_TABLE = "bm25_stopwords"
 
 # The fts extension's tokenize macro (as ``PRAGMA create_fts_index`` defines it with
@@ -246,6 +248,20 @@ def _index_rows(
     return int(todo)
 
 
+def _sharded(conn: duckdb.DuckDBPyConnection, texts: str) -> str:
+    """``texts`` (a query with a ``key`` column) as the UNION ALL of one share of its rows
+    per DuckDB thread. DuckDB scans a table on one thread per row group (122,880 rows), so
+    the tokenizer would run on one core over the few thousand long passages of a build;
+    each branch of a UNION ALL is a pipeline of its own, and they run side by side."""
+    threads = int(conn.execute("SELECT current_setting('threads')").fetchone()[0])
+    shards = max(1, min(threads, _MAX_SHARDS))
+    if shards == 1:
+        return texts
+    return " UNION ALL ".join(
+        f"SELECT * FROM ({texts}) WHERE hash(key) % {shards} = {i}" for i in range(shards)
+    )
+
+
 def _add_terms(conn: duckdb.DuckDBPyConnection, table: str, texts: str) -> None:
     """Create the temporary ``table(key, term, tf)``: the stemmed terms of the texts that
     the query ``texts`` selects as ``(key, s, weight)``, each occurrence counted ``weight``
@@ -255,7 +271,8 @@ def _add_terms(conn: duckdb.DuckDBPyConnection, table: str, texts: str) -> None:
         CREATE OR REPLACE TEMP TABLE {table} AS
         WITH words AS MATERIALIZED (
             SELECT key, weight, w, count(*) AS n FROM (
-                SELECT key, weight, unnest(selene_tokenize(s)) AS w FROM ({texts})
+                SELECT key, weight, unnest(selene_tokenize(s)) AS w
+                FROM ({_sharded(conn, texts)})
             ) WHERE w <> '' AND w NOT IN (SELECT sw FROM {STOPWORDS_TABLE})
             GROUP BY key, weight, w
         ), stems AS MATERIALIZED (

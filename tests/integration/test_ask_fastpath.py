@@ -356,6 +356,32 @@ def test_document_postings_summed_from_passages_equal_tokenized_ones(tmp_path: P
     conn.close()
 
 
+def test_texts_tokenized_in_shares_give_the_same_postings(notes_index) -> None:
+    # With several DuckDB threads the texts are tokenized in one share per thread
+    # (``bm25._sharded``); with one thread in a single pass. Both must give the same rows.
+    indexes = []
+    for threads in (1, 3):
+        notes_index.execute(f"SET threads = {threads}")
+        assert (bm25._sharded(notes_index, "SELECT 1 AS key").count("UNION ALL")) == threads - 1
+        unit = bm25.Unit(
+            PASSAGES_TABLE,
+            "passage_id",
+            ("title", "text"),
+            f"p{threads}_postings",
+            f"p{threads}_lengths",
+            f"p{threads}_frequencies",
+        )
+        assert bm25.update(notes_index, unit, []) > 10
+        indexes.append(unit)
+    one, many = indexes
+    for a, b in ((one.postings, many.postings), (one.lengths, many.lengths)):
+        for x, y in ((a, b), (b, a)):
+            extra = notes_index.execute(f"SELECT * FROM {x} EXCEPT ALL SELECT * FROM {y}")
+            assert extra.fetchall() == []
+    ours = notes_index.execute(f"SELECT count(*) FROM {PASSAGES_BM25.postings}").fetchone()[0]
+    assert notes_index.execute(f"SELECT count(*) FROM {many.postings}").fetchone()[0] == ours
+
+
 def test_split_words() -> None:
     from selene_dag.retrieval.bm25 import split_words
 
