@@ -2,7 +2,11 @@
 
 The corpus is the demo notes repeated until there are ``--notes`` of them (default 10,386:
 the 577 notes ×18), each copy with its own id and a marker line so that no two notes are
-the same text. Each ingest goes through the service layer on one persistent Dagster
+the same text. With ``--distinct`` each copy after the first also has its words of four
+letters or more swapped for other words of the corpus of the same length (one random
+permutation per copy): the same size and the same kind of text, but no passage repeats,
+so nothing that is computed once per distinct passage (embeddings) is shared between
+copies, as in a user's own 10,000 notes. Each ingest goes through the service layer on one persistent Dagster
 instance, as ``selene-dag ingest`` does. Figures, each against the fresh ingest of the same
 run:
 
@@ -18,6 +22,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import random
+import re
 import sys
 import tempfile
 import time
@@ -37,15 +43,44 @@ NOTES = 10_386
 SOURCE = assets_dir() / "demo" / "notes" / "til.jsonl"
 
 
-def write_corpus(path: Path, count: int, edited: int | None = None) -> None:
+_WORD = re.compile(r"[A-Za-z]{4,}")
+
+
+def _swaps(base: list[dict], copy: int) -> dict[str, str]:
+    """Copy ``copy``'s word for each word of four letters or more in ``base``: another
+    word of the same length (a seeded permutation within each length)."""
+    by_length: dict[int, list[str]] = {}
+    for word in sorted({w for n in base for w in _WORD.findall(n["content"])}):
+        by_length.setdefault(len(word), []).append(word)
+    rng = random.Random(copy)
+    swaps: dict[str, str] = {}
+    for words in by_length.values():
+        shuffled = words[:]
+        rng.shuffle(shuffled)
+        swaps.update(zip(words, shuffled, strict=True))
+    return swaps
+
+
+def write_corpus(path: Path, count: int, edited: int | None = None, distinct: bool = False) -> None:
     """``count`` notes as JSONL at ``path``; ``edited``: the index of one note whose
-    content gets an extra line (the one-note edit)."""
+    content gets an extra line (the one-note edit); ``distinct``: copies after the first
+    get their words swapped (see the module docstring)."""
     base = [json.loads(line) for line in SOURCE.read_text(encoding="utf-8").splitlines() if line]
+    swaps: dict[int, dict[str, str]] = {}
     out = []
     for i in range(count):
         note = dict(base[i % len(base)])
         copy = i // len(base)
         note["id"] = f"copy{copy}/{note['id']}"
+        if distinct and copy:
+            if copy not in swaps:
+                swaps[copy] = _swaps(base, copy)
+            table = swaps[copy]
+            for key in ("title", "content"):
+                if isinstance(note.get(key), str):
+                    note[key] = _WORD.sub(
+                        lambda m, t=table: t.get(m.group(0), m.group(0)), note[key]
+                    )
         note["content"] = f"{note['content']}\n\n(copy {copy})"
         if edited == i:
             note["content"] += "\n\nEdited: one more line."
@@ -70,27 +105,28 @@ def _steps(settings, report: service.IngestReport) -> str:
     return ", ".join(parts)
 
 
-def measure(count: int, show_steps: bool) -> list[BenchRow]:
+def measure(count: int, show_steps: bool, distinct: bool = False) -> list[BenchRow]:
     """Fresh, unchanged and one-edit ingests of ``count`` notes; rows as described."""
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
         corpus = Path(tmp) / "notes.jsonl"
-        write_corpus(corpus, count)
+        write_corpus(corpus, count, distinct=distinct)
         settings = load_settings({"SELENE_LLM": "extractive"}, home=home)
         timings = {}
         reports = {}
         for label, edited in (("fresh", None), ("unchanged", None), ("one edit", count // 2)):
             if edited is not None:
-                write_corpus(corpus, count, edited)
+                write_corpus(corpus, count, edited, distinct)
             started = time.perf_counter()
             reports[label] = service.ingest(settings, corpus)
             timings[label] = time.perf_counter() - started
             if show_steps:
                 print(f"{label}: {timings[label]:.1f} s; {_steps(settings, reports[label])}")
     fresh = timings["fresh"]
+    kind = "distinct notes" if distinct else "notes"
     rows = [
         BenchRow(
-            f"ingest {count:,} notes: fresh",
+            f"ingest {count:,} {kind}: fresh",
             round(fresh, 1),
             "s",
             None,
@@ -105,7 +141,7 @@ def measure(count: int, show_steps: bool) -> list[BenchRow]:
         ran = ", ".join(reports[label].ran) or "nothing"
         rows.append(
             BenchRow(
-                f"ingest {count:,} notes: {label} vs fresh",
+                f"ingest {count:,} {kind}: {label} vs fresh",
                 round(timings[label], 1),
                 "s",
                 round(fresh, 1),
@@ -127,8 +163,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--notes", type=int, default=NOTES)
     parser.add_argument("--steps", action="store_true", help="print seconds per step")
+    parser.add_argument(
+        "--distinct", action="store_true", help="copies with their words swapped: no repeats"
+    )
     args = parser.parse_args(argv)
-    print_rows(measure(args.notes, args.steps))
+    print_rows(measure(args.notes, args.steps, args.distinct))
     return 0
 
 
