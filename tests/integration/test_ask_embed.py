@@ -94,6 +94,30 @@ def test_few_texts_embed_as_among_many_without_scipy_or_the_float32_table() -> N
     subprocess.run([sys.executable, "-c", code], check=True, timeout=120)
 
 
+def test_texts_normalized_before_the_tokenizer_give_its_own_ids() -> None:
+    # The tokenizer's normalizer (a "▁" in front, spaces made "▁") is done before it is
+    # called: the ids must be those the tokenizer gives with its own normalizer, on real
+    # notes and on blank, space-only, "▁"-holding and non-ASCII texts.
+    from tokenizers import Tokenizer
+
+    model = embed.load_model()
+    assert model.prenormalized and model.tokenizer.normalizer is None
+    own = Tokenizer.from_file(str(embed.package_dir() / embed._TOKENIZER))
+    own.no_padding()
+    own.enable_truncation(embed.MAX_TOKENS)
+    notes = [json.loads(line) for line in DEMO.read_text(encoding="utf-8").splitlines() if line]
+    texts = [f"{n['title']}\n{n['content'][:2500]}" for n in notes]
+    texts += ["", " ", "   two  spaces", "trailing ", "x\u2581 y", "\u2581lead", "tab\there"]
+    texts += ["caf\u00e9 \U0001f600 \u00a0nbsp", "a\nb  c\n\n  d"]
+    theirs = [e.ids for e in own.encode_batch(texts, add_special_tokens=False)]
+    ours = [
+        e.ids
+        for e in model.tokenizer.encode_batch(model.normalize(texts), add_special_tokens=False)
+    ]
+    assert ours == theirs
+    assert any(len(ids) == embed.MAX_TOKENS for ids in ours)  # truncation is the same too
+
+
 def test_only_new_passage_contents_are_embedded(tmp_path: Path) -> None:
     db = tmp_path / "selene.duckdb"
     seed_store(db)
