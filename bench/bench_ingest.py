@@ -6,9 +6,9 @@ the same text. With ``--distinct`` each copy after the first also has its words 
 letters or more swapped for other words of the corpus of the same length (one random
 permutation per copy): the same size and the same kind of text, but no passage repeats,
 so nothing that is computed once per distinct passage (embeddings) is shared between
-copies, as in a user's own 10,000 notes. Each ingest goes through the service layer on one persistent Dagster
-instance, as ``selene-dag ingest`` does. Figures, each against the fresh ingest of the same
-run:
+copies, as in a user's own 10,000 notes (``make bench`` runs both corpora). Each ingest
+goes through the service layer on one persistent Dagster instance, as ``selene-dag
+ingest`` does. Figures, each against the fresh ingest of the same run:
 
 * unchanged re-ingest — goal ≤ 0.05× (no step runs);
 * one note edited — goal ≤ 0.10× (only that note's dependents, and only its work);

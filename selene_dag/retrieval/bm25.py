@@ -35,9 +35,9 @@ import duckdb
 BM25_K = 1.2
 BM25_B = 0.75
 VOCAB_TABLE = "bm25_vocab"
+STOPWORDS_TABLE = "bm25_stopwords"
 # At most this many shares of the texts are tokenized side by side (see ``_sharded``).
 _MAX_SHARDS = 8
-STOPWORDS_TABLE = "bm25_stopwords"
 
 # The fts extension's tokenize macro (as ``PRAGMA create_fts_index`` defines it with
 # strip_accents=1, lower=1 and the default ignore pattern).
