@@ -10,6 +10,8 @@ Corpora, each built once in its own temporary home through the service layer:
 - ``sessions``: the real session files of tests/fixtures/sessions/ (not the hand-written ``shapes_`` ones), distilled with
   ``service.distill_run(all_files=True)``, for sessions_dev.jsonl, sessions_blind.jsonl and
   sessions_blind2.jsonl;
+- ``sessions_dev2``: ten more real transcripts (assets/eval/sessions_dev2/), distilled the
+  same way, for sessions_dev2.jsonl (a dev set);
 - ``sessions_more``: other real transcripts (assets/eval/sessions_more/, never looked at
   while tuning), distilled the same way, for sessions_blind3.jsonl.
 
@@ -128,6 +130,12 @@ CORPORA = (
         "sessions",
         ROOT / "tests" / "fixtures" / "sessions",
         ("sessions_dev", "sessions_blind", "sessions_blind2"),
+        _sessions_store,
+    ),
+    Corpus(
+        "sessions_dev2",
+        EVAL / "sessions_dev2",
+        ("sessions_dev2",),
         _sessions_store,
     ),
     Corpus(
