@@ -71,7 +71,7 @@ _PASSAGE_PARTS = (PASSAGES_BM25, PASSAGES_TABLE, "passage_id", "doc_id", "title"
 # The fts indexes of earlier layouts, dropped by the next build.
 _OLD_FTS_SCHEMAS = (f"fts_main_{DOCS_TABLE}", f"fts_main_{PASSAGES_TABLE}")
 # Bumped whenever the derived tables change shape or meaning.
-INDEX_LAYOUT = 5
+INDEX_LAYOUT = 6
 # Documents per tokenizer batch when counting at build time (bounds memory).
 _COUNT_BATCH = 512
 

@@ -120,9 +120,9 @@ RERANK_CHARS = 1_000
 PassageRanker = Callable[[str, Sequence[str]], Sequence[int]]
 # Weight of the documents' BM25 rank as a third list of the passages' fusion; 0: off.
 PASSAGE_DOC_FUSE = 1.0
-# Passage-first packing: a passage longer than this share of the budget (never below
-# MIN_PASSAGE_CAP tokens) is cut to its most relevant pieces, so that a small budget
-# holds several passages.
+# Passage-first packing: a note's passage longer than this share of the budget (never
+# below MIN_PASSAGE_CAP tokens) is cut to its most relevant pieces, so that a small budget
+# holds several passages (a session chunk's passage is not: see select_passages).
 # (Chosen on the dev sets: 1/3 against 1/4, 1/2 and no cap.)
 PASSAGE_CAP_SHARE = 1 / 3
 MIN_PASSAGE_CAP = 80
@@ -749,6 +749,7 @@ def ask(
         if matrix is not None
         else []
     )
+    own_order = hits
     if PASSAGE_DOC_FUSE and hits:
         hits = fuse_documents(hits, [c.doc_id for c in candidates], PASSAGE_RRF_K)
     if passage_ranker is not None and hits:
@@ -757,6 +758,7 @@ def ask(
     have = {c.doc_id for c in candidates}
     extra = [d for d in dict.fromkeys(h.doc_id for h in hits[:PASSAGE_DOCS]) if d not in have]
     candidates += documents(conn, extra, model)
+    kinds_of = {c.doc_id: c.kind for c in candidates}
     searched = time.perf_counter()
     unique = dedup(candidates)
     weights = term_weights(conn, terms) if unique else {}
@@ -770,7 +772,14 @@ def ask(
         passages=len(hits),
         passage_docs=len(extra),
     )
-    dominant = dominant_document(_ranked_passages(hits), matrix.counts) if hits and matrix else None
+    # Dominance is judged on the passages' own ranking: the documents' rank lifts every
+    # passage of the best document at once. A session chunk is never packed as one
+    # document: its pieces chosen by question words leave out the events that answer.
+    dominant = (
+        dominant_document(_ranked_passages(own_order), matrix.counts) if hits and matrix else None
+    )
+    if dominant is not None and kinds_of.get(dominant) == "chunk":
+        dominant = None
     # A model's picks are spent first, in its order: no concentrating on one document.
     passage_first = bool(hits) and (dominant is None or bool(stats.get("reranked")))
     stats["mode"] = "passages" if passage_first else "documents"

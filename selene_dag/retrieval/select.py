@@ -205,11 +205,13 @@ def select_passages(
 ) -> list[Selection]:
     """Choose passages best first within ``budget`` tokens (an estimate; the caller counts
     the rendered pack): each costs its tokens plus a separator, and its document's header
-    the first time. A passage that does not fit whole is replaced by ``shorten(text,
-    room)`` when the room left is at least ``min_excerpt`` tokens; else it is skipped and
-    the next one tried. A passage overlapping one already chosen, one whose words mostly
-    repeat what is chosen (``REPEAT_SHARE`` of its word grams), or of a document not in
-    ``docs``, is skipped. Returns the documents in the order of their first passage."""
+    the first time. A passage that does not fit whole, or a note's passage longer than
+    ``max_passage`` (a session chunk's passage is never cut for its length alone), is
+    replaced by ``shorten(text, room)`` when the room left is at least ``min_excerpt``
+    tokens; else it is skipped and the next one tried. A passage overlapping one already
+    chosen, one whose words mostly repeat what is chosen (``REPEAT_SHARE`` of its word
+    grams), or of a document not in ``docs``, is skipped. Returns the documents in the
+    order of their first passage."""
     chosen: dict[str, Selection] = {}
     heads: dict[str, int] = {}  # each chosen document's header cost, as narrowed now
     shown: set[tuple[str, ...]] = set()  # word grams of the excerpts chosen so far
@@ -233,7 +235,9 @@ def select_passages(
         text = doc.body[p.start : p.end]
         cost = p.tokens + separator_tokens
         cut = False
-        cap = max_passage if max_passage is not None else p.tokens
+        # A session passage is a run of events (a tool call and its result, a question and
+        # its answer): cut to pieces by question words it loses the line that answers.
+        cap = max_passage if max_passage is not None and doc.kind != "chunk" else p.tokens
         if cost > room or p.tokens > cap:
             avail = min(room - separator_tokens, cap)
             if avail < min_excerpt:

@@ -8,7 +8,11 @@ SELECT
     'chunk:' || c.id AS doc_id,
     'chunk' AS kind,
     c.id AS ref,
-    f.platform || ' session ' || coalesce(f.project, f.session_key) AS title,
+    -- Gemini CLI names a project by a hash of its path: a reader learns nothing from it,
+    -- and it costs about 60 tokens in every pack item's header.
+    f.platform || ' session' || CASE
+        WHEN regexp_full_match(f.project, '[0-9a-f]{32,}') THEN ''
+        ELSE ' ' || coalesce(f.project, f.session_key) END AS title,
     c.text AS body,
     NULL::VARCHAR AS essence,
     c.session_key || ' events ' || c.first_seq || '-' || c.last_seq AS citation,

@@ -88,6 +88,20 @@ def test_cap_cuts_a_long_passage_even_with_room_to_spare() -> None:
     assert capped.excerpts[0].cut and _count(capped.excerpts[0].text) <= 60
 
 
+def test_a_session_passage_is_not_cut_for_its_length_alone() -> None:
+    # A tool call and its result are one passage: cut to pieces, the result line goes.
+    body = "\n".join(f"[tool/tool_result] line {i} " + "output " * 10 for i in range(12))
+    chunk = Document("c", "chunk", "k events 1-12", "codex session", body)
+    passage = RankedPassage("c", 0, len(body), _count(body), 1.0)
+    [whole] = select_passages(
+        [passage], {"c": chunk}, 2000, _count, _first_lines, 1, max_passage=60
+    )
+    assert whole.whole and not whole.excerpts[0].cut
+    # It is still cut when it does not fit the room left.
+    [cut] = select_passages([passage], {"c": chunk}, 120, _count, _first_lines, 1, max_passage=60)
+    assert cut.excerpts[0].cut and _count(cut.render()) <= 120
+
+
 def test_a_passage_repeating_a_chosen_one_is_skipped_for_the_next() -> None:
     # An agent's message and the tool's echo of it: the same words in two documents.
     message = "Round 2: pull master, add a Comparison section, commit on your own branch. " * 3
