@@ -67,6 +67,7 @@ SESSION_CORPORA = {
     "sessions_blind": Path(__file__).resolve().parents[1] / "fixtures" / "sessions",
     "sessions_blind2": Path(__file__).resolve().parents[1] / "fixtures" / "sessions",
     "sessions_blind3": EVAL / "sessions_more",
+    "sessions_dev2": EVAL / "sessions_dev2",
 }
 
 
