@@ -13,7 +13,8 @@ from selene_dag.context.tokens import count_tokens
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.evaluate import evaluate, load_questions
 from selene_dag.retrieval.index import build_index
-from selene_dag.retrieval.pack import ask
+from selene_dag.retrieval.pack import PASSAGE_RRF_K, ask, fuse_documents
+from selene_dag.retrieval.search import hybrid_passages, search
 from selene_dag.store import connect
 from tests.support.ask import NOW
 
@@ -74,3 +75,22 @@ def test_best_passages_across_documents_beat_whole_documents_at_a_small_budget(
     overall = report.overall
     assert overall["ask"] >= overall["bm25_topk"] + 0.15
     assert report.over_budget == {"ask": 0, "bm25_topk": 0}
+
+
+def test_dominance_is_judged_before_the_documents_rank_lifts_their_passages(
+    conversations,
+) -> None:
+    # The documents' BM25 rank, fused as a third list, lifts every passage of the best
+    # conversation at once: judged after it, that conversation would "dominate" and the
+    # pack would concentrate on it although the passages' own ranking spreads the best
+    # five over several conversations.
+    question = "What were the permit numbers for the electrical panel and for the kitchen?"
+    own = hybrid_passages(conversations, question, k=PASSAGE_RRF_K)
+    top = [h.doc_id for h in own[:5]]
+    assert max(top.count(d) for d in top) < 3
+    ranking = [c.doc_id for c in search(conversations, question, ("notes",), limit=40)]
+    lifted = [h.doc_id for h in fuse_documents(own, ranking, PASSAGE_RRF_K)[:5]]
+    assert lifted.count(lifted[0]) >= 3
+    result = ask(conversations, question, 500, model=MODEL, now=NOW)
+    assert result.stats["mode"] == "passages"
+    assert result.total_tokens <= 500
