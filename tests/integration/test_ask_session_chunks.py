@@ -17,8 +17,9 @@ PROJECT_HASH = "86bc0e27f2bad5ee2e2625969dc74484f7717cff50ea68e3c3f18194c802a493
 QUESTION = "Which WAYLAND_DISPLAY value did the cosmic panel process have?"
 
 # One long chunk where every event speaks of the panel and the applet: its passages take
-# the best places, which made it "dominate" and be cut to the lines holding question words
-# (the tool calls), dropping the result line that answers.
+# every one of the best places, which would make a note "dominate". A chunk is still packed
+# passage by passage (a tool call with its result), not as one document whose pieces are
+# chosen by question words (on real transcripts those leave out the result that answers).
 EVENTS = [
     "[assistant/assistant_text] I will check the environment of the cosmic panel process "
     "to find the display variables the battery applet needs when it is relaunched.",
