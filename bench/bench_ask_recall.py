@@ -13,7 +13,9 @@ Corpora, each built once in its own temporary home through the service layer:
 - ``sessions_dev2``: ten more real transcripts (assets/eval/sessions_dev2/), distilled the
   same way, for sessions_dev2.jsonl (a dev set);
 - ``sessions_more``: other real transcripts (assets/eval/sessions_more/, never looked at
-  while tuning), distilled the same way, for sessions_blind3.jsonl.
+  while tuning), distilled the same way, for sessions_blind3.jsonl;
+- ``sessions_blind4``: thirteen more real transcripts (assets/eval/sessions_blind4/, never
+  looked at while tuning), distilled the same way, for sessions_blind4.jsonl.
 
 A set whose question file or corpus is absent is skipped (named on stderr). Only the
 questions whose ``source`` is in the corpus are asked (``evaluate.applicable``). Baselines:
@@ -64,6 +66,7 @@ BLIND = {
     "sessions_blind",
     "sessions_blind2",
     "sessions_blind3",
+    "sessions_blind4",
 }
 
 
@@ -142,6 +145,12 @@ CORPORA = (
         "sessions_more",
         EVAL / "sessions_more",
         ("sessions_blind3",),
+        _sessions_store,
+    ),
+    Corpus(
+        "sessions_blind4",
+        EVAL / "sessions_blind4",
+        ("sessions_blind4",),
         _sessions_store,
     ),
 )
