@@ -14,6 +14,8 @@ Corpora, each built once in its own temporary home through the service layer:
   same way, for sessions_dev2.jsonl (a dev set);
 - ``sessions_more``: other real transcripts (assets/eval/sessions_more/, never looked at
   while tuning), distilled the same way, for sessions_blind3.jsonl;
+- ``sessions_dev3``: nine more real transcripts (assets/eval/sessions_dev3/), distilled the
+  same way, for sessions_dev3.jsonl (a dev set);
 - ``sessions_blind4``: thirteen more real transcripts (assets/eval/sessions_blind4/, never
   looked at while tuning), distilled the same way, for sessions_blind4.jsonl.
 
@@ -145,6 +147,12 @@ CORPORA = (
         "sessions_more",
         EVAL / "sessions_more",
         ("sessions_blind3",),
+        _sessions_store,
+    ),
+    Corpus(
+        "sessions_dev3",
+        EVAL / "sessions_dev3",
+        ("sessions_dev3",),
         _sessions_store,
     ),
     Corpus(

@@ -68,6 +68,7 @@ SESSION_CORPORA = {
     "sessions_blind2": Path(__file__).resolve().parents[1] / "fixtures" / "sessions",
     "sessions_blind3": EVAL / "sessions_more",
     "sessions_dev2": EVAL / "sessions_dev2",
+    "sessions_dev3": EVAL / "sessions_dev3",
     "sessions_blind4": EVAL / "sessions_blind4",
 }
 
