@@ -19,7 +19,10 @@ Corpora, each built once in its own temporary home through the service layer:
 - ``sessions_blind4``: thirteen more real transcripts (assets/eval/sessions_blind4/, never
   looked at while tuning), distilled the same way, for sessions_blind4.jsonl.
 
-A set whose question file or corpus is absent is skipped (named on stderr). Only the
+Besides one line per set and budget, the blind and unseen sets of each kind of text (notes,
+conversations, agent sessions) are pooled question by question: the paired difference of
+ask and passage BM25 with a normal 95% interval, which tells a difference from the noise
+of 30-question sets. A set whose question file or corpus is absent is skipped (named on stderr). Only the
 questions whose ``source`` is in the corpus are asked (``evaluate.applicable``). Baselines:
 newest-first, BM25 top-k documents, and BM25 over ~200-token passages packed in rank order
 (the baseline a user would write; the row's ``baseline`` column). ``--sets a,b`` chooses
@@ -29,6 +32,7 @@ corpora or question files (``notes``, ``holdout3``, ``sessions_blind``, ...).
 from __future__ import annotations
 
 import argparse
+import math
 import shutil
 import sys
 import tempfile
@@ -215,6 +219,61 @@ def measure(chosen: set[str] | None = None) -> tuple[list[SetResult], dict[str, 
     return results, builds
 
 
+def kind_of(res: SetResult) -> str:
+    """The kind of text a set asks about: its corpus's (every sessions corpus is one kind)."""
+    return "agent sessions" if res.corpus.startswith("sessions") else res.corpus
+
+
+@dataclass(frozen=True)
+class Pooled:
+    """ask minus passage BM25 over the questions of several sets at one budget: the mean of
+    the paired per-question differences and a normal 95% interval around it."""
+
+    kind: str
+    budget: int
+    questions: int
+    ask: float
+    baseline: float
+    low: float
+    high: float
+
+
+def pooled_blind(results: Sequence[SetResult]) -> list[Pooled]:
+    """Per kind of text and budget, the blind and unseen sets pooled question by question
+    (a set of 30 moves by 0.033 per question; pooled, a difference can be told from noise)."""
+    groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    for res in results:
+        if res.name not in BLIND:
+            continue
+        for budget, report in res.reports.items():
+            pairs = groups.setdefault((kind_of(res), budget), [])
+            pairs += [(r["ask"], r["bm25_passages"]) for r in report.rows]
+    out: list[Pooled] = []
+    for (kind, budget), pairs in groups.items():
+        n = len(pairs)
+        diffs = [a - b for a, b in pairs]
+        mean = sum(diffs) / n
+        var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
+        half = 1.96 * math.sqrt(var / n)
+        ask = sum(a for a, _ in pairs) / n
+        base = sum(b for _, b in pairs) / n
+        out.append(Pooled(kind, budget, n, ask, base, mean - half, mean + half))
+    return out
+
+
+def print_pooled(pooled: Sequence[Pooled]) -> None:
+    """One line per kind and budget: recall of both, the difference and its interval."""
+    if not pooled:
+        return
+    print("blind and unseen sets pooled per kind (ask - BM25 passages, paired, 95% interval):")
+    for p in pooled:
+        print(
+            f"  {p.kind:<14} {p.budget:>5,}  n={p.questions:<4} ask {p.ask:.3f}  "
+            f"bm25p {p.baseline:.3f}  diff {p.ask - p.baseline:+.3f} "
+            f"[{p.low:+.3f}, {p.high:+.3f}]"
+        )
+
+
 def target_recall(baseline: float) -> float:
     """What ask must reach beside a passage-BM25 recall of ``baseline``: 0.10 more, or
     0.95 where the baseline is already above 0.85 (never more than 1)."""
@@ -292,6 +351,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     started = time.perf_counter()
     results, builds = measure(chosen)
     print_matrix(results)
+    print()
+    print_pooled(pooled_blind(results))
     print()
     print_rows(rows_for(results, builds))
     print(f"\n{time.perf_counter() - started:.0f} s in all", file=sys.stderr)
