@@ -22,8 +22,8 @@ Corpora, each built once in its own temporary home through the service layer:
 Besides one line per set and budget, the blind and unseen sets of each kind of text (notes,
 conversations, agent sessions) are pooled question by question: the paired difference of
 ask and passage BM25 with a normal 95% interval, which tells a difference from the noise
-of 30-question sets. A set whose question file or corpus is absent is skipped (named on stderr). Only the
-questions whose ``source`` is in the corpus are asked (``evaluate.applicable``). Baselines:
+of 30-question sets. A set whose question file or corpus is absent is skipped (named on
+stderr). Only the questions whose ``source`` is in the corpus are asked (``evaluate.applicable``). Baselines:
 newest-first, BM25 top-k documents, and BM25 over ~200-token passages packed in rank order
 (the baseline a user would write; the row's ``baseline`` column). ``--sets a,b`` chooses
 corpora or question files (``notes``, ``holdout3``, ``sessions_blind``, ...).
@@ -251,6 +251,8 @@ def pooled_blind(results: Sequence[SetResult]) -> list[Pooled]:
     out: list[Pooled] = []
     for (kind, budget), pairs in groups.items():
         n = len(pairs)
+        if not n:
+            continue
         diffs = [a - b for a, b in pairs]
         mean = sum(diffs) / n
         var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
