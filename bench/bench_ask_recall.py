@@ -23,10 +23,11 @@ Besides one line per set and budget, the blind and unseen sets of each kind of t
 conversations, agent sessions) are pooled question by question: the paired difference of
 ask and passage BM25 with a normal 95% interval, which tells a difference from the noise
 of 30-question sets. A set whose question file or corpus is absent is skipped (named on
-stderr). Only the questions whose ``source`` is in the corpus are asked (``evaluate.applicable``). Baselines:
-newest-first, BM25 top-k documents, and BM25 over ~200-token passages packed in rank order
-(the baseline a user would write; the row's ``baseline`` column). ``--sets a,b`` chooses
-corpora or question files (``notes``, ``holdout3``, ``sessions_blind``, ...).
+stderr). Only the questions whose ``source`` is in the corpus are asked
+(``evaluate.applicable``). Baselines: newest-first, BM25 top-k documents, and BM25 over
+~200-token passages packed in rank order (the baseline a user would write; the row's
+``baseline`` column). ``--sets a,b`` chooses corpora or question files (``notes``,
+``holdout3``, ``sessions_blind``, ...).
 """
 
 from __future__ import annotations
