@@ -33,7 +33,6 @@ stderr). Only the questions whose ``source`` is in the corpus are asked
 from __future__ import annotations
 
 import argparse
-import math
 import shutil
 import sys
 import tempfile
@@ -54,9 +53,11 @@ from selene_dag.paths import assets_dir  # noqa: E402
 from selene_dag.retrieval.evaluate import (  # noqa: E402
     METHODS,
     EvalReport,
+    PairedDifference,
     applicable,
     evaluate,
     load_questions,
+    paired_difference,
 )
 from selene_dag.store import connect  # noqa: E402
 
@@ -227,40 +228,30 @@ def kind_of(res: SetResult) -> str:
 
 @dataclass(frozen=True)
 class Pooled:
-    """ask minus passage BM25 over the questions of several sets at one budget: the mean of
-    the paired per-question differences and a normal 95% interval around it."""
+    """ask against passage BM25 over the questions of several sets at one budget."""
 
     kind: str
     budget: int
-    questions: int
     ask: float
     baseline: float
-    low: float
-    high: float
+    versus: PairedDifference
 
 
 def pooled_blind(results: Sequence[SetResult]) -> list[Pooled]:
     """Per kind of text and budget, the blind and unseen sets pooled question by question
     (a set of 30 moves by 0.033 per question; pooled, a difference can be told from noise)."""
-    groups: dict[tuple[str, int], list[tuple[float, float]]] = {}
+    groups: dict[tuple[str, int], list[dict]] = {}
     for res in results:
         if res.name not in BLIND:
             continue
         for budget, report in res.reports.items():
-            pairs = groups.setdefault((kind_of(res), budget), [])
-            pairs += [(r["ask"], r["bm25_passages"]) for r in report.rows]
+            groups.setdefault((kind_of(res), budget), []).extend(report.rows)
     out: list[Pooled] = []
-    for (kind, budget), pairs in groups.items():
-        n = len(pairs)
-        if not n:
-            continue
-        diffs = [a - b for a, b in pairs]
-        mean = sum(diffs) / n
-        var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
-        half = 1.96 * math.sqrt(var / n)
-        ask = sum(a for a, _ in pairs) / n
-        base = sum(b for _, b in pairs) / n
-        out.append(Pooled(kind, budget, n, ask, base, mean - half, mean + half))
+    for (kind, budget), rows in groups.items():
+        if rows:
+            ask = sum(r["ask"] for r in rows) / len(rows)
+            base = sum(r["bm25_passages"] for r in rows) / len(rows)
+            out.append(Pooled(kind, budget, ask, base, paired_difference(rows)))
     return out
 
 
@@ -270,10 +261,10 @@ def print_pooled(pooled: Sequence[Pooled]) -> None:
         return
     print("blind and unseen sets pooled per kind (ask - BM25 passages, paired, 95% interval):")
     for p in pooled:
+        v = p.versus
         print(
-            f"  {p.kind:<14} {p.budget:>5,}  n={p.questions:<4} ask {p.ask:.3f}  "
-            f"bm25p {p.baseline:.3f}  diff {p.ask - p.baseline:+.3f} "
-            f"[{p.low:+.3f}, {p.high:+.3f}]"
+            f"  {p.kind:<14} {p.budget:>5,}  n={v.questions:<4} ask {p.ask:.3f}  "
+            f"bm25p {p.baseline:.3f}  diff {v.difference:+.3f} [{v.low:+.3f}, {v.high:+.3f}]"
         )
 
 

@@ -466,6 +466,15 @@ def eval_command(
         overall = report.overall
         table.add_row("overall", *(f"{overall[c]:.3f}" for c in columns), style="bold")
         console.print(table)
+        versus = report.versus_passages
+        if versus is not None and versus.questions > 1:
+            console.print(
+                f"ask − bm25 passages: {versus.difference:+.3f} (95% interval "
+                f"{versus.low:+.3f} to {versus.high:+.3f}, paired over {versus.questions} "
+                "questions)",
+                highlight=False,
+                soft_wrap=True,
+            )
 
 
 @app.command("serve")

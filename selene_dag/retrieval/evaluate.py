@@ -13,9 +13,10 @@ fit (a passage that does not fit is skipped).
 from __future__ import annotations
 
 import json
+import math
 import threading
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -291,6 +292,43 @@ def applicable(conn: duckdb.DuckDBPyConnection, questions: Sequence[Question]) -
     return kept
 
 
+@dataclass(frozen=True)
+class PairedDifference:
+    """How much one method's recall exceeds another's over the same questions: the mean
+    of the per-question differences and a normal 95% interval around it (1.96 standard
+    errors; no width with fewer than two questions). An interval holding 0 means the
+    questions cannot tell the two apart."""
+
+    questions: int
+    difference: float
+    low: float
+    high: float
+
+    def to_json(self) -> dict[str, Any]:
+        """Plain data, rounded to 4 places."""
+        return {
+            "questions": self.questions,
+            "difference": round(self.difference, 4),
+            "low": round(self.low, 4),
+            "high": round(self.high, 4),
+        }
+
+
+def paired_difference(
+    rows: Sequence[Mapping[str, Any]], a: str = "ask", b: str = "bm25_passages"
+) -> PairedDifference:
+    """``a`` minus ``b`` over ``rows`` (each holding both methods' recall of one
+    question), paired question by question; all zero for no rows."""
+    diffs = [float(r[a]) - float(r[b]) for r in rows]
+    n = len(diffs)
+    if not n:
+        return PairedDifference(0, 0.0, 0.0, 0.0)
+    mean = sum(diffs) / n
+    var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
+    half = 1.96 * math.sqrt(var / n)
+    return PairedDifference(n, mean, mean - half, mean + half)
+
+
 @dataclass
 class EvalReport:
     """Per-question recall for each method, and the mean over questions."""
@@ -312,15 +350,28 @@ class EvalReport:
         """Per method, how many packs count more than ``budget`` tokens (must all be 0)."""
         return {m: sum(1 for r in self.rows if r["tokens"][m] > self.budget) for m in self.methods}
 
+    @property
+    def versus_passages(self) -> PairedDifference | None:
+        """ask minus the BM25-passages baseline, question by question (None when that
+        baseline was not run)."""
+        if "bm25_passages" not in self.methods:
+            return None
+        return paired_difference(self.rows)
+
     def to_json(self) -> dict[str, Any]:
         """Plain data for ``--format json`` and the asset check's metadata (each row's
-        ``tokens`` holds every method's pack size, from which ``over_budget`` is counted)."""
-        return {
+        ``tokens`` holds every method's pack size, from which ``over_budget`` is counted;
+        ``ask_vs_bm25_passages`` when that baseline was run)."""
+        out: dict[str, Any] = {
             "budget": self.budget,
             "model": self.model,
             "overall": self.overall,
             "questions": self.rows,
         }
+        versus = self.versus_passages
+        if versus is not None:
+            out["ask_vs_bm25_passages"] = versus.to_json()
+        return out
 
 
 def evaluate(

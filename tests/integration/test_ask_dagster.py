@@ -185,9 +185,15 @@ def test_eval_command_reports_ask_and_baselines(notes_home: Path, tmp_path: Path
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert report["overall"]["ask"] == 1.0
-    assert set(report) == {"budget", "model", "overall", "questions"}
+    assert set(report) == {"budget", "model", "overall", "questions", "ask_vs_bm25_passages"}
     assert set(report["overall"]) == {"ask", "newest_first", "bm25_topk", "bm25_passages"}
     assert report["overall"]["bm25_passages"] == 1.0
+    assert report["ask_vs_bm25_passages"] == {
+        "questions": 2,
+        "difference": 0.0,
+        "low": 0.0,
+        "high": 0.0,
+    }
     for row in report["questions"]:
         assert set(row["tokens"]) == set(report["overall"])
         assert all(n <= 300 for n in row["tokens"].values())

@@ -205,7 +205,14 @@ def test_evaluate_beats_newest_first(store) -> None:
     overall = report.overall
     assert overall["ask"] == 1.0
     assert overall["ask"] > overall["newest_first"]
-    assert set(report.to_json()) == {"budget", "model", "overall", "questions"}
+    doc = report.to_json()
+    assert set(doc) == {"budget", "model", "overall", "questions", "ask_vs_bm25_passages"}
+    versus = doc["ask_vs_bm25_passages"]
+    assert versus["questions"] == 4
+    assert versus["difference"] == pytest.approx(
+        overall["ask"] - overall["bm25_passages"], abs=1e-3
+    )
+    assert versus["low"] <= versus["difference"] <= versus["high"]
 
 
 def test_term_weights_are_idf_by_light_stem(store) -> None:

@@ -16,10 +16,12 @@ from selene_dag.retrieval import evaluate as ev
 from selene_dag.retrieval.evaluate import (
     METHODS,
     PASSAGE_TOKENS,
+    PairedDifference,
     PassageIndex,
     Question,
     cut_document,
     evaluate,
+    paired_difference,
     passage_index,
     passage_pack,
 )
@@ -219,11 +221,37 @@ def test_eval_command_reports_each_budget(
     assert "at 400 tokens" in result.stderr and "at 80 tokens" in result.stderr
     # One budget keeps the single-report shape.
     one = json.loads(runner.invoke(app, [*args[:4], "--format", "json"]).stdout)
-    assert set(one) == {"budget", "model", "overall", "questions"} and one["budget"] == 400
+    assert one["budget"] == 400
+    assert set(one) == {"budget", "model", "overall", "questions", "ask_vs_bm25_passages"}
     table = runner.invoke(app, ["eval", str(questions), "--budget", "400", "--budget", "80"])
     assert table.exit_code == 0, table.output
     assert "recall at 400 tokens" in table.stdout and "recall at 80 tokens" in table.stdout
     assert "bm25 passages" in table.stdout
+    assert "ask − bm25 passages" in table.stdout and "paired over 2 questions" in table.stdout
+
+
+def test_paired_difference_is_the_mean_difference_with_a_95_percent_interval() -> None:
+    rows = [
+        {"ask": 1.0, "bm25_passages": 0.0},
+        {"ask": 0.5, "bm25_passages": 0.5},
+        {"ask": 1.0, "bm25_passages": 1.0},
+        {"ask": 0.0, "bm25_passages": 1.0},
+    ]
+    # Differences 1, 0, 0, -1: mean 0, sample variance 2/3, standard error sqrt(1/6).
+    versus = paired_difference(rows)
+    assert versus.questions == 4 and versus.difference == 0.0
+    assert versus.high == pytest.approx(1.96 * (1 / 6) ** 0.5) == -versus.low
+    one = paired_difference(rows[:1])
+    assert (one.difference, one.low, one.high) == (1.0, 1.0, 1.0)
+    assert paired_difference([]) == PairedDifference(0, 0.0, 0.0, 0.0)
+    # The report's own figure, and none without the passage baseline.
+    report = ev.EvalReport(
+        500, MODEL, rows=[{**r, "newest_first": 0.0, "bm25_topk": 0.0} for r in rows]
+    )
+    assert report.versus_passages == versus
+    assert report.to_json()["ask_vs_bm25_passages"]["high"] == round(versus.high, 4)
+    only = ev.EvalReport(500, MODEL, rows=rows, methods=("ask",))
+    assert only.versus_passages is None and "ask_vs_bm25_passages" not in only.to_json()
 
 
 def test_cache_is_bounded() -> None:
