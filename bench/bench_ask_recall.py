@@ -11,11 +11,11 @@ Corpora, each built once in its own temporary home through the service layer:
   ``service.distill_run(all_files=True)``, for sessions_dev.jsonl, sessions_blind.jsonl and
   sessions_blind2.jsonl;
 - ``sessions_dev2``: ten more real transcripts (assets/eval/sessions_dev2/), distilled the
-  same way, for sessions_dev2.jsonl (a dev set);
+  same way, for sessions_dev2.jsonl and sessions_dev4.jsonl (dev sets);
 - ``sessions_more``: other real transcripts (assets/eval/sessions_more/, never looked at
   while tuning), distilled the same way, for sessions_blind3.jsonl;
 - ``sessions_dev3``: nine more real transcripts (assets/eval/sessions_dev3/), distilled the
-  same way, for sessions_dev3.jsonl (a dev set);
+  same way, for sessions_dev3.jsonl and sessions_dev5.jsonl (dev sets);
 - ``sessions_blind4``: thirteen more real transcripts (assets/eval/sessions_blind4/, never
   looked at while tuning), distilled the same way, for sessions_blind4.jsonl.
 
@@ -27,12 +27,17 @@ stderr). Only the questions whose ``source`` is in the corpus are asked
 (``evaluate.applicable``). Baselines: newest-first, BM25 top-k documents, and BM25 over
 ~200-token passages packed in rank order (the baseline a user would write; the row's
 ``baseline`` column). ``--sets a,b`` chooses corpora or question files (``notes``,
-``holdout3``, ``sessions_blind``, ...).
+``holdout3``, ``sessions_blind``, ...); ``--dev`` keeps only the dev sets (the ones rules
+may be chosen on). To compare two versions of ask: ``--dev --save before.json`` on one,
+``--dev --against before.json`` on the other prints, per kind of text and budget, the
+paired difference question by question with its 95% interval and how many questions each
+gained or lost.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shutil
 import sys
 import tempfile
@@ -146,7 +151,7 @@ CORPORA = (
     Corpus(
         "sessions_dev2",
         EVAL / "sessions_dev2",
-        ("sessions_dev2",),
+        ("sessions_dev2", "sessions_dev4"),
         _sessions_store,
     ),
     Corpus(
@@ -158,7 +163,7 @@ CORPORA = (
     Corpus(
         "sessions_dev3",
         EVAL / "sessions_dev3",
-        ("sessions_dev3",),
+        ("sessions_dev3", "sessions_dev5"),
         _sessions_store,
     ),
     Corpus(
@@ -337,17 +342,74 @@ def print_matrix(results: Sequence[SetResult]) -> None:
     print("(* blind set: never tuned on)")
 
 
+def ask_recalls(results: Sequence[SetResult]) -> list[dict]:
+    """Ask's recall of every question at every budget, as saved by ``--save``."""
+    return [
+        {"set": res.name, "budget": budget, "question": row["question"], "ask": row["ask"]}
+        for res in results
+        for budget, report in res.reports.items()
+        for row in report.rows
+    ]
+
+
+def compare(saved: Sequence[dict], results: Sequence[SetResult]) -> list[tuple[str, int, dict]]:
+    """Ask now against a saved run of other code, per kind of text and budget: the paired
+    difference over the questions both hold, and how many questions gained or lost."""
+    before = {(r["set"], r["budget"], r["question"]): r["ask"] for r in saved}
+    groups: dict[tuple[str, int], list[dict]] = {}
+    for res in results:
+        for budget, report in res.reports.items():
+            for row in report.rows:
+                then = before.get((res.name, budget, row["question"]))
+                if then is not None:
+                    pair = {"now": row["ask"], "then": then}
+                    groups.setdefault((kind_of(res), budget), []).append(pair)
+    out = []
+    for (kind, budget), pairs in groups.items():
+        gained = sum(1 for p in pairs if p["now"] > p["then"])
+        lost = sum(1 for p in pairs if p["now"] < p["then"])
+        versus = paired_difference(pairs, "now", "then")
+        out.append((kind, budget, {"versus": versus, "gained": gained, "lost": lost}))
+    return out
+
+
+def print_compare(compared: Sequence[tuple[str, int, dict]]) -> None:
+    """One line per kind and budget: ask now minus ask in the saved run."""
+    print("ask now - ask in the saved run (paired, 95% interval):")
+    for kind, budget, c in compared:
+        v = c["versus"]
+        print(
+            f"  {kind:<14} {budget:>5,}  n={v.questions:<4} diff {v.difference:+.3f} "
+            f"[{v.low:+.3f}, {v.high:+.3f}]  questions gained {c['gained']}, lost {c['lost']}"
+        )
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", help="comma-separated corpora or question files")
+    parser.add_argument(
+        "--dev", action="store_true", help="only the dev sets (the sets rules may be tuned on)"
+    )
+    parser.add_argument("--save", type=Path, help="write ask's recall of every question here")
+    parser.add_argument(
+        "--against", type=Path, help="compare ask with a run saved by --save (other code)"
+    )
     args = parser.parse_args(argv)
     chosen = {s.strip() for s in args.sets.split(",") if s.strip()} if args.sets else None
+    if args.dev:
+        dev = {s for corpus in CORPORA for s in corpus.sets if s not in BLIND}
+        chosen = dev if chosen is None else {s for s in dev if s in chosen}
     started = time.perf_counter()
     results, builds = measure(chosen)
     print_matrix(results)
     print()
     print_pooled(pooled_blind(results))
     print()
+    if args.save:
+        args.save.write_text(json.dumps(ask_recalls(results), indent=1), encoding="utf-8")
+    if args.against:
+        print_compare(compare(json.loads(args.against.read_text(encoding="utf-8")), results))
+        print()
     print_rows(rows_for(results, builds))
     print(f"\n{time.perf_counter() - started:.0f} s in all", file=sys.stderr)
     return 0

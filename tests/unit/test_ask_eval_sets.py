@@ -69,6 +69,8 @@ SESSION_CORPORA = {
     "sessions_blind3": EVAL / "sessions_more",
     "sessions_dev2": EVAL / "sessions_dev2",
     "sessions_dev3": EVAL / "sessions_dev3",
+    "sessions_dev4": EVAL / "sessions_dev2",
+    "sessions_dev5": EVAL / "sessions_dev3",
     "sessions_blind4": EVAL / "sessions_blind4",
 }
 
