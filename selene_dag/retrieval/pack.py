@@ -120,10 +120,10 @@ RERANK_CHARS = 1_000
 PassageRanker = Callable[[str, Sequence[str]], Sequence[int]]
 # Weight of the documents' BM25 rank as a third list of the passages' fusion; 0: off.
 PASSAGE_DOC_FUSE = 1.0
-# Passage-first packing: a note's passage longer than this share of the budget (never
-# below MIN_PASSAGE_CAP tokens) is cut to its most relevant pieces, so that a small budget
-# holds several passages (a session chunk's passage is not: see select_passages).
-# (Chosen on the dev sets: 1/3 against 1/4, 1/2 and no cap.)
+# Passage-first packing: a passage longer than this share of the budget (never below
+# MIN_PASSAGE_CAP tokens) is cut, so that a small budget holds several passages: a note's
+# to its most relevant pieces, a session chunk's to one run of pieces (see
+# PassageSummarizer.run). (Chosen on the dev sets: 1/3 against 1/4, 1/2 and no cap.)
 PASSAGE_CAP_SHARE = 1 / 3
 MIN_PASSAGE_CAP = 80
 
@@ -229,14 +229,18 @@ class PassageSummarizer:
             found = self._offsets[text] = piece_offsets(text, pieces)
         return found
 
+    def fits(self, text: str, max_tokens: int) -> bool:
+        """Whether ``text`` counts at most ``max_tokens`` tokens."""
+        # A text with more characters than CHARS_PER_TOKEN_BOUND per allowed token cannot
+        # fit: it is not counted whole (the pieces are counted anyway).
+        return len(text) <= max_tokens or (
+            len(text) // CHARS_PER_TOKEN_BOUND <= max_tokens and self.count(text) <= max_tokens
+        )
+
     def __call__(self, text: str, max_tokens: int) -> str:
         if max_tokens < 1 or not text:
             return ""
-        # A text with more characters than CHARS_PER_TOKEN_BOUND per allowed token cannot
-        # fit: it is not counted whole (the pieces are counted anyway).
-        if len(text) <= max_tokens or (
-            len(text) // CHARS_PER_TOKEN_BOUND <= max_tokens and self.count(text) <= max_tokens
-        ):
+        if self.fits(text, max_tokens):
             return text
         pieces, relevance, matched = self.analyse(text)
         if not matched and self.essences.get(text):
@@ -244,6 +248,39 @@ class PassageSummarizer:
         plan = DocPlan(Level.FULL, 1.0, pieces, relevance, header_cost=0, line_cost=0)
         allocate([plan], max_tokens, self.count, LevelConfig())
         return fit_excerpt(plan, text, max_tokens, self.model)
+
+    def run(self, text: str, max_tokens: int) -> str:
+        """``text`` itself when it fits, else one unbroken run of its pieces within
+        ``max_tokens``: its most relevant piece (the first of equals) and the pieces after
+        it while they fit; when that piece alone does not fit (a tool's input as one long
+        line), its most relevant pieces wherever they are (``__call__``). A session's tool call holds
+        the question's words, the result after it the answer: pieces picked wherever they
+        score leave the result out. The pieces before the best one are not added to fill
+        the room: a small budget is better spent on the next passage."""
+        if max_tokens < 1 or not text:
+            return ""
+        if self.fits(text, max_tokens):
+            return text
+        pieces, relevance, _ = self.analyse(text)
+        if not pieces:
+            return ""
+        first = max(range(len(pieces)), key=lambda i: (relevance[i], -i))
+        last, used = first, self.count(pieces[first].text)
+        if used > max_tokens:  # one line longer than the room: no run holds it
+            return self(text, max_tokens)
+        while last + 1 < len(pieces) and used + self.count(pieces[last + 1].text) <= max_tokens:
+            last += 1
+            used += self.count(pieces[last].text)
+        # Joined pieces can count more than their sum: the last ones go until it fits.
+        out = join_pieces(pieces, range(first, last + 1))
+        while last > first and self.count(out) > max_tokens:
+            last -= 1
+            out = join_pieces(pieces, range(first, last + 1))
+        return (
+            out
+            if self.count(out) <= max_tokens
+            else truncate_to_tokens(out, max_tokens, self.model)
+        )
 
 
 def excerpt_text(plan: DocPlan, body: str) -> str:
@@ -515,7 +552,8 @@ def pack_passages(
     level_config: LevelConfig = ASK_LEVELS,
 ) -> tuple[str, list[AskItem], dict[str, int]]:
     """The passage-first pack: ``hits`` best first within the budget (``select.
-    select_passages``; a passage that no longer fits gives its most relevant pieces), one
+    select_passages``; a passage that no longer fits gives its most relevant pieces, a
+    session chunk's one run of pieces: ``PassageSummarizer.run``), one
     item per document in the order of its best passage; then a citation line for each
     further document of ``ranked`` while there is room (its whole citation, and as much
     of its title as the reference cap leaves). ``candidates``: the documents the
@@ -533,6 +571,7 @@ def pack_passages(
         summarizer,
         sep,
         max_passage=max(MIN_PASSAGE_CAP, int(limit * PASSAGE_CAP_SHARE)),
+        shorten_chunk=summarizer.run,
     )
     while True:
         blocks = [s.render() for s in selections]
@@ -600,7 +639,8 @@ def pack_passages(
 
 def _trim_lowest(selections: list[Selection], over: int, summarizer: PassageSummarizer) -> None:
     """Take ``over`` tokens off the lowest-scored excerpt (the last chosen among equals):
-    its best pieces in what is left of it when that keeps MIN_EXCERPT_TOKENS, else remove
+    its best pieces (a chunk's: one run of them) in what is left of it when that keeps
+    MIN_EXCERPT_TOKENS, else remove
     it (and its document when it was the only one)."""
     k, j = min(
         ((k, j) for k, s in enumerate(selections) for j in range(len(s.excerpts))),
@@ -608,7 +648,8 @@ def _trim_lowest(selections: list[Selection], over: int, summarizer: PassageSumm
     )
     excerpt = selections[k].excerpts[j]
     keep = summarizer.count(excerpt.text) - over - 1
-    shorter = summarizer(excerpt.text, keep).strip() if keep >= MIN_EXCERPT_TOKENS else ""
+    cut_to = summarizer.run if selections[k].doc.kind == "chunk" else summarizer
+    shorter = cut_to(excerpt.text, keep).strip() if keep >= MIN_EXCERPT_TOKENS else ""
     if shorter and shorter != excerpt.text:
         excerpt.text, excerpt.cut = shorter, True
         return

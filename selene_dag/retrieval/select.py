@@ -202,13 +202,14 @@ def select_passages(
     separator_tokens: int,
     min_excerpt: int = MIN_EXCERPT_TOKENS,
     max_passage: int | None = None,
+    shorten_chunk: Callable[[str, int], str] | None = None,
 ) -> list[Selection]:
     """Choose passages best first within ``budget`` tokens (an estimate; the caller counts
     the rendered pack): each costs its tokens plus a separator, and its document's header
-    the first time. A passage that does not fit whole, or a note's passage longer than
-    ``max_passage`` (a session chunk's passage is never cut for its length alone), is
-    replaced by ``shorten(text, room)`` when the room left is at least ``min_excerpt``
-    tokens; else it is skipped and the next one tried. A passage overlapping one already
+    the first time. A passage that does not fit whole, or longer than ``max_passage``, is
+    replaced by ``shorten(text, room)`` (a session chunk's by ``shorten_chunk`` when
+    given) when the room left is at least ``min_excerpt`` tokens; else it is skipped and
+    the next one tried. A passage overlapping one already
     chosen, one whose words mostly repeat what is chosen (``REPEAT_SHARE`` of its word
     grams), or of a document not in ``docs``, is skipped. Returns the documents in the
     order of their first passage."""
@@ -235,14 +236,13 @@ def select_passages(
         text = doc.body[p.start : p.end]
         cost = p.tokens + separator_tokens
         cut = False
-        # A session passage is a run of events (a tool call and its result, a question and
-        # its answer): cut to pieces by question words it loses the line that answers.
-        cap = max_passage if max_passage is not None and doc.kind != "chunk" else p.tokens
+        cap = max_passage if max_passage is not None else p.tokens
         if cost > room or p.tokens > cap:
             avail = min(room - separator_tokens, cap)
             if avail < min_excerpt:
                 continue
-            text = shorten(text, avail).strip()
+            cut_to = shorten_chunk if shorten_chunk is not None and doc.kind == "chunk" else shorten
+            text = cut_to(text, avail).strip()
             if not text:
                 continue
             cost = count(text) + separator_tokens

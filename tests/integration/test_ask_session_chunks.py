@@ -1,6 +1,7 @@
-"""Ask over agent-session chunks (issue #15): a chunk is a run of events, so its passages
-are spent whole and a chunk is never packed as one document chosen piece by piece; a
-Gemini session's project hash stays out of every title."""
+"""Ask over agent-session chunks (issue #15): a chunk is a run of events, so a passage of
+it is cut, when it must be, to one unbroken run of events, and a chunk is never packed as
+one document chosen piece by piece; a Gemini session's project hash stays out of every
+title."""
 
 from __future__ import annotations
 

@@ -198,6 +198,46 @@ def test_focused_excerpt_never_exceeds_its_limit(pieces: list[str], limit: int) 
     assert count_tokens(out, "mistral:7b") <= limit
 
 
+MODEL = "mistral:7b"
+
+
+def _session_passage() -> str:
+    lines = [f"[assistant/other] Restarted the applet, pass {i}." for i in range(12)]
+    lines[6] = (
+        '[assistant/tool_use run_shell_command] {"command": "grep DISPLAY /proc/5524/environ"}'
+        " # the cosmic panel process"
+    )
+    lines[7] = "[tool/tool_result] wayland-1"
+    lines[9] = "[assistant/other] The panel process value gets checked once more later on."
+    return "\n".join(lines)
+
+
+def test_a_run_of_pieces_keeps_the_result_after_the_call() -> None:
+    # The tool call holds the question's words, the result after it none: chosen by
+    # relevance, another line with question words takes the room; a run keeps the result.
+    text = _session_passage()
+    summarize = passage_summarizer(
+        query_terms("Which display value did the cosmic panel process have?"), {}, {}, MODEL
+    )
+    call = text.splitlines()[6]
+    for room in (60, 70):
+        run = summarize.run(text, room)
+        assert run.startswith(f"{call}\n[tool/tool_result] wayland-1")
+        assert "…" not in run and count_tokens(run, MODEL) <= room
+        assert "wayland-1" not in summarize(text, room)
+    assert summarize.run(text, 2000) == text
+    # A best piece longer than the room: its most relevant pieces wherever they are.
+    assert summarize.run(text, 30) == summarize(text, 30)
+
+
+@settings(max_examples=40, deadline=None)
+@given(limit=st.integers(min_value=1, max_value=120), start=st.integers(0, 11))
+def test_a_run_of_pieces_never_exceeds_its_limit(limit: int, start: int) -> None:
+    text = "\n".join(_session_passage().splitlines()[start:])
+    summarize = passage_summarizer(["display", "panel", "process"], {}, {}, MODEL)
+    assert count_tokens(summarize.run(text, limit), MODEL) <= limit
+
+
 def test_check_budget() -> None:
     assert check_budget(5) == 5
     with pytest.raises(UsageError, match="budget must be >= 1, got 0"):

@@ -88,18 +88,43 @@ def test_cap_cuts_a_long_passage_even_with_room_to_spare() -> None:
     assert capped.excerpts[0].cut and _count(capped.excerpts[0].text) <= 60
 
 
-def test_a_session_passage_is_not_cut_for_its_length_alone() -> None:
-    # A tool call and its result are one passage: cut to pieces, the result line goes.
+def _last_lines(text: str, max_tokens: int) -> str:
+    """Another real shortening rule: whole lines from the bottom while they fit."""
+    out: list[str] = []
+    for line in reversed(text.splitlines()):
+        if _count("\n".join([line, *out])) > max_tokens:
+            break
+        out.insert(0, line)
+    return "\n".join(out)
+
+
+def test_a_session_passage_is_cut_by_its_own_rule() -> None:
+    # A tool call and its result are one passage: it is cut as one run of events
+    # (``shorten_chunk``), a note's passage by ``shorten``; both at the cap too.
     body = "\n".join(f"[tool/tool_result] line {i} " + "output " * 10 for i in range(12))
     chunk = Document("c", "chunk", "k events 1-12", "codex session", body)
-    passage = RankedPassage("c", 0, len(body), _count(body), 1.0)
-    [whole] = select_passages(
-        [passage], {"c": chunk}, 2000, _count, _first_lines, 1, max_passage=60
-    )
-    assert whole.whole and not whole.excerpts[0].cut
-    # It is still cut when it does not fit the room left.
-    [cut] = select_passages([passage], {"c": chunk}, 120, _count, _first_lines, 1, max_passage=60)
-    assert cut.excerpts[0].cut and _count(cut.render()) <= 120
+    note = _doc("n", body)
+    for doc_id, doc in (("c", chunk), ("n", note)):
+        passage = RankedPassage(doc_id, 0, len(body), _count(body), 1.0)
+        [whole] = select_passages(
+            [passage], {doc_id: doc}, 2000, _count, _first_lines, 1, shorten_chunk=_last_lines
+        )
+        assert whole.whole and not whole.excerpts[0].cut
+        for budget, cap in ((2000, 60), (120, None)):
+            [cut] = select_passages(
+                [passage],
+                {doc_id: doc},
+                budget,
+                _count,
+                _first_lines,
+                1,
+                max_passage=cap,
+                shorten_chunk=_last_lines,
+            )
+            [excerpt] = cut.excerpts
+            assert excerpt.cut and _count(cut.render()) <= budget
+            first = "line 0 " in excerpt.text
+            assert first == (doc_id == "n") and ("line 11 " in excerpt.text) == (doc_id == "c")
 
 
 def test_a_passage_repeating_a_chosen_one_is_skipped_for_the_next() -> None:
