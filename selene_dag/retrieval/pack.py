@@ -253,10 +253,10 @@ class PassageSummarizer:
         """``text`` itself when it fits, else one unbroken run of its pieces within
         ``max_tokens``: its most relevant piece (the first of equals) and the pieces after
         it while they fit; when that piece alone does not fit (a tool's input as one long
-        line), its most relevant pieces wherever they are (``__call__``). A session's tool call holds
-        the question's words, the result after it the answer: pieces picked wherever they
-        score leave the result out. The pieces before the best one are not added to fill
-        the room: a small budget is better spent on the next passage."""
+        line), its most relevant pieces wherever they are (``__call__``). A session's tool
+        call holds the question's words, the result after it the answer: pieces picked
+        wherever they score leave the result out. The pieces before the best one are not
+        added to fill the room: a small budget is better spent on the next passage."""
         if max_tokens < 1 or not text:
             return ""
         if self.fits(text, max_tokens):
@@ -553,8 +553,8 @@ def pack_passages(
 ) -> tuple[str, list[AskItem], dict[str, int]]:
     """The passage-first pack: ``hits`` best first within the budget (``select.
     select_passages``; a passage that no longer fits gives its most relevant pieces, a
-    session chunk's one run of pieces: ``PassageSummarizer.run``), one
-    item per document in the order of its best passage; then a citation line for each
+    session chunk's one run of pieces: ``PassageSummarizer.run``), one item per document
+    in the order of its best passage; then a citation line for each
     further document of ``ranked`` while there is room (its whole citation, and as much
     of its title as the reference cap leaves). ``candidates``: the documents the
     passages may come from (already de-duplicated). The text counts at most ``budget``
@@ -640,8 +640,7 @@ def pack_passages(
 def _trim_lowest(selections: list[Selection], over: int, summarizer: PassageSummarizer) -> None:
     """Take ``over`` tokens off the lowest-scored excerpt (the last chosen among equals):
     its best pieces (a chunk's: one run of them) in what is left of it when that keeps
-    MIN_EXCERPT_TOKENS, else remove
-    it (and its document when it was the only one)."""
+    MIN_EXCERPT_TOKENS, else remove it (and its document when it was the only one)."""
     k, j = min(
         ((k, j) for k, s in enumerate(selections) for j in range(len(s.excerpts))),
         key=lambda kj: (selections[kj[0]].excerpts[kj[1]].score, -kj[0], -kj[1]),

@@ -209,10 +209,9 @@ def select_passages(
     the first time. A passage that does not fit whole, or longer than ``max_passage``, is
     replaced by ``shorten(text, room)`` (a session chunk's by ``shorten_chunk`` when
     given) when the room left is at least ``min_excerpt`` tokens; else it is skipped and
-    the next one tried. A passage overlapping one already
-    chosen, one whose words mostly repeat what is chosen (``REPEAT_SHARE`` of its word
-    grams), or of a document not in ``docs``, is skipped. Returns the documents in the
-    order of their first passage."""
+    the next one tried. A passage overlapping one already chosen, one whose words mostly
+    repeat what is chosen (``REPEAT_SHARE`` of its word grams), or of a document not in
+    ``docs``, is skipped. Returns the documents in the order of their first passage."""
     chosen: dict[str, Selection] = {}
     heads: dict[str, int] = {}  # each chosen document's header cost, as narrowed now
     shown: set[tuple[str, ...]] = set()  # word grams of the excerpts chosen so far
