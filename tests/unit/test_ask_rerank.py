@@ -32,6 +32,7 @@ from selene_dag.retrieval.search import Candidate, parse_sources
 from selene_dag.retrieval.terms import CoverageMatcher, query_terms, stem, term_coverage
 
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
+MODEL = "mistral:7b"
 
 
 def cand(doc_id: str, body: str, bm25: float, **kw) -> Candidate:
@@ -196,9 +197,6 @@ def test_focused_excerpt_never_exceeds_its_limit(pieces: list[str], limit: int) 
     text = " ".join(pieces)
     out = passage_summarizer(["beta", "zeta"], {}, {}, "mistral:7b")(text, limit)
     assert count_tokens(out, "mistral:7b") <= limit
-
-
-MODEL = "mistral:7b"
 
 
 def _session_passage() -> str:
