@@ -352,9 +352,20 @@ def ask_recalls(results: Sequence[SetResult]) -> list[dict]:
     ]
 
 
-def compare(saved: Sequence[dict], results: Sequence[SetResult]) -> list[tuple[str, int, dict]]:
-    """Ask now against a saved run of other code, per kind of text and budget: the paired
-    difference over the questions both hold, and how many questions gained or lost."""
+@dataclass(frozen=True)
+class Change:
+    """Ask now against a saved run of other code, for one kind of text and budget."""
+
+    kind: str
+    budget: int
+    versus: PairedDifference
+    gained: int
+    lost: int
+
+
+def compare(saved: Sequence[dict], results: Sequence[SetResult]) -> list[Change]:
+    """Per kind of text and budget, the paired difference over the questions both runs
+    hold, and how many questions gained or lost."""
     before = {(r["set"], r["budget"], r["question"]): r["ask"] for r in saved}
     groups: dict[tuple[str, int], list[dict]] = {}
     for res in results:
@@ -364,23 +375,26 @@ def compare(saved: Sequence[dict], results: Sequence[SetResult]) -> list[tuple[s
                 if then is not None:
                     pair = {"now": row["ask"], "then": then}
                     groups.setdefault((kind_of(res), budget), []).append(pair)
-    out = []
-    for (kind, budget), pairs in groups.items():
-        gained = sum(1 for p in pairs if p["now"] > p["then"])
-        lost = sum(1 for p in pairs if p["now"] < p["then"])
-        versus = paired_difference(pairs, "now", "then")
-        out.append((kind, budget, {"versus": versus, "gained": gained, "lost": lost}))
-    return out
+    return [
+        Change(
+            kind,
+            budget,
+            paired_difference(pairs, "now", "then"),
+            sum(1 for p in pairs if p["now"] > p["then"]),
+            sum(1 for p in pairs if p["now"] < p["then"]),
+        )
+        for (kind, budget), pairs in groups.items()
+    ]
 
 
-def print_compare(compared: Sequence[tuple[str, int, dict]]) -> None:
+def print_compare(changes: Sequence[Change]) -> None:
     """One line per kind and budget: ask now minus ask in the saved run."""
     print("ask now - ask in the saved run (paired, 95% interval):")
-    for kind, budget, c in compared:
-        v = c["versus"]
+    for c in changes:
+        v = c.versus
         print(
-            f"  {kind:<14} {budget:>5,}  n={v.questions:<4} diff {v.difference:+.3f} "
-            f"[{v.low:+.3f}, {v.high:+.3f}]  questions gained {c['gained']}, lost {c['lost']}"
+            f"  {c.kind:<14} {c.budget:>5,}  n={v.questions:<4} diff {v.difference:+.3f} "
+            f"[{v.low:+.3f}, {v.high:+.3f}]  questions gained {c.gained}, lost {c.lost}"
         )
 
 
