@@ -18,12 +18,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
-import pandas as pd
 
 from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, deferred_cache
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
 from selene_dag.text import hash_rows
+
+# pandas is imported where frames are built: importing it takes about 0.5 s, and loading
+# the Dagster definitions (every code server and `dagster` command) imports this module.
 
 COMMIT_EVERY_SECONDS = 0.5
 
@@ -88,6 +90,8 @@ def analyse_notes(
     last_commit = time.monotonic()
 
     def commit_pending() -> None:
+        import pandas as pd
+
         nonlocal last_commit
         batch = pending.copy()
         pending.clear()

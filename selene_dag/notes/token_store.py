@@ -13,9 +13,11 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 import duckdb
-import pandas as pd
 
 from selene_dag.context.tokens import count_tokens_batch
+
+# pandas is imported where frames are built: importing it takes about 0.5 s, and loading
+# the Dagster definitions (every code server and `dagster` command) imports this module.
 
 
 class StoredCounts:
@@ -41,6 +43,8 @@ class StoredCounts:
         ones, without tokenizing. ``derive``: called with the texts not stored (in the
         order of their md5), it returns exact counts for some of them in the same way;
         only what it leaves None is tokenized."""
+        import pandas as pd
+
         if not texts:
             return []
         keys = [hashlib.md5(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
@@ -98,6 +102,8 @@ class StoredCounts:
         at most ``slack`` × the texts kept (hashing every kept text is not free; each query
         is counted on its own, which DuckDB does without computing the hashes). Returns how
         many rows were deleted."""
+        import pandas as pd
+
         queries = [keep_sql] if isinstance(keep_sql, str) else list(keep_sql or [])
         stored = self.conn.execute(
             "SELECT count(*) FROM token_counts WHERE model = ?", [self.model]

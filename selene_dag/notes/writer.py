@@ -9,14 +9,20 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING
 
 import duckdb
-import pandas as pd
 
 from selene_dag.notes.folders import IngestScope, register_folder
 from selene_dag.notes.ingest import IngestResult, NoteRecord, notes_data_version
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
+
+# pandas is imported where frames are built (only annotations name it here): importing it
+# takes about 0.5 s, and loading the Dagster definitions (every code server and `dagster`
+# command) imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -66,6 +72,8 @@ def _incoming_frame(notes: list[tuple[NoteRecord, str]], stored: dict[str, tuple
     """``notes`` (each with its content hash) as rows to stage; a note whose content hash
     equals its ``stored`` one carries no title or content: the hash covers both, so they
     are not copied again to be found equal."""
+    import pandas as pd
+
     columns = [
         "id",
         "title",
@@ -114,6 +122,8 @@ def write_notes(
     folder's notes are never changed. Runs in one transaction; ingest errors replace the
     previous ones of the same files. Returns counts of what changed.
     """
+    import pandas as pd
+
     root_prefix = scope.source_prefix
     skip = [str(folder).rstrip("/") + "/" for folder in scope.skip]
     failed = pd.DataFrame({"source": pd.Series(result.files_failed, dtype="object")})

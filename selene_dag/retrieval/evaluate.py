@@ -23,7 +23,6 @@ from pathlib import Path
 from typing import Any
 
 import duckdb
-import pandas as pd
 
 from selene_dag.context.tokens import (
     count_tokens,
@@ -35,6 +34,9 @@ from selene_dag.errors import UsageError, check_budget
 from selene_dag.retrieval.index import index_state, load_fts
 from selene_dag.retrieval.pack import ask
 from selene_dag.retrieval.search import SOURCES, Candidate, newest_notes, parse_sources, search
+
+# pandas is imported where frames are built: importing it takes about 0.5 s, and loading
+# the Dagster definitions (every code server and `dagster` command) imports this module.
 
 METHODS = ("ask", "newest_first", "bm25_topk", "bm25_passages")
 # Target size of a baseline passage, in the target model's tokens (title line included).
@@ -156,6 +158,8 @@ class PassageIndex:
     table under its own BM25 index (porter stemmer, English stopwords, as the search index)."""
 
     def __init__(self, docs: Sequence[tuple[str, str, str]], model: str) -> None:
+        import pandas as pd
+
         kinds: list[str] = []
         texts: list[str] = []
         for kind, title, body in docs:

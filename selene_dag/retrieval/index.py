@@ -31,7 +31,6 @@ from functools import cache
 from pathlib import Path
 
 import duckdb
-import pandas as pd
 
 from selene_dag.context.tokens import count_tiled, count_tokens_batch, default_model
 from selene_dag.errors import SeleneError
@@ -43,6 +42,9 @@ from selene_dag.retrieval.embed import EMBED_MODEL, embed_texts
 from selene_dag.retrieval.passages import cut_passages
 from selene_dag.store import execute_script, transaction
 from selene_dag.text import content_hash
+
+# pandas is imported where frames are built: importing it takes about 0.5 s, and loading
+# the Dagster definitions (every code server and `dagster` command) imports this module.
 
 DOCS_TABLE = "search_docs"
 POSTINGS_TABLE = "search_postings"
@@ -333,6 +335,8 @@ def _write_passages(
     the index holds; the documents cut here whose passages hold all their text, with the
     words their cuts split (``bm25.split_words``): their BM25 postings can be summed from
     their passages'; and the body counts derived from the passages' (``count_tiled``)."""
+    import pandas as pd
+
     conn.execute(
         f"DELETE FROM {PASSAGES_TABLE} WHERE list_contains(?, doc_id) OR doc_id NOT IN "
         f"(SELECT doc_id FROM {DOCS_TABLE})",
@@ -405,6 +409,8 @@ def _passage_ids(conn: duckdb.DuckDBPyConnection, docs: list[str]) -> list[str]:
 def _write_embeddings(conn: duckdb.DuckDBPyConnection) -> int:
     """Embed the passages whose content hash has no vector yet; drop vectors no passage
     uses any more. Returns how many were embedded."""
+    import pandas as pd
+
     conn.execute(
         f"DELETE FROM {EMBEDDINGS_TABLE} WHERE model <> ? OR hash NOT IN "
         f"(SELECT hash FROM {PASSAGES_TABLE})",

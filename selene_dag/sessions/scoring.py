@@ -13,11 +13,17 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
-import pandas as pd
 
 from selene_dag.sessions.parsers.model import SessionEvent
+
+# pandas is imported where frames are built (only annotations name it here): importing it
+# takes about 0.5 s, and loading the Dagster definitions (every code server and `dagster`
+# command) imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 EDIT_TOOLS = frozenset(
     {
@@ -148,6 +154,8 @@ def score_events(
     events: Sequence[SessionEvent], config: ScoringConfig = DEFAULT_SCORING
 ) -> list[int]:
     """Score a list of events in place (sets ``event.importance``) and return the scores."""
+    import pandas as pd
+
     if not events:
         return []
     frame = pd.DataFrame(

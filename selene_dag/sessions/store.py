@@ -15,15 +15,20 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
-import pandas as pd
 
 from selene_dag.sessions.chunker import Chunk
 from selene_dag.sessions.distiller import ScoredChunk
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.store import transaction
+
+# pandas is imported where frames are built (only annotations name it here): importing it
+# takes about 0.5 s, and loading the Dagster definitions (every code server and `dagster`
+# command) imports this module.
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Table column -> dataclass field, where the names differ.
 _EVENT_FIELDS = {"ts": "timestamp"}
@@ -156,6 +161,8 @@ def _insert(
     (``renames``: column -> field); tuples are written as lists (DuckDB arrays). One
     statement either way (DuckDB's executemany costs one per row): a multi-row VALUES list
     up to ``_VALUES_ROWS`` rows, a registered frame beyond."""
+    import pandas as pd
+
     if not rows:
         return
     fields = _columns(type(rows[0]))
@@ -236,6 +243,8 @@ def replace_sessions(
 ) -> None:
     """Rewrite the ``session_files`` and ``session_events`` rows of every session given, in
     one transaction and a handful of statements whatever their number."""
+    import pandas as pd
+
     if not sessions:
         return
     keys = [file_row.session_key for file_row, _ in sessions]

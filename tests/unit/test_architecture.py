@@ -1,10 +1,13 @@
 """The package's shape: no import cycle, lower layers never import higher ones, settings are
-never written into the environment, and docs/architecture.md lists the real assets."""
+never written into the environment, the definitions load without pandas, and
+docs/architecture.md lists the real assets."""
 
 from __future__ import annotations
 
 import ast
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -157,6 +160,14 @@ def test_the_package_never_writes_the_environment() -> None:
 
 def _is_environ(node: ast.AST) -> bool:
     return isinstance(node, ast.Attribute) and node.attr == "environ"
+
+
+def test_the_definitions_load_without_pandas() -> None:
+    """Loading the definitions (every code server and `dagster` command does) leaves pandas,
+    about 0.5 s to import, to the steps that build frames."""
+    code = "import sys, selene_dag.definitions; print('pandas' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
 
 
 @pytest.mark.parametrize("doc", ["docs/architecture.md"])
