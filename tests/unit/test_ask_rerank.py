@@ -15,11 +15,8 @@ from hypothesis import strategies as st
 from selene_dag.context.tokens import count_tokens
 from selene_dag.errors import UsageError, check_budget
 from selene_dag.retrieval.evaluate import load_questions, recall
-from selene_dag.retrieval.pack import (
-    pack_ranked,
-    passage_summarizer,
-    plan_items,
-)
+from selene_dag.retrieval.excerpts import passage_summarizer
+from selene_dag.retrieval.pack import pack_ranked, plan_items
 from selene_dag.retrieval.rerank import (
     Ranked,
     RerankConfig,

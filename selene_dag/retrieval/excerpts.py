@@ -1,0 +1,161 @@
+"""Question-focused excerpts of a text within a token budget: ask's one cutter.
+
+:class:`PassageSummarizer` keeps a text whole when it fits, else its pieces most relevant
+to the question in reading order (or, for a session chunk, one unbroken run of pieces from
+the most relevant one); it also caches each text's segmentation, relevance and piece
+counts for the rest of the packing. ``fit_excerpt`` keeps an allocated excerpt within its
+tokens.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from selene_dag.context.levels import Level, LevelConfig, extractive_summary
+from selene_dag.context.tokens import count_tokens, truncate_to_tokens
+from selene_dag.retrieval.allocate import CHARS_PER_TOKEN_BOUND, DocPlan, allocate
+from selene_dag.retrieval.passages import (
+    Piece,
+    direct_scores,
+    join_pieces,
+    piece_offsets,
+    piece_relevance,
+    segment,
+    title_share,
+)
+from selene_dag.retrieval.terms import CoverageMatcher
+
+
+class PassageSummarizer:
+    """``(text, max_tokens) -> str``: ``text`` itself when it fits, else its pieces most
+    relevant to the question (``passages.piece_relevance``) in reading order within
+    ``max_tokens``; a text holding no question word falls back to its essence when known.
+
+    Also the shared cache of ask's packing: each text is segmented and scored once, each
+    distinct piece counted once.
+    """
+
+    def __init__(
+        self,
+        terms: Sequence[str],
+        weights: Mapping[str, float],
+        essences: Mapping[str, str],
+        model: str,
+    ) -> None:
+        self.matcher = CoverageMatcher(terms)
+        self.weights = dict(weights)
+        self.essences = essences
+        self.model = model
+        self._sizes: dict[str, int] = {}
+        self._analysed: dict[tuple[str, str], tuple[list[Piece], list[float], bool]] = {}
+        self._offsets: dict[str, list[int]] = {}
+
+    def count(self, text: str) -> int:
+        """Tokens of ``text`` in the model (memoized)."""
+        size = self._sizes.get(text)
+        if size is None:
+            size = self._sizes[text] = count_tokens(text, self.model)
+        return size
+
+    def analyse(self, text: str, title: str = "") -> tuple[list[Piece], list[float], bool]:
+        """Pieces of ``text``, their relevance, and whether any question word is in it
+        (``title``: the document's title, see ``passages.piece_relevance``)."""
+        found = self._analysed.get((text, title))
+        if found is None:
+            pieces = segment(text)
+            direct = direct_scores(pieces, self.matcher, self.weights)
+            matched = any(d > 0 for d in direct)
+            share = title_share(title, self.matcher, self.weights) if title else 0.0
+            relevance = piece_relevance(pieces, self.matcher, self.weights, share, direct)
+            found = self._analysed[(text, title)] = (pieces, relevance, matched)
+        return found
+
+    def offsets(self, text: str, pieces: Sequence[Piece]) -> list[int]:
+        """Where each piece of ``text`` starts (``passages.piece_offsets``, memoized)."""
+        found = self._offsets.get(text)
+        if found is None:
+            found = self._offsets[text] = piece_offsets(text, pieces)
+        return found
+
+    def fits(self, text: str, max_tokens: int) -> bool:
+        """Whether ``text`` counts at most ``max_tokens`` tokens."""
+        # A text with more characters than CHARS_PER_TOKEN_BOUND per allowed token cannot
+        # fit: it is not counted whole (the pieces are counted anyway).
+        return len(text) <= max_tokens or (
+            len(text) // CHARS_PER_TOKEN_BOUND <= max_tokens and self.count(text) <= max_tokens
+        )
+
+    def __call__(self, text: str, max_tokens: int) -> str:
+        if max_tokens < 1 or not text:
+            return ""
+        if self.fits(text, max_tokens):
+            return text
+        pieces, relevance, matched = self.analyse(text)
+        if not matched and self.essences.get(text):
+            return extractive_summary(self.essences[text], max_tokens, self.model)
+        plan = DocPlan(Level.FULL, 1.0, pieces, relevance, header_cost=0, line_cost=0)
+        allocate([plan], max_tokens, self.count, LevelConfig())
+        return fit_excerpt(plan, text, max_tokens, self.model)
+
+    def run(self, text: str, max_tokens: int) -> str:
+        """``text`` itself when it fits, else one unbroken run of its pieces within
+        ``max_tokens``: its most relevant piece (the first of equals) and the pieces after
+        it while they fit; when that piece alone does not fit (a tool's input as one long
+        line), its most relevant pieces wherever they are (``__call__``). A session's tool
+        call holds the question's words, the result after it the answer: pieces picked
+        wherever they score leave the result out. The pieces before the best one are not
+        added to fill the room: a small budget is better spent on the next passage."""
+        if max_tokens < 1 or not text:
+            return ""
+        if self.fits(text, max_tokens):
+            return text
+        pieces, relevance, _ = self.analyse(text)
+        if not pieces:
+            return ""
+        first = max(range(len(pieces)), key=lambda i: (relevance[i], -i))
+        last, used = first, self.count(pieces[first].text)
+        if used > max_tokens:  # one line longer than the room: no run holds it
+            return self(text, max_tokens)
+        while last + 1 < len(pieces) and used + self.count(pieces[last + 1].text) <= max_tokens:
+            last += 1
+            used += self.count(pieces[last].text)
+        # Joined pieces can count more than their sum: the last ones go until it fits.
+        out = join_pieces(pieces, range(first, last + 1))
+        while last > first and self.count(out) > max_tokens:
+            last -= 1
+            out = join_pieces(pieces, range(first, last + 1))
+        return (
+            out
+            if self.count(out) <= max_tokens
+            else truncate_to_tokens(out, max_tokens, self.model)
+        )
+
+
+def excerpt_text(plan: DocPlan, body: str) -> str:
+    """The body when every piece was chosen, else the chosen pieces in reading order."""
+    if len(plan.chosen) == len(plan.pieces):
+        return body
+    return join_pieces(plan.pieces, plan.chosen)
+
+
+def fit_excerpt(plan: DocPlan, body: str, max_tokens: int, model: str) -> str:
+    """``excerpt_text`` within ``max_tokens``: joined pieces can count more than their
+    sum, so the least relevant chosen piece is dropped until the excerpt fits."""
+    while plan.chosen:
+        out = excerpt_text(plan, body)
+        if count_tokens(out, model) <= max_tokens:
+            return out
+        if len(plan.chosen) == 1:
+            return truncate_to_tokens(out, max_tokens, model)
+        plan.chosen.remove(min(plan.chosen, key=lambda i: (plan.relevance[i], -i)))
+    return ""
+
+
+def passage_summarizer(
+    terms: Sequence[str],
+    weights: Mapping[str, float],
+    essences: Mapping[str, str],
+    model: str,
+) -> PassageSummarizer:
+    """The question-focused summarizer of ask (see :class:`PassageSummarizer`)."""
+    return PassageSummarizer(terms, weights, essences, model)
