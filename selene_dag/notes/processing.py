@@ -24,8 +24,7 @@ from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
 from selene_dag.text import hash_rows
 
-# pandas is imported where frames are built: importing it takes about 0.5 s, and loading
-# the Dagster definitions (every code server and `dagster` command) imports this module.
+# pandas is imported where frames are built: the Dagster definitions load without it.
 
 COMMIT_EVERY_SECONDS = 0.5
 

@@ -16,8 +16,7 @@ import duckdb
 
 from selene_dag.context.tokens import count_tokens_batch
 
-# pandas is imported where frames are built: importing it takes about 0.5 s, and loading
-# the Dagster definitions (every code server and `dagster` command) imports this module.
+# pandas is imported where frames are built: the Dagster definitions load without it.
 
 
 class StoredCounts:

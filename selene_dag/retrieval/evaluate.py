@@ -35,8 +35,7 @@ from selene_dag.retrieval.index import index_state, load_fts
 from selene_dag.retrieval.pack import ask
 from selene_dag.retrieval.search import SOURCES, Candidate, newest_notes, parse_sources, search
 
-# pandas is imported where frames are built: importing it takes about 0.5 s, and loading
-# the Dagster definitions (every code server and `dagster` command) imports this module.
+# pandas is imported where frames are built: the Dagster definitions load without it.
 
 METHODS = ("ask", "newest_first", "bm25_topk", "bm25_passages")
 # Target size of a baseline passage, in the target model's tokens (title line included).

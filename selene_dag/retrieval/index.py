@@ -43,8 +43,7 @@ from selene_dag.retrieval.passages import cut_passages
 from selene_dag.store import execute_script, transaction
 from selene_dag.text import content_hash
 
-# pandas is imported where frames are built: importing it takes about 0.5 s, and loading
-# the Dagster definitions (every code server and `dagster` command) imports this module.
+# pandas is imported where frames are built: the Dagster definitions load without it.
 
 DOCS_TABLE = "search_docs"
 POSTINGS_TABLE = "search_postings"

@@ -24,9 +24,7 @@ from selene_dag.sessions.distiller import ScoredChunk
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.store import transaction
 
-# pandas is imported where frames are built (only annotations name it here): importing it
-# takes about 0.5 s, and loading the Dagster definitions (every code server and `dagster`
-# command) imports this module.
+# pandas is imported where frames are built: the Dagster definitions load without it.
 if TYPE_CHECKING:
     import pandas as pd
 
