@@ -209,9 +209,9 @@ def select_passages(
     the first time. A passage that does not fit whole, or longer than ``max_passage``, is
     replaced by ``shorten(text, room)`` (a session chunk's by ``shorten_chunk`` when
     given) when the room left is at least ``min_excerpt`` tokens; else it is skipped and
-    the next one tried. A passage overlapping one already chosen, one whose words mostly
-    repeat what is chosen (``REPEAT_SHARE`` of its word grams), or of a document not in
-    ``docs``, is skipped. Returns the documents in the order of their first passage."""
+    the next one tried. A passage overlapping one already chosen, one whose words (or, when
+    cut, whose excerpt's words) mostly repeat what is chosen (``REPEAT_SHARE`` of its word
+    grams), or of a document not in ``docs``, is skipped. Returns the documents in the order of their first passage."""
     chosen: dict[str, Selection] = {}
     heads: dict[str, int] = {}  # each chosen document's header cost, as narrowed now
     shown: set[tuple[str, ...]] = set()  # word grams of the excerpts chosen so far
@@ -235,6 +235,7 @@ def select_passages(
         text = doc.body[p.start : p.end]
         cost = p.tokens + separator_tokens
         cut = False
+        kept = grams
         cap = max_passage if max_passage is not None else p.tokens
         if cost > room or p.tokens > cap:
             avail = min(room - separator_tokens, cap)
@@ -244,12 +245,17 @@ def select_passages(
             text = cut_to(text, avail).strip()
             if not text:
                 continue
+            # What is shown must not repeat either: a passage partly new can be cut to
+            # exactly the part already chosen (an instruction file quoted by two sessions).
+            kept = shingles(text)
+            if kept and len(kept & shown) > REPEAT_SHARE * len(kept):
+                continue
             cost = count(text) + separator_tokens
             cut = True
             if cost > room:
                 continue
         selection.excerpts.append(Excerpt(p.start, p.end, text, p.score, cut))
-        shown |= shingles(text) if cut else grams
+        shown |= kept
         chosen[p.doc_id] = selection
         head = min(head, count(selection.header()) + separator_tokens)
         used += head - heads.get(p.doc_id, 0) + cost

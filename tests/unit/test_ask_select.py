@@ -147,6 +147,28 @@ def test_a_passage_repeating_a_chosen_one_is_skipped_for_the_next() -> None:
     assert shingles("") == set() and shingles("Two words") == {("two", "words")}
 
 
+def test_a_passage_cut_to_what_is_already_chosen_is_skipped() -> None:
+    # Two sessions quote the same instructions; the second passage also holds new lines
+    # (so it is not a repeat as a whole), but its excerpt is the quoted part alone.
+    quoted = "\n".join(
+        f"Rule {i}: always run agents.js stop on the peer session first." for i in range(6)
+    )
+    first = _doc("one", quoted, "chunk", "k1 events 1-1")
+    new = "\n".join(f"Unrelated line {i} about the weather report for today." for i in range(12))
+    second = _doc("two", f"{quoted}\n{new}", "chunk", "k2 events 1-1")
+    third = _doc("three", "Refusing to stop current session.", "chunk", "k2 events 9-9")
+    ranked = [
+        RankedPassage(d.doc_id, 0, len(d.body), _count(d.body), score)
+        for d, score in ((first, 1.0), (second, 0.9), (third, 0.8))
+    ]
+    docs = {d.doc_id: d for d in (first, second, third)}
+    assert len(shingles(second.body) & shingles(first.body)) < 0.5 * len(shingles(second.body))
+    # Room for the first passage and a cut of the second: its first lines, all quoted.
+    budget = _count(quoted) + 110
+    chosen = select_passages(ranked, docs, budget, _count, _first_lines, 1)
+    assert [s.doc.doc_id for s in chosen] == ["one", "three"]
+
+
 def test_too_little_room_skips_to_a_passage_that_fits() -> None:
     a = _doc("a", "x " * 300)
     b = _doc("b", "short answer here")
