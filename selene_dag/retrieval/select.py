@@ -211,7 +211,8 @@ def select_passages(
     given) when the room left is at least ``min_excerpt`` tokens; else it is skipped and
     the next one tried. A passage overlapping one already chosen, one whose words (or, when
     cut, whose excerpt's words) mostly repeat what is chosen (``REPEAT_SHARE`` of its word
-    grams), or of a document not in ``docs``, is skipped. Returns the documents in the order of their first passage."""
+    grams), or of a document not in ``docs``, is skipped. Returns the documents in the
+    order of their first passage."""
     chosen: dict[str, Selection] = {}
     heads: dict[str, int] = {}  # each chosen document's header cost, as narrowed now
     shown: set[tuple[str, ...]] = set()  # word grams of the excerpts chosen so far

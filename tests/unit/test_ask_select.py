@@ -51,6 +51,14 @@ def _passages(doc: Document, score: float, step: float = 0.01) -> list[RankedPas
     return out
 
 
+def _whole_documents(
+    *scored: tuple[Document, float],
+) -> tuple[list[RankedPassage], dict[str, Document]]:
+    """Each document as one passage with its score, and the documents by id."""
+    ranked = [RankedPassage(d.doc_id, 0, len(d.body), _count(d.body), s) for d, s in scored]
+    return ranked, {d.doc_id: d for d, _ in scored}
+
+
 BODY_A = "\n\n".join(f"Alpha paragraph {i}: " + "word " * 40 for i in range(4))
 BODY_B = "\n\n".join(f"Beta paragraph {i}: " + "thing " * 40 for i in range(3))
 
@@ -133,11 +141,7 @@ def test_a_passage_repeating_a_chosen_one_is_skipped_for_the_next() -> None:
     first = _doc("send", f"[assistant/tool_use SendMessage] {message}", "chunk", "k events 1-1")
     echo = _doc("echo", f"[tool/tool_result] sent: {message}", "chunk", "k events 2-2")
     other = _doc("other", "carol committed on carol/research-beads", "chunk", "k events 9-9")
-    ranked = [
-        RankedPassage(d.doc_id, 0, len(d.body), _count(d.body), score)
-        for d, score in ((first, 1.0), (echo, 0.9), (other, 0.8))
-    ]
-    docs = {d.doc_id: d for d in (first, echo, other)}
+    ranked, docs = _whole_documents((first, 1.0), (echo, 0.9), (other, 0.8))
     chosen = select_passages(ranked, docs, 2000, _count, _first_lines, 1)
     assert [s.doc.doc_id for s in chosen] == ["send", "other"]
     # Different words are never a repeat, however similar the topic.
@@ -157,11 +161,7 @@ def test_a_passage_cut_to_what_is_already_chosen_is_skipped() -> None:
     new = "\n".join(f"Unrelated line {i} about the weather report for today." for i in range(12))
     second = _doc("two", f"{quoted}\n{new}", "chunk", "k2 events 1-1")
     third = _doc("three", "Refusing to stop current session.", "chunk", "k2 events 9-9")
-    ranked = [
-        RankedPassage(d.doc_id, 0, len(d.body), _count(d.body), score)
-        for d, score in ((first, 1.0), (second, 0.9), (third, 0.8))
-    ]
-    docs = {d.doc_id: d for d in (first, second, third)}
+    ranked, docs = _whole_documents((first, 1.0), (second, 0.9), (third, 0.8))
     assert len(shingles(second.body) & shingles(first.body)) < 0.5 * len(shingles(second.body))
     # Room for the first passage and a cut of the second: its first lines, all quoted.
     budget = _count(quoted) + 110
