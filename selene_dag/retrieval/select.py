@@ -136,6 +136,11 @@ def shingles(text: str, size: int = SHINGLE_WORDS) -> set[tuple[str, ...]]:
     return {tuple(words[i : i + size]) for i in range(len(words) - size + 1)}
 
 
+def _mostly_shown(grams: set[tuple[str, ...]], shown: set[tuple[str, ...]]) -> bool:
+    """Whether more than REPEAT_SHARE of ``grams`` are already in ``shown``."""
+    return bool(grams) and len(grams & shown) > REPEAT_SHARE * len(grams)
+
+
 def dominant_document(
     passages: Sequence[RankedPassage], sizes: Mapping[str, int] | None = None
 ) -> str | None:
@@ -227,7 +232,7 @@ def select_passages(
         if any(e.start < p.end and p.start < e.end for e in selection.excerpts):
             continue
         grams = shingles(doc.body[p.start : p.end])
-        if grams and len(grams & shown) > REPEAT_SHARE * len(grams):
+        if _mostly_shown(grams, shown):
             continue
         # The header as it would read with this passage cut (the longer, narrowed citation).
         trial = Selection(doc, [*selection.excerpts, Excerpt(p.start, p.end, "", 0.0, True)])
@@ -249,7 +254,7 @@ def select_passages(
             # What is shown must not repeat either: a passage partly new can be cut to
             # exactly the part already chosen (an instruction file quoted by two sessions).
             kept = shingles(text)
-            if kept and len(kept & shown) > REPEAT_SHARE * len(kept):
+            if _mostly_shown(kept, shown):
                 continue
             cost = count(text) + separator_tokens
             cut = True
