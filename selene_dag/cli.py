@@ -29,6 +29,7 @@ from rich.table import Table
 from selene_dag import __version__, service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import SeleneError, UsageError
+from selene_dag.text import plural
 
 app = typer.Typer(
     name="selene-dag",
@@ -221,7 +222,7 @@ def demo(
         err.print(f"[bold]{name}[/] digest: {digest}", highlight=False)
     verb = "up to date" if report.up_to_date else "materialized"
     out.print(
-        f"demo: {report.counts.get('notes', 0)} notes {verb} in {settings.db_path} "
+        f"demo: {plural(report.counts.get('notes', 0), 'note')} {verb} in {settings.db_path} "
         f"({report.seconds:.1f} s)"
     )
     out.print(f"next: SELENE_HOME={settings.home} selene-dag context --budget 4000")
@@ -240,7 +241,9 @@ def ingest(
         _run_progress(settings, lambda line: status.update(f"ingesting {path}… {line}")),
     ):
         report = service.ingest(settings, path)
-    ran = f"ran {len(report.ran)} assets" if report.ran else "nothing changed, no step ran"
+    ran = (
+        f"ran {plural(len(report.ran), 'asset')}" if report.ran else "nothing changed, no step ran"
+    )
     for file, line, reason in report.skipped:
         where = f"{file}:{line}" if line else file
         err.print(f"input {where}: {reason}", highlight=False, soft_wrap=True)
@@ -250,9 +253,9 @@ def ingest(
     others = report.home_notes - report.notes
     home_total = f" (the home holds {report.home_notes:,} in all)" if others > 0 else ""
     err.print(
-        f"ingested {path}: {report.notes} notes ({report.inserted} new, "
-        f"{report.changed} changed, {report.deleted} deleted, "
-        f"{report.skipped_total} inputs with problems){home_total}; {ran}; "
+        f"ingested {path}: {plural(report.notes, 'note')} ({report.inserted:,} new, "
+        f"{report.changed:,} changed, {report.deleted:,} deleted, "
+        f"{plural(report.skipped_total, 'input')} with problems){home_total}; {ran}; "
         f"{report.seconds:.1f} s",
         highlight=False,
         soft_wrap=True,
@@ -295,7 +298,7 @@ def context(
     sys.stdout.write(pack.text + "\n")
     tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
     err.print(
-        f"{pack.total_tokens:,} / {budget:,} {pack.model} tokens; {pack.notes} notes ({tiers}); "
+        f"{pack.total_tokens:,} / {budget:,} {pack.model} tokens; {plural(pack.notes, 'note')} ({tiers}); "
         f"{pack.seconds:.2f} s",
         highlight=False,
     )
@@ -362,7 +365,7 @@ def _accounting(result: Any) -> str:
     stats = result.stats
     levels = ", ".join(f"{k} {v}" for k, v in stats.get("levels", {}).items() if v)
     parts = [
-        f"ask: {len(result.items)} items ({levels or 'none'})",
+        f"ask: {plural(len(result.items), 'item')} ({levels or 'none'})",
         f"{result.total_tokens:,}/{result.budget:,} tokens of {result.model}",
         f"{stats.get('fts_matches', 0)} FTS matches → {stats.get('after_dedup', 0)} unique",
         f"{stats.get('elapsed_ms', 0):.0f} ms",
@@ -579,7 +582,7 @@ def distill_run_command(
             )
         )
     out.print(
-        f"{len(rows) - failed} session files distilled, {failed} failed"
+        f"{plural(len(rows) - failed, 'session file')} distilled, {failed:,} failed"
         + (", every other file up to date" if all_files else "")
         + f" ({time.perf_counter() - started:.1f} s)"
     )

@@ -600,6 +600,12 @@ def shorten(text: str, max_chars: int) -> str:
     return cut + "…"
 
 
+def plural(count: int, noun: str, nouns: str | None = None) -> str:
+    """``count`` and the noun that agrees with it, digits grouped: ``"1 note"``,
+    ``"1,200 notes"``; ``nouns`` is the plural when it is not ``noun + "s"``."""
+    return f"{count:,} {noun if count == 1 else nouns or noun + 's'}"
+
+
 def ensure_period(sentence: str) -> str:
     """``sentence`` ending with terminal punctuation."""
     sentence = sentence.strip()

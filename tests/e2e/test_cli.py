@@ -76,7 +76,7 @@ def test_ingest_then_context_and_cache(tmp_path):
     proc = run("ingest", str(notes), env=env)
     assert proc.returncode == 0, proc.stderr
     # The undecodable file keeps its note (bytes replaced); the problem is named, with why.
-    assert "13 notes (13 new" in proc.stderr and "1 inputs with problems" in proc.stderr
+    assert "13 notes (13 new" in proc.stderr and "1 input with problems" in proc.stderr
     assert "note ids: notes/<path in the folder>" in proc.stderr  # the folder's name
     assert f"input {notes / 'broken.md'}: note kept, invalid UTF-8 replaced" in proc.stderr
     health = json.loads(run("health", "--json", env=env).stdout)
