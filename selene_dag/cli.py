@@ -17,7 +17,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
@@ -263,6 +263,33 @@ def ingest(
     err.print(f"note ids: {report.id_prefix}<path in the folder>", highlight=False)
 
 
+# Notices Dagster prints in every process of `dagster dev` that tell a user of this tool
+# nothing: the beta features used on purpose (Dagster's minor version is pinned), and the
+# `dagster dev` command being superseded. Prefixes of the warnings' messages.
+QUIET_DAGSTER_WARNINGS = (
+    "Parameter `backfill_policy` of function `asset` is currently in beta",
+    "Function `observable_source_asset` is currently in beta",
+    "Function `dev_command` is superseded",
+)
+
+
+def dev_environment(
+    environ: Mapping[str, str], dagster_home: Path, selene_home: Path
+) -> dict[str, str]:
+    """The environment of the `dagster dev` child process (this process's is never
+    written): ``environ`` with its Dagster home, its SELENE_HOME (so that its runs use the
+    same database), and PYTHONWARNINGS ignoring :data:`QUIET_DAGSTER_WARNINGS` after any
+    filters ``environ`` sets (every Dagster process it starts inherits them)."""
+    quiet = [f"ignore:{message}" for message in QUIET_DAGSTER_WARNINGS]
+    warnings = [w for w in environ.get("PYTHONWARNINGS", "").split(",") if w.strip()]
+    return {
+        **environ,
+        "DAGSTER_HOME": str(dagster_home),
+        "SELENE_HOME": str(selene_home),
+        "PYTHONWARNINGS": ",".join([*warnings, *quiet]),
+    }
+
+
 @app.command()
 @guarded
 def dev(
@@ -280,9 +307,7 @@ def dev(
     exe = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     workspace = Path("workspace.yaml")
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "selene_dag.definitions"]
-    # The child process's own environment (this process's is never written): its Dagster
-    # home and, so that its runs use the same database, its SELENE_HOME.
-    env = {**os.environ, "DAGSTER_HOME": str(dagster_home), "SELENE_HOME": str(settings.home)}
+    env = dev_environment(os.environ, dagster_home, settings.home)
     err.print(f"Dagster UI on http://{host}:{port} (DAGSTER_HOME={dagster_home})")
     raise typer.Exit(subprocess.call([exe, "dev", *target, "-h", host, "-p", str(port)], env=env))
 
