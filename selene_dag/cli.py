@@ -323,8 +323,8 @@ def context(
     sys.stdout.write(pack.text + "\n")
     tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
     err.print(
-        f"{pack.total_tokens:,} / {budget:,} {pack.model} tokens; {plural(pack.notes, 'note')} ({tiers}); "
-        f"{pack.seconds:.2f} s",
+        f"{pack.total_tokens:,} / {budget:,} {pack.model} tokens; "
+        f"{plural(pack.notes, 'note')} ({tiers}); {pack.seconds:.2f} s",
         highlight=False,
     )
 
