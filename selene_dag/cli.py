@@ -10,6 +10,7 @@ write only the pack on stdout; accounting and progress go to stderr.
 from __future__ import annotations
 
 import functools
+import inspect
 import json
 import os
 import shutil
@@ -341,8 +342,10 @@ def compact(
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
 ) -> None:
-    """Compact a conversation to fit a context window (chitchat, old stages, summaries,
-    pruning, in that order); print what each step removed."""
+    """Compact a conversation to fit a context window; print what each step removed.
+
+    The steps, in order: drop chitchat, compact finished stages, summarize the oldest
+    messages, prune."""
     if not messages.exists():
         raise UsageError(f"{messages} does not exist")
     report = service.compact(load_settings(), messages, window, model)
@@ -453,8 +456,10 @@ def eval_command(
     ] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
 ) -> None:
-    """Recall of ask vs newest-first, BM25 top-k and BM25-passages baselines at the same
-    budget (one report per --budget)."""
+    """Recall of ask beside its baselines, at each --budget.
+
+    The baselines, at the same budget: newest notes first, BM25 top-k documents, and BM25
+    over ~200-token passages packed in rank order."""
     _check_format(format, ("table", "json"))
     if not questions.exists():
         raise UsageError(f"{questions} does not exist")
@@ -569,8 +574,9 @@ def cache_clear_command(
 @distill_app.command("scan")
 @guarded
 def distill_scan_command() -> None:
-    """List session files under SELENE_SESSION_ROOTS with platform, size, events and state,
-    then the files left out and why."""
+    """List the session files under SELENE_SESSION_ROOTS, then those left out and why.
+
+    Each file with its platform, size, events and state."""
     listing = service.distill_scan_listing(load_settings())
     rows, skipped = listing["files"], listing["skipped"]
     out.print(
@@ -654,9 +660,11 @@ def distill_report_command(
     session: Annotated[str | None, typer.Argument(help="One session (default: all).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every field as JSON.")] = False,
 ) -> None:
-    """Per session: events, chunks, mean importance (imp, 0–100) and consensus (cons, 0–10),
-    distilled tokens of the budget. SESSION is the key in the first column (or the tool's
-    session id, or a path); --json prints every field."""
+    """Per session: events, chunks, importance, consensus and distilled tokens.
+
+    Mean importance (imp, 0–100) and consensus (cons, 0–10); distilled tokens of the
+    budget. SESSION is the key in the first column (or the tool's session id, or a path);
+    --json prints every field."""
     rows = service.distill_report(load_settings(), session)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
@@ -710,6 +718,19 @@ def distill_seed_command(
         load_settings(), platform, session, out_dir=out_dir, max_tokens=max_tokens
     )
     out.print_json(json.dumps(result, default=str))
+
+
+def _prose(doc: str) -> str:
+    """``doc`` (a docstring) with each paragraph on one line."""
+    return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
+
+
+# Typer's help keeps a docstring's line breaks as they are in the source: each command's
+# help is its docstring as prose, rewrapped to the terminal's width.
+for _app in (app, cache_app, distill_app):
+    for _command in _app.registered_commands:
+        if _command.help is None and _command.callback is not None and _command.callback.__doc__:
+            _command.help = _prose(_command.callback.__doc__)
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> str:
