@@ -3,8 +3,7 @@ packing is deterministic (mistral:7b exact, gpt-4o / cl100k, an unknown model)."
 
 from __future__ import annotations
 
-import warnings
-
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -23,7 +22,8 @@ from selene_dag.context import (
 )
 from selene_dag.context.builder import TIERS
 
-warnings.filterwarnings("ignore", message="unknown model", category=UserWarning)
+# The unknown model warns that it is counted with a safety factor: expected here.
+pytestmark = pytest.mark.filterwarnings("ignore:unknown model:UserWarning")
 
 MODELS = st.sampled_from(["mistral:7b", "gpt-4o", "hypothetical-model-9b"])
 # Text mixing ASCII words, punctuation, whitespace runs, CJK, emoji and combining marks.
