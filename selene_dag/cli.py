@@ -725,12 +725,18 @@ def _prose(doc: str) -> str:
     return "\n\n".join(" ".join(p.split()) for p in inspect.cleandoc(doc).split("\n\n"))
 
 
-# Typer's help keeps a docstring's line breaks as they are in the source: each command's
-# help is its docstring as prose, rewrapped to the terminal's width.
-for _app in (app, cache_app, distill_app):
-    for _command in _app.registered_commands:
-        if _command.help is None and _command.callback is not None and _command.callback.__doc__:
-            _command.help = _prose(_command.callback.__doc__)
+def _docstrings_as_prose(*apps: typer.Typer) -> None:
+    """Give each command of ``apps`` that has no explicit help its docstring with every
+    paragraph on one line (rewrapped to the terminal's width when shown): Typer prints a
+    docstring's line breaks where they stand in the source, mid-sentence."""
+    for typer_app in apps:
+        for command in typer_app.registered_commands:
+            doc = command.callback.__doc__ if command.callback is not None else None
+            if command.help is None and doc:
+                command.help = _prose(doc)
+
+
+_docstrings_as_prose(app, cache_app, distill_app)
 
 
 def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, **__: Any) -> str:
