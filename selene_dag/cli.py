@@ -30,6 +30,7 @@ from rich.table import Table
 from selene_dag import __version__, service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import SeleneError, UsageError
+from selene_dag.store import waiting_notice
 from selene_dag.text import plural
 
 app = typer.Typer(
@@ -61,7 +62,8 @@ def guarded(fn: F) -> F:
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
-            return fn(*args, **kwargs)
+            with waiting_notice(_say_waiting):
+                return fn(*args, **kwargs)
         except SeleneError as exc:
             if _DEBUG["on"]:
                 traceback.print_exc()
@@ -69,6 +71,15 @@ def guarded(fn: F) -> F:
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
+
+
+def _say_waiting(path: Path) -> None:
+    # On a terminal only: a script reads one line, the error, when the wait runs out.
+    if err.is_terminal:
+        err.print(
+            f"waiting for {path}: another process is writing to it (DuckDB allows one writer)…",
+            highlight=False,
+        )
 
 
 def _version(value: bool) -> None:

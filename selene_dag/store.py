@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -103,6 +104,24 @@ def _is_lock_error(exc: BaseException) -> bool:
     return any(marker in str(exc) for marker in _LOCK_MARKERS)
 
 
+# Told once per connect that waits for another process's lock (see waiting_notice).
+_WAIT_NOTICE: ContextVar[Callable[[Path], None] | None] = ContextVar(
+    "selene_store_wait_notice", default=None
+)
+
+
+@contextmanager
+def waiting_notice(notice: Callable[[Path], None]) -> Iterator[None]:
+    """While the body runs, a :func:`connect` (in this context) that finds its file locked
+    by another process calls ``notice(path)`` once before it starts waiting for it: a
+    command can say why it pauses."""
+    token = _WAIT_NOTICE.set(notice)
+    try:
+        yield
+    finally:
+        _WAIT_NOTICE.reset(token)
+
+
 def connect(
     db_path: Path | str,
     *,
@@ -137,6 +156,8 @@ def connect(
                     f"{path} is locked by another process (DuckDB allows one writer); "
                     "stop the other selene-dag or Dagster process, or wait for its run to finish"
                 ) from exc
+            if attempt == 0 and (notice := _WAIT_NOTICE.get()) is not None:
+                notice(path)
             time.sleep(delay)
             delay = min(delay * 2, 2.0)
     # Timestamps come back in UTC whatever the machine's zone, so tests and demos agree.

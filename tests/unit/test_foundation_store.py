@@ -13,6 +13,7 @@ from selene_dag.store import (
     discover_migrations,
     migrate,
     open_store,
+    waiting_notice,
 )
 
 
@@ -82,6 +83,47 @@ def test_locked_file_gives_clear_error(tmp_path):
         holder.stdin.close()
         holder.wait(timeout=10)
     connect(Path(db)).close()  # free again once the holder exits
+
+
+def test_a_connect_that_waits_for_a_lock_says_so_once_then_opens(tmp_path):
+    import subprocess
+    import sys
+    import textwrap
+    import threading
+
+    db = tmp_path / "busy.duckdb"
+    connect(db).close()
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            import duckdb, sys
+            c = duckdb.connect({str(db)!r})
+            print("ready", flush=True)
+            sys.stdin.read()
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    told: list[Path] = []
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        # The holder lets go while connect is waiting for it.
+        threading.Timer(0.8, holder.stdin.close).start()
+        with waiting_notice(told.append):
+            conn = connect(db, retries=10, initial_delay=0.05)
+        conn.close()
+    finally:
+        if not holder.stdin.closed:
+            holder.stdin.close()
+        holder.wait(timeout=10)
+    assert told == [db]
+    # Outside the context, nobody is told.
+    connect(db).close()
+    assert told == [db]
 
 
 def test_a_small_write_is_kept_in_the_wal_not_checkpointed_at_close(tmp_path):
