@@ -1,3 +1,9 @@
+import subprocess
+import sys
+import textwrap
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -53,46 +59,10 @@ def test_badly_named_migration_is_rejected(tmp_path):
         discover_migrations(tmp_path)
 
 
-def test_locked_file_gives_clear_error(tmp_path):
-    import subprocess
-    import sys
-    import textwrap
-
-    db = tmp_path / "locked.duckdb"
-    connect(db).close()
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(f"""
-            import duckdb, sys, time
-            c = duckdb.connect({str(db)!r})
-            print("ready", flush=True)
-            sys.stdin.read()
-        """),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout.readline().strip() == "ready"
-        with pytest.raises(StoreError, match="locked by another process"):
-            connect(db, retries=2, initial_delay=0.01)
-    finally:
-        holder.stdin.close()
-        holder.wait(timeout=10)
-    connect(Path(db)).close()  # free again once the holder exits
-
-
-def test_a_connect_that_waits_for_a_lock_says_so_once_then_opens(tmp_path):
-    import subprocess
-    import sys
-    import textwrap
-    import threading
-
-    db = tmp_path / "busy.duckdb"
-    connect(db).close()
+@contextmanager
+def _lock_held(db: Path, release_after: float | None = None) -> Iterator[None]:
+    """Another process holds ``db``'s write lock in the body; it lets go when the body ends,
+    or ``release_after`` seconds into it."""
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -108,18 +78,36 @@ def test_a_connect_that_waits_for_a_lock_says_so_once_then_opens(tmp_path):
         stdout=subprocess.PIPE,
         text=True,
     )
-    told: list[Path] = []
+    timer = None
     try:
         assert holder.stdout.readline().strip() == "ready"
-        # The holder lets go while connect is waiting for it.
-        threading.Timer(0.8, holder.stdin.close).start()
-        with waiting_notice(told.append):
-            conn = connect(db, retries=10, initial_delay=0.05)
-        conn.close()
+        if release_after is not None:
+            timer = threading.Timer(release_after, holder.stdin.close)
+            timer.start()
+        yield
     finally:
+        if timer is not None:
+            timer.join()
         if not holder.stdin.closed:
             holder.stdin.close()
         holder.wait(timeout=10)
+
+
+def test_locked_file_gives_clear_error(tmp_path):
+    db = tmp_path / "locked.duckdb"
+    connect(db).close()
+    with _lock_held(db), pytest.raises(StoreError, match="locked by another process"):
+        connect(db, retries=2, initial_delay=0.01)
+    connect(Path(db)).close()  # free again once the holder exits
+
+
+def test_a_connect_that_waits_for_a_lock_says_so_once_then_opens(tmp_path):
+    db = tmp_path / "busy.duckdb"
+    connect(db).close()
+    told: list[Path] = []
+    # The holder lets go while connect is waiting for it.
+    with _lock_held(db, release_after=0.8), waiting_notice(told.append):
+        connect(db, retries=10, initial_delay=0.05).close()
     assert told == [db]
     # Outside the context, nobody is told.
     connect(db).close()
