@@ -183,13 +183,36 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
         yield report
 
 
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool)
+
+
 def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | None = None) -> Table:
+    """``rows`` as a table: a column of numbers right-aligned, integers with grouped digits,
+    decimals to the most any value of the column has (at most 2)."""
     table = Table(title=title)
     columns = columns or (list(rows[0]) if rows else [])
+    formats: dict[str, str] = {}
     for column in columns:
-        table.add_column(column)
+        values = [row.get(column) for row in rows if row.get(column) is not None]
+        numeric = bool(values) and all(_is_number(v) for v in values)
+        if numeric:
+            places = max(
+                (len(f"{v}".partition(".")[2]) for v in values if isinstance(v, float)), default=0
+            )
+            formats[column] = f",.{min(places, 2)}f" if places else ","
+        table.add_column(column, justify="right" if numeric else "left")
     for row in rows:
-        table.add_row(*("" if row.get(c) is None else str(row.get(c)) for c in columns))
+        table.add_row(
+            *(
+                ""
+                if (v := row.get(c)) is None
+                else format(v, formats[c])
+                if c in formats
+                else str(v)
+                for c in columns
+            )
+        )
     return table
 
 
@@ -591,12 +614,12 @@ def distill_scan_command() -> None:
     listing = service.distill_scan_listing(load_settings())
     rows, skipped = listing["files"], listing["skipped"]
     out.print(
-        _rows_table(rows, f"{len(rows)} session files")
+        _rows_table(rows, plural(len(rows), "session file"))
         if rows
         else "no session files under SELENE_SESSION_ROOTS"
     )
     if skipped:
-        title = f"{len(skipped)} file{'s' if len(skipped) != 1 else ''} skipped"
+        title = f"{plural(len(skipped), 'file')} skipped"
         out.print(_rows_table(skipped, title, ["path", "reason"]))
 
 
