@@ -388,20 +388,22 @@ def compact(
         output.write_text(payload + "\n", encoding="utf-8")
     else:
         sys.stdout.write(payload + "\n")
-    table = Table(
-        title=f"compaction: {report.tokens_before:,} → {report.tokens_after:,} tokens (window {window:,})"
+    rows = [
+        {
+            "step": step.name,
+            "removed": step.removed,
+            "tokens before": step.tokens_before,
+            "tokens after": step.tokens_after,
+            "detail": step.detail,
+        }
+        for step in report.steps
+    ]
+    title = (
+        f"compaction: {report.tokens_before:,} → {report.tokens_after:,} tokens (window {window:,})"
     )
-    for column in ("step", "removed", "tokens before", "tokens after", "detail"):
-        table.add_column(column)
-    for step in report.steps:
-        table.add_row(
-            step.name,
-            str(step.removed),
-            f"{step.tokens_before:,}",
-            f"{step.tokens_after:,}",
-            step.detail,
-        )
-    err.print(table)
+    err.print(
+        _rows_table(rows, title, ["step", "removed", "tokens before", "tokens after", "detail"])
+    )
     err.print(
         f"resolved at: {report.resolved_at}"
         + (" — shrink stage detail" if report.shrink_stage_detail else "")
