@@ -316,12 +316,12 @@ def dev_environment(
     same database), and PYTHONWARNINGS ignoring :data:`QUIET_DAGSTER_WARNINGS` after any
     filters ``environ`` sets (every Dagster process it starts inherits them)."""
     quiet = [f"ignore:{message}" for message in QUIET_DAGSTER_WARNINGS]
-    warnings = [w for w in environ.get("PYTHONWARNINGS", "").split(",") if w.strip()]
+    own = [f for f in environ.get("PYTHONWARNINGS", "").split(",") if f.strip()]
     return {
         **environ,
         "DAGSTER_HOME": str(dagster_home),
         "SELENE_HOME": str(selene_home),
-        "PYTHONWARNINGS": ",".join([*warnings, *quiet]),
+        "PYTHONWARNINGS": ",".join([*own, *quiet]),
     }
 
 
