@@ -203,17 +203,15 @@ def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | Non
             formats[column] = f",.{min(places, 2)}f" if places else ","
         table.add_column(column, justify="right" if numeric else "left")
     for row in rows:
-        table.add_row(
-            *(
-                ""
-                if (v := row.get(c)) is None
-                else format(v, formats[c])
-                if c in formats
-                else str(v)
-                for c in columns
-            )
-        )
+        table.add_row(*(_cell(row.get(c), formats.get(c)) for c in columns))
     return table
+
+
+def _cell(value: Any, spec: str | None) -> str:
+    """A table cell: empty for None, ``format(value, spec)`` in a number column."""
+    if value is None:
+        return ""
+    return format(value, spec) if spec is not None else str(value)
 
 
 def _check_format(value: str, allowed: tuple[str, ...]) -> None:
