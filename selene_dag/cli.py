@@ -73,11 +73,12 @@ def guarded(fn: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-def _say_waiting(path: Path) -> None:
+def _say_waiting(path: Path, wait: float) -> None:
     # On a terminal only: a script reads one line, the error, when the wait runs out.
     if err.is_terminal:
         err.print(
-            f"waiting for {path}: another process is writing to it (DuckDB allows one writer)…",
+            f"waiting for {path}: another process is writing to it (DuckDB allows one "
+            f"writer); up to {wait:g} s (SELENE_LOCK_WAIT), Ctrl-C to stop…",
             highlight=False,
         )
 

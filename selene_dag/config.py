@@ -28,6 +28,7 @@ from pydantic_settings import (
 
 from selene_dag.context.tokens import DEFAULT_MODEL
 from selene_dag.errors import SeleneError
+from selene_dag.store import DEFAULT_LOCK_WAIT
 
 LLM_ENGINES = ("extractive", "ollama")
 SESSION_PLATFORMS = ("claude", "codex", "gemini")
@@ -156,6 +157,13 @@ class Settings(BaseSettings):
     )
     ollama_host: str = Field(DEFAULT_OLLAMA_HOST, description="Ollama server URL.")
     ollama_timeout: float = Field(120.0, description="Seconds before one Ollama request times out.")
+    lock_wait: float = Field(
+        DEFAULT_LOCK_WAIT,
+        description=(
+            "Seconds a command, request or run waits for another process to release the "
+            "database before it gives up (0: at once)."
+        ),
+    )
     session_roots: Annotated[tuple[SessionRoot, ...], NoDecode] = Field(
         tuple(SessionRoot(Path(p).expanduser(), plat) for plat, p in DEFAULT_SESSION_ROOTS),
         description=(
@@ -234,6 +242,13 @@ class Settings(BaseSettings):
     @classmethod
     def _timeout(cls, value: Any) -> float:
         return 120.0 if _blank(value) else _number("SELENE_OLLAMA_TIMEOUT", value, 0.1, 86400.0)
+
+    @field_validator("lock_wait", mode="before")
+    @classmethod
+    def _lock_wait(cls, value: Any) -> float:
+        if _blank(value):
+            return DEFAULT_LOCK_WAIT
+        return _number("SELENE_LOCK_WAIT", value, 0.0, 86400.0)
 
     @field_validator("session_roots", mode="before")
     @classmethod

@@ -88,7 +88,7 @@ def existing_store(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
         raise NoDatabaseError(
             f"no database at {settings.db_path}: run `selene-dag ingest PATH` or `selene-dag demo` first"
         )
-    with open_store(settings.db_path) as conn:
+    with open_store(settings.db_path, wait=settings.lock_wait) as conn:
         yield conn
 
 
@@ -152,7 +152,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     selection = dg.AssetSelection.groups("notes", "context")
     # Open for the whole ingest: the run's steps and the report below join the database
     # DuckDB already holds instead of opening the file again (about 0.1 s at 10,000 notes).
-    with open_store(settings.db_path) as conn:
+    with open_store(settings.db_path, wait=settings.lock_wait) as conn:
         outcome = runs.materialize_stale(runs.instance_for(settings), settings, selection)
         if not outcome.success:
             raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
@@ -477,7 +477,7 @@ class SharedStore:
             if entry is None:
                 if self.refresh_index:
                     refresh_index_if_stale(settings)
-                entry = self._open[path] = _Open(connect(path))
+                entry = self._open[path] = _Open(connect(path, wait=settings.lock_wait))
                 self.opened += 1
             if entry.closer is not None:
                 entry.closer.cancel()
@@ -732,7 +732,7 @@ def demo(settings: Settings, *, force: bool = False) -> DemoReport:
             raise RunFailedError(f"demo daily summaries failed: {runs.failure_message(result)}")
         ran.append(f"daily_summaries {first}..{last}")
     report = DemoReport(settings, not ran, time.perf_counter() - started, ran=ran)
-    with open_store(settings.db_path) as conn:
+    with open_store(settings.db_path, wait=settings.lock_wait) as conn:
         report.counts = table_counts(conn)
         report.health = compression_health(conn, settings.now())
         report.digests = conn.execute(

@@ -104,17 +104,23 @@ def _is_lock_error(exc: BaseException) -> bool:
     return any(marker in str(exc) for marker in _LOCK_MARKERS)
 
 
+# How long a connect waits for another process to release the file, by default (seconds).
+DEFAULT_LOCK_WAIT = 60.0
+# Between tries: a failed open costs about 6 ms, and a short pause catches the moment a
+# Dagster run releases the file between two steps before its next step takes it again.
+_POLL_FIRST, _POLL_MOST = 0.05, 0.25
+
 # Told once per connect that waits for another process's lock (see waiting_notice).
-_WAIT_NOTICE: ContextVar[Callable[[Path], None] | None] = ContextVar(
+_WAIT_NOTICE: ContextVar[Callable[[Path, float], None] | None] = ContextVar(
     "selene_store_wait_notice", default=None
 )
 
 
 @contextmanager
-def waiting_notice(notice: Callable[[Path], None]) -> Iterator[None]:
+def waiting_notice(notice: Callable[[Path, float], None]) -> Iterator[None]:
     """While the body runs, a :func:`connect` (in this context) that finds its file locked
-    by another process calls ``notice(path)`` once before it starts waiting for it: a
-    command can say why it pauses."""
+    by another process calls ``notice(path, wait)`` once before it starts waiting for it,
+    ``wait`` being the most seconds it will wait: a command can say why it pauses."""
     token = _WAIT_NOTICE.set(notice)
     try:
         yield
@@ -126,8 +132,7 @@ def connect(
     db_path: Path | str,
     *,
     read_only: bool = False,
-    retries: int = 8,
-    initial_delay: float = 0.1,
+    wait: float = DEFAULT_LOCK_WAIT,
     run_migrations: bool = True,
 ) -> duckdb.DuckDBPyConnection:
     """Open the DuckDB file (creating its folder), migrated to the latest schema.
@@ -137,29 +142,36 @@ def connect(
     about 1.5 s whatever the change, so small writes stay in ``<file>.wal`` (durable,
     replayed by every later connection). A copy of the store takes both files.
 
-    A file locked by another process is retried with exponential backoff; after
-    ``retries`` attempts a :class:`StoreError` says which file and what to do.
+    A file locked by another process (DuckDB allows one writer) is tried again every
+    0.05–0.25 s for up to ``wait`` seconds; then a :class:`StoreError` says which file
+    and what to do. ``wait=0`` tries once.
     """
     path = Path(db_path)
     if not read_only:
         path.parent.mkdir(parents=True, exist_ok=True)
-    delay = initial_delay
-    for attempt in range(retries + 1):
+    deadline = time.monotonic() + max(wait, 0.0)
+    pause = _POLL_FIRST
+    told = False
+    while True:
         try:
             conn = duckdb.connect(str(path), read_only=read_only)
             break
         except duckdb.Error as exc:
             if not _is_lock_error(exc):
                 raise StoreError(f"cannot open {path}: {exc}") from exc
-            if attempt == retries:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                waited = f" for {wait:g} s" if wait > 0 else ""
                 raise StoreError(
-                    f"{path} is locked by another process (DuckDB allows one writer); "
-                    "stop the other selene-dag or Dagster process, or wait for its run to finish"
+                    f"{path} is locked by another process (DuckDB allows one writer) and stayed "
+                    f"locked{waited}; stop the other selene-dag or Dagster process, wait for its "
+                    "run to finish, or set SELENE_LOCK_WAIT to wait longer"
                 ) from exc
-            if attempt == 0 and (notice := _WAIT_NOTICE.get()) is not None:
-                notice(path)
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
+            if not told and (notice := _WAIT_NOTICE.get()) is not None:
+                notice(path, wait)
+            told = True
+            time.sleep(min(pause, left))
+            pause = min(pause * 2, _POLL_MOST)
     # Timestamps come back in UTC whatever the machine's zone, so tests and demos agree.
     conn.execute("SET TimeZone = 'UTC'")
     if not read_only:
@@ -175,10 +187,11 @@ def connect(
 
 @contextmanager
 def open_store(
-    db_path: Path | str, *, read_only: bool = False
+    db_path: Path | str, *, read_only: bool = False, wait: float = DEFAULT_LOCK_WAIT
 ) -> Iterator[duckdb.DuckDBPyConnection]:
-    """Context manager around :func:`connect` that always closes the connection."""
-    conn = connect(db_path, read_only=read_only)
+    """Context manager around :func:`connect` (same arguments) that always closes the
+    connection."""
+    conn = connect(db_path, read_only=read_only, wait=wait)
     try:
         yield conn
     finally:

@@ -4,9 +4,8 @@ Fields are typed and mirror :class:`selene_dag.config.Settings`. The CLI builds 
 resource from its settings (:meth:`SeleneResource.from_settings`), so a run sees exactly
 the settings of the command that started it. A field left unset falls back to the
 environment at run time, which is how `dagster dev` and a bare ``SeleneResource()`` get
-their settings. Connections come from ``selene_dag.store`` (migrated to the latest schema,
-lock conflicts retried with capped backoff, ~10 s): a person waiting on the CLI should
-hear about a held lock sooner than ``dagster_duckdb``'s ~100 s of retries.
+their settings. Connections come from ``selene_dag.store``: migrated to the latest schema,
+a file held by another process waited for up to ``lock_wait`` seconds (SELENE_LOCK_WAIT).
 """
 
 from __future__ import annotations
@@ -36,6 +35,7 @@ class SeleneResource(dg.ConfigurableResource):
     model: str | None = None
     ollama_host: str | None = None
     ollama_timeout: float | None = None
+    lock_wait: float | None = None
     session_roots: str | None = None  # os.pathsep-separated, as SELENE_SESSION_ROOTS
     now: str | None = None  # ISO-8601; None: the wall clock (or SELENE_NOW)
     essence_limit: int | None = None  # 0: unlimited
@@ -59,6 +59,7 @@ class SeleneResource(dg.ConfigurableResource):
             model=settings.model,
             ollama_host=settings.ollama_host,
             ollama_timeout=settings.ollama_timeout,
+            lock_wait=settings.lock_wait,
             session_roots=roots,
             now=settings.now_override.isoformat() if settings.now_override else None,
             essence_limit=settings.essence_limit or 0,
@@ -78,6 +79,7 @@ class SeleneResource(dg.ConfigurableResource):
             "model": self.model,
             "ollama_host": self.ollama_host,
             "ollama_timeout": self.ollama_timeout,
+            "lock_wait": self.lock_wait,
             "session_roots": self.session_roots,
             "now_override": self.now,
             "essence_limit": self.essence_limit,
@@ -92,10 +94,11 @@ class SeleneResource(dg.ConfigurableResource):
     def connection(self) -> Iterator[duckdb.DuckDBPyConnection]:
         """Yield a read-write connection to the store, migrated, closed afterwards.
 
-        A file locked by another process is retried with capped backoff for about 10 s,
+        A file locked by another process is waited for up to the ``lock_wait`` setting,
         then fails with :class:`StoreError` saying so (``store.connect``).
         """
-        with open_store(self.settings().db_path) as conn:
+        settings = self.settings()
+        with open_store(settings.db_path, wait=settings.lock_wait) as conn:
             yield conn
 
     def engine(self, conn: duckdb.DuckDBPyConnection | None = None) -> Engine:

@@ -136,7 +136,7 @@ def materialize(
     _freeze_loaded_objects()
     with ExitStack() as stack:
         if settings is not None:
-            stack.enter_context(open_store(settings.db_path))
+            stack.enter_context(open_store(settings.db_path, wait=settings.lock_wait))
         return dg.materialize(
             all_assets_and_checks(),
             selection=selection,

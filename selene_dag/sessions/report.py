@@ -37,7 +37,7 @@ def read_conn(settings: Settings) -> duckdb.DuckDBPyConnection | None:
     """A connection to the database, or None when it does not exist yet."""
     if not settings.db_path.exists():
         return None
-    return connect(settings.db_path)
+    return connect(settings.db_path, wait=settings.lock_wait)
 
 
 def _known(settings: Settings) -> dict[str, dict[str, Any]]:

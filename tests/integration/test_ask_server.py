@@ -18,6 +18,7 @@ from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval.index import build_index
 from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
+from tests.support.ops import lock_held
 
 
 def _free_port() -> int:
@@ -118,3 +119,26 @@ def test_docs_page_is_served_with_no_network(api: httpx.Client) -> None:
         .headers["content-type"]
         .startswith(("application/javascript", "text/javascript"))
     )
+
+
+def test_a_store_held_by_another_process_is_waited_for_then_503(
+    api: httpx.Client, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request waits up to SELENE_LOCK_WAIT for another process's hold on the file, then
+    answers 503 with what to do; once the file is free the same request answers 200."""
+    monkeypatch.setenv("SELENE_LOCK_WAIT", "0.5")
+    question = {"question": "bash shell in docker container", "budget": 120}
+    with lock_held(home / "selene.duckdb"):
+        started = time.monotonic()
+        resp = api.post("/ask", json=question)
+        took = time.monotonic() - started
+    assert resp.status_code == 503, resp.text
+    assert "locked by another process" in resp.json()["detail"]
+    assert "SELENE_LOCK_WAIT" in resp.json()["detail"]
+    assert 0.5 <= took < 20
+    # The holder has let go: a request held up the same way now gets through.
+    monkeypatch.setenv("SELENE_LOCK_WAIT", "30")
+    with lock_held(home / "selene.duckdb", release_after=1.0):
+        resp = api.post("/ask", json=question)
+    assert resp.status_code == 200
+    assert resp.json()["items"][0]["citation"] == "note docker/exec.md"

@@ -7,8 +7,6 @@ import threading
 import time
 from pathlib import Path
 
-import pytest
-
 from selene_dag.notes.ingest import read_notes
 from selene_dag.store import connect
 from tests.support.ops import (
@@ -54,10 +52,12 @@ def _hold_write_lock(db: Path, seconds: float, held: threading.Event) -> None:
         conn.close()
 
 
-def _ingest(notes: Path, home: Path, timeout: float) -> subprocess.CompletedProcess[str]:
+def _ingest(
+    notes: Path, home: Path, timeout: float, **settings: str
+) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [SELENE_CLI, "ingest", str(notes), "--home", str(home)],
-        env=child_env(home, notes),
+        env={**child_env(home, notes), **settings},
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -70,7 +70,8 @@ def test_ingest_waits_for_a_briefly_held_lock_then_succeeds(tmp_path: Path) -> N
     db = home / "selene.duckdb"
     connect(db).close()
     held = threading.Event()
-    holder = threading.Thread(target=_hold_write_lock, args=(db, 6.0, held))
+    # Longer than the ~10 s a held file was once retried for; within the default wait.
+    holder = threading.Thread(target=_hold_write_lock, args=(db, 12.0, held))
     holder.start()
     try:
         assert held.wait(10)
@@ -81,14 +82,15 @@ def test_ingest_waits_for_a_briefly_held_lock_then_succeeds(tmp_path: Path) -> N
     assert table_count(db, "processed_notes") == 40
 
 
-@pytest.mark.slow
 def test_ingest_on_a_locked_file_fails_with_one_clear_line(tmp_path: Path) -> None:
     notes = write_notes_slice(tmp_path / "notes" / "til.jsonl", 5)
     home = tmp_path / "home"
     db = home / "selene.duckdb"
     conn = connect(db)
     try:
-        proc = _ingest(notes, home, timeout=240)
+        started = time.monotonic()
+        proc = _ingest(notes, home, timeout=240, SELENE_LOCK_WAIT="1.5")
+        took = time.monotonic() - started
     finally:
         conn.close()
     assert proc.returncode == 1
@@ -97,3 +99,5 @@ def test_ingest_on_a_locked_file_fails_with_one_clear_line(tmp_path: Path) -> No
     assert len(lines) == 1, proc.stderr
     assert lines[0].startswith("error: ")
     assert "lock" in lines[0].lower() and str(db.name) in lines[0]
+    assert "for 1.5 s" in lines[0] and "SELENE_LOCK_WAIT" in lines[0]
+    assert took < 30  # the setting, not the default minute

@@ -13,8 +13,11 @@ import os
 import signal
 import subprocess
 import sys
+import textwrap
+import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import duckdb
@@ -203,3 +206,37 @@ def stop_group(proc: subprocess.Popen, grace: float = 20) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.killpg(proc.pid, signal.SIGKILL)
     proc.wait(timeout=10)
+
+
+@contextmanager
+def lock_held(db: Path, release_after: float | None = None) -> Iterator[None]:
+    """Another process holds ``db``'s write lock in the body; it lets go when the body ends,
+    or ``release_after`` seconds into it."""
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            textwrap.dedent(f"""
+            import duckdb, sys
+            c = duckdb.connect({str(db)!r})
+            print("ready", flush=True)
+            sys.stdin.read()
+        """),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    timer = None
+    try:
+        assert holder.stdout.readline().strip() == "ready"
+        if release_after is not None:
+            timer = threading.Timer(release_after, holder.stdin.close)
+            timer.start()
+        yield
+    finally:
+        if timer is not None:
+            timer.join()
+        if not holder.stdin.closed:
+            holder.stdin.close()
+        holder.wait(timeout=10)

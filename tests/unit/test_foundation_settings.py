@@ -14,6 +14,8 @@ def test_defaults():
     assert s.model == "mistral:7b"
     assert s.essence_limit is None
     assert [r.platform for r in s.session_roots] == ["claude", "codex", "gemini"]
+    assert s.lock_wait == 60.0
+    assert load_settings({"SELENE_LOCK_WAIT": "0"}).lock_wait == 0.0
 
 
 def test_ollama_defaults_to_seed_limit_of_ten():
@@ -32,6 +34,7 @@ def test_ollama_defaults_to_seed_limit_of_ten():
         ({"SELENE_SESSION_ROOTS": "cursor=/x"}, "SELENE_SESSION_ROOTS", "claude, codex, gemini"),
         ({"SELENE_ESSENCE_LIMIT": "-1"}, "SELENE_ESSENCE_LIMIT", "whole number"),
         ({"SELENE_ASK_MIN_RECALL": "2"}, "SELENE_ASK_MIN_RECALL", "0.0 to 1.0"),
+        ({"SELENE_LOCK_WAIT": "-5"}, "SELENE_LOCK_WAIT", "0.0 to 86400.0"),
     ],
 )
 def test_invalid_values_give_one_line_naming_variable(env, name, allowed):

@@ -1,9 +1,4 @@
-import subprocess
-import sys
-import textwrap
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+import time
 from pathlib import Path
 
 import duckdb
@@ -21,6 +16,7 @@ from selene_dag.store import (
     open_store,
     waiting_notice,
 )
+from tests.support.ops import lock_held
 
 
 def test_shipped_migrations_apply_once(tmp_path):
@@ -59,59 +55,33 @@ def test_badly_named_migration_is_rejected(tmp_path):
         discover_migrations(tmp_path)
 
 
-@contextmanager
-def _lock_held(db: Path, release_after: float | None = None) -> Iterator[None]:
-    """Another process holds ``db``'s write lock in the body; it lets go when the body ends,
-    or ``release_after`` seconds into it."""
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            textwrap.dedent(f"""
-            import duckdb, sys
-            c = duckdb.connect({str(db)!r})
-            print("ready", flush=True)
-            sys.stdin.read()
-        """),
-        ],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    timer = None
-    try:
-        assert holder.stdout.readline().strip() == "ready"
-        if release_after is not None:
-            timer = threading.Timer(release_after, holder.stdin.close)
-            timer.start()
-        yield
-    finally:
-        if timer is not None:
-            timer.join()
-        if not holder.stdin.closed:
-            holder.stdin.close()
-        holder.wait(timeout=10)
-
-
-def test_locked_file_gives_clear_error(tmp_path):
+def test_locked_file_gives_clear_error_once_the_wait_runs_out(tmp_path):
     db = tmp_path / "locked.duckdb"
     connect(db).close()
-    with _lock_held(db), pytest.raises(StoreError, match="locked by another process"):
-        connect(db, retries=2, initial_delay=0.01)
+    with lock_held(db):
+        started = time.monotonic()
+        with pytest.raises(StoreError, match=r"locked by another process .* for 0\.3 s") as caught:
+            connect(db, wait=0.3)
+        waited = time.monotonic() - started
+        assert "SELENE_LOCK_WAIT" in str(caught.value)
+        with pytest.raises(StoreError, match="stayed locked; stop"):
+            connect(db, wait=0)  # one try, no wait
+    # It waited about as long as asked: not one try, not the default minute.
+    assert 0.3 <= waited < 5
     connect(Path(db)).close()  # free again once the holder exits
 
 
 def test_a_connect_that_waits_for_a_lock_says_so_once_then_opens(tmp_path):
     db = tmp_path / "busy.duckdb"
     connect(db).close()
-    told: list[Path] = []
+    told: list[tuple[Path, float]] = []
     # The holder lets go while connect is waiting for it.
-    with _lock_held(db, release_after=0.8), waiting_notice(told.append):
-        connect(db, retries=10, initial_delay=0.05).close()
-    assert told == [db]
+    with lock_held(db, release_after=0.8), waiting_notice(lambda p, w: told.append((p, w))):
+        connect(db, wait=30).close()
+    assert told == [(db, 30)]
     # Outside the context, nobody is told.
     connect(db).close()
-    assert told == [db]
+    assert len(told) == 1
 
 
 def test_a_small_write_is_kept_in_the_wal_not_checkpointed_at_close(tmp_path):
