@@ -9,14 +9,9 @@ from __future__ import annotations
 import json
 import os
 import time
-import warnings
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-
-# Dagster marks some APIs the definitions use as beta and says so at every load; the bench
-# table is the output, as the command line silences them for its users.
-warnings.filterwarnings("ignore", message=".*is currently in beta.*")
 
 
 @dataclass

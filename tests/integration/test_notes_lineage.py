@@ -150,6 +150,8 @@ def _requested(defs, instance, at, cursor):
     return keys, result.cursor
 
 
+# Dagster's own condition tester passes a beta parameter to its selection.
+@pytest.mark.filterwarnings("ignore:Parameter `include_sources`:dagster.BetaWarning")
 def test_cadences_follow_seed_000_times():
     """Seed 000's launchd times as automation conditions: essences every 5 minutes, digests
     hourly, tiers daily at 03:00, each day's summary at 00:30; nothing between ticks."""
