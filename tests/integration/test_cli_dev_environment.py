@@ -27,7 +27,7 @@ def test_definitions_load_silently_and_dev_keeps_the_users_filters(
     tmp_path: Path,
 ) -> None:
     # Every warning shown once per place: any the definitions raised would be printed.
-    base = {**{k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}}
+    base = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
     assert "Warning" not in _load_stderr({**base, "PYTHONWARNINGS": "default"})
     env = dev_environment(
         {**base, "PYTHONWARNINGS": "ignore::ImportWarning"}, tmp_path / "dg", tmp_path

@@ -70,7 +70,7 @@ def test_ingest_waits_for_a_briefly_held_lock_then_succeeds(tmp_path: Path) -> N
     db = home / "selene.duckdb"
     connect(db).close()
     held = threading.Event()
-    # Longer than the ~10 s a held file was once retried for; within the default wait.
+    # Held for 12 s: well within the default wait of a minute.
     holder = threading.Thread(target=_hold_write_lock, args=(db, 12.0, held))
     holder.start()
     try:
