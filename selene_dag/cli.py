@@ -295,6 +295,8 @@ def ingest(
         soft_wrap=True,
     )
     err.print(f"note ids: {report.id_prefix}<path in the folder>", highlight=False)
+    if report.other_files:
+        err.print(service.unread_files_hint(report), highlight=False, soft_wrap=True)
 
 
 # Notices Dagster prints in the processes of `dagster dev` that tell a user of this tool

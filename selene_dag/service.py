@@ -45,7 +45,7 @@ from selene_dag.notes.context_notes import (
 )
 from selene_dag.notes.folders import ingest_scope
 from selene_dag.notes.health import compression_health
-from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.ingest import JSONL_SUFFIXES, MARKDOWN_SUFFIXES, other_files, read_notes
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.evaluate import EvalReport, evaluate, load_questions
 from selene_dag.retrieval.index import SearchIndexError, index_exists, index_is_stale
@@ -54,6 +54,7 @@ from selene_dag.retrieval.pack import ask as ask_pack
 from selene_dag.retrieval.search import parse_sources
 from selene_dag.sessions import report as sessions_report
 from selene_dag.store import StoreError, close_store, connect, open_store, table_counts
+from selene_dag.text import plural
 
 
 class NoDatabaseError(NotFoundError):
@@ -112,9 +113,25 @@ class IngestReport:
     skipped_total: int = 0
     id_prefix: str = ""  # what the ids of these notes start with: '<folder key>/'
     home_notes: int = 0  # live notes of every folder in the home
+    # When the folder holds no note: its other files by suffix, which ingest does not read.
+    other_files: dict[str, int] = field(default_factory=dict)
 
 
 SKIPPED_SHOWN = 20
+
+
+def unread_files_hint(report: IngestReport) -> str:
+    """One line for a folder that gave no note but holds other files: what ingest reads,
+    and what it found instead (most common suffixes first)."""
+    kinds = sorted(report.other_files.items(), key=lambda kv: (-kv[1], kv[0]))
+    found = ", ".join(f"{count:,} {suffix or 'without a suffix'}" for suffix, count in kinds[:5])
+    more = " …" if len(kinds) > 5 else ""
+    reads = ", ".join((*MARKDOWN_SUFFIXES, *JSONL_SUFFIXES))
+    return (
+        f"no note file in {report.path}: ingest reads markdown and JSONL files ({reads}); "
+        f"the folder holds {plural(sum(report.other_files.values()), 'other file')} "
+        f"({found}{more})"
+    )
 
 
 def skipped_inputs(
@@ -181,6 +198,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         skipped_total=skipped_total,
         id_prefix=scope.id_prefix,
         home_notes=int(home_notes),
+        other_files=other_files(path) if not folder_notes and not skipped_total else {},
     )
 
 

@@ -17,6 +17,7 @@ JSONL: one note per line in the format of ``til.jsonl``: ``id``, ``title``, ``co
 from __future__ import annotations
 
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
@@ -129,6 +130,23 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
         if candidate.is_file() and candidate.suffix.lower() in MARKDOWN_SUFFIXES + JSONL_SUFFIXES:
             found.append(candidate)
     return sorted(found)
+
+
+def other_files(path: Path) -> dict[str, int]:
+    """The files under ``path`` that :func:`note_files` leaves out for their type (hidden
+    ones aside), counted by suffix (``""`` for none): what to tell someone whose folder
+    gave no note."""
+    counts: dict[str, int] = {}
+    if not path.is_dir():
+        return counts
+    for _folder, subfolders, files in os.walk(path):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        for name in files:
+            suffix = os.path.splitext(name)[1].lower()
+            if name.startswith(".") or suffix in MARKDOWN_SUFFIXES + JSONL_SUFFIXES:
+                continue
+            counts[suffix] = counts.get(suffix, 0) + 1
+    return counts
 
 
 def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResult:

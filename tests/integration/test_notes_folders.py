@@ -282,3 +282,27 @@ def test_migration_moves_legacy_ids_to_the_ids_a_new_ingest_gives(tmp_path: Path
         .items[0]
         .citation.startswith("note notes/todo.md")
     )
+
+
+def test_a_folder_without_note_files_says_what_ingest_reads(tmp_path: Path, home: Path) -> None:
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+
+    folder = _write(
+        tmp_path / "jots",
+        {"a.txt": "plain text", "sub/b.txt": "more", "c.org": "* org", ".DS_Store": "x"},
+    )
+    _write(tmp_path / "jots", {".hidden/d.txt": "hidden folder"})
+    report = service.ingest(load_settings(), folder)
+    assert report.notes == 0 and report.other_files == {".txt": 2, ".org": 1}
+    hint = service.unread_files_hint(report)
+    assert ".md" in hint and ".jsonl" in hint and "3 other files (2 .txt, 1 .org)" in hint
+
+    outcome = CliRunner().invoke(app, ["ingest", str(folder)])
+    assert outcome.exit_code == 0, outcome.output
+    assert "no note file in" in outcome.output and "2 .txt" in outcome.output
+
+    # A folder that gives notes is not listed (nor walked again for it).
+    _write(folder, {"e.md": "# A note\n\ntext"})
+    assert service.ingest(load_settings(), folder).other_files == {}
