@@ -45,7 +45,7 @@ from selene_dag.notes.context_notes import (
 )
 from selene_dag.notes.folders import ingest_scope
 from selene_dag.notes.health import compression_health
-from selene_dag.notes.ingest import JSONL_SUFFIXES, MARKDOWN_SUFFIXES, other_files, read_notes
+from selene_dag.notes.ingest import NOTE_SUFFIXES, other_files, read_notes
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.evaluate import EvalReport, evaluate, load_questions
 from selene_dag.retrieval.index import SearchIndexError, index_exists, index_is_stale
@@ -126,7 +126,7 @@ def unread_files_hint(report: IngestReport) -> str:
     kinds = sorted(report.other_files.items(), key=lambda kv: (-kv[1], kv[0]))
     found = ", ".join(f"{count:,} {suffix or 'without a suffix'}" for suffix, count in kinds[:5])
     more = " …" if len(kinds) > 5 else ""
-    reads = ", ".join((*MARKDOWN_SUFFIXES, *JSONL_SUFFIXES))
+    reads = ", ".join(NOTE_SUFFIXES)
     return (
         f"no note file in {report.path}: ingest reads markdown and JSONL files ({reads}); "
         f"the folder holds {plural(sum(report.other_files.values()), 'other file')} "

@@ -34,6 +34,7 @@ from selene_dag.notes.folders import IngestScope
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
+NOTE_SUFFIXES = MARKDOWN_SUFFIXES + JSONL_SUFFIXES  # the files ingest reads
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
@@ -127,7 +128,7 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
             continue
         if skip and any(folder in candidate.parents for folder in skip):
             continue
-        if candidate.is_file() and candidate.suffix.lower() in MARKDOWN_SUFFIXES + JSONL_SUFFIXES:
+        if candidate.is_file() and candidate.suffix.lower() in NOTE_SUFFIXES:
             found.append(candidate)
     return sorted(found)
 
@@ -143,7 +144,7 @@ def other_files(path: Path) -> dict[str, int]:
         subfolders[:] = [name for name in subfolders if not name.startswith(".")]
         for name in files:
             suffix = os.path.splitext(name)[1].lower()
-            if name.startswith(".") or suffix in MARKDOWN_SUFFIXES + JSONL_SUFFIXES:
+            if name.startswith(".") or suffix in NOTE_SUFFIXES:
                 continue
             counts[suffix] = counts.get(suffix, 0) + 1
     return counts
