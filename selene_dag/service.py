@@ -681,7 +681,7 @@ def bundled_session_roots() -> str:
 def demo_now(notes_path: Path) -> datetime:
     """The demo's pinned 'now': midnight UTC of the day after the corpus's newest note."""
     result = read_notes(notes_path)
-    newest = max(max(n.created_at, n.updated_at) for n in result.notes)
+    newest = max(d for n in result.notes for d in (n.created_at, n.updated_at) if d is not None)
     day = newest.astimezone(UTC).date() + timedelta(days=1)
     return datetime(day.year, day.month, day.day, tzinfo=UTC)
 

@@ -10,8 +10,9 @@ then to the file name; dates fall back to the file's mtime. The note's id inside
 is the path relative to the folder unless the front-matter gives one; given an
 :class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that id>``.
 
-JSONL: one note per line in the format of ``til.jsonl``: ``id``, ``title``, ``content``,
-``created_at``, ``updated_at``, optional ``topic``, ``tags``, ``test_run``.
+JSONL: one note per line in the format of ``til.jsonl``: ``id`` and ``content``, optional
+``title``, ``created_at``, ``updated_at``, ``topic``, ``tags``, ``test_run``. A line without
+dates gives a record without them (``None``): the writer dates it when first seen.
 """
 
 from __future__ import annotations
@@ -46,8 +47,10 @@ class NoteRecord:
     id: str
     title: str
     content: str
-    created_at: datetime
-    updated_at: datetime
+    # None: the source gives no date (a JSONL line without one); the note is then dated
+    # when ingest first sees it, and an edit when ingest first sees the new content.
+    created_at: datetime | None
+    updated_at: datetime | None
     source: str
     topic: str | None = None
     tags: tuple[str, ...] = ()
@@ -303,10 +306,10 @@ def _record_from_json(obj: Any, source: str) -> NoteRecord:
     if not isinstance(content, str):
         raise TypeError("'content' must be a string")
     title = _clean_str(obj.get("title")) or _first_heading(content) or note_id
-    created = _as_datetime(obj.get("created_at") or obj.get("created"))
-    if created is None:
-        raise ValueError("missing 'created_at'")
-    updated = _as_datetime(obj.get("updated_at") or obj.get("updated")) or created
+    updated = _as_datetime(obj.get("updated_at") or obj.get("updated"))
+    # A note updated at some moment was written by then: that moment bounds its creation.
+    created = _as_datetime(obj.get("created_at") or obj.get("created")) or updated
+    updated = updated or created
     return NoteRecord(
         id=note_id,
         title=title,

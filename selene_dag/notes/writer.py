@@ -53,11 +53,16 @@ def _stored_fields(conn: duckdb.DuckDBPyConnection, id_prefix: str) -> dict[str,
     return {r[0]: r[1:] for r in rows}
 
 
-def _source_fields(note: NoteRecord, digest: str) -> tuple:
+def _source_fields(note: NoteRecord, digest: str, known: tuple | None) -> tuple:
+    """What ``note`` would store, in ``_stored_fields``' form. A note without dates keeps
+    the ``known`` (stored) ones while its content is the same."""
+    same = known is not None and known[0] == digest
+    created = _epoch_us(note.created_at) if note.created_at else known[1] if same else None
+    updated = _epoch_us(note.updated_at) if note.updated_at else known[2] if same else None
     return (
         digest,
-        _epoch_us(note.created_at),
-        _epoch_us(note.updated_at),
+        created,
+        updated,
         note.source,
         note.topic,
         list(note.tags),
@@ -133,7 +138,9 @@ def write_notes(
         # A note whose every field equals the stored row's is not staged at all: one edit
         # in a folder of 10,000 notes stages one row, not 10,000 to be found equal.
         hashed = [(n, n.content_hash) for n in result.notes]
-        todo = [(n, h) for n, h in hashed if stored.get(n.id) != _source_fields(n, h)]
+        todo = [
+            (n, h) for n, h in hashed if stored.get(n.id) != _source_fields(n, h, stored.get(n.id))
+        ]
         untouched = len(hashed) - len(todo)
         incoming = _incoming_frame(todo, stored)
         seen = pd.DataFrame({"id": pd.Series([n.id for n in result.notes], dtype="object")})

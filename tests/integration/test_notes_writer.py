@@ -4,6 +4,7 @@ files, a real migrated DuckDB store."""
 
 from __future__ import annotations
 
+import json
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -114,3 +115,46 @@ def test_only_notes_that_differ_are_staged_and_unseen_ones_are_marked_deleted(
     (folder / "r3.md").write_text("---\nupdated: 2026-03-02\n---\n# R3\nStep 3.\n")
     stats = ingest()
     assert (stats.changed, stats.unchanged, staged[-1]) == (1, 5, 1)
+
+
+def test_a_jsonl_note_without_dates_is_dated_when_first_seen(tmp_path: Path) -> None:
+    # A line without created_at loses nothing: the note is created at the ingest that
+    # first reads it, keeps that date while unchanged, and is updated at the ingest that
+    # first reads its new content. Only the undated lines take the ingest's clock.
+    db, folder = tmp_path / "selene.duckdb", tmp_path / "export"
+    folder.mkdir()
+    lines = {
+        "plain": {"id": "plain", "content": "No dates at all."},
+        "dated": {"id": "dated", "content": "Dated.", "created_at": "2024-05-01"},
+        "updated": {"id": "updated", "content": "Only updated.", "updated_at": "2024-06-01"},
+    }
+
+    def ingest(now: datetime) -> tuple[NotesWriteStats, dict[str, tuple[str, str]]]:
+        (folder / "notes.jsonl").write_text("\n".join(json.dumps(v) for v in lines.values()))
+        with open_store(db) as conn:
+            scope = ingest_scope(conn, folder)
+            result = read_notes(folder, scope)
+            assert result.errors == []
+            stats = write_notes(conn, result, scope, now)
+            rows = conn.execute(
+                "SELECT split_part(id, '/', -1), created_at::DATE::VARCHAR, "
+                "updated_at::DATE::VARCHAR FROM notes"
+            ).fetchall()
+        return stats, {r[0]: (r[1], r[2]) for r in rows}
+
+    first = datetime(2026, 7, 1, tzinfo=UTC)
+    stats, rows = ingest(first)
+    assert stats.inserted == 3
+    assert rows == {
+        "plain": ("2026-07-01", "2026-07-01"),
+        "dated": ("2024-05-01", "2024-05-01"),
+        "updated": ("2024-06-01", "2024-06-01"),
+    }
+
+    stats, again = ingest(datetime(2026, 7, 2, tzinfo=UTC))
+    assert (stats.unchanged, again) == (3, rows)
+
+    lines["plain"]["content"] = "No dates at all, one more sentence."
+    stats, edited = ingest(datetime(2026, 7, 3, tzinfo=UTC))
+    assert stats.changed == 1
+    assert edited == {**rows, "plain": ("2026-07-01", "2026-07-03")}
