@@ -6,7 +6,8 @@ never raised, so one broken file never stops the others.
 
 Markdown: optional YAML front-matter (``title``, ``created``, ``updated``, ``tags``,
 ``theme``/``topic``, ``id``, ``test_run``); the title falls back to the first ``# `` heading,
-then to the file name; dates fall back to the file's mtime. The note's id inside its folder
+then to the file name; the update date falls back to the file's mtime, and so does the
+creation date when ingest first stores the note (later edits keep it). The note's id inside its folder
 is the path relative to the folder unless the front-matter gives one; given an
 :class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that id>``.
 
@@ -47,8 +48,9 @@ class NoteRecord:
     id: str
     title: str
     content: str
-    # None: the source gives no date (a JSONL line without one); the note is then dated
-    # when ingest first sees it, and an edit when ingest first sees the new content.
+    # None: the source gives no such date. The writer keeps the stored creation date, or
+    # takes ``updated_at`` (a markdown file's mtime) or the ingest's time when it first
+    # stores the note; a missing ``updated_at`` is the ingest that first reads the content.
     created_at: datetime | None
     updated_at: datetime | None
     source: str
@@ -248,8 +250,12 @@ def _parse_markdown(
         return None, IngestError(source, None, "empty note: no text after the front-matter")
     try:
         title = _clean_str(meta.get("title")) or _first_heading(body) or Path(rel).stem
-        created = _as_datetime(meta.get("created") or meta.get("created_at")) or mtime
-        updated = _as_datetime(meta.get("updated") or meta.get("updated_at")) or max(created, mtime)
+        # Without a creation date the file's mtime stands for it only when ingest first
+        # reads the note (the writer keeps the stored one): an edit moves the mtime.
+        created = _as_datetime(meta.get("created") or meta.get("created_at"))
+        updated = _as_datetime(meta.get("updated") or meta.get("updated_at")) or max(
+            created or mtime, mtime
+        )
         tags = _as_tags(meta.get("tags"))
         topic = _clean_str(meta.get("theme") or meta.get("topic"))
         note_id = _clean_str(meta.get("id")) or rel
@@ -306,10 +312,8 @@ def _record_from_json(obj: Any, source: str) -> NoteRecord:
     if not isinstance(content, str):
         raise TypeError("'content' must be a string")
     title = _clean_str(obj.get("title")) or _first_heading(content) or note_id
-    updated = _as_datetime(obj.get("updated_at") or obj.get("updated"))
-    # A note updated at some moment was written by then: that moment bounds its creation.
-    created = _as_datetime(obj.get("created_at") or obj.get("created")) or updated
-    updated = updated or created
+    created = _as_datetime(obj.get("created_at") or obj.get("created"))
+    updated = _as_datetime(obj.get("updated_at") or obj.get("updated")) or created
     return NoteRecord(
         id=note_id,
         title=title,

@@ -54,10 +54,11 @@ def _stored_fields(conn: duckdb.DuckDBPyConnection, id_prefix: str) -> dict[str,
 
 
 def _source_fields(note: NoteRecord, digest: str, known: tuple | None) -> tuple:
-    """What ``note`` would store, in ``_stored_fields``' form. A note without dates keeps
-    the ``known`` (stored) ones while its content is the same."""
+    """What ``note`` would store, in ``_stored_fields``' form (see ``notes_upsert.sql``):
+    without a creation date it keeps the ``known`` (stored) one; without an update date,
+    the stored one while its content is the same."""
     same = known is not None and known[0] == digest
-    created = _epoch_us(note.created_at) if note.created_at else known[1] if same else None
+    created = _epoch_us(note.created_at) if note.created_at else known[1] if known else None
     updated = _epoch_us(note.updated_at) if note.updated_at else known[2] if same else None
     return (
         digest,

@@ -5,6 +5,7 @@ files, a real migrated DuckDB store."""
 from __future__ import annotations
 
 import json
+import os
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -158,3 +159,42 @@ def test_a_jsonl_note_without_dates_is_dated_when_first_seen(tmp_path: Path) -> 
     stats, edited = ingest(datetime(2026, 7, 3, tzinfo=UTC))
     assert stats.changed == 1
     assert edited == {**rows, "plain": ("2026-07-01", "2026-07-03")}
+
+
+def test_a_markdown_note_without_dates_keeps_the_creation_date_it_was_first_stored_with(
+    tmp_path: Path,
+) -> None:
+    # The file's mtime dates a note without front-matter dates when it is first stored;
+    # an edit (a new mtime) moves its update date only, as does a checkout that rewrites
+    # every file's mtime. A front-matter date still wins.
+    db, folder = tmp_path / "selene.duckdb", tmp_path / "vault"
+    folder.mkdir()
+    plain, dated = folder / "plain.md", folder / "dated.md"
+
+    def write(path: Path, text: str, day: int) -> None:
+        path.write_text(text)
+        moment = datetime(2025, 3, day, 12, tzinfo=UTC).timestamp()
+        os.utime(path, (moment, moment))
+
+    def ingest() -> dict[str, tuple[str, str]]:
+        with open_store(db) as conn:
+            scope = ingest_scope(conn, folder)
+            write_notes(conn, read_notes(folder, scope), scope, NOW)
+            rows = conn.execute(
+                "SELECT split_part(id, '/', -1), created_at::DATE::VARCHAR, "
+                "updated_at::DATE::VARCHAR FROM notes"
+            ).fetchall()
+        return {r[0]: (r[1], r[2]) for r in rows}
+
+    write(plain, "# Plain\nFirst draft.\n", 1)
+    write(dated, "---\ncreated: 2024-12-24\n---\n# Dated\nText.\n", 1)
+    assert ingest() == {
+        "plain.md": ("2025-03-01", "2025-03-01"),
+        "dated.md": ("2024-12-24", "2025-03-01"),
+    }
+    write(plain, "# Plain\nSecond draft.\n", 9)
+    write(dated, "---\ncreated: 2024-12-24\n---\n# Dated\nText.\n", 9)
+    assert ingest() == {
+        "plain.md": ("2025-03-01", "2025-03-09"),
+        "dated.md": ("2024-12-24", "2025-03-09"),
+    }
