@@ -21,11 +21,11 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import yaml
@@ -38,6 +38,7 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 NOTE_SUFFIXES = MARKDOWN_SUFFIXES + JSONL_SUFFIXES  # the files ingest reads
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
+_T = TypeVar("_T")
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
@@ -200,8 +201,10 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             errors += [error] if error else []
         result.errors.extend(errors)
         # A file with any unreadable part is "failed" for deletion tracking: a note whose line
-        # broke must not be marked deleted. Its readable notes are still ingested.
-        (result.files_failed if errors else result.files_ok).append(source)
+        # broke must not be marked deleted. Its readable notes are still ingested. A problem
+        # that cost no note (a value ignored, a byte replaced) does not count.
+        lost = any(not e.error.startswith(KEPT) for e in errors)
+        (result.files_failed if lost else result.files_ok).append(source)
         for note in notes:
             if scope is not None:
                 note = replace(note, id=scope.note_id(note.id))
@@ -248,33 +251,26 @@ def _parse_markdown(
         problem = IngestError(source, None, f"{KEPT}front-matter ignored: no closing '---' line")
     if not body.strip():
         return None, IngestError(source, None, "empty note: no text after the front-matter")
-    try:
-        title = _clean_str(meta.get("title")) or _first_heading(body) or Path(rel).stem
-        # Without a creation date the file's mtime stands for it only when ingest first
-        # reads the note (the writer keeps the stored one): an edit moves the mtime.
-        created = _as_datetime(meta.get("created") or meta.get("created_at"))
-        updated = _as_datetime(meta.get("updated") or meta.get("updated_at")) or max(
-            created or mtime, mtime
-        )
-        tags = _as_tags(meta.get("tags"))
-        topic = _clean_str(meta.get("theme") or meta.get("topic"))
-        note_id = _clean_str(meta.get("id")) or rel
-    except (TypeError, ValueError) as exc:
-        return None, IngestError(source, None, f"bad front-matter value: {exc}")
-    return (
-        NoteRecord(
-            id=note_id,
-            title=title,
-            content=body,
-            created_at=created,
-            updated_at=updated,
-            source=source,
-            topic=topic,
-            tags=tags,
-            test_run=bool(meta.get("test_run", False)),
-        ),
-        problem,
+    fields = _Fields(meta)
+    title = fields.read(_clean_str, "title") or _first_heading(body) or Path(rel).stem
+    # Without a creation date the file's mtime stands for it only when ingest first reads
+    # the note (the writer keeps the stored one): an edit moves the mtime.
+    created = fields.read(_as_datetime, "created", "created_at")
+    updated = fields.read(_as_datetime, "updated", "updated_at") or max(created or mtime, mtime)
+    note = NoteRecord(
+        id=fields.read(_clean_str, "id") or rel,
+        title=title,
+        content=body,
+        created_at=created,
+        updated_at=updated,
+        source=source,
+        topic=fields.read(_clean_str, "theme", "topic"),
+        tags=fields.read(_as_tags, "tags") or (),
+        test_run=bool(meta.get("test_run", False)),
     )
+    if fields.ignored:  # a broken front-matter leaves no field to ignore
+        problem = IngestError(source, None, f"{KEPT}front-matter {fields.summary()}")
+    return note, problem
 
 
 def _parse_jsonl(raw: bytes, source: str) -> tuple[list[NoteRecord], list[IngestError]]:
@@ -296,13 +292,17 @@ def _parse_jsonl(raw: bytes, source: str) -> tuple[list[NoteRecord], list[Ingest
             errors.append(IngestError(source, number, f"bad JSON: {exc}"))
             continue
         try:
-            notes.append(_record_from_json(obj, source))
+            note, fields = _record_from_json(obj, source)
         except (TypeError, ValueError, KeyError) as exc:
             errors.append(IngestError(source, number, str(exc)))
+            continue
+        notes.append(note)
+        if fields.ignored:
+            errors.append(IngestError(source, number, f"{KEPT}{fields.summary()}"))
     return notes, errors
 
 
-def _record_from_json(obj: Any, source: str) -> NoteRecord:
+def _record_from_json(obj: Any, source: str) -> tuple[NoteRecord, _Fields]:
     if not isinstance(obj, dict):
         raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
     note_id = _clean_str(obj.get("id"))
@@ -311,20 +311,46 @@ def _record_from_json(obj: Any, source: str) -> NoteRecord:
     content = obj.get("content")
     if not isinstance(content, str):
         raise TypeError("'content' must be a string")
-    title = _clean_str(obj.get("title")) or _first_heading(content) or note_id
-    created = _as_datetime(obj.get("created_at") or obj.get("created"))
-    updated = _as_datetime(obj.get("updated_at") or obj.get("updated")) or created
-    return NoteRecord(
+    fields = _Fields(obj)
+    title = fields.read(_clean_str, "title") or _first_heading(content) or note_id
+    created = fields.read(_as_datetime, "created_at", "created")
+    updated = fields.read(_as_datetime, "updated_at", "updated") or created
+    note = NoteRecord(
         id=note_id,
         title=title,
         content=content,
         created_at=created,
         updated_at=updated,
         source=source,
-        topic=_clean_str(obj.get("topic") or obj.get("theme")),
-        tags=_as_tags(obj.get("tags")),
+        topic=fields.read(_clean_str, "topic", "theme"),
+        tags=fields.read(_as_tags, "tags") or (),
         test_run=bool(obj.get("test_run", False)),
     )
+    return note, fields
+
+
+class _Fields:
+    """The optional fields of one note's source (front-matter or JSONL object), read
+    leniently: a value that cannot be read is ignored and remembered, so the note is kept
+    without it and the reason reported."""
+
+    def __init__(self, values: dict[str, Any]) -> None:
+        self.values = values
+        self.ignored: list[str] = []
+
+    def read(self, parse: Callable[[Any], _T], *names: str) -> _T | None:
+        """``parse`` of the first of ``names`` that has a value; None when none has one
+        or when ``parse`` raises TypeError or ValueError (then remembered)."""
+        name = next((n for n in names if self.values.get(n) not in (None, "")), names[0])
+        try:
+            return parse(self.values.get(name))
+        except (TypeError, ValueError) as exc:
+            self.ignored.append(f"{name} ({exc})")
+            return None
+
+    def summary(self) -> str:
+        """What was ignored, for a reason line: ``created (unreadable date …) ignored``."""
+        return ", ".join(self.ignored) + " ignored"
 
 
 def _first_heading(text: str) -> str | None:

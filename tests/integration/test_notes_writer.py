@@ -198,3 +198,23 @@ def test_a_markdown_note_without_dates_keeps_the_creation_date_it_was_first_stor
         "plain.md": ("2025-03-01", "2025-03-09"),
         "dated.md": ("2024-12-24", "2025-03-09"),
     }
+
+
+def test_a_file_whose_problems_cost_no_note_still_tracks_deletions(tmp_path: Path) -> None:
+    # A line kept without its unreadable date loses nothing, so a note removed from the
+    # same file is marked deleted; a line that cannot be read at all still protects the
+    # file's notes from deletion (one of them may be on that line).
+    db, folder = tmp_path / "selene.duckdb", tmp_path / "export"
+    folder.mkdir()
+    odd = {"id": "odd", "content": "A date nobody reads.", "created_at": "someday"}
+    gone = {"id": "gone", "content": "Removed next time.", "created_at": "2024-01-01"}
+
+    def ingest(*lines: str) -> int:
+        (folder / "notes.jsonl").write_text("\n".join(lines))
+        with open_store(db) as conn:
+            scope = ingest_scope(conn, folder)
+            return write_notes(conn, read_notes(folder, scope), scope, NOW).deleted
+
+    assert ingest(json.dumps(odd), json.dumps(gone)) == 0
+    assert ingest(json.dumps(odd), "{broken") == 0
+    assert ingest(json.dumps(odd)) == 1

@@ -90,3 +90,32 @@ def test_data_version_depends_only_on_ids_and_content(tmp_path):
     assert read_notes(tmp_path).data_version() == first
     (tmp_path / "a.md").write_text("# A\ntwo")
     assert read_notes(tmp_path).data_version() != first
+
+
+def test_an_unreadable_optional_value_costs_the_value_not_the_note(tmp_path):
+    # A date nobody can read or tags of the wrong shape are ignored and reported, in
+    # front-matter as in a JSONL line; a line without its id or content is still skipped.
+    (tmp_path / "a.md").write_text(
+        "---\ntitle: Kept\ncreated: last tuesday\ntags: {a: 1}\ntheme: ok\n---\nBody text\n"
+    )
+    lines = [
+        {"id": "j1", "content": "c1", "created_at": "soon", "updated_at": "2024-02-02"},
+        {"id": "j2", "content": "c2", "title": ["not", "text"], "tags": "x, y"},
+        {"content": "no id"},
+    ]
+    (tmp_path / "notes.jsonl").write_text("\n".join(json.dumps(line) for line in lines))
+    result = read_notes(tmp_path)
+    by_id = {n.id: n for n in result.notes}
+    assert sorted(by_id) == ["a.md", "j1", "j2"]
+    a, j1, j2 = by_id["a.md"], by_id["j1"], by_id["j2"]
+    assert (a.title, a.created_at, a.tags, a.topic) == ("Kept", None, (), "ok")
+    assert (j1.created_at, j1.updated_at) == (None, datetime(2024, 2, 2, tzinfo=UTC))
+    assert (j2.title, j2.tags) == ("j2", ("x", "y"))
+    reasons = {(e.source.rsplit("/", 1)[-1], e.line): e.error for e in result.errors}
+    assert reasons[("a.md", None)] == (
+        "note kept, front-matter created (unreadable date 'last tuesday'), "
+        "tags ('tags' must be a list or a comma-separated string, got dict) ignored"
+    )
+    assert reasons[("notes.jsonl", 1)] == ("note kept, created_at (unreadable date 'soon') ignored")
+    assert reasons[("notes.jsonl", 2)] == "note kept, title (expected text, got list) ignored"
+    assert reasons[("notes.jsonl", 3)] == "missing 'id'"
