@@ -43,7 +43,7 @@ from selene_dag.notes.context_notes import (
     pack_all_notes,
     prepare_leading,
 )
-from selene_dag.notes.folders import ingest_scope
+from selene_dag.notes.folders import ingest_scope, require_text_path
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import NOTE_SUFFIXES, other_files, read_notes
 from selene_dag.paths import assets_dir
@@ -163,6 +163,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
 
     if not path.exists():
         raise UsageError(f"{path} does not exist")
+    require_text_path(path.resolve())
     settings = settings.replace(notes_dir=path.resolve())
     runs = _defs_runs()
     started = time.perf_counter()

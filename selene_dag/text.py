@@ -12,6 +12,7 @@ import hashlib
 import html
 import re
 from collections.abc import Iterable
+from os import PathLike, fspath
 from typing import Any
 
 # English stop words (the list scikit-learn ships as ENGLISH_STOP_WORDS, copied so that
@@ -598,6 +599,15 @@ def shorten(text: str, max_chars: int) -> str:
         return text
     cut = text[: max_chars - 1].rsplit(" ", 1)[0].rstrip(" ,;:-")
     return cut + "…"
+
+
+def path_text(path: str | PathLike[str]) -> str:
+    """``path`` as text any UTF-8 store takes: the bytes of a name that is not UTF-8 (which
+    Python keeps as lone surrogates) written as ``\\xe9``; any other path unchanged."""
+    text = fspath(path)
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
 def plural(count: int, noun: str, nouns: str | None = None) -> str:

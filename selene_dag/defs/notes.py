@@ -102,7 +102,7 @@ def notes_folder_version(notes_dir: Path) -> str:
 @duckdb_asset(
     "notes",
     deps=[notes_source],
-    code_version=code_version("2", sql=("notes_changes", "notes_upsert", "notes_mark_deleted")),
+    code_version=code_version("3", sql=("notes_changes", "notes_upsert", "notes_mark_deleted")),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Every note of SELENE_NOTES_DIR upserted into `notes` by id (content hash, dates, "
@@ -536,7 +536,8 @@ def folder_fingerprint(notes_dir: Path) -> str:
             stat = path.stat()
         except OSError:
             continue
-        digest.update(f"{path}\x00{stat.st_size}\x00{stat.st_mtime_ns}\n".encode())
+        line = f"{path}\x00{stat.st_size}\x00{stat.st_mtime_ns}\n"
+        digest.update(line.encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]
 
 

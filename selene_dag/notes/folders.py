@@ -19,6 +19,9 @@ from pathlib import Path
 
 import duckdb
 
+from selene_dag.errors import UsageError
+from selene_dag.text import path_text
+
 ROOT_KEY = "root"
 
 
@@ -69,6 +72,13 @@ def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 
 
+def require_text_path(path: Path) -> None:
+    """Raise UsageError when ``path`` is not UTF-8 text: a folder is stored by its path,
+    which the database could not take (a file inside it can be: see ``path_text``)."""
+    if path_text(path) != str(path):
+        raise UsageError(f"{path_text(path)}: the path is not UTF-8; rename it to ingest it")
+
+
 def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestScope:
     """The scope of ingesting ``path`` (a folder or a file); reads ``note_folders`` only.
 
@@ -77,6 +87,7 @@ def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestSco
     first free ``-N`` suffix (N ≥ 2) when another folder holds that name.
     """
     path = Path(path).expanduser().resolve()
+    require_text_path(path)
     own = path.parent if path.is_file() else path
     folders = registered_folders(conn)
     holders = sorted((f for f in folders if _inside(own, f)), key=lambda f: -len(f.parts))

@@ -39,6 +39,7 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 NOTE_SUFFIXES = MARKDOWN_SUFFIXES + JSONL_SUFFIXES  # the files ingest reads
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _T = TypeVar("_T")
+_BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 
 
@@ -173,8 +174,9 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
     result = IngestResult()
     seen: dict[str, str] = {}
     for file in note_files(root, scope.skip if scope else ()):
-        source = str(file.resolve())
-        rel = file.relative_to(base).as_posix()
+        resolved = str(file.resolve())
+        source = _text.path_text(resolved)
+        rel = _text.path_text(file.relative_to(base).as_posix())
         try:
             raw = file.read_bytes()
         except OSError as exc:
@@ -185,6 +187,10 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
         if file.suffix.lower() in JSONL_SUFFIXES:
             # Decoded line by line: one bad byte costs its line, not the whole file.
             notes, errors = _parse_jsonl(raw, source)
+        elif b"\0" in raw[:_BINARY_SNIFF]:
+            # Text never holds NUL (git's test for a binary file): an image or an archive
+            # named .md would be stored as pages of replacement characters.
+            notes, errors = [], [IngestError(source, None, "not a text file (it holds NUL bytes)")]
         else:
             errors = []
             try:
@@ -199,6 +205,9 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             note, error = _parse_markdown(text, rel, source, mtime)
             notes = [note] if note else []
             errors += [error] if error else []
+        if source != resolved:
+            reason = f"{KEPT}its file name is not UTF-8 (stored with those bytes written \\xNN)"
+            errors.append(IngestError(source, None, reason))
         result.errors.extend(errors)
         # A file with any unreadable part is "failed" for deletion tracking: a note whose line
         # broke must not be marked deleted. Its readable notes are still ingested. A problem

@@ -21,6 +21,7 @@ from selene_dag.sessions.scanner import ScannedFile, scan_report, scan_roots
 from selene_dag.sessions.steps import SessionNotFoundError
 from selene_dag.sessions.store import fetch_dicts
 from selene_dag.store import connect
+from selene_dag.text import path_text
 
 _NO_DATABASE = "no database yet: run `selene-dag distill run` first"
 _SESSION_TABLES = (
@@ -127,7 +128,8 @@ def resolve_sessions(
         ]
         if not match:
             raise SessionNotFoundError(
-                f"no session file matches {ident!r} under SELENE_SESSION_ROOTS"
+                f"no session file matches '{path_text(ident)}' under SELENE_SESSION_ROOTS "
+                "(`selene-dag distill scan` lists the files found and those skipped, and why)"
             )
         for f in match:
             chosen[f.session_key] = f

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from selene_dag.config import SessionRoot
 from selene_dag.sessions.parsers.detect import detect_platform_file
+from selene_dag.text import path_text
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,8 @@ class ScannedFile:
 
 def session_key(platform: str, path: Path | str) -> str:
     """Stable partition key of a session file: platform plus a hash of its absolute path."""
-    digest = hashlib.sha1(str(Path(path).absolute()).encode("utf-8")).hexdigest()[:12]
+    absolute = str(Path(path).absolute())
+    digest = hashlib.sha1(absolute.encode("utf-8", "surrogateescape")).hexdigest()[:12]
     return f"{platform}-{digest}"
 
 
@@ -135,6 +137,11 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
             if not _considered(entry.name) or entry.path in found:
                 continue
             if entry.is_symlink() and not _inside(entry.path, base_real):
+                continue
+            if path_text(entry.path) != entry.path:
+                # Stored by its path, which the database takes only as UTF-8 text.
+                reason = "its path is not UTF-8: rename it to distill it"
+                skipped.setdefault(entry.path, SkippedFile(path_text(entry.path), base, reason))
                 continue
             try:
                 st = entry.stat()

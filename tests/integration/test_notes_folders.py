@@ -306,3 +306,29 @@ def test_a_folder_without_note_files_says_what_ingest_reads(tmp_path: Path, home
     # A folder that gives notes is not listed (nor walked again for it).
     _write(folder, {"e.md": "# A note\n\ntext"})
     assert service.ingest(load_settings(), folder).other_files == {}
+
+
+def test_names_that_are_not_utf8_neither_stop_an_ingest_nor_lose_a_note(
+    tmp_path: Path, home: Path
+) -> None:
+    # A latin-1 file name among good notes stopped the whole run at the database (which
+    # takes UTF-8 only); now every note is stored, the odd one under an id that shows its
+    # bytes, and the folder sensor's fingerprint takes the name too. A folder whose own
+    # path is not UTF-8 is refused with one line that says so.
+    import os
+
+    from selene_dag.defs.notes import folder_fingerprint
+    from selene_dag.errors import UsageError
+
+    folder = _write(tmp_path / "vault", {"good.md": "# Good\n\nplain name"})
+    with open(os.path.join(os.fsencode(folder), b"r\xe9sum\xe9.md"), "wb") as handle:
+        handle.write(b"# Resume\n\nlatin-1 name")
+    report = service.ingest(load_settings(), folder)
+    assert (report.notes, report.bad_inputs) == (2, 1)
+    assert sorted(_rows(home / "selene.duckdb")) == ["vault/good.md", "vault/r\\xe9sum\\xe9.md"]
+    assert len(folder_fingerprint(folder)) == 32
+
+    odd = os.path.join(os.fsencode(tmp_path), b"not\xffutf8")
+    os.mkdir(odd)
+    with pytest.raises(UsageError, match=r"not\\xffutf8: the path is not UTF-8"):
+        service.ingest(load_settings(), Path(os.fsdecode(odd)))

@@ -1,4 +1,5 @@
 import json
+import os
 from datetime import UTC, datetime
 
 from selene_dag.notes.ingest import read_notes
@@ -119,3 +120,22 @@ def test_an_unreadable_optional_value_costs_the_value_not_the_note(tmp_path):
     assert reasons[("notes.jsonl", 1)] == ("note kept, created_at (unreadable date 'soon') ignored")
     assert reasons[("notes.jsonl", 2)] == "note kept, title (expected text, got list) ignored"
     assert reasons[("notes.jsonl", 3)] == "missing 'id'"
+
+
+def test_a_file_name_that_is_not_utf8_keeps_its_note_and_a_binary_file_is_named(tmp_path):
+    # A latin-1 file name (bytes Python keeps as lone surrogates, which no UTF-8 store
+    # takes) is stored with its bytes written \xNN; a binary file named .md is skipped
+    # with its reason rather than stored as pages of replacement characters.
+    folder = os.fsencode(tmp_path)
+    with open(os.path.join(folder, b"caf\xe9.md"), "wb") as handle:
+        handle.write("# Café\nLatin-1 name, UTF-8 text.\n".encode())
+    (tmp_path / "image.md").write_bytes(b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR" + bytes(range(256)))
+    result = read_notes(tmp_path)
+    assert [(n.id, n.title) for n in result.notes] == [("caf\\xe9.md", "Café")]
+    assert result.notes[0].source.endswith("/caf\\xe9.md")
+    reasons = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors}
+    assert reasons == {
+        "caf\\xe9.md": "note kept, its file name is not UTF-8 (stored with those bytes written \\xNN)",
+        "image.md": "not a text file (it holds NUL bytes)",
+    }
+    assert result.files_ok == [result.notes[0].source]

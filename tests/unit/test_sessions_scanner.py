@@ -168,3 +168,21 @@ def test_bare_root_lists_what_it_cannot_read_as_a_transcript(tmp_path: Path) -> 
         ("config.json", str(root)),
         ("garbage.jsonl", str(root)),
     ]
+
+
+def test_a_path_that_is_not_utf8_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    # Claude names a project folder after the working directory, whose bytes may not be
+    # UTF-8. The database stores a session by its path as UTF-8 text, and an escaped
+    # path could not be opened again: the file is listed as skipped, saying why, and the
+    # scan (the sensor's, distill's) goes on instead of stopping at it.
+    root = tmp_path / "claude"
+    odd = os.path.join(os.fsencode(root), b"-home-caf\xe9")
+    os.makedirs(odd)
+    shutil.copy(REAL_CLAUDE, os.path.join(odd, b"abc.jsonl"))
+    shutil.copy(REAL_CLAUDE, root / "good.jsonl")
+    result = scan_report([SessionRoot(root, "claude")])
+    assert [Path(f.path).name for f in result.files] == ["good.jsonl"]
+    assert [(s.path, s.reason) for s in result.skipped] == [
+        (f"{root}/-home-caf\\xe9/abc.jsonl", "its path is not UTF-8: rename it to distill it")
+    ]
+    assert KEY.match(session_key("claude", os.fsdecode(odd)))
