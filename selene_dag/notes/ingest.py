@@ -18,6 +18,7 @@ dates gives a record without them (``None``): the writer dates it when first see
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 import re
@@ -184,6 +185,11 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             result.files_failed.append(source)
             continue
         mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=UTC)
+        # Windows editors and PowerShell put a byte order mark first, and "Unicode" there
+        # is UTF-16: read as the UTF-8 it stands for.
+        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+            raw = raw.decode("utf-16", errors="replace").encode("utf-8")
+        raw = raw.removeprefix(codecs.BOM_UTF8)
         if file.suffix.lower() in JSONL_SUFFIXES:
             # Decoded line by line: one bad byte costs its line, not the whole file.
             notes, errors = _parse_jsonl(raw, source)

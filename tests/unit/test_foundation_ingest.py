@@ -139,3 +139,25 @@ def test_a_file_name_that_is_not_utf8_keeps_its_note_and_a_binary_file_is_named(
         "image.md": "not a text file (it holds NUL bytes)",
     }
     assert result.files_ok == [result.notes[0].source]
+
+
+def test_files_saved_with_a_byte_order_mark_read_as_their_text(tmp_path):
+    # Windows editors and PowerShell write a byte order mark, and their "Unicode" is
+    # UTF-16: each file below gives its note whole (the UTF-8 mark cost a JSONL file its
+    # first line, UTF-16 every note).
+    line = json.dumps({"id": "p1", "content": "exported by PowerShell"})
+    (tmp_path / "utf8.jsonl").write_bytes(b"\xef\xbb\xbf" + line.encode() + b"\r\n")
+    (tmp_path / "utf16.jsonl").write_bytes(
+        json.dumps({"id": "p2", "content": "Out-File"}).encode("utf-16")
+    )
+    (tmp_path / "le.md").write_bytes("# Réunion\r\nOrdre du jour\r\n".encode("utf-16"))
+    (tmp_path / "be.md").write_bytes(b"\xfe\xff" + "# Big endian\n\ntext".encode("utf-16-be"))
+    result = read_notes(tmp_path)
+    assert result.errors == []
+    got = {n.id: (n.title, n.content) for n in result.notes}
+    assert got == {
+        "p1": ("p1", "exported by PowerShell"),
+        "p2": ("p2", "Out-File"),
+        "le.md": ("Réunion", "# Réunion\r\nOrdre du jour\r\n"),
+        "be.md": ("Big endian", "# Big endian\n\ntext"),
+    }
