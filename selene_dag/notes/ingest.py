@@ -192,7 +192,7 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
         raw = raw.removeprefix(codecs.BOM_UTF8)
         if file.suffix.lower() in JSONL_SUFFIXES:
             # Decoded line by line: one bad byte costs its line, not the whole file.
-            notes, errors = _parse_jsonl(raw, source)
+            notes, errors = _parse_jsonl(raw, source, rel)
         elif b"\0" in raw[:_BINARY_SNIFF]:
             # Text never holds NUL (git's test for a binary file): an image or an archive
             # named .md would be stored as pages of replacement characters.
@@ -288,9 +288,12 @@ def _parse_markdown(
     return note, problem
 
 
-def _parse_jsonl(raw: bytes, source: str) -> tuple[list[NoteRecord], list[IngestError]]:
+def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], list[IngestError]]:
+    """The notes of a JSONL file whose path in its folder is ``rel``: a line without an
+    id is named by its place, ``<rel>:<line number>``, and the file says so once."""
     notes: list[NoteRecord] = []
     errors: list[IngestError] = []
+    unnamed = 0
     for number, line in enumerate(raw.splitlines(), start=1):
         if not line.strip():
             continue
@@ -307,25 +310,41 @@ def _parse_jsonl(raw: bytes, source: str) -> tuple[list[NoteRecord], list[Ingest
             errors.append(IngestError(source, number, f"bad JSON: {exc}"))
             continue
         try:
-            note, fields = _record_from_json(obj, source)
+            place = f"{rel}:{number}"
+            note, fields = _record_from_json(obj, source, place)
         except (TypeError, ValueError, KeyError) as exc:
             errors.append(IngestError(source, number, str(exc)))
             continue
         notes.append(note)
+        unnamed += note.id == place
         if fields.ignored:
             errors.append(IngestError(source, number, f"{KEPT}{fields.summary()}"))
+    if unnamed:
+        # Once per file, not per line: an export without ids would drown every other line.
+        reason = (
+            f"{KEPT}{_text.plural(unnamed, 'line')} without an 'id' named by place "
+            f"('{rel}:<line>'): a line inserted above one changes its id"
+        )
+        errors.append(IngestError(source, None, reason))
     return notes, errors
 
 
-def _record_from_json(obj: Any, source: str) -> tuple[NoteRecord, _Fields]:
+# Other names exports give a note's text, read when it has no "content".
+_CONTENT_ALIASES = ("text", "body")
+
+
+def _record_from_json(obj: Any, source: str, place: str) -> tuple[NoteRecord, _Fields]:
+    """The note of one JSONL object; ``place`` is its id when it gives none. Raises
+    TypeError or ValueError when it is no note (not an object, no text, an unreadable id)."""
     if not isinstance(obj, dict):
         raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
-    note_id = _clean_str(obj.get("id"))
-    if not note_id:
-        raise ValueError("missing 'id'")
-    content = obj.get("content")
+    note_id = _clean_str(obj.get("id")) or place
+    key = next((k for k in ("content", *_CONTENT_ALIASES) if k in obj), None)
+    if key is None:
+        raise ValueError("missing 'content' (the note's text; 'text' or 'body' are read too)")
+    content = obj[key]
     if not isinstance(content, str):
-        raise TypeError("'content' must be a string")
+        raise TypeError(f"'{key}' must be a string")
     fields = _Fields(obj)
     title = fields.read(_clean_str, "title") or _first_heading(content) or note_id
     created = fields.read(_as_datetime, "created_at", "created")

@@ -311,8 +311,8 @@ def test_a_folder_without_note_files_says_what_ingest_reads(tmp_path: Path, home
 def test_names_that_are_not_utf8_neither_stop_an_ingest_nor_lose_a_note(
     tmp_path: Path, home: Path
 ) -> None:
-    # A latin-1 file name among good notes stopped the whole run at the database (which
-    # takes UTF-8 only); now every note is stored, the odd one under an id that shows its
+    # A latin-1 file name among good notes does not stop the run at the database (which
+    # takes UTF-8 only): every note is stored, the odd one under an id that shows its
     # bytes, and the folder sensor's fingerprint takes the name too. A folder whose own
     # path is not UTF-8 is refused with one line that says so.
     import os

@@ -95,14 +95,14 @@ def test_data_version_depends_only_on_ids_and_content(tmp_path):
 
 def test_an_unreadable_optional_value_costs_the_value_not_the_note(tmp_path):
     # A date nobody can read or tags of the wrong shape are ignored and reported, in
-    # front-matter as in a JSONL line; a line without its id or content is still skipped.
+    # front-matter as in a JSONL line; a line without its text is still skipped.
     (tmp_path / "a.md").write_text(
         "---\ntitle: Kept\ncreated: last tuesday\ntags: {a: 1}\ntheme: ok\n---\nBody text\n"
     )
     lines = [
         {"id": "j1", "content": "c1", "created_at": "soon", "updated_at": "2024-02-02"},
         {"id": "j2", "content": "c2", "title": ["not", "text"], "tags": "x, y"},
-        {"content": "no id"},
+        {"id": "j3", "title": "no text"},
     ]
     (tmp_path / "notes.jsonl").write_text("\n".join(json.dumps(line) for line in lines))
     result = read_notes(tmp_path)
@@ -119,7 +119,7 @@ def test_an_unreadable_optional_value_costs_the_value_not_the_note(tmp_path):
     )
     assert reasons[("notes.jsonl", 1)] == ("note kept, created_at (unreadable date 'soon') ignored")
     assert reasons[("notes.jsonl", 2)] == "note kept, title (expected text, got list) ignored"
-    assert reasons[("notes.jsonl", 3)] == "missing 'id'"
+    assert reasons[("notes.jsonl", 3)].startswith("missing 'content'")
 
 
 def test_a_file_name_that_is_not_utf8_keeps_its_note_and_a_binary_file_is_named(tmp_path):
@@ -143,8 +143,7 @@ def test_a_file_name_that_is_not_utf8_keeps_its_note_and_a_binary_file_is_named(
 
 def test_files_saved_with_a_byte_order_mark_read_as_their_text(tmp_path):
     # Windows editors and PowerShell write a byte order mark, and their "Unicode" is
-    # UTF-16: each file below gives its note whole (the UTF-8 mark cost a JSONL file its
-    # first line, UTF-16 every note).
+    # UTF-16: each file below gives its notes whole, the first line of a JSONL file too.
     line = json.dumps({"id": "p1", "content": "exported by PowerShell"})
     (tmp_path / "utf8.jsonl").write_bytes(b"\xef\xbb\xbf" + line.encode() + b"\r\n")
     (tmp_path / "utf16.jsonl").write_bytes(
@@ -160,4 +159,33 @@ def test_files_saved_with_a_byte_order_mark_read_as_their_text(tmp_path):
         "p2": ("p2", "Out-File"),
         "le.md": ("Réunion", "# Réunion\r\nOrdre du jour\r\n"),
         "be.md": ("Big endian", "# Big endian\n\ntext"),
+    }
+
+
+def test_jsonl_lines_without_ids_are_named_by_place_and_text_is_read_from_its_aliases(
+    tmp_path,
+):
+    # A line without an id is named by its file and line number, said once per file; its
+    # text may be called text or body; a line without text is skipped with the reason.
+    lines = [
+        {"title": "First", "content": "one"},
+        {"id": "named", "text": "two"},
+        {"body": "three", "created_at": "2024-01-01"},
+        {"title": "No text at all"},
+        {"id": "x", "content": 4},
+    ]
+    (tmp_path / "export.jsonl").write_text("\n".join(json.dumps(v) for v in lines))
+    result = read_notes(tmp_path)
+    got = {n.id: (n.title, n.content) for n in result.notes}
+    assert got == {
+        "export.jsonl:1": ("First", "one"),
+        "named": ("named", "two"),
+        "export.jsonl:3": ("export.jsonl:3", "three"),
+    }
+    reasons = {e.line: e.error for e in result.errors}
+    assert reasons == {
+        4: "missing 'content' (the note's text; 'text' or 'body' are read too)",
+        5: "'content' must be a string",
+        None: "note kept, 2 lines without an 'id' named by place ('export.jsonl:<line>'): "
+        "a line inserted above one changes its id",
     }
