@@ -71,7 +71,7 @@ def test_ingest_then_context_and_cache(tmp_path):
             f"---\ntitle: Note {i}\ncreated: 2026-0{1 + i % 6}-0{1 + i % 9}\ntags: [demo]\n---\n"
             f"Idea number {i} is about caching query plans in DuckDB. It saves {i} milliseconds per call.\n"
         )
-    (notes / "broken.md").write_bytes(b"\xff\xfe not utf-8")
+    (notes / "broken.md").write_bytes(b"caf\xe9 is not utf-8")
     env = {"SELENE_NOW": "2026-07-01"}
     proc = run("ingest", str(notes), env=env)
     assert proc.returncode == 0, proc.stderr
