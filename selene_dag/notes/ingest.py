@@ -1,18 +1,24 @@
 """Read notes from a folder (or a single file) of markdown and JSONL files.
 
-Pure: reads files, returns records and errors; writes nothing. A bad file (invalid UTF-8,
-broken front-matter) or a bad JSONL line is skipped and reported as an :class:`IngestError`,
-never raised, so one broken file never stops the others.
+Pure: reads files, returns records and errors; writes nothing; never raises for what a
+file holds, so one broken file never stops the others. A problem is an
+:class:`IngestError`: one that costs a note (a binary file, a JSONL line without text)
+skips it; one that costs a value only (a byte that is not UTF-8, a broken front-matter,
+an unreadable date) keeps the note and says so (``KEPT``). A byte order mark is honoured
+(UTF-8 or UTF-16).
 
-Markdown: optional YAML front-matter (``title``, ``created``, ``updated``, ``tags``,
-``theme``/``topic``, ``id``, ``test_run``); the title falls back to the first ``# `` heading,
-then to the file name; the update date falls back to the file's mtime, and so does the
-creation date when ingest first stores the note (later edits keep it). The note's id inside its folder
-is the path relative to the folder unless the front-matter gives one; given an
-:class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that id>``.
+Markdown: optional YAML front-matter (``title``, ``created``/``date``,
+``updated``/``modified``/``lastmod``, ``tags``, ``theme``/``topic``, ``id``, ``test_run``);
+the title falls back to the first ``# `` heading, then to the file name; the update date
+falls back to the file's mtime, and so does the creation date when ingest first stores the
+note (later edits keep it: a missing creation date is None here). The note's id inside its
+folder is the path relative to the folder unless the front-matter gives one; given an
+:class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that
+id>``. A file name that is not UTF-8 is written with ``\\xNN`` escapes.
 
-JSONL: one note per line in the format of ``til.jsonl``: ``id`` and ``content``, optional
-``title``, ``created_at``, ``updated_at``, ``topic``, ``tags``, ``test_run``. A line without
+JSONL: one note per line in the format of ``til.jsonl``: ``content`` (or ``text``,
+``body``), optional ``id`` (else ``<file>:<line number>``), ``title``, ``created_at``,
+``updated_at`` (or the markdown names), ``topic``, ``tags``, ``test_run``. A line without
 dates gives a record without them (``None``): the writer dates it when first seen.
 """
 
@@ -270,8 +276,8 @@ def _parse_markdown(
     title = fields.read(_clean_str, "title") or _first_heading(body) or Path(rel).stem
     # Without a creation date the file's mtime stands for it only when ingest first reads
     # the note (the writer keeps the stored one): an edit moves the mtime.
-    created = fields.read(_as_datetime, "created", "created_at")
-    updated = fields.read(_as_datetime, "updated", "updated_at") or max(created or mtime, mtime)
+    created = fields.read(_as_datetime, *_CREATED)
+    updated = fields.read(_as_datetime, *_UPDATED) or max(created or mtime, mtime)
     note = NoteRecord(
         id=fields.read(_clean_str, "id") or rel,
         title=title,
@@ -331,6 +337,10 @@ def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], l
 
 # Other names exports give a note's text, read when it has no "content".
 _CONTENT_ALIASES = ("text", "body")
+# A note's dates under the names it may give them (Jekyll and Hugo write date / lastmod),
+# the first present read.
+_CREATED = ("created_at", "created", "date")
+_UPDATED = ("updated_at", "updated", "modified", "lastmod")
 
 
 def _record_from_json(obj: Any, source: str, place: str) -> tuple[NoteRecord, _Fields]:
@@ -347,8 +357,8 @@ def _record_from_json(obj: Any, source: str, place: str) -> tuple[NoteRecord, _F
         raise TypeError(f"'{key}' must be a string")
     fields = _Fields(obj)
     title = fields.read(_clean_str, "title") or _first_heading(content) or note_id
-    created = fields.read(_as_datetime, "created_at", "created")
-    updated = fields.read(_as_datetime, "updated_at", "updated") or created
+    created = fields.read(_as_datetime, *_CREATED)
+    updated = fields.read(_as_datetime, *_UPDATED) or created
     note = NoteRecord(
         id=note_id,
         title=title,

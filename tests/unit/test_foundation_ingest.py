@@ -189,3 +189,22 @@ def test_jsonl_lines_without_ids_are_named_by_place_and_text_is_read_from_its_al
         None: "note kept, 2 lines without an 'id' named by place ('export.jsonl:<line>'): "
         "a line inserted above one changes its id",
     }
+
+
+def test_dates_are_read_under_the_names_site_generators_give_them(tmp_path):
+    # Jekyll and Hugo posts carry `date` and `lastmod`; a JSONL export may say `date`.
+    (tmp_path / "post.md").write_text(
+        "---\ntitle: Post\ndate: 2023-04-05\nlastmod: 2023-06-07T08:00:00Z\n---\nBody\n"
+    )
+    (tmp_path / "log.jsonl").write_text(
+        json.dumps({"id": "l1", "content": "x", "date": "2022-01-02", "modified": "2022-03-04"})
+    )
+    by_id = {n.id: n for n in read_notes(tmp_path).notes}
+    assert (by_id["post.md"].created_at, by_id["post.md"].updated_at) == (
+        datetime(2023, 4, 5, tzinfo=UTC),
+        datetime(2023, 6, 7, 8, tzinfo=UTC),
+    )
+    assert (by_id["l1"].created_at, by_id["l1"].updated_at) == (
+        datetime(2022, 1, 2, tzinfo=UTC),
+        datetime(2022, 3, 4, tzinfo=UTC),
+    )
