@@ -10,6 +10,8 @@ against the built-ins keeps working.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 
 class SeleneError(Exception):
     """Base of every user-fixable error; the message is one actionable line."""
@@ -35,3 +37,17 @@ def check_budget(value: object, name: str = "budget", minimum: int = 1) -> int:
     if value < minimum:
         raise UsageError(f"{name} must be >= {minimum}, got {value}")
     return value
+
+
+def make_folder(folder: Path, what: str) -> Path:
+    """Create ``folder`` and its parents when missing and return it. Raises UsageError
+    naming the folder, ``what`` it holds and why, when it cannot be created (a home under
+    a read-only or missing mount)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot create {folder} ({what}): {exc.strerror or exc}; point SELENE_HOME at "
+            "a folder you can write to"
+        ) from None
+    return folder

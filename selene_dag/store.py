@@ -18,7 +18,7 @@ from pathlib import Path
 
 import duckdb
 
-from selene_dag.errors import SeleneError
+from selene_dag.errors import SeleneError, make_folder
 from selene_dag.paths import sql_dir
 
 _MIGRATION_NAME = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
@@ -148,7 +148,7 @@ def connect(
     """
     path = Path(db_path)
     if not read_only:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        make_folder(path.parent, "the database's folder")
     deadline = time.monotonic() + max(wait, 0.0)
     pause = _POLL_FIRST
     told = False

@@ -27,6 +27,7 @@ from selene_dag.defs.metadata import AS_OF_DAY
 from selene_dag.defs.notes import daily_summaries, notes_folder_version, notes_source
 from selene_dag.defs.resources import default_resources, resources_for
 from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
+from selene_dag.errors import make_folder
 from selene_dag.store import open_store
 
 INSTANCE_HEADER = "# Written by selene-dag, which rewrites it while this line is here."
@@ -61,8 +62,7 @@ def prepare_dagster_home(settings: Settings) -> Path:
     """Create ``$SELENE_HOME/dagster`` with its dagster.yaml. A dagster.yaml selene-dag
     wrote (its first line is :data:`INSTANCE_HEADER`) is brought up to date, for a home
     that moved or an older release; one without that line is the user's and stays."""
-    home = settings.dagster_home.resolve()
-    home.mkdir(parents=True, exist_ok=True)
+    home = make_folder(settings.dagster_home.resolve(), "the Dagster instance")
     config = home / "dagster.yaml"
     wanted = instance_yaml(home)
     if config.exists():

@@ -272,3 +272,16 @@ def test_distill_report_and_status_fit_80_columns_and_speak_json(tmp_path):
     assert rows and {"session_key", "distilled_tokens", "budget"} <= set(rows[0])
     status = json.loads(run("distill", "status", "--json", env=env).stdout)
     assert status["session_files"] == len(rows) == status["done"]
+
+
+def test_a_home_that_cannot_be_created_is_one_line(tmp_path):
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A\n\ntext")
+    env = {"SELENE_HOME": str(blocker / "home")}
+    for args in (["ingest", str(notes)], ["distill", "run", "--all"]):
+        assert_one_line_error(
+            run(*args, env=env), f"cannot create {blocker / 'home'}", "SELENE_HOME"
+        )
