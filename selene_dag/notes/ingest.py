@@ -10,8 +10,8 @@ an unreadable date) keeps the note and says so (``KEPT``). A byte order mark is 
 Markdown: optional YAML front-matter (``title``, ``created``/``date``,
 ``updated``/``modified``/``lastmod``, ``tags``, ``theme``/``topic``, ``id``, ``test_run``);
 the title falls back to the first ``# `` heading, then to the file name; the update date
-falls back to the file's mtime, and so does the creation date when ingest first stores the
-note (later edits keep it: a missing creation date is None here). The note's id inside its
+falls back to the file's mtime when the text changed, and so does the creation date when
+ingest first stores the note (a missing date is None here, the mtime ``modified_at``). The note's id inside its
 folder is the path relative to the folder unless the front-matter gives one; given an
 :class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that
 id>``. A file name that is not UTF-8 is written with ``\\xNN`` escapes.
@@ -57,15 +57,17 @@ class NoteRecord:
     id: str
     title: str
     content: str
-    # None: the source gives no such date. The writer keeps the stored creation date, or
-    # takes ``updated_at`` (a markdown file's mtime) or the ingest's time when it first
-    # stores the note; a missing ``updated_at`` is the ingest that first reads the content.
+    # None: the source gives no such date; the writer finds it once (notes_upsert.sql).
     created_at: datetime | None
     updated_at: datetime | None
     source: str
     topic: str | None = None
     tags: tuple[str, ...] = ()
     test_run: bool = False
+    # A markdown file's mtime: when its content changed last, as far as the file tells. The
+    # writer takes it for a missing date only when it stores new content: an mtime that
+    # moved without a change in the text (a checkout, a sync) is no update.
+    modified_at: datetime | None = None
 
     @property
     def content_hash(self) -> str:
@@ -274,20 +276,18 @@ def _parse_markdown(
         return None, IngestError(source, None, "empty note: no text after the front-matter")
     fields = _Fields(meta)
     title = fields.read(_clean_str, "title") or _first_heading(body) or Path(rel).stem
-    # Without a creation date the file's mtime stands for it only when ingest first reads
-    # the note (the writer keeps the stored one): an edit moves the mtime.
     created = fields.read(_as_datetime, *_CREATED)
-    updated = fields.read(_as_datetime, *_UPDATED) or max(created or mtime, mtime)
     note = NoteRecord(
         id=fields.read(_clean_str, "id") or rel,
         title=title,
         content=body,
         created_at=created,
-        updated_at=updated,
+        updated_at=fields.read(_as_datetime, *_UPDATED),
         source=source,
         topic=fields.read(_clean_str, "theme", "topic"),
         tags=fields.read(_as_tags, "tags") or (),
         test_run=bool(meta.get("test_run", False)),
+        modified_at=max(created or mtime, mtime),
     )
     if fields.ignored:  # a broken front-matter leaves no field to ignore
         problem = IngestError(source, None, f"{KEPT}front-matter {fields.summary()}")

@@ -56,7 +56,8 @@ def _stored_fields(conn: duckdb.DuckDBPyConnection, id_prefix: str) -> dict[str,
 def _source_fields(note: NoteRecord, digest: str, known: tuple | None) -> tuple:
     """What ``note`` would store, in ``_stored_fields``' form (see ``notes_upsert.sql``):
     without a creation date it keeps the ``known`` (stored) one; without an update date,
-    the stored one while its content is the same."""
+    the stored one while its content is the same. (A new or changed note is staged
+    whatever its dates: the digest differs.)"""
     same = known is not None and known[0] == digest
     created = _epoch_us(note.created_at) if note.created_at else known[1] if known else None
     updated = _epoch_us(note.updated_at) if note.updated_at else known[2] if same else None
@@ -89,6 +90,7 @@ def _incoming_frame(notes: list[tuple[NoteRecord, str]], stored: dict[str, tuple
         "topic",
         "tags",
         "test_run",
+        "modified_at",
     ]
     rows = []
     for n, digest in notes:
@@ -106,10 +108,11 @@ def _incoming_frame(notes: list[tuple[NoteRecord, str]], stored: dict[str, tuple
                 n.topic,
                 list(n.tags),
                 n.test_run,
+                n.modified_at,
             )
         )
     frame = pd.DataFrame(rows, columns=columns)
-    for col in ("created_at", "updated_at"):
+    for col in ("created_at", "updated_at", "modified_at"):
         frame[col] = pd.to_datetime(frame[col], utc=True)
     frame["tags"] = frame["tags"].astype(object)
     return frame
@@ -159,8 +162,8 @@ def write_notes(
                 "id::VARCHAR AS id, title::VARCHAR AS title, content::VARCHAR AS content, "
                 "content_hash::VARCHAR AS content_hash, created_at::TIMESTAMPTZ AS created_at, "
                 "updated_at::TIMESTAMPTZ AS updated_at, source::VARCHAR AS source, "
-                "topic::VARCHAR AS topic, tags::VARCHAR[] AS tags, test_run::BOOLEAN AS test_run "
-                "FROM incoming_df"
+                "topic::VARCHAR AS topic, tags::VARCHAR[] AS tags, test_run::BOOLEAN AS test_run, "
+                "modified_at::TIMESTAMPTZ AS modified_at FROM incoming_df"
             )
             conn.execute(
                 "CREATE OR REPLACE TEMP TABLE failed_files AS SELECT source::VARCHAR AS source FROM failed_df"

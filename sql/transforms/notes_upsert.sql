@@ -5,17 +5,18 @@
 -- only its other fields can have changed, and the stored text stays.
 -- The rows to write are chosen by the join's filter: ON CONFLICT then sees only those,
 -- not every unchanged note of a large folder (0.5 s at 10,000 notes, as long to commit).
--- A date the source does not give (NULL) is found once: a note without a creation date
--- keeps the stored one, or takes its update date (a markdown file's mtime) or the time of
--- the ingest that first stores it; one without an update date keeps the stored one while
--- its content is the same, else takes the time of the ingest that reads the new content.
+-- A date the source does not give (NULL) is found once. A note without a creation date
+-- keeps the stored one, or takes its update date, its file's mtime (`modified_at`, markdown)
+-- or the time of the ingest that first stores it. One without an update date keeps the
+-- stored one while its content is the same (an mtime moved by a checkout is no update),
+-- else takes its file's mtime or the time of the ingest that reads the new content.
 INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source, topic,
                    tags, test_run, deleted_at, ingested_at)
 SELECT i.id, i.title, i.content, i.content_hash,
-       coalesce(i.created_at, n.created_at, i.updated_at, $now),
+       coalesce(i.created_at, n.created_at, i.updated_at, i.modified_at, $now),
        coalesce(i.updated_at,
                 CASE WHEN n.content_hash = i.content_hash THEN n.updated_at END,
-                $now),
+                i.modified_at, $now),
        i.source, i.topic, i.tags, i.test_run, NULL, $now
 FROM incoming AS i
 LEFT JOIN notes AS n USING (id)

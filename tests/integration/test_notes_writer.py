@@ -165,8 +165,8 @@ def test_a_markdown_note_without_dates_keeps_the_creation_date_it_was_first_stor
     tmp_path: Path,
 ) -> None:
     # The file's mtime dates a note without front-matter dates when it is first stored;
-    # an edit (a new mtime) moves its update date only, as does a checkout that rewrites
-    # every file's mtime. A front-matter date still wins.
+    # an edit (a new mtime) moves its update date only, and an mtime moved without a
+    # change in the text (a checkout, a sync) moves nothing. A front-matter date wins.
     db, folder = tmp_path / "selene.duckdb", tmp_path / "vault"
     folder.mkdir()
     plain, dated = folder / "plain.md", folder / "dated.md"
@@ -196,8 +196,10 @@ def test_a_markdown_note_without_dates_keeps_the_creation_date_it_was_first_stor
     write(dated, "---\ncreated: 2024-12-24\n---\n# Dated\nText.\n", 9)
     assert ingest() == {
         "plain.md": ("2025-03-01", "2025-03-09"),
-        "dated.md": ("2024-12-24", "2025-03-09"),
+        "dated.md": ("2024-12-24", "2025-03-01"),
     }
+    write(dated, "---\ncreated: 2024-12-24\n---\n# Dated\nText, edited.\n", 20)
+    assert ingest()["dated.md"] == ("2024-12-24", "2025-03-20")
 
 
 def test_a_file_whose_problems_cost_no_note_still_tracks_deletions(tmp_path: Path) -> None:

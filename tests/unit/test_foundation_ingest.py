@@ -37,10 +37,11 @@ def test_markdown_front_matter_and_fallbacks(tmp_path):
     assert a.content.startswith("# Heading")
     assert by_id["sub/b.md"].title == "The Heading"
     assert by_id["c.md"].title == "c"
-    # Without front-matter dates the mtime is the update date; the creation date is left
-    # to the writer (the stored one, or this mtime when the note is first stored).
+    # Without front-matter dates the writer finds them (the stored ones, or this mtime
+    # when the note is first stored or its text changed).
     mtime = datetime.fromtimestamp((tmp_path / "c.md").stat().st_mtime, tz=UTC)
-    assert (by_id["c.md"].created_at, by_id["c.md"].updated_at) == (None, mtime)
+    c = by_id["c.md"]
+    assert (c.created_at, c.updated_at, c.modified_at) == (None, None, mtime)
 
 
 def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
