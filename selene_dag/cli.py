@@ -356,9 +356,15 @@ def context(
     tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
     err.print(
         f"{pack.total_tokens:,} / {budget:,} {pack.model} tokens; "
-        f"{plural(pack.notes, 'note')} ({tiers}); {pack.seconds:.2f} s",
+        f"{plural(pack.notes, 'note')}{f' ({tiers})' if tiers else ''}; {pack.seconds:.2f} s",
         highlight=False,
     )
+    if pack.notes and pack.counts.get("excluded", 0) == pack.notes:
+        err.print(
+            f"note: a budget of {budget:,} tokens holds no note, not even its title line; "
+            "raise --budget",
+            highlight=False,
+        )
 
 
 @app.command()
