@@ -9,9 +9,9 @@ an unreadable date) keeps the note and says so (``KEPT``). A byte order mark is 
 
 Markdown: optional YAML front-matter (``title``, ``created``/``date``,
 ``updated``/``modified``/``lastmod``, ``tags``, ``theme``/``topic``, ``id``, ``test_run``);
-the title falls back to the first ``# `` heading, then to the file name; the update date
-falls back to the file's mtime when the text changed, and so does the creation date when
-ingest first stores the note (a missing date is None here, the mtime ``modified_at``). The note's id inside its
+the title falls back to the first ``# `` heading, then to the file name. A missing date is
+None here and the file's mtime is ``modified_at``: the writer dates an update with it when
+the text changed, and the creation when it first stores the note. The note's id inside its
 folder is the path relative to the folder unless the front-matter gives one; given an
 :class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that
 id>``. A file name that is not UTF-8 is written with ``\\xNN`` escapes.
@@ -45,9 +45,9 @@ MARKDOWN_SUFFIXES = (".md", ".markdown")
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 NOTE_SUFFIXES = MARKDOWN_SUFFIXES + JSONL_SUFFIXES  # the files ingest reads
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_T = TypeVar("_T")
-_BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
