@@ -53,6 +53,7 @@ from selene_dag.retrieval.pack import AskResult, PassageRanker
 from selene_dag.retrieval.pack import ask as ask_pack
 from selene_dag.retrieval.search import parse_sources
 from selene_dag.sessions import report as sessions_report
+from selene_dag.sessions.scanner import scan_report
 from selene_dag.store import StoreError, close_store, connect, open_store, table_counts
 from selene_dag.text import plural
 
@@ -583,6 +584,13 @@ def distill_scan(settings: Settings) -> list[dict[str, Any]]:
 def distill_scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     """Session files under the roots (``files``) and the files left out with why (``skipped``)."""
     return sessions_report.scan_listing(settings)
+
+
+def distill_roots_count(settings: Settings) -> tuple[int, int]:
+    """How many session files the roots hold and how many other files they leave out
+    (see ``distill_scan_listing``), without opening the database."""
+    found = scan_report(settings.session_roots)
+    return len(found.files), len(found.skipped)
 
 
 def distill_status(settings: Settings) -> dict[str, Any]:

@@ -148,7 +148,15 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     report = run("distill", "report", env=env)
     assert report.returncode == 0 and "codex" in report.stdout
     assert "done" in run("distill", "scan", env=env).stdout
+    again = run("distill", "run", "--all", env=env)
+    assert "0 session files distilled" in again.stdout
+    assert "1 file under SELENE_SESSION_ROOTS left out" in again.stdout
     assert_one_line_error(run("distill", "run", "nope", env=env), "no session file matches")
+    missing = {"SELENE_SESSION_ROOTS": f"claude={tmp_path / 'none'}"}
+    nothing = run("distill", "run", "--all", env=missing)
+    assert f"no session file under SELENE_SESSION_ROOTS: claude={tmp_path / 'none'} (missing)" in (
+        nothing.stdout
+    )
 
 
 @pytest.mark.slow
