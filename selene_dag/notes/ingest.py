@@ -9,10 +9,11 @@ an unreadable date) keeps the note and says so (``KEPT``). A byte order mark is 
 
 Markdown: optional YAML front-matter (``title``, ``created``/``date``,
 ``updated``/``modified``/``lastmod``, ``tags``, ``theme``/``topic``, ``id``, ``test_run``);
-the title falls back to the first ``# `` heading, then to the file name. A missing date is
-None here and the file's mtime is ``modified_at``: the writer dates an update with it when
-the text changed, and the creation when it first stores the note. The note's id inside its
-folder is the path relative to the folder unless the front-matter gives one; given an
+the title falls back to the first ``# `` heading, then to the file name; the creation date
+to the day the file's name gives (daily notes). A missing date is None here and the file's
+mtime is ``modified_at``: the writer dates an update with it when the text changed, and
+the creation when it first stores the note. The note's id inside its folder is the path
+relative to the folder unless the front-matter gives one; given an
 :class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that
 id>``. A file name that is not UTF-8 is written with ``\\xNN`` escapes.
 
@@ -47,6 +48,7 @@ NOTE_SUFFIXES = MARKDOWN_SUFFIXES + JSONL_SUFFIXES  # the files ingest reads
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
+_NAME_DATE = re.compile(r"(?<!\d)(\d{4})[-_.](\d{2})[-_.](\d{2})(?!\d)")
 _T = TypeVar("_T")
 
 
@@ -276,7 +278,7 @@ def _parse_markdown(
         return None, IngestError(source, None, "empty note: no text after the front-matter")
     fields = _Fields(meta)
     title = fields.read(_clean_str, "title") or _first_heading(body) or Path(rel).stem
-    created = fields.read(_as_datetime, *_CREATED)
+    created = fields.read(_as_datetime, *_CREATED) or _date_in_name(Path(rel).stem)
     note = NoteRecord(
         id=fields.read(_clean_str, "id") or rel,
         title=title,
@@ -395,6 +397,18 @@ class _Fields:
     def summary(self) -> str:
         """What was ignored, for a reason line: ``created (unreadable date …) ignored``."""
         return ", ".join(self.ignored) + " ignored"
+
+
+def _date_in_name(stem: str) -> datetime | None:
+    """The day a file's name gives (``2024-03-05``, ``2024_03_05 standup``: daily notes of
+    Obsidian and Logseq), midnight UTC; None when it names no valid day."""
+    match = _NAME_DATE.search(stem)
+    if match is None:
+        return None
+    try:
+        return datetime(*map(int, match.groups()), tzinfo=UTC)
+    except ValueError:  # 2024-13-45
+        return None
 
 
 def _first_heading(text: str) -> str | None:

@@ -209,3 +209,22 @@ def test_dates_are_read_under_the_names_site_generators_give_them(tmp_path):
         datetime(2022, 1, 2, tzinfo=UTC),
         datetime(2022, 3, 4, tzinfo=UTC),
     )
+
+
+def test_a_daily_note_takes_its_creation_date_from_its_name(tmp_path):
+    # Obsidian and Logseq name daily notes by their day; front-matter still wins, and a
+    # name that is no valid day (or a longer number) gives no date.
+    (tmp_path / "2024-03-05.md").write_text("standup")
+    (tmp_path / "journals").mkdir()
+    (tmp_path / "journals" / "2023_12_31 review.md").write_text("year review")
+    (tmp_path / "2024-13-45.md").write_text("not a day")
+    (tmp_path / "120240305.md").write_text("a number")
+    (tmp_path / "2022-01-01.md").write_text("---\ncreated: 2021-06-01\n---\nfront wins")
+    got = {n.id: n.created_at for n in read_notes(tmp_path).notes}
+    assert got == {
+        "2024-03-05.md": datetime(2024, 3, 5, tzinfo=UTC),
+        "journals/2023_12_31 review.md": datetime(2023, 12, 31, tzinfo=UTC),
+        "2024-13-45.md": None,
+        "120240305.md": None,
+        "2022-01-01.md": datetime(2021, 6, 1, tzinfo=UTC),
+    }
