@@ -190,11 +190,11 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
         rel = _text.path_text(file.relative_to(base).as_posix())
         try:
             raw = file.read_bytes()
-        except OSError as exc:
+            mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=UTC)
+        except OSError as exc:  # unreadable, or gone since the folder was listed
             result.errors.append(IngestError(source, None, f"cannot read: {exc.strerror or exc}"))
             result.files_failed.append(source)
             continue
-        mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=UTC)
         # Windows editors and PowerShell put a byte order mark first, and "Unicode" there
         # is UTF-16: read as the UTF-8 it stands for.
         if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
