@@ -656,29 +656,11 @@ def distill_run_command(
         + (", every other file up to date" if all_files else "")
         + f" ({time.perf_counter() - started:.1f} s)"
     )
-    if all_files and not rows:
-        _say_why_no_session_ran()
+    # Nothing ran: the roots are scanned again, only here, to say why.
+    if all_files and not rows and (hint := service.idle_roots_hint(load_settings())):
+        out.print(hint, highlight=False)
     if failed:
         raise typer.Exit(1)
-
-
-def _say_why_no_session_ran() -> None:
-    # Scanned again only here, where it answers "why did nothing run?".
-    settings = load_settings()
-    files, skipped = service.distill_roots_count(settings)
-    if skipped:
-        out.print(
-            f"{plural(skipped, 'file')} under SELENE_SESSION_ROOTS left out: "
-            "`selene-dag distill scan` says why",
-            highlight=False,
-        )
-    elif not files:
-        roots = ", ".join(
-            f"{r.platform + '=' if r.platform else ''}{r.path}"
-            + ("" if Path(r.path).expanduser().is_dir() else " (missing)")
-            for r in settings.session_roots
-        )
-        out.print(f"no session file under SELENE_SESSION_ROOTS: {roots}", highlight=False)
 
 
 @distill_app.command("status")

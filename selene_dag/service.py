@@ -586,11 +586,25 @@ def distill_scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     return sessions_report.scan_listing(settings)
 
 
-def distill_roots_count(settings: Settings) -> tuple[int, int]:
-    """How many session files the roots hold and how many other files they leave out
-    (see ``distill_scan_listing``), without opening the database."""
+def idle_roots_hint(settings: Settings) -> str:
+    """For a ``distill run --all`` that ran nothing: one line saying how many files the
+    session roots leave out (``distill scan`` says why), or, when they hold no session
+    file, which roots were read and which are missing; "" when neither. Reads the roots
+    only, not the database."""
     found = scan_report(settings.session_roots)
-    return len(found.files), len(found.skipped)
+    if found.skipped:
+        return (
+            f"{plural(len(found.skipped), 'file')} under SELENE_SESSION_ROOTS left out: "
+            "`selene-dag distill scan` says why"
+        )
+    if found.files:
+        return ""
+    roots = ", ".join(
+        f"{root.platform + '=' if root.platform else ''}{root.path}"
+        + ("" if Path(root.path).expanduser().is_dir() else " (missing)")
+        for root in settings.session_roots
+    )
+    return f"no session file under SELENE_SESSION_ROOTS: {roots}"
 
 
 def distill_status(settings: Settings) -> dict[str, Any]:
