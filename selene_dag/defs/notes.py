@@ -107,12 +107,14 @@ def notes_folder_version(notes_dir: Path) -> str:
     description=(
         "Every note of SELENE_NOTES_DIR upserted into `notes` by id (content hash, dates, "
         "source, test_run). A note's id is `<folder>/<path in the folder>` (or the id its "
-        "JSONL line gives), where `<folder>` is the folder's name, with a `-2`, `-3`… suffix "
+        "JSONL line gives, else `<file>:<line>`), where `<folder>` is the folder's name, with a `-2`, `-3`… suffix "
         "only when another folder of that name was ingested first: folders ingested into one "
         "home never share ids, and ingesting one never changes another's notes. A deleted file "
-        "marks its notes deleted; a bad JSON line or an empty "
-        "note is skipped and a broken front-matter or bad byte costs only itself (the note is "
-        "kept); every problem is listed with its reason, and nothing is half-written."
+        "marks its notes deleted; a bad JSON line, a line without text, a binary file or an "
+        "empty note is skipped, and a broken front-matter, an unreadable value or a bad byte "
+        "costs only itself (the note is kept); every problem is listed with its reason, and "
+        "nothing is half-written. Dates a note does not give are found once: its file's "
+        "modification time (or the ingest's time) when it is first stored or its text changes."
     ),
 )
 def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
