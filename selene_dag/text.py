@@ -601,6 +601,29 @@ def shorten(text: str, max_chars: int) -> str:
     return cut + "…"
 
 
+# Chinese and Japanese characters (kana, CJK ideographs, halfwidth katakana) and their
+# punctuation, as character-class ranges that Python's re and RE2 (DuckDB) both read. Those
+# scripts write no spaces between words: search takes each character as a word.
+CJK_CHARACTERS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
+CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
+_CJK_CHARACTER = re.compile(f"([{CJK_CHARACTERS}])")
+_CJK_PUNCTUATION = re.compile(f"[{CJK_PUNCTUATION}]")
+
+
+def has_cjk(text: str) -> bool:
+    """Whether ``text`` holds a Chinese or Japanese character."""
+    return _CJK_CHARACTER.search(text) is not None
+
+
+def space_cjk(text: str) -> str:
+    """``text`` with each Chinese or Japanese character made a word of its own (spaces
+    around it) and their punctuation a space, as the search index splits it; any other
+    text unchanged."""
+    if text.isascii():
+        return text
+    return _CJK_CHARACTER.sub(r" \1 ", _CJK_PUNCTUATION.sub(" ", text))
+
+
 def path_text(path: str | PathLike[str]) -> str:
     """``path`` as text any UTF-8 store takes: the bytes of a name that is not UTF-8 (which
     Python keeps as lone surrogates) written as ``\\xe9``; any other path unchanged."""

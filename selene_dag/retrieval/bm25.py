@@ -32,6 +32,8 @@ from itertools import pairwise
 
 import duckdb
 
+from selene_dag.text import CJK_CHARACTERS, CJK_PUNCTUATION
+
 BM25_K = 1.2
 BM25_B = 0.75
 VOCAB_TABLE = "bm25_vocab"
@@ -40,11 +42,20 @@ STOPWORDS_TABLE = "bm25_stopwords"
 _MAX_SHARDS = 8
 
 # The fts extension's tokenize macro (as ``PRAGMA create_fts_index`` defines it with
-# strip_accents=1, lower=1 and the default ignore pattern).
+# strip_accents=1, lower=1 and the default ignore pattern), plus one step the extension
+# lacks: Chinese and Japanese write no spaces, so each of their characters is a word (as
+# Lucene's standard analyzer does) and their punctuation separates. Text without those
+# characters is split exactly as the extension splits it.
 _TOKENIZE = (
-    "string_split_regex(regexp_replace(lower(strip_accents(CAST(s AS VARCHAR))), "
+    "string_split_regex(regexp_replace(regexp_replace(regexp_replace("
+    "lower(strip_accents(CAST(s AS VARCHAR))), "
+    f"'[{CJK_PUNCTUATION}]', ' ', 'g'), '([{CJK_CHARACTERS}])', ' \\1 ', 'g'), "
     "'[0-9!@#$%^&*()_+={}\\[\\]:;<>,.?~\\\\/\\|''''\"`-]+', ' ', 'g'), '\\s+')"
 )
+# Names the tokenizer above: rows a store indexed with another are indexed again (see
+# ``rows_to_retokenize``).
+TOKENIZER = "fts+cjk1"
+TOKENIZER_TABLE = "bm25_tokenizer"
 
 
 @dataclass(frozen=True)
@@ -178,6 +189,33 @@ def update(
     indexed = _index_rows(conn, unit, keys, parts)
     _recount_frequencies(conn, unit, recount_all or len(keys) * 8 > rows)
     return indexed
+
+
+def rows_to_retokenize(conn: duckdb.DuckDBPyConnection, unit: Unit) -> list[str]:
+    """Keys of ``unit``'s indexed rows that this tokenizer splits differently from the one
+    the store indexed them with (their text holds Chinese or Japanese characters), when
+    the store names another (see :data:`TOKENIZER`); none when it names this one. Pass them
+    to :func:`update` as changed, then :func:`mark_tokenizer`."""
+    if not _columns(conn, unit.lengths):
+        return []
+    if _columns(conn, TOKENIZER_TABLE):
+        stored = conn.execute(f"SELECT name FROM {TOKENIZER_TABLE}").fetchone()
+        if stored is not None and stored[0] == TOKENIZER:
+            return []
+    text = " || ' ' || ".join(f"coalesce({f}, '')" for f in unit.fields)
+    rows = conn.execute(
+        f"SELECT {unit.key} FROM {unit.source} "
+        f"WHERE regexp_matches({text}, '[{CJK_CHARACTERS}{CJK_PUNCTUATION}]') "
+        f"AND {unit.key} IN (SELECT key FROM {unit.lengths}) ORDER BY {unit.key}"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def mark_tokenizer(conn: duckdb.DuckDBPyConnection) -> None:
+    """Record that the store's indexes are tokenized by :data:`TOKENIZER`."""
+    conn.execute(f"CREATE TABLE IF NOT EXISTS {TOKENIZER_TABLE} (name VARCHAR NOT NULL)")
+    conn.execute(f"DELETE FROM {TOKENIZER_TABLE}")
+    conn.execute(f"INSERT INTO {TOKENIZER_TABLE} VALUES (?)", [TOKENIZER])
 
 
 def _recount_frequencies(conn: duckdb.DuckDBPyConnection, unit: Unit, everything: bool) -> None:

@@ -72,7 +72,7 @@ _PASSAGE_PARTS = (PASSAGES_BM25, PASSAGES_TABLE, "passage_id", "doc_id", "title"
 # The fts indexes of earlier layouts, dropped by the next build.
 _OLD_FTS_SCHEMAS = (f"fts_main_{DOCS_TABLE}", f"fts_main_{PASSAGES_TABLE}")
 # Bumped whenever the derived tables change shape or meaning.
-INDEX_LAYOUT = 6
+INDEX_LAYOUT = 7  # 7: Chinese and Japanese characters are words (bm25.TOKENIZER)
 # Documents per tokenizer batch when counting at build time (bounds memory).
 _COUNT_BATCH = 512
 
@@ -462,10 +462,15 @@ def build_index(
         fresh = _fresh_documents(conn, model)
         passages, covered, derived = _write_passages(conn, model, fresh)
         _write_doc_tokens(conn, model, fresh, derived)
-        bm25.update(conn, PASSAGES_BM25, _passage_ids(conn, fresh))
+        # Rows an older tokenizer split differently are indexed again (none once marked).
+        again = bm25.rows_to_retokenize(conn, PASSAGES_BM25)
+        bm25.update(conn, PASSAGES_BM25, _passage_ids(conn, fresh) + again)
         # A document whose passages hold all its text is indexed from their postings, so
         # its text is tokenized once, not twice.
-        bm25.update(conn, DOCS_BM25, fresh, bm25.Parts(*_PASSAGE_PARTS, tuple(covered), covered))
+        again = bm25.rows_to_retokenize(conn, DOCS_BM25)
+        parts = bm25.Parts(*_PASSAGE_PARTS, tuple(covered), covered)
+        bm25.update(conn, DOCS_BM25, sorted({*fresh, *again}), parts)
+        bm25.mark_tokenizer(conn)
         embedded = _write_embeddings(conn)
         notes, chunks = conn.execute(
             f"SELECT count(*) FILTER (kind = 'note'), count(*) FILTER (kind = 'chunk') "

@@ -13,7 +13,7 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from selene_dag.text import QUERY_STOP_WORDS, stem
+from selene_dag.text import QUERY_STOP_WORDS, has_cjk, space_cjk, stem
 
 __all__ = [
     "MAX_TERMS",
@@ -32,12 +32,13 @@ _WORD = re.compile(r"[^\W_]+")
 def query_terms(question: str) -> list[str]:
     """Distinct lower-case words of ``question`` minus stop words and 1-letter words, in
     order, at most ``MAX_TERMS``: the only thing that reaches the FTS engine (no quotes,
-    no operators). Raises TypeError when ``question`` is not a str."""
+    no operators). A Chinese or Japanese character is a word of its own, as the index
+    takes it. Raises TypeError when ``question`` is not a str."""
     if not isinstance(question, str):
         raise TypeError(f"question must be a str, got {type(question).__name__}")
     seen: dict[str, None] = {}
-    for word in _WORD.findall(question.lower()):
-        if len(word) > 1 and word not in QUERY_STOP_WORDS and word not in seen:
+    for word in _WORD.findall(space_cjk(question.lower())):
+        if (len(word) > 1 or has_cjk(word)) and word not in QUERY_STOP_WORDS and word not in seen:
             seen[word] = None
         if len(seen) >= MAX_TERMS:
             break
@@ -89,12 +90,14 @@ class CoverageMatcher:
             a and all(_is_word(c) for c in a) for a in alternatives
         )
         self._alternatives = alternatives
+        # Chinese and Japanese characters are words of their own: the text is spaced so.
+        self._cjk = any(has_cjk(a) for a in alternatives)
 
     def found(self, text: str) -> set[str]:
         """The stems found in ``text`` (compared lower-case)."""
         if self._pattern is None or not text:
             return set()
-        low = text.lower()
+        low = space_cjk(text.lower()) if self._cjk else text.lower()
         out: set[str] = set()
         if self._plain:
             for a in self._alternatives:  # longest first: a prefix found with it is skipped

@@ -27,6 +27,7 @@ from selene_dag.retrieval.rerank import (
 )
 from selene_dag.retrieval.search import Candidate, parse_sources
 from selene_dag.retrieval.terms import CoverageMatcher, query_terms, stem, term_coverage
+from selene_dag.text import has_cjk
 
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
 MODEL = "mistral:7b"
@@ -64,8 +65,11 @@ def test_query_terms_empty_and_long() -> None:
 @settings(max_examples=60, deadline=None)
 @given(st.text(max_size=300))
 def test_query_terms_only_words(text: str) -> None:
+    # A term is a word of two characters or more, or one Chinese or Japanese character.
     for term in query_terms(text):
-        assert term.isalnum() and term == term.lower() and len(term) > 1
+        assert term.isalnum() and term == term.lower()
+        assert len(term) > 1 or has_cjk(term)
+        assert not (len(term) > 1 and has_cjk(term))
 
 
 def test_parse_sources() -> None:
