@@ -606,8 +606,9 @@ def shorten(text: str, max_chars: int) -> str:
 # scripts write no spaces between words: search takes each character as a word.
 CJK_CHARACTERS = "\u3040-\u30ff\u31f0-\u31ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff66-\uff9f"
 CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\uff65"
-_CJK_CHARACTER = re.compile(f"([{CJK_CHARACTERS}])")
-_CJK_PUNCTUATION = re.compile(f"[{CJK_PUNCTUATION}]")
+_CJK_CHARACTER = re.compile(f"[{CJK_CHARACTERS}]")
+# One pass: a character is kept between spaces, a punctuation mark becomes spaces.
+_CJK_SPLIT = re.compile(f"([{CJK_CHARACTERS}])|[{CJK_PUNCTUATION}]")
 
 
 def has_cjk(text: str) -> bool:
@@ -621,7 +622,7 @@ def space_cjk(text: str) -> str:
     text unchanged."""
     if text.isascii():
         return text
-    return _CJK_CHARACTER.sub(r" \1 ", _CJK_PUNCTUATION.sub(" ", text))
+    return _CJK_SPLIT.sub(r" \1 ", text)
 
 
 def path_text(path: str | PathLike[str]) -> str:

@@ -47,9 +47,9 @@ _MAX_SHARDS = 8
 # Lucene's standard analyzer does) and their punctuation separates. Text without those
 # characters is split exactly as the extension splits it.
 _TOKENIZE = (
-    "string_split_regex(regexp_replace(regexp_replace(regexp_replace("
+    "string_split_regex(regexp_replace(regexp_replace("
     "lower(strip_accents(CAST(s AS VARCHAR))), "
-    f"'[{CJK_PUNCTUATION}]', ' ', 'g'), '([{CJK_CHARACTERS}])', ' \\1 ', 'g'), "
+    f"'([{CJK_CHARACTERS}])|[{CJK_PUNCTUATION}]', ' \\1 ', 'g'), "
     "'[0-9!@#$%^&*()_+={}\\[\\]:;<>,.?~\\\\/\\|''''\"`-]+', ' ', 'g'), '\\s+')"
 )
 # Names the tokenizer above: rows a store indexed with another are indexed again (see
