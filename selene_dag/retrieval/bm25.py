@@ -18,7 +18,9 @@ Per unit (documents, passages) three tables:
   do not count postings.
 
 Term ids come from ``bm25_vocab`` (shared, only added to). The tokenizer is the extension's
-macro, copied; ``stem`` is the extension's function, so it must be loaded (``load_fts``).
+macro, copied, with one step added for Chinese and Japanese (each character a word; text
+without them scores exactly as with the extension); ``stem`` is the extension's function,
+so it must be loaded (``load_fts``).
 Scores are computed at question time from those tables, so no stored score goes stale
 when another row changes.
 """
