@@ -367,11 +367,37 @@ def context(
         )
 
 
+def _prepare_output(path: Path) -> None:
+    """Create the folder of ``path`` so that a run's result can be written there; a path
+    that cannot be written is a one-line error before any work is done."""
+    blocker = next((p for p in path.parents if p.exists() and not p.is_dir()), None)
+    if blocker is not None:
+        raise UsageError(f"cannot write {path}: {blocker} is a file, not a folder")
+    if path.is_dir():
+        raise UsageError(f"cannot write {path}: it is a folder")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
+def _write_file(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` (see ``_prepare_output``)."""
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 @app.command()
 @guarded
 def compact(
     messages: Annotated[
-        Path, typer.Argument(help="JSON list of {role, content, stage?, completed?}.")
+        Path,
+        typer.Argument(
+            help="JSON list of {role, content, stage?, completed?}, a JSONL file of "
+            "messages, or a Claude Code, Codex CLI or Gemini CLI session file."
+        ),
     ],
     window: Annotated[int, typer.Option(help="Context window of the target model, in tokens.")],
     model: Annotated[str | None, typer.Option(help="Target model (default SELENE_MODEL).")] = None,
@@ -382,13 +408,17 @@ def compact(
     """Compact a conversation to fit a context window; print what each step removed.
 
     The steps, in order: drop chitchat, compact finished stages, summarize the oldest
-    messages, prune."""
-    if not messages.exists():
-        raise UsageError(f"{messages} does not exist")
-    report = service.compact(load_settings(), messages, window, model)
+    messages, prune. Content given as a list of parts is written as text; a session
+    file's prompts, replies, tool calls and results are the messages, secrets redacted."""
+    if output:
+        _prepare_output(output)
+    conversation = service.read_conversation(messages)
+    for notice in conversation.notices:
+        err.print(f"note: {messages}: {notice}", highlight=False, soft_wrap=True)
+    report = service.compact(load_settings(), conversation, window, model)
     payload = json.dumps({"messages": report.messages}, ensure_ascii=False, indent=2)
     if output:
-        output.write_text(payload + "\n", encoding="utf-8")
+        _write_file(output, payload + "\n")
     else:
         sys.stdout.write(payload + "\n")
     rows = [
@@ -485,7 +515,10 @@ def ask_command(
 @app.command("eval")
 @guarded
 def eval_command(
-    questions: Annotated[Path, typer.Argument(help="JSONL: {question, must_contain}.")],
+    questions: Annotated[
+        Path,
+        typer.Argument(help="JSONL of {question, must_contain}, or a JSON list of them."),
+    ],
     budget: Annotated[
         list[int] | None,
         typer.Option(help="Token budget of every pack (default 2000); repeat for several budgets."),
@@ -500,17 +533,18 @@ def eval_command(
     The baselines, at the same budget: newest notes first, BM25 top-k documents, and BM25
     over ~200-token passages packed in rank order."""
     _check_format(format, ("table", "json"))
-    if not questions.exists():
-        raise UsageError(f"{questions} does not exist")
     from selene_dag.errors import check_budget
 
     budgets = [check_budget(b, "--budget") for b in dict.fromkeys(budget or [2000])]
+    loaded = service.read_questions(questions)
+    for notice in loaded.notices:
+        err.print(f"note: {questions}: {notice}", highlight=False, soft_wrap=True)
     settings = load_settings()
     reports = []
     for b in budgets:
-        report = service.evaluate_questions(settings, questions, b, model)
+        report = service.evaluate_questions(settings, loaded.questions, b, model)
         err.print(
-            f"eval: {len(report.rows)} questions at {b:,} tokens of {report.model}",
+            f"eval: {plural(len(report.rows), 'question')} at {b:,} tokens of {report.model}",
             highlight=False,
         )
         reports.append(report)

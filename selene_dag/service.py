@@ -23,12 +23,8 @@ import duckdb
 
 from selene_dag.config import Settings
 from selene_dag.context.builder import pack_notes
-from selene_dag.context.compaction import (
-    CompactionReport,
-    compact_messages,
-    load_conversation,
-    validate_messages,
-)
+from selene_dag.context.compaction import CompactionReport, compact_messages
+from selene_dag.context.messages import Conversation, load_conversation, validate_messages
 from selene_dag.context.tokens import count_tokens
 from selene_dag.errors import NotFoundError, SeleneError, UsageError, check_budget
 from selene_dag.llm import get_engine
@@ -47,12 +43,21 @@ from selene_dag.notes.folders import ingest_scope, require_text_path
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import NOTE_SUFFIXES, other_files, read_notes
 from selene_dag.paths import assets_dir
-from selene_dag.retrieval.evaluate import EvalReport, evaluate, load_questions
+from selene_dag.retrieval.evaluate import (
+    EvalReport,
+    Question,
+    QuestionFile,
+    evaluate,
+    load_questions,
+    read_question_file,
+)
 from selene_dag.retrieval.index import SearchIndexError, index_exists, index_is_stale
 from selene_dag.retrieval.pack import AskResult, PassageRanker
 from selene_dag.retrieval.pack import ask as ask_pack
 from selene_dag.retrieval.search import parse_sources
 from selene_dag.sessions import report as sessions_report
+from selene_dag.sessions.conversation import session_conversation
+from selene_dag.sessions.parsers.detect import detect_platform_file
 from selene_dag.sessions.scanner import scan_report
 from selene_dag.store import StoreError, close_store, connect, open_store, table_counts
 from selene_dag.text import plural
@@ -278,26 +283,47 @@ def health_in(conn: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, 
 # --- compaction --------------------------------------------------------------------------
 
 
+def read_conversation(path: Path) -> Conversation:
+    """The conversation in a file: a JSON list of messages (or ``{"messages", "digest"}``),
+    a JSONL file of messages, or a Claude Code, Codex CLI or Gemini CLI session
+    transcript (told by its content). Raises UsageError with a one-line reason when the
+    file holds no conversation, NotFoundError when it is missing."""
+    if not path.is_file():
+        raise NotFoundError(
+            f"{path} does not exist" if not path.exists() else f"{path} is not a file"
+        )
+    try:
+        if detect_platform_file(path) is not None:
+            return session_conversation(path)
+        return load_conversation(path)
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    except (TypeError, ValueError) as exc:  # the input's shape, named by the reader
+        raise UsageError(str(exc)) from exc
+
+
 def compact(
     settings: Settings,
-    messages: Path | Sequence[Any],
+    messages: Path | Conversation | Sequence[Any],
     window: int,
     model: str | None = None,
     *,
     summarize_with_engine: bool = True,
 ) -> CompactionReport:
-    """Compact a conversation (a JSON file, or a list of messages) for a ``window``-token
-    context. With ``summarize_with_engine`` the configured engine writes the summaries."""
+    """Compact a conversation (a file ``read_conversation`` reads, a conversation read
+    already, or a list of messages) for a ``window``-token context. With
+    ``summarize_with_engine`` the configured engine writes the summaries."""
     check_budget(window, "--window")
     model = model or settings.model
-    digest: list[dict[str, Any]] = []
-    try:
-        if isinstance(messages, Path):
-            conversation, digest = load_conversation(messages)
-        else:
-            conversation = validate_messages(list(messages))
-    except (TypeError, ValueError) as exc:  # the input's shape, named by the validator
-        raise UsageError(str(exc)) from exc
+    if isinstance(messages, Path):
+        messages = read_conversation(messages)
+    if isinstance(messages, Conversation):
+        conversation, digest = messages.messages, messages.digest
+    else:
+        try:
+            conversation, digest = validate_messages(list(messages)), []
+        except (TypeError, ValueError) as exc:  # the input's shape, named by the validator
+            raise UsageError(str(exc)) from exc
     if not summarize_with_engine:
         return compact_messages(conversation, window, model=model, digest=digest)
     engine = get_engine(settings)
@@ -452,12 +478,28 @@ def answer(settings: Settings, question: str, pack: str) -> str:
         return get_engine(settings, cache_conn=conn).answer(question, pack)
 
 
+def read_questions(path: Path) -> QuestionFile:
+    """The questions of an evaluation file and the entries it leaves out
+    (``evaluate.read_question_file``). Raises NotFoundError for a missing file, UsageError
+    for one without a question or not UTF-8."""
+    try:
+        return read_question_file(path)
+    except FileNotFoundError:
+        raise NotFoundError(f"{path} does not exist") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def evaluate_questions(
-    settings: Settings, questions: Path, budget: int, model: str | None = None
+    settings: Settings,
+    questions: Path | Sequence[Question],
+    budget: int,
+    model: str | None = None,
 ) -> EvalReport:
-    """Recall of ask beside its baselines on the questions of a JSONL file."""
+    """Recall of ask beside its baselines on questions (or the file holding them, every
+    entry a question: ``evaluate.load_questions``)."""
     check_budget(budget, "--budget")
-    items = load_questions(questions)
+    items = load_questions(questions) if isinstance(questions, Path) else list(questions)
     refresh_index_if_stale(settings)
     with existing_store(settings) as conn:
         return evaluate(conn, items, budget, model=model or settings.model, now=settings.now())

@@ -26,10 +26,7 @@ from selene_dag.context.compaction import (
     check_context_budget,
     compact_messages,
     format_memory_digest,
-    load_conversation,
-    load_messages,
     message_tokens,
-    parse_messages,
     strip_chitchat,
 )
 from selene_dag.context.keywords import extract_keywords
@@ -43,6 +40,14 @@ from selene_dag.context.levels import (
     compress_context,
     estimate_compressed_size,
     extractive_summary,
+)
+from selene_dag.context.messages import (
+    Conversation,
+    content_text,
+    load_conversation,
+    load_messages,
+    parse_messages,
+    validate_messages,
 )
 from selene_dag.context.packing import (
     PRIORITY_COMPRESSED_HISTORY,
@@ -76,6 +81,7 @@ __all__ = [
     "CompactionStep",
     "ContextBuilder",
     "ContextTier",
+    "Conversation",
     "Level",
     "LevelConfig",
     "LevelItem",
@@ -91,6 +97,7 @@ __all__ = [
     "compact_messages",
     "compress_context",
     "compress_to_fit",
+    "content_text",
     "count_tokens",
     "count_tokens_batch",
     "create_context_tier",
@@ -112,4 +119,5 @@ __all__ = [
     "strip_chitchat",
     "tokenizer_info",
     "truncate_to_tokens",
+    "validate_messages",
 ]

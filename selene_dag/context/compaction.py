@@ -22,14 +22,13 @@ counted in the target model's tokens, plus ``MESSAGE_OVERHEAD`` per message.
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from selene_dag.context.levels import extractive_summary
+from selene_dag.context.messages import Message, validate_messages
 from selene_dag.context.tokens import count_tokens_batch, truncate_to_tokens
 from selene_dag.errors import check_budget
 
@@ -46,7 +45,6 @@ P3_GENERAL_MAX = 20
 P3_SUMMARY_TOKENS = 200
 MESSAGE_OVERHEAD = 4  # role markers of a chat template, per message
 
-Message = dict[str, Any]
 Summarizer = Callable[[str, int], str]
 
 
@@ -91,61 +89,6 @@ def check_context_budget(
 
 
 # ----------------------------------------------------------------------------- helpers
-
-
-def validate_messages(messages: object) -> list[Message]:
-    """A copy of ``messages`` after checking each is a mapping with str ``role`` and
-    ``content``; raises TypeError/ValueError naming the first bad message."""
-    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
-        raise TypeError("messages must be a list of {role, content} objects")
-    out: list[Message] = []
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, Mapping):
-            raise ValueError(f"message {i}: expected an object, got {type(msg).__name__}")
-        if not isinstance(msg.get("role"), str) or not msg.get("role"):
-            raise ValueError(f"message {i}: 'role' must be a non-empty string")
-        if not isinstance(msg.get("content"), str):
-            raise ValueError(f"message {i}: 'content' must be a string")
-        out.append(dict(msg))
-    return out
-
-
-def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
-    """Messages and memory digest from decoded JSON: a list of messages, or an object
-    ``{"messages": [...], "digest": [...]?}``. Raises ValueError for any other shape."""
-    digest: list[dict[str, Any]] = []
-    if isinstance(data, Mapping):
-        if "messages" not in data:
-            raise ValueError('expected a list of messages or an object with a "messages" list')
-        raw_digest = data.get("digest") or data.get("memory_digest") or []
-        if not isinstance(raw_digest, list) or not all(isinstance(d, Mapping) for d in raw_digest):
-            raise ValueError('"digest" must be a list of {stage, decision} objects')
-        digest = [dict(d) for d in raw_digest]
-        data = data["messages"]
-    if not isinstance(data, list):
-        raise ValueError('expected a list of messages or an object with a "messages" list')
-    return validate_messages(data), digest
-
-
-def load_messages(path: str | Path) -> list[Message]:
-    """Messages from a JSON file holding a list of messages or ``{"messages": [...]}``.
-
-    Raises FileNotFoundError, or ValueError (invalid JSON or shape) with a one-line reason.
-    """
-    return load_conversation(path)[0]
-
-
-def load_conversation(path: str | Path) -> tuple[list[Message], list[dict[str, Any]]]:
-    """Messages and optional memory digest (``{"messages": ..., "digest": ...}``) of a file."""
-    path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise ValueError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
-    try:
-        return parse_messages(data)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{path}: {exc}") from None
 
 
 def message_tokens(messages: Sequence[Message], model: str | None = None) -> int:

@@ -1,7 +1,7 @@
 """Recall at a budget: ask's pack versus three baselines with the same budget and model.
 
-A question file is JSONL, one ``{"question": str, "must_contain": [str, ...]}`` per line
-(other keys are kept but ignored). Recall of a pack is the share of required facts found in
+A question file is JSONL, one ``{"question": str, "must_contain": [str, ...]}`` per line, or
+a JSON list of them (other keys are ignored). Recall of a pack is the share of required facts found in
 it (case-insensitive substring). Baselines: *newest-first* (notes newest first, full text,
 cut at the budget), *BM25 top-k* (search hits in BM25 order, full text, cut at the budget)
 and *BM25 passages*, what a user would write in thirty lines: every document of the index
@@ -51,40 +51,89 @@ class Question:
     source: str | None = None  # "note:<id>" or "session:<text in its file path or project>"
 
 
-def load_questions(path: str | Path) -> list[Question]:
-    """Parse a JSONL question file into its questions, in file order.
+@dataclass(frozen=True)
+class QuestionFile:
+    """The questions of a file, and its entries left out: ``(where, reason)`` pairs, where
+    is ``"line N"`` (JSONL) or ``"entry N"`` (a JSON list)."""
 
-    Raises FileNotFoundError when ``path`` is not a file, and UsageError (a ValueError)
-    naming the line of any malformed entry, or when the file holds no question.
+    questions: list[Question]
+    problems: list[tuple[str, str]] = field(default_factory=list)
+
+    @property
+    def notices(self) -> list[str]:
+        """One line per entry left out: ``"line N skipped: reason"``."""
+        return [f"{where} skipped: {reason}" for where, reason in self.problems]
+
+
+def read_question_file(path: str | Path) -> QuestionFile:
+    """The questions of a JSONL file (one ``{question, must_contain, source?}`` a line) or of
+    a JSON file holding a list of them, in file order. ``must_contain`` may be one string.
+    An entry that is not such a question is skipped and named in ``problems``; a byte
+    order mark is ignored.
+
+    Raises FileNotFoundError when ``path`` is not a file, UsageError (a ValueError) when it
+    holds no question.
     """
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"{path}: no such question file")
-    questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
-        if not line.strip():
-            continue
+    text = path.read_text(encoding="utf-8-sig")
+    entries: list[tuple[str, object]] = []
+    problems: list[tuple[str, str]] = []
+    if text.lstrip().startswith("["):
         try:
-            data = json.loads(line)
+            data = json.loads(text)
         except json.JSONDecodeError as exc:
-            raise UsageError(f"{path}:{number}: not JSON ({exc.msg})") from None
-        question = data.get("question") if isinstance(data, dict) else None
-        facts = data.get("must_contain") if isinstance(data, dict) else None
-        if not isinstance(question, str) or not question.strip():
-            raise UsageError(f"{path}:{number}: 'question' must be a non-empty string")
-        if (
-            not isinstance(facts, list)
-            or not facts
-            or not all(isinstance(f, str) and f for f in facts)
-        ):
-            raise UsageError(f"{path}:{number}: 'must_contain' must be a non-empty list of strings")
-        source = data.get("source")
-        if source is not None and not isinstance(source, str):
-            raise UsageError(f"{path}:{number}: 'source' must be a string")
-        questions.append(Question(question, tuple(facts), source))
+            raise UsageError(f"{path}: not JSON ({exc.msg} at line {exc.lineno})") from None
+        entries = [(f"entry {n}", item) for n, item in enumerate(data, 1)]
+    else:
+        for number, line in enumerate(text.splitlines(), 1):
+            if not line.strip():
+                continue
+            try:
+                entries.append((f"line {number}", json.loads(line)))
+            except json.JSONDecodeError as exc:
+                problems.append((f"line {number}", f"not JSON ({exc.msg})"))
+    questions = []
+    for where, data in entries:
+        try:
+            questions.append(_question(data))
+        except ValueError as exc:
+            problems.append((where, str(exc)))
     if not questions:
-        raise UsageError(f"{path}: no questions")
-    return questions
+        first = f" ({problems[0][0]}: {problems[0][1]})" if problems else ""
+        raise UsageError(f"{path}: no questions{first}")
+    return QuestionFile(questions, problems)
+
+
+def _question(data: object) -> Question:
+    if not isinstance(data, dict):
+        raise ValueError(f"expected an object, got {type(data).__name__}")
+    question = data.get("question")
+    facts = data.get("must_contain")
+    if isinstance(facts, str):
+        facts = [facts]
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError("'question' must be a non-empty string")
+    if not isinstance(facts, list) or not facts or not all(isinstance(f, str) and f for f in facts):
+        raise ValueError("'must_contain' must be a string or a non-empty list of strings")
+    source = data.get("source")
+    if source is not None and not isinstance(source, str):
+        raise ValueError("'source' must be a string")
+    return Question(question, tuple(facts), source)
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    """The questions of a file ``read_question_file`` reads, every entry a question.
+
+    Raises FileNotFoundError when ``path`` is not a file, and UsageError (a ValueError)
+    naming the first malformed entry, or when the file holds no question.
+    """
+    loaded = read_question_file(path)
+    if loaded.problems:
+        where, reason = loaded.problems[0]
+        raise UsageError(f"{Path(path)}, {where}: {reason}")
+    return loaded.questions
 
 
 def recall(text: str, facts: Sequence[str]) -> float:

@@ -131,6 +131,33 @@ def test_compact_reports_each_step_and_fits_the_window(tmp_path):
     assert_one_line_error(run("compact", str(bad), "--window", "100"), "invalid JSON")
 
 
+def test_compact_takes_a_session_file_and_a_jsonl_file(tmp_path):
+    session = FIXTURES / "claude" / "claude-code-log_7acd37a8-2745-4b58-a8a9-46164b22ad9e.jsonl"
+    out = tmp_path / "new" / "folder" / "compacted.json"  # its folder is created
+    proc = run("compact", str(session), "--window", "4000", "--model", "gpt-4", "-o", str(out))
+    assert proc.returncode == 0, proc.stderr
+    compacted = json.loads(out.read_text())["messages"]
+    assert compacted and {m["role"] for m in compacted} <= {"system", "user", "assistant", "tool"}
+    assert sum(count_tokens(m["content"], "gpt-4") + 4 for m in compacted) <= 4000
+    assert "resolved at: prune" in proc.stderr
+    chat = tmp_path / "chat.jsonl"
+    chat.write_text(
+        '{"role": "user", "content": [{"type": "text", "text": "Why is the cache cold?"}]}\n'
+        "oops\n"
+        '{"role": "assistant", "content": "It was evicted at deploy."}\n'
+    )
+    proc = run("compact", str(chat), "--window", "1000")
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["messages"][0]["content"] == "Why is the cache cold?"
+    assert f"note: {chat}: line 2 skipped: not JSON" in proc.stderr
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert_one_line_error(
+        run("compact", str(chat), "--window", "1000", "-o", str(blocker / "x.json")),
+        f"{blocker} is a file, not a folder",
+    )
+
+
 def test_distill_scan_run_report_on_real_sessions(tmp_path):
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
     root = tmp_path / "codex"

@@ -208,3 +208,21 @@ def test_eval_command_reports_ask_and_baselines(notes_home: Path, tmp_path: Path
     doc = json.loads(several.stdout)
     assert [r["budget"] for r in doc["budgets"]] == [300, 100]
     assert doc["budgets"][0]["overall"] == report["overall"]
+    # A JSON list of questions (with a byte order mark), one fact given as a string, and
+    # an entry that is not a question: the good ones are evaluated, the bad one named.
+    listed = tmp_path / "q.json"
+    entries = [
+        {"question": "docker container shell", "must_contain": "docker exec -it"},
+        {"question": "zsh prompt", "must_contain": ["PROMPT='%1~ %# '"]},
+        {"question": "", "must_contain": ["x"]},
+    ]
+    listed.write_bytes(b"\xef\xbb\xbf" + json.dumps(entries).encode())
+    lenient = CliRunner().invoke(
+        _cli(), ["eval", str(listed), "--budget", "300", "--format", "json"]
+    )
+    assert lenient.exit_code == 0, lenient.output
+    assert json.loads(lenient.stdout)["overall"] == report["overall"]
+    assert f"note: {listed}: entry 3 skipped: 'question' must be a non-empty string" in (
+        lenient.stderr
+    )
+    assert "eval: 2 questions at 300 tokens" in lenient.stderr

@@ -73,8 +73,11 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
         for i in range(30)
     ]
+    # Content as chat APIs send it, a list of parts, is compacted as its text.
+    messages[-1]["content"] = [{"type": "text", "text": "the last question, kept as text"}]
     compact = api.post("/compact", json={"messages": messages, "window": 600}).json()
     assert compact["tokens_after"] <= 600 < compact["tokens_before"]
+    assert compact["messages"][-1]["content"] == "the last question, kept as text"
 
     assert api.get("/docs").status_code == 200
     assert "/ask" in api.get("/openapi.json").json()["paths"]
@@ -95,7 +98,8 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/ask", {"budget": 10}, "question"),
         ("/ask", {"question": "docker", "budget": 10, "sources": ["web"]}, "unknown source"),
         ("/context", {"budget": -1}, "budget"),
-        ("/compact", {"messages": [{"role": "user"}], "window": 100}, ""),
+        ("/compact", {"messages": [{"role": "user"}], "window": 100}, "content"),
+        ("/compact", {"messages": [{"role": "user", "content": 3}], "window": 100}, "parts"),
     ],
 )
 def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: str) -> None:

@@ -258,8 +258,11 @@ def test_load_questions(tmp_path: Path) -> None:
     assert load_questions(good)[0].source == "note:x"
     bad = tmp_path / "bad.jsonl"
     bad.write_text('{"question": "q?", "must_contain": []}\n')
-    with pytest.raises(UsageError, match=r"bad\.jsonl:1"):
+    with pytest.raises(UsageError, match=r"bad\.jsonl: no questions \(line 1: 'must_contain'"):
         load_questions(bad)
+    bad.write_text('{"question": "q?", "must_contain": "a"}\n{"question": ""}\n')
+    with pytest.raises(UsageError, match=r"bad\.jsonl, line 2: 'question' must be"):
+        load_questions(bad)  # every entry a question, or an error
     bad.write_text("not json\n")
     with pytest.raises(ValueError, match="not JSON"):
         load_questions(bad)

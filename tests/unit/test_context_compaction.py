@@ -13,7 +13,8 @@ from selene_dag.context import (
     message_tokens,
     strip_chitchat,
 )
-from selene_dag.context.compaction import brute_prune, format_memory_digest, load_conversation
+from selene_dag.context.compaction import brute_prune, format_memory_digest
+from selene_dag.context.messages import load_conversation
 
 M = "gpt-4"
 PARA = "We agreed to store every note in DuckDB and to count tokens exactly. " * 6
@@ -210,7 +211,7 @@ def test_load_messages_list_and_object(tmp_path) -> None:
     b = tmp_path / "b.json"
     b.write_text(json.dumps({"messages": msgs, "digest": [{"stage": "s", "decision": "d"}]}))
     assert load_messages(a) == msgs and load_messages(b) == msgs
-    assert load_conversation(b)[1] == [{"stage": "s", "decision": "d"}]
+    assert load_conversation(b).digest == [{"stage": "s", "decision": "d"}]
 
 
 @pytest.mark.parametrize(

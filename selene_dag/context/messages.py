@@ -1,0 +1,148 @@
+"""Chat messages as compaction reads them: checked, their content made text, read from a
+file (a JSON list, ``{"messages": [...], "digest": [...]}``, or JSONL, one message a line).
+
+A message is a mapping with a non-empty string ``role`` and a ``content``. Content given
+the way chat APIs take it, a list of parts, is made one string: text parts joined by a
+blank line, a tool call written as ``[tool_use NAME] {input}``, a tool result as its text,
+any other part (an image, a file) as ``[TYPE]``. A ``null`` content (an assistant message
+that only calls tools) is the empty string. Every other key of a message is kept as it is.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Message = dict[str, Any]
+
+
+def content_text(content: object) -> str:
+    """The text of a message's ``content``: a string as it is, ``None`` as "", a list of
+    parts joined by blank lines (see the module docstring). Raises ValueError for any
+    other value."""
+    if isinstance(content, str):
+        return content
+    if content is None:
+        return ""
+    if isinstance(content, list):
+        return "\n\n".join(t for t in (_part_text(p) for p in content) if t)
+    raise ValueError(f"'content' must be a string or a list of parts, got {type(content).__name__}")
+
+
+def _part_text(part: object) -> str:
+    if isinstance(part, str):
+        return part
+    if not isinstance(part, Mapping):
+        raise ValueError(f"a content part must be an object or a string, got {type(part).__name__}")
+    kind = part.get("type")
+    if isinstance(part.get("text"), str):
+        return part["text"]
+    if kind == "tool_use":
+        arguments = json.dumps(part.get("input", {}), ensure_ascii=False, sort_keys=True)
+        return f"[tool_use {part.get('name') or 'tool'}] {arguments}"
+    if kind == "tool_result":
+        return content_text(part.get("content"))
+    return f"[{kind or 'part'}]"
+
+
+def validate_messages(messages: object) -> list[Message]:
+    """A copy of ``messages`` after checking each is a mapping with a non-empty str ``role``
+    and a ``content``; content becomes a string (``content_text``). Raises TypeError or
+    ValueError naming the first bad message."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise TypeError("messages must be a list of {role, content} objects")
+    out: list[Message] = []
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, Mapping):
+            raise ValueError(f"message {i}: expected an object, got {type(msg).__name__}")
+        if not isinstance(msg.get("role"), str) or not msg.get("role"):
+            raise ValueError(f"message {i}: 'role' must be a non-empty string")
+        if "content" not in msg:
+            raise ValueError(f"message {i}: no 'content'")
+        try:
+            text = content_text(msg["content"])
+        except ValueError as exc:
+            raise ValueError(f"message {i}: {exc}") from None
+        out.append({**msg, "content": text})
+    return out
+
+
+def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
+    """Messages and memory digest from decoded JSON: a list of messages, or an object
+    ``{"messages": [...], "digest": [...]?}``. Raises ValueError for any other shape."""
+    digest: list[dict[str, Any]] = []
+    if isinstance(data, Mapping):
+        if "messages" not in data:
+            raise ValueError('expected a list of messages or an object with a "messages" list')
+        raw_digest = data.get("digest") or data.get("memory_digest") or []
+        if not isinstance(raw_digest, list) or not all(isinstance(d, Mapping) for d in raw_digest):
+            raise ValueError('"digest" must be a list of {stage, decision} objects')
+        digest = [dict(d) for d in raw_digest]
+        data = data["messages"]
+    if not isinstance(data, list):
+        raise ValueError('expected a list of messages or an object with a "messages" list')
+    return validate_messages(data), digest
+
+
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation read from a file: its messages, the memory digest it carries, what
+    the reader has to say (lines left out as ``"line N: reason"``, secrets redacted) and
+    the form it was read in (``json``, ``jsonl``, or a session transcript's platform)."""
+
+    messages: list[Message]
+    digest: list[dict[str, Any]] = field(default_factory=list)
+    notices: list[str] = field(default_factory=list)
+    form: str = "json"
+
+
+def load_conversation(path: str | Path) -> Conversation:
+    """The conversation in a JSON file (a list of messages or ``{"messages", "digest"}``)
+    or a JSONL file (one message per line; a line that is not a message is skipped and
+    named in ``notices``). A byte order mark is ignored.
+
+    Raises FileNotFoundError, or ValueError with a one-line reason when the file holds no
+    conversation.
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8-sig")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        if exc.msg == "Extra data":  # more than one JSON value: one message per line
+            return _jsonl_conversation(path, text)
+        raise ValueError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+    try:
+        messages, digest = parse_messages(data)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{path}: {exc}") from None
+    return Conversation(messages, digest)
+
+
+def _jsonl_conversation(path: Path, text: str) -> Conversation:
+    messages: list[Message] = []
+    skipped: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            data = json.loads(line)
+        except json.JSONDecodeError as exc:
+            skipped.append(f"line {number} skipped: not JSON ({exc.msg})")
+            continue
+        try:
+            messages.extend(validate_messages([data]))
+        except ValueError as exc:
+            skipped.append(f"line {number} skipped: {str(exc).removeprefix('message 0: ')}")
+    if not messages:
+        first = f" ({skipped[0]})" if skipped else ""
+        raise ValueError(f"{path}: no message in its lines{first}")
+    return Conversation(messages, notices=skipped, form="jsonl")
+
+
+def load_messages(path: str | Path) -> list[Message]:
+    """Messages of a conversation file (``load_conversation``)."""
+    return load_conversation(path).messages

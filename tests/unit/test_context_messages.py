@@ -1,0 +1,116 @@
+"""Chat messages as compaction reads them: content given as parts, JSONL files, null
+content, byte order marks."""
+
+import json
+from pathlib import Path
+
+import pytest
+
+from selene_dag.context import compact_messages, count_tokens
+from selene_dag.context.messages import content_text, load_conversation, validate_messages
+
+M = "gpt-4"
+
+
+def test_content_parts_become_text_and_other_keys_stay() -> None:
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "What is in this screenshot?"},
+                {"type": "image", "source": {"type": "base64", "data": "AAAA"}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Let me read the log."},
+                {"type": "tool_use", "id": "t1", "name": "Read", "input": {"path": "a.log"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "t1",
+                    "content": [{"type": "text", "text": "ERROR disk full"}],
+                }
+            ],
+        },
+        {"role": "assistant", "content": None, "tool_calls": [{"id": "c1"}]},
+        {"role": "user", "content": ["plain", "strings"]},
+    ]
+    out = validate_messages(messages)
+    assert out[0] == messages[0]
+    assert out[1]["content"] == "What is in this screenshot?\n\n[image]"
+    assert out[2]["content"] == 'Let me read the log.\n\n[tool_use Read] {"path": "a.log"}'
+    assert out[3]["content"] == "ERROR disk full"
+    assert out[4] == {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]}
+    assert out[5]["content"] == "plain\n\nstrings"
+    assert messages[1]["content"][0]["type"] == "text"  # the input is not changed
+
+
+@pytest.mark.parametrize(
+    ("content", "reason"),
+    [(42, "string or a list of parts, got int"), ([3], "object or a string, got int")],
+)
+def test_unreadable_content_names_the_message(content: object, reason: str) -> None:
+    with pytest.raises(ValueError, match=f"message 1: .*{reason}"):
+        validate_messages([{"role": "user", "content": "ok"}, {"role": "user", "content": content}])
+    with pytest.raises(ValueError, match="no 'content'"):
+        validate_messages([{"role": "user"}])
+    assert content_text(None) == ""
+
+
+def test_compaction_of_parts_fits_the_window() -> None:
+    messages = [
+        {
+            "role": "user" if i % 2 else "assistant",
+            "content": [
+                {"type": "text", "text": f"Step {i}: the build failed on module {i}. " * 8}
+            ],
+        }
+        for i in range(80)
+    ]
+    report = compact_messages(messages, 1_000, M)
+    assert report.tokens_after <= 1_000 and report.messages
+    assert all(isinstance(m["content"], str) for m in report.messages)
+    assert sum(count_tokens(m["content"], M) + 4 for m in report.messages) <= 1_000
+
+
+def test_jsonl_file_names_the_lines_it_skips(tmp_path: Path) -> None:
+    path = tmp_path / "chat.jsonl"
+    lines = [
+        json.dumps({"role": "user", "content": "Why does the deploy fail?"}),
+        "",
+        "{not json",
+        json.dumps({"role": "assistant", "content": "The disk is full."}),
+        json.dumps({"content": "no role"}),
+        json.dumps([1, 2]),
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    conversation = load_conversation(path)
+    assert conversation.form == "jsonl"
+    assert [m["content"] for m in conversation.messages] == [
+        "Why does the deploy fail?",
+        "The disk is full.",
+    ]
+    assert conversation.notices == [
+        "line 3 skipped: not JSON (Expecting property name enclosed in double quotes)",
+        "line 5 skipped: 'role' must be a non-empty string",
+        "line 6 skipped: expected an object, got list",
+    ]
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"a": 1}\n{"b": 2}\n', encoding="utf-8")
+    with pytest.raises(ValueError, match=r"no message in its lines \(line 1 skipped: 'role'"):
+        load_conversation(bad)
+
+
+def test_a_byte_order_mark_is_not_part_of_the_json(tmp_path: Path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_bytes(b"\xef\xbb\xbf" + json.dumps([{"role": "user", "content": "hi"}]).encode())
+    conversation = load_conversation(path)
+    assert conversation.messages == [{"role": "user", "content": "hi"}]
+    assert conversation.form == "json" and conversation.notices == []

@@ -1,0 +1,91 @@
+"""A session transcript as chat messages (compact's input): real Claude Code, Codex CLI
+and Gemini CLI files from the fixtures."""
+
+import json
+from itertools import pairwise
+from pathlib import Path
+
+import pytest
+
+from selene_dag.sessions.conversation import session_conversation
+from selene_dag.sessions.parsers import parse_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
+REAL = [
+    FIXTURES / "claude" / "claude-code-log_7acd37a8-2745-4b58-a8a9-46164b22ad9e.jsonl",
+    FIXTURES / "codex" / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl",
+    FIXTURES / "gemini" / "VibeCodingTracker_894772f_test_conversation_gemini.json",
+]
+
+
+@pytest.mark.parametrize("path", REAL, ids=lambda p: p.parent.name)
+def test_real_transcripts_become_alternating_messages(path: Path) -> None:
+    events = parse_file(path).events
+    conversation = session_conversation(path)
+    assert conversation.form == path.parent.name
+    roles = [m["role"] for m in conversation.messages]
+    assert set(roles) <= {"user", "assistant", "tool", "system"}
+    assert all(a != b for a, b in pairwise(roles))  # one role, one message
+    asked = "\n".join(m["content"] for m in conversation.messages if m["role"] == "user")
+    prompts = [e.text.strip() for e in events if e.kind == "user_prompt" and not e.abandoned]
+    assert prompts and all(p in asked for p in prompts)
+    text = "\n".join(m["content"] for m in conversation.messages)
+    calls = [e for e in events if e.kind == "tool_use" and not e.abandoned]
+    assert calls and all(f"[tool_use {e.tool_name}]" in text for e in calls)
+    hooks = [e.text for e in events if e.kind == "hook" and len(e.text) > 20]
+    assert not any(h in text for h in hooks)
+
+
+def test_a_slash_commands_prompt_is_a_user_message() -> None:
+    conversation = session_conversation(REAL[0])  # starts with /init
+    first = conversation.messages[0]
+    assert first["role"] == "user"
+    assert first["content"].startswith("Please analyze this codebase and create a CLAUDE.md")
+
+
+def test_rewound_branches_and_side_chains_are_left_out() -> None:
+    conversation = session_conversation(
+        FIXTURES / "claude" / "shapes_rewind_resume_attachments.jsonl"
+    )
+    text = "\n".join(m["content"] for m in conversation.messages)
+    assert "Keep the old release folder" in text
+    assert "Also delete the old release folder" not in text  # the user rewound it
+    small = session_conversation(FIXTURES / "claude" / "agent-sessions_small.jsonl")
+    contents = [m["content"] for m in small.messages]
+    assert "Hello" not in contents  # a sub-agent's side chain inside the parent file
+    assert "Listing the files." in "\n".join(contents)
+
+
+def test_an_agents_own_compaction_summary_stays_as_a_system_message() -> None:
+    conversation = session_conversation(FIXTURES / "codex" / "shapes_errors_plans_compaction.jsonl")
+    summaries = [m for m in conversation.messages if m["role"] == "system"]
+    assert len(summaries) == 1
+    assert summaries[0]["content"].startswith("[SUMMARY OF EARLIER CONVERSATION]\nSummary of")
+
+
+def test_secrets_are_redacted_and_malformed_records_named(tmp_path: Path) -> None:
+    key = "sk-ant-api03-" + "a1B2c3D4e5" * 4
+    record = {
+        "parentUuid": None,
+        "isSidechain": False,
+        "sessionId": "s1",
+        "type": "user",
+        "uuid": "u1",
+        "timestamp": "2026-03-02T10:00:00.000Z",
+        "message": {"role": "user", "content": f"deploy with ANTHROPIC key {key} please"},
+    }
+    path = tmp_path / "s1.jsonl"
+    path.write_text(json.dumps(record) + "\n{broken\n", encoding="utf-8")
+    conversation = session_conversation(path)
+    assert key not in conversation.messages[0]["content"]
+    assert "[REDACTED:" in conversation.messages[0]["content"]
+    assert any(n.startswith("secrets redacted: 1 ") for n in conversation.notices)
+    assert any("line 2" in n and "skipped" in n for n in conversation.notices)
+
+
+def test_a_file_without_conversation_is_refused(tmp_path: Path) -> None:
+    path = tmp_path / "hooks.jsonl"
+    record = {"type": "summary", "summary": "A title", "leafUuid": "x"}
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="holds no prompt, reply or tool call"):
+        session_conversation(path)
