@@ -246,3 +246,23 @@ def test_extractive_conversation_summary_says_a_repeated_line_once() -> None:
     summary = ExtractiveEngine().summarize("\n".join(lines), 200, M, kind="conversation")
     assert summary.count("Traceback (most recent call last)") <= 1
     assert len(summary.splitlines()) >= 3
+
+
+def test_extractive_conversation_summary_says_what_was_asked_not_the_tool_output() -> None:
+    from selene_dag.llm.extractive import ExtractiveEngine
+
+    listing = "\n".join(f"/repo/app/js/module_{i}/audio_{i}_worklet.js" for i in range(40))
+    lines = [
+        "[user]: Please migrate the recorder from ScriptProcessorNode to an AudioWorklet.",
+        "[assistant]: I will list the audio files first.",
+        f"[tool]: {listing}",
+        "[assistant]: The worklet processor now captures the microphone on its own thread.",
+        "[tool]: The file /repo/app/js/recorder.js has been updated with the new processor.",
+        "[assistant]: The recorder posts its buffers to the main thread through a port.",
+    ]
+    summary = ExtractiveEngine().summarize("\n".join(lines), 200, M, kind="conversation")
+    assert "migrate the recorder from ScriptProcessorNode" in summary
+    assert "/repo/app/js/module_" not in summary and "has been updated" not in summary
+    assert summary.startswith("- Please migrate")  # in the conversation's order
+    only_tools = "\n".join(lines[2::2])
+    assert ExtractiveEngine().summarize(only_tools, 200, M, kind="conversation").strip()

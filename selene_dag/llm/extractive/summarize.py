@@ -2,37 +2,65 @@
 
 The most central sentences, in document order, added while the result counts
 ≤ ``max_tokens`` in the target model's tokens (then cut by ``truncate_to_tokens`` as a
-guard). ``kind="conversation"`` renders up to seven bullet points.
+guard). ``kind="conversation"`` (a ``[role]: text`` transcript) renders up to seven bullet
+points in the conversation's order, the user's most central sentence among them; a tool's
+output is summarized only when the transcript holds nothing else.
 """
 
 from __future__ import annotations
 
+import re
+
 from selene_dag import text as _text
 from selene_dag.context.tokens import count_tokens, truncate_to_tokens
 from selene_dag.llm.extractive.scoring import centrality, length_fit
+
+# A conversation transcript is "[role]: text" lines; a line without the prefix continues
+# the message above it.
+_ROLE_PREFIX = re.compile(r"^\[(\w+)\]: ?")
+
+
+def conversation_sentences(text: str) -> list[tuple[str, str]]:
+    """``(role, sentence)`` of a ``[role]: text`` transcript, each line's sentences, a line
+    repeated across the conversation (a traceback header, a retried command) once, and
+    sentences of fewer than three words left out."""
+    role = ""
+    seen: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for line in text.splitlines():
+        match = _ROLE_PREFIX.match(line)
+        if match:
+            role, line = match.group(1), line[match.end() :]
+        for sentence in _text.split_sentences(line):
+            key = " ".join(sentence.lower().split())
+            if len(_text.words(sentence)) >= 3 and key not in seen:
+                seen.add(key)
+                out.append((role, sentence))
+    return out
 
 
 def summarize(text: str, max_tokens: int, model: str | None, kind: str) -> str:
     """The summary of ``text`` (see the module docstring); counts ≤ ``max_tokens`` of ``model``."""
     prose = _text.strip_markdown(text) if kind == "text" else text
     sentences = [s for s in _text.split_sentences(prose) if s.strip()]
+    users: list[int] = []
     if kind == "conversation":
-        sentences = [s for line in text.splitlines() for s in _text.split_sentences(line)]
-        # A line repeated across the conversation (a traceback header, a retried command)
-        # is said once: the summary keeps room for the lines that say something new.
-        seen: set[str] = set()
-        unique = []
-        for sentence in sentences:
-            key = " ".join(sentence.lower().split())
-            if len(_text.words(sentence)) >= 3 and key not in seen:
-                seen.add(key)
-                unique.append(sentence)
-        sentences = unique
+        said = conversation_sentences(text)
+        # What was asked and decided is in the people's lines; a tool's output (a file
+        # listing, a log) is the evidence they discussed, summarized only when nothing
+        # else was said.
+        spoken = [(r, s) for r, s in said if r != "tool"] or said
+        sentences = [s for _, s in spoken]
+        users = [i for i, (r, _) in enumerate(spoken) if r == "user"]
     if not sentences:
         return truncate_to_tokens(" ".join(text.split()), max_tokens, model=model)
     central, _ = centrality(sentences)
     scores = [central[i] + length_fit(s) * 0.2 for i, s in enumerate(sentences)]
     order = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))
+    if users:
+        # The user's request heads the choice: a summary must say what was asked.
+        asked = max(users, key=lambda i: (scores[i], -i))
+        order = [asked, *(i for i in order if i != asked)]
     limit = 7 if kind == "conversation" else len(sentences)
 
     def render(indices: list[int]) -> str:
