@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from selene_dag.context.levels import extractive_summary
-from selene_dag.context.messages import Message, validate_messages
+from selene_dag.context.messages import Message, call_text, counted_text, validate_messages
 from selene_dag.context.tokens import count_tokens_batch, truncate_to_tokens
 from selene_dag.errors import check_budget
 
@@ -92,10 +92,11 @@ def check_context_budget(
 
 
 def message_tokens(messages: Sequence[Message], model: str | None = None) -> int:
-    """Tokens of ``messages``: each content in ``model``'s tokens plus MESSAGE_OVERHEAD."""
+    """Tokens of ``messages``: each one's content and tool calls (``counted_text``) in
+    ``model``'s tokens, plus MESSAGE_OVERHEAD."""
     if not messages:
         return 0
-    counts = count_tokens_batch([m["content"] for m in messages], model)
+    counts = count_tokens_batch([counted_text(m) for m in messages], model)
     return sum(counts) + MESSAGE_OVERHEAD * len(messages)
 
 
@@ -214,7 +215,7 @@ def brute_prune(
     others = [i for i, m in enumerate(msgs) if m["role"] != "system"]
     keep = set(system) | set(others[-keep_last_n:] if keep_last_n > 0 else [])
     msgs = [m for i, m in enumerate(msgs) if i in keep]
-    counts = count_tokens_batch([m["content"] for m in msgs], model) if msgs else []
+    counts = count_tokens_batch([counted_text(m) for m in msgs], model) if msgs else []
     costs = [c + MESSAGE_OVERHEAD for c in counts]
     total = sum(costs)
     order = [i for i, m in enumerate(msgs) if m["role"] != "system"]
@@ -227,10 +228,14 @@ def brute_prune(
         total -= costs[i]
     msgs = [m for i, m in enumerate(msgs) if i not in dropped]
     while msgs and message_tokens(msgs, model) > window:
+        last = msgs[-1]
         room = window - message_tokens(msgs[:-1], model) - MESSAGE_OVERHEAD
-        content = truncate_to_tokens(msgs[-1]["content"], room, model) if room > 0 else ""
-        if content:
-            msgs[-1] = {**msgs[-1], "content": content}
+        calls = call_text(last)
+        if calls:  # the calls stay whole; the content gets what they leave (+1: the line break)
+            room -= count_tokens_batch([calls], model)[0] + 1
+        content = truncate_to_tokens(last["content"], room, model) if room > 0 else ""
+        if content and content != last["content"]:
+            msgs[-1] = {**last, "content": content}
         else:
             msgs = msgs[:-1]
     return msgs

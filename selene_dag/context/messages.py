@@ -5,7 +5,8 @@ A message is a mapping with a non-empty string ``role`` and a ``content``. Conte
 the way chat APIs take it, a list of parts, is made one string: text parts joined by a
 blank line, a tool call written as ``[tool_use NAME] {input}``, a tool result as its text,
 any other part (an image, a file) as ``[TYPE]``. A ``null`` content (an assistant message
-that only calls tools) is the empty string. Every other key of a message is kept as it is.
+that only calls tools) is the empty string. Every other key of a message is kept as it is;
+its tool calls (``tool_calls``, ``function_call``) count toward the window.
 """
 
 from __future__ import annotations
@@ -46,6 +47,27 @@ def _part_text(part: object) -> str:
     if kind == "tool_result":
         return content_text(part.get("content"))
     return f"[{kind or 'part'}]"
+
+
+# Fields besides content that a model reads: the calls an assistant message makes (OpenAI's
+# chat format keeps them out of content, which is then null).
+CALL_FIELDS = ("tool_calls", "function_call")
+
+
+def call_text(message: Mapping[str, Any]) -> str:
+    """The tool calls a message makes (``CALL_FIELDS``) as JSON lines, "" when none: they
+    count toward the window as its content does."""
+    return "\n".join(
+        json.dumps(message[key], ensure_ascii=False, sort_keys=True)
+        for key in CALL_FIELDS
+        if message.get(key)
+    )
+
+
+def counted_text(message: Mapping[str, Any]) -> str:
+    """Everything of a checked message a model reads: its content, then its tool calls."""
+    calls = call_text(message)
+    return f"{message['content']}\n{calls}" if calls else message["content"]
 
 
 def validate_messages(messages: object) -> list[Message]:

@@ -114,3 +114,32 @@ def test_a_byte_order_mark_is_not_part_of_the_json(tmp_path: Path) -> None:
     conversation = load_conversation(path)
     assert conversation.messages == [{"role": "user", "content": "hi"}]
     assert conversation.form == "json" and conversation.notices == []
+
+
+def test_tool_calls_count_toward_the_window() -> None:
+    from selene_dag.context import message_tokens
+    from selene_dag.context.compaction import brute_prune
+    from selene_dag.context.messages import counted_text
+
+    call = {
+        "id": "c1",
+        "type": "function",
+        "function": {"name": "write_file", "arguments": json.dumps({"text": "data " * 300})},
+    }
+    messages = [{"role": "system", "content": "Be brief."}]
+    for i in range(12):
+        messages.append({"role": "user", "content": f"Write report {i} to disk, please."})
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+    checked = validate_messages(messages)
+    calls_only = count_tokens(counted_text(checked[2]), M)
+    assert calls_only > 300  # the arguments are counted although content is empty
+    assert message_tokens(checked, M) > 12 * calls_only
+    report = compact_messages(messages, 2_000, M)
+    assert message_tokens(report.messages, M) <= 2_000 == report.window
+    assert report.tokens_after == message_tokens(report.messages, M)
+    # A last message whose calls alone exceed the window goes; its content is cut otherwise.
+    long_reply = {"role": "assistant", "content": "words " * 400, "tool_calls": [call]}
+    pruned = brute_prune([{"role": "user", "content": "go"}, long_reply], 500, M)
+    assert message_tokens(pruned, M) <= 500
+    assert pruned[-1].get("tool_calls") == [call] and len(pruned[-1]["content"]) < 2_400
+    assert brute_prune([long_reply], 200, M) == []

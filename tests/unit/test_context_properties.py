@@ -118,7 +118,16 @@ def test_levels_within_budget_and_deterministic(items, budget, model) -> None:
 
 
 MESSAGE = st.fixed_dictionaries(
-    {"role": st.sampled_from(["system", "user", "assistant"]), "content": TEXT}
+    {"role": st.sampled_from(["system", "user", "assistant"]), "content": TEXT},
+    # Content as chat APIs send it, and tool calls, which count toward the window too.
+    optional={
+        "tool_calls": st.lists(st.fixed_dictionaries({"arguments": TEXT}), min_size=1, max_size=2)
+    },
+) | st.fixed_dictionaries(
+    {
+        "role": st.just("user"),
+        "content": st.lists(st.fixed_dictionaries({"text": TEXT}), max_size=3),
+    }
 )
 
 
