@@ -265,7 +265,9 @@ def demo(
 @app.command()
 @guarded
 def ingest(
-    path: Annotated[Path, typer.Argument(help="Folder (or file) of markdown / JSONL notes.")],
+    path: Annotated[
+        Path, typer.Argument(help="Folder (or file) of markdown, plain text or JSONL notes.")
+    ],
     home: Annotated[Path | None, typer.Option(help="SELENE_HOME to ingest into.")] = None,
 ) -> None:
     """Ingest notes from PATH and materialize the notes group so ask/context see them."""

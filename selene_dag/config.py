@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     )
     notes_dir: Path | None = Field(
         None,
-        description="Folder of markdown / JSONL notes to ingest.",
+        description="Folder of markdown, plain text or JSONL notes to ingest.",
         json_schema_extra=_shown("$SELENE_HOME/notes"),
     )
     llm: str = Field(

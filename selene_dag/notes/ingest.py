@@ -1,4 +1,4 @@
-"""Read notes from a folder (or a single file) of markdown and JSONL files.
+"""Read notes from a folder (or a single file) of markdown, plain text and JSONL files.
 
 Pure: reads files, returns records and errors; writes nothing; never raises for what a
 file holds, so one broken file never stops the others. A problem is an
@@ -42,9 +42,12 @@ from selene_dag import text as _text
 from selene_dag.config import parse_datetime
 from selene_dag.notes.folders import IngestScope
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
+# Plain text notes (Simplenote, Standard Notes and Bear export them) are read as markdown
+# is: a front-matter or a heading when they have one, else the file's name is the title.
+TEXT_SUFFIXES = (".txt",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
-NOTE_SUFFIXES = MARKDOWN_SUFFIXES + JSONL_SUFFIXES  # the files ingest reads
+NOTE_SUFFIXES = MARKDOWN_SUFFIXES + TEXT_SUFFIXES + JSONL_SUFFIXES  # the files ingest reads
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
@@ -130,7 +133,8 @@ def source_version(path: Path) -> str:
 
 
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
-    """Return the markdown and JSONL files at ``path`` (a file, or a folder searched deeply).
+    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, plain text, JSONL):
+    ``path`` itself when it is a file, else the folder's files searched deeply.
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
     inside the folders of ``skip``. Sorted for determinism.

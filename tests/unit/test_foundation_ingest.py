@@ -44,6 +44,25 @@ def test_markdown_front_matter_and_fallbacks(tmp_path):
     assert (c.created_at, c.updated_at, c.modified_at) == (None, None, mtime)
 
 
+def test_plain_text_and_other_markdown_suffixes_are_notes(tmp_path):
+    (tmp_path / "Groceries.txt").write_text("milk\neggs\nthe good bread from the corner shop\n")
+    (tmp_path / "page.mdx").write_text("---\ntitle: Component docs\n---\n<Button /> takes a size.")
+    (tmp_path / "old.markdown").write_text("# Old post\n\ntext")
+    (tmp_path / "draft.mdown").write_text("draft text")
+    (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n")
+    (tmp_path / "notes.org").write_text("* org heading")
+    result = read_notes(tmp_path)
+    titles = {n.id: n.title for n in result.notes}
+    assert titles == {
+        "Groceries.txt": "Groceries",
+        "page.mdx": "Component docs",
+        "old.markdown": "Old post",
+        "draft.mdown": "draft",
+    }
+    assert not result.errors
+    assert next(n for n in result.notes if n.id == "Groceries.txt").content.startswith("milk\n")
+
+
 def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     (tmp_path / "good.md").write_text("# Good\nfine")
     (tmp_path / "latin1.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
