@@ -266,7 +266,10 @@ def demo(
 @guarded
 def ingest(
     path: Annotated[
-        Path, typer.Argument(help="Folder (or file) of markdown, plain text or JSONL notes.")
+        Path,
+        typer.Argument(
+            help="Folder (or file) of notes: markdown, plain text, JSON or JSONL, or a ChatGPT or Claude.ai export."
+        ),
     ],
     home: Annotated[Path | None, typer.Option(help="SELENE_HOME to ingest into.")] = None,
 ) -> None:

@@ -146,7 +146,7 @@ class Settings(BaseSettings):
     )
     notes_dir: Path | None = Field(
         None,
-        description="Folder of markdown, plain text or JSONL notes to ingest.",
+        description="Folder of notes to ingest (markdown, plain text, JSON or JSONL files, chat exports).",
         json_schema_extra=_shown("$SELENE_HOME/notes"),
     )
     llm: str = Field(

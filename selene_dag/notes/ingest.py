@@ -1,4 +1,4 @@
-"""Read notes from a folder (or a single file) of markdown, plain text and JSONL files.
+"""Read notes from a folder (or a single file) of markdown, plain text, JSON and JSONL files.
 
 Pure: reads files, returns records and errors; writes nothing; never raises for what a
 file holds, so one broken file never stops the others. A problem is an
@@ -40,6 +40,7 @@ import yaml
 
 from selene_dag import text as _text
 from selene_dag.config import parse_datetime
+from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.folders import IngestScope
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
@@ -47,7 +48,11 @@ MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
 # is: a front-matter or a heading when they have one, else the file's name is the title.
 TEXT_SUFFIXES = (".txt",)
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
-NOTE_SUFFIXES = MARKDOWN_SUFFIXES + TEXT_SUFFIXES + JSONL_SUFFIXES  # the files ingest reads
+# A JSON file holds notes when it is a list of note objects (as JSONL lines are) or the
+# conversations of a ChatGPT or Claude.ai export; any other JSON file in a folder is not a
+# note file and is passed over without a word (an export's user.json, a package.json).
+JSON_SUFFIXES = (".json",)
+NOTE_SUFFIXES = MARKDOWN_SUFFIXES + TEXT_SUFFIXES + JSONL_SUFFIXES + JSON_SUFFIXES
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
@@ -207,6 +212,17 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
         if file.suffix.lower() in JSONL_SUFFIXES:
             # Decoded line by line: one bad byte costs its line, not the whole file.
             notes, errors = _parse_jsonl(raw, source, rel)
+        elif file.suffix.lower() in JSON_SUFFIXES:
+            parsed = _parse_json(raw, source, rel)
+            if parsed is None:  # valid JSON, but no notes in it
+                if file == root:  # named on its own: say why nothing came of it
+                    reason = (
+                        "not a note file: a JSON file is read when it is a list of notes "
+                        "({content, ...} objects) or a ChatGPT or Claude.ai export"
+                    )
+                    result.errors.append(IngestError(source, None, reason))
+                continue
+            notes, errors = parsed
         elif b"\0" in raw[:_BINARY_SNIFF]:
             # Text never holds NUL (git's test for a binary file): an image or an archive
             # named .md would be stored as pages of replacement characters.
@@ -331,14 +347,74 @@ def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], l
         unnamed += note.id == place
         if fields.ignored:
             errors.append(IngestError(source, number, f"{KEPT}{fields.summary()}"))
-    if unnamed:
-        # Once per file, not per line: an export without ids would drown every other line.
-        reason = (
-            f"{KEPT}{_text.plural(unnamed, 'line')} without an 'id' named by place "
-            f"('{rel}:<line>'): a line inserted above one changes its id"
-        )
-        errors.append(IngestError(source, None, reason))
+    errors += _unnamed_notice(source, rel, unnamed, "line", "lines")
     return notes, errors
+
+
+def _parse_json(
+    raw: bytes, source: str, rel: str
+) -> tuple[list[NoteRecord], list[IngestError]] | None:
+    """The notes of a JSON file whose path in its folder is ``rel``: a chat export's
+    conversations (id ``<rel>:<conversation id>`` when the export gives one), or a list of
+    note objects read as JSONL lines are (``<rel>:<position>`` for one without id). None
+    for valid JSON that holds neither."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return [], [IngestError(source, None, f"bad JSON: {exc}")]
+    kind = export_kind(data)
+    if kind is not None:
+        chats, problems = exported_chats(data, kind)
+        notes = [
+            NoteRecord(
+                id=chat.id or f"{rel}:{chat.position}",
+                title=chat.title,
+                content=chat.text(),
+                created_at=chat.created_at,
+                updated_at=chat.updated_at or chat.created_at,
+                source=source,
+            )
+            for chat in chats
+        ]
+        errors = [IngestError(source, None, f"conversation {n}: {why}") for n, why in problems]
+        unnamed = sum(chat.id is None for chat in chats)
+        return notes, errors + _unnamed_notice(
+            source, rel, unnamed, "conversation", "conversations"
+        )
+    if not isinstance(data, list) or not any(
+        isinstance(item, dict) and any(k in item for k in ("content", *_CONTENT_ALIASES))
+        for item in data
+    ):
+        return None
+    notes, errors = [], []
+    unnamed = 0
+    for number, item in enumerate(data, 1):
+        place = f"{rel}:{number}"
+        try:
+            note, fields = _record_from_json(item, source, place)
+        except (TypeError, ValueError, KeyError) as exc:
+            errors.append(IngestError(source, None, f"entry {number}: {exc}"))
+            continue
+        notes.append(note)
+        unnamed += note.id == place
+        if fields.ignored:
+            errors.append(IngestError(source, None, f"{KEPT}entry {number}: {fields.summary()}"))
+    errors += _unnamed_notice(source, rel, unnamed, "entry", "entries")
+    return notes, errors
+
+
+def _unnamed_notice(
+    source: str, rel: str, unnamed: int, unit: str, units: str
+) -> list[IngestError]:
+    """Once per file, not per note (an export without ids would drown every other line):
+    the notes named by their place, whose id moves when a note is inserted above."""
+    if not unnamed:
+        return []
+    reason = (
+        f"{KEPT}{_text.plural(unnamed, unit, units)} without an 'id' named by place "
+        f"('{rel}:<{unit}>'): a {unit} inserted above one changes its id"
+    )
+    return [IngestError(source, None, reason)]
 
 
 # Other names exports give a note's text, read when it has no "content".

@@ -1,0 +1,123 @@
+"""Conversations of ChatGPT and Claude.ai data exports read as notes, and JSON files that
+hold a list of notes; other JSON files in a folder are passed over."""
+
+import json
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+from selene_dag.notes.chat_exports import export_kind, exported_chats
+from selene_dag.notes.ingest import read_notes
+
+EXPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "chat_exports"
+
+
+def test_a_chatgpt_export_gives_the_branch_shown_one_note_per_conversation() -> None:
+    result = read_notes(EXPORTS / "chatgpt")  # also user.json and message_feedback.json
+    notes = {n.id: n for n in result.notes}
+    assert set(notes) == {
+        "6650a1b2-0000-4000-8000-00000000c0de",
+        "6650a1b2-0000-4000-8000-00000000b00c",  # "New chat" without a message is left out
+    }
+    airflow = notes["6650a1b2-0000-4000-8000-00000000c0de"]
+    assert airflow.title == "Airflow S3 sensor timeouts"
+    assert airflow.created_at == datetime.fromtimestamp(1717400000.0, tz=UTC)
+    assert airflow.updated_at == datetime.fromtimestamp(1717400060.0, tz=UTC)
+    text = airflow.content
+    assert text.startswith("User: Our nightly Airflow DAG keeps timing out")
+    assert "User: [image]\n\nHere is the task log. The timeout is 3600 seconds." in text
+    assert "deferrable operators?" not in text  # the branch the user edited away from
+    assert "data engineer" not in text and "Search results" not in text  # context, tool
+    assert "search(" not in text and "poking every 60 s" not in text  # tool call, reasoning
+    # The answer given in two messages around a tool call is one turn.
+    assert text.count("Assistant:") == 2
+    assert text.endswith("so a missing file skips the run instead of failing it.")
+    untitled = notes["6650a1b2-0000-4000-8000-00000000b00c"]
+    assert untitled.title == "Suggest a name for a DuckDB extension that …"
+    # The one entry that is no conversation is named; user.json and the feedback list are
+    # not note files and say nothing.
+    assert [e.error for e in result.errors] == [
+        "conversation 4: expected a conversation object, got str"
+    ]
+
+
+def test_a_claude_export_keeps_attachments_and_skips_empty_chats() -> None:
+    result = read_notes(EXPORTS / "claude")
+    assert not result.errors
+    (note,) = result.notes
+    assert (note.id, note.title) == (
+        "0b7e5c2a-1111-4222-8333-444455556666",
+        "Postgres vacuum settings",
+    )
+    assert note.created_at == datetime(2025, 3, 2, 9, 15, 4, 112345, tzinfo=UTC)
+    assert "[attachment postgresql.conf]\nautovacuum_vacuum_scale_factor = 0.2" in note.content
+    assert "Assistant: Set a per-table `autovacuum_vacuum_scale_factor = 0.01`" in note.content
+
+
+def test_a_claude_branch_follows_the_current_leaf() -> None:
+    def message(uuid: str, parent: str, sender: str, text: str) -> dict:
+        return {"uuid": uuid, "parent_message_uuid": parent, "sender": sender, "text": text}
+
+    data = [
+        {
+            "uuid": "c1",
+            "name": "Branches",
+            "current_leaf_message_uuid": "a2",
+            "chat_messages": [
+                message("u1", "root", "human", "First question about caching"),
+                message("a1", "u1", "assistant", "An answer I regenerated"),
+                message("a2", "u1", "assistant", "The answer I kept: use an LRU cache"),
+            ],
+        }
+    ]
+    chats, problems = exported_chats(data, "claude")
+    assert not problems
+    assert chats[0].turns == (
+        ("User", "First question about caching"),
+        ("Assistant", "The answer I kept: use an LRU cache"),
+    )
+
+
+def test_export_kind_looks_at_the_shape_only() -> None:
+    assert export_kind([{"mapping": {}, "title": "x"}]) == "chatgpt"
+    assert export_kind([{"chat_messages": []}]) == "claude"
+    for other in ([], {"mapping": {}}, [1], [{"content": "a note"}]):
+        assert export_kind(other) is None
+
+
+def test_a_json_list_of_notes_is_read_and_a_json_file_named_alone_says_why_not(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "exported"
+    folder.mkdir()
+    notes = [
+        {"id": "n1", "title": "Kafka retention", "content": "retention.ms is per topic"},
+        {"text": "a note without id", "created": "2024-05-01"},
+        {"title": "no text"},
+    ]
+    (folder / "notes.json").write_text(json.dumps(notes))
+    (folder / "package.json").write_text('{"name": "site", "version": "1.0.0"}')
+    (folder / "broken.json").write_text('[{"content": "cut off')
+    result = read_notes(folder)
+    assert sorted(n.id for n in result.notes) == ["n1", "notes.json:2"]
+    reasons = sorted(e.error for e in result.errors)
+    assert reasons[0].startswith("bad JSON")
+    assert reasons[1].startswith("entry 3: missing 'content'")
+    assert "1 entry without an 'id' named by place ('notes.json:<entry>')" in reasons[2]
+    assert str(folder / "broken.json") in result.files_failed  # its notes are never deleted
+    alone = read_notes(folder / "package.json")
+    assert not alone.notes
+    assert "not a note file: a JSON file is read when it is a list of notes" in (
+        alone.errors[0].error
+    )
+
+
+def test_an_export_without_ids_names_its_conversations_by_place(tmp_path: Path) -> None:
+    data = json.loads((EXPORTS / "claude" / "conversations.json").read_text())
+    for chat in data:
+        del chat["uuid"]
+    shutil.copytree(EXPORTS / "claude", tmp_path / "claude")
+    (tmp_path / "claude" / "conversations.json").write_text(json.dumps(data))
+    result = read_notes(tmp_path / "claude")
+    assert [n.id for n in result.notes] == ["conversations.json:1"]
+    assert "1 conversation without an 'id'" in result.errors[0].error
