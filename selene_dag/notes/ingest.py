@@ -142,22 +142,39 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     ``path`` itself when it is a file, else the folder's files searched deeply.
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
-    inside the folders of ``skip``. Sorted for determinism.
+    inside the folders of ``skip`` and inside a selene-dag home below ``path`` (its
+    distilled sessions and Dagster files are no notes). Sorted for determinism.
     """
     if path.is_file():
         return [path]
     if not path.is_dir():
         return []
+    skipped = {str(folder) for folder in skip}
     found = []
-    for candidate in path.rglob("*"):
-        rel_parts = candidate.relative_to(path).parts
-        if any(part.startswith(".") for part in rel_parts):
-            continue
-        if skip and any(folder in candidate.parents for folder in skip):
-            continue
-        if candidate.is_file() and candidate.suffix.lower() in NOTE_SUFFIXES:
-            found.append(candidate)
+    # os.walk, like Path.rglob, lists a symbolic link to a folder without entering it.
+    for folder, subfolders, files in os.walk(path):
+        subfolders[:] = sorted(
+            name
+            for name in subfolders
+            if not name.startswith(".")
+            and os.path.join(folder, name) not in skipped
+            and not _is_home(os.path.join(folder, name))
+        )
+        for name in files:
+            if name.startswith(".") or os.path.splitext(name)[1].lower() not in NOTE_SUFFIXES:
+                continue
+            full = os.path.join(folder, name)
+            if os.path.isfile(full):  # not a broken link, a pipe or a socket
+                found.append(Path(full))
     return sorted(found)
+
+
+# What every selene-dag home holds (the database may live elsewhere; Dagster's files do not).
+_HOME_MARKERS = ("selene.duckdb", os.path.join("dagster", "dagster.yaml"))
+
+
+def _is_home(folder: str) -> bool:
+    return any(os.path.isfile(os.path.join(folder, marker)) for marker in _HOME_MARKERS)
 
 
 def other_files(path: Path) -> dict[str, int]:

@@ -2,7 +2,7 @@ import json
 import os
 from datetime import UTC, datetime
 
-from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.ingest import note_files, read_notes
 
 
 def test_bundled_corpus_reads_577_notes_equal_to_source(demo_notes):
@@ -61,6 +61,25 @@ def test_plain_text_and_other_markdown_suffixes_are_notes(tmp_path):
     }
     assert not result.errors
     assert next(n for n in result.notes if n.id == "Groceries.txt").content.startswith("milk\n")
+
+
+def test_a_home_inside_the_notes_folder_is_not_read_as_notes(tmp_path):
+    (tmp_path / "ideas.md").write_text("# Ideas\nwrite less")
+    home = tmp_path / "selene"  # SELENE_HOME set to a folder inside the notes
+    (home / "distilled").mkdir(parents=True)
+    (home / "selene.duckdb").write_bytes(b"")
+    (home / "distilled" / "session.md").write_text("# A distilled session")
+    (home / "distilled" / "session.jsonl").write_text('{"type": "user"}\n')
+    other = tmp_path / "projects" / "old-home"  # another home, its database elsewhere
+    (other / "dagster").mkdir(parents=True)
+    (other / "dagster" / "dagster.yaml").write_text("storage: {}")
+    (other / "distilled.md").write_text("# distilled")
+    (tmp_path / "projects" / "plan.md").write_text("# Plan")
+    (tmp_path / "gone.md").symlink_to(tmp_path / "missing.md")  # a broken link
+    os.mkfifo(tmp_path / "pipe.md")  # reading it would wait forever
+    files = note_files(tmp_path)
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == ["ideas.md", "projects/plan.md"]
+    assert note_files(home / "distilled") == sorted((home / "distilled").iterdir())  # asked for
 
 
 def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
