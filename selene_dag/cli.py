@@ -655,13 +655,14 @@ def distill_scan_command() -> None:
     """List the session files under SELENE_SESSION_ROOTS, then those left out and why.
 
     Each file with its platform, size, events and state."""
-    listing = service.distill_scan_listing(load_settings())
+    settings = load_settings()
+    listing = service.distill_scan_listing(settings)
     rows, skipped = listing["files"], listing["skipped"]
-    out.print(
-        _rows_table(rows, plural(len(rows), "session file"))
-        if rows
-        else "no session files under SELENE_SESSION_ROOTS"
-    )
+    if rows:
+        out.print(_rows_table(rows, plural(len(rows), "session file")))
+    else:
+        roots = service.describe_session_roots(settings)
+        out.print(f"no session files under SELENE_SESSION_ROOTS: {roots}", highlight=False)
     if skipped:
         title = f"{plural(len(skipped), 'file')} skipped"
         out.print(_rows_table(skipped, title, ["path", "reason"]))

@@ -10,6 +10,7 @@ one-line message; anything else is a bug and propagates with its traceback.
 from __future__ import annotations
 
 import contextlib
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -641,12 +642,21 @@ def idle_roots_hint(settings: Settings) -> str:
         )
     if found.files:
         return ""
+    return f"no session file under SELENE_SESSION_ROOTS: {describe_session_roots(settings)}"
+
+
+def describe_session_roots(settings: Settings) -> str:
+    """The session roots read, each missing one marked; when a missing one looks like
+    several joined with the wrong separator (a comma), the separator to use."""
+    missing = [r for r in settings.session_roots if not Path(r.path).expanduser().is_dir()]
     roots = ", ".join(
         f"{root.platform + '=' if root.platform else ''}{root.path}"
-        + ("" if Path(root.path).expanduser().is_dir() else " (missing)")
+        + (" (missing)" if root in missing else "")
         for root in settings.session_roots
     )
-    return f"no session file under SELENE_SESSION_ROOTS: {roots}"
+    if any("," in str(root.path) for root in missing):
+        roots += f" — separate several folders with '{os.pathsep}'"
+    return roots
 
 
 def distill_status(settings: Settings) -> dict[str, Any]:

@@ -184,6 +184,11 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     assert f"no session file under SELENE_SESSION_ROOTS: claude={tmp_path / 'none'} (missing)" in (
         nothing.stdout
     )
+    # Two folders joined with a comma, as many tools take them: scan says which separator.
+    joined = {"SELENE_SESSION_ROOTS": f"{tmp_path / 'none'},{root}"}
+    listing = run("distill", "scan", env=joined).stdout
+    assert "no session files under SELENE_SESSION_ROOTS" in listing and "(missing)" in listing
+    assert f"separate several folders with '{os.pathsep}'" in listing
 
 
 @pytest.mark.slow
