@@ -9,11 +9,13 @@ write only the pack on stdout; accounting and progress go to stderr.
 
 from __future__ import annotations
 
+import errno
 import functools
 import inspect
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import time
@@ -604,8 +606,35 @@ def serve_command(
     if not 0 < port < 65536:
         raise UsageError(f"--port must be within 1..65535, got {port}")
     load_settings()  # fail early on bad settings
+    sock = _listening_socket(host, port)
     err.print(f"selene-dag API on http://{host}:{port} (docs at /docs)")
-    uvicorn.run(create_app(), host=host, port=port, log_level="warning")
+    config = uvicorn.Config(create_app(), host=host, port=port, log_level="warning")
+    uvicorn.Server(config).run(sockets=[sock])
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """A socket bound to ``host``:``port`` (as uvicorn binds one); an address that cannot
+    be used is a one-line error before the server starts."""
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(
+            host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+        )[0]
+    except socket.gaierror as exc:
+        raise UsageError(
+            f"--host {host}: not an address of this machine ({exc.strerror})"
+        ) from None
+    sock = socket.socket(family, kind, proto)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind(address)
+    except OSError as exc:
+        sock.close()
+        if exc.errno == errno.EADDRINUSE:
+            raise UsageError(
+                f"port {port} on {host} is in use (another server?): choose another with --port"
+            ) from None
+        raise UsageError(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    return sock
 
 
 @cache_app.command("stats")

@@ -328,3 +328,16 @@ def test_a_home_that_cannot_be_created_is_one_line(tmp_path):
         assert_one_line_error(
             run(*args, env=env), f"cannot create {blocker / 'home'}", "SELENE_HOME"
         )
+
+
+def test_serve_on_a_port_in_use_is_one_line(tmp_path):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run("serve", "--port", str(port), timeout=60)
+    assert_one_line_error(proc, f"port {port} on 127.0.0.1 is in use", "--port")
+    assert "selene-dag API on" not in proc.stderr  # it never claimed to be serving
+    assert_one_line_error(run("serve", "--host", "no-such-host.invalid"), "--host")
