@@ -29,10 +29,11 @@ import codecs
 import hashlib
 import os
 import re
+import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import orjson
@@ -221,67 +222,125 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             result.errors.append(IngestError(source, None, f"cannot read: {exc.strerror or exc}"))
             result.files_failed.append(source)
             continue
-        # Windows editors and PowerShell put a byte order mark first, and "Unicode" there
-        # is UTF-16: read as the UTF-8 it stands for.
-        if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
-            raw = raw.decode("utf-16", errors="replace").encode("utf-8")
-        raw = raw.removeprefix(codecs.BOM_UTF8)
-        if file.suffix.lower() in JSONL_SUFFIXES:
-            # Decoded line by line: one bad byte costs its line, not the whole file.
-            notes, errors = _parse_jsonl(raw, source, rel)
-        elif file.suffix.lower() in JSON_SUFFIXES:
-            parsed = _parse_json(raw, source, rel)
-            if parsed is None:  # valid JSON, but no notes in it
-                if file == root:  # named on its own: say why nothing came of it
-                    reason = (
-                        "not a note file: a JSON file is read when it is a list of notes "
-                        "({content, ...} objects) or a ChatGPT or Claude.ai export"
-                    )
-                    result.errors.append(IngestError(source, None, reason))
-                continue
-            notes, errors = parsed
-        elif b"\0" in raw[:_BINARY_SNIFF]:
-            # Text never holds NUL (git's test for a binary file): an image or an archive
-            # named .md would be stored as pages of replacement characters.
-            notes, errors = [], [IngestError(source, None, "not a text file (it holds NUL bytes)")]
-        else:
-            errors = []
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                # One bad byte is no reason to lose a note: replace it, say so.
-                text = raw.decode("utf-8", errors="replace")
+        if file == root and file.suffix.lower() == ".zip":  # an export as downloaded
+            members, errors = _zip_members(file, source, mtime)
+            if not members and not errors:
+                errors = [IngestError(source, None, "the archive holds no note file")]
+            result.errors.extend(errors)
+            if errors:
+                result.files_failed.append(source)
+            for member_source, member_rel, member_raw, member_mtime in members:
+                parsed = _parse_file(member_raw, member_source, member_rel, member_mtime)
+                if parsed is not None:
+                    _take(result, seen, scope, member_source, *parsed)
+            continue
+        parsed = _parse_file(raw, source, rel, mtime)
+        if parsed is None:  # valid JSON, but no notes in it
+            if file == root:  # named on its own: say why nothing came of it
                 reason = (
-                    f"{KEPT}invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
+                    "not a note file: a JSON file is read when it is a list of notes "
+                    "({content, ...} objects) or a ChatGPT or Claude.ai export"
                 )
-                errors.append(IngestError(source, None, reason))
-            note, error = _parse_markdown(text, rel, source, mtime)
-            notes = [note] if note else []
-            errors += [error] if error else []
+                result.errors.append(IngestError(source, None, reason))
+            continue
+        notes, errors = parsed
         if source != resolved:
             reason = f"{KEPT}its file name is not UTF-8 (stored with those bytes written \\xNN)"
             errors.append(IngestError(source, None, reason))
-        result.errors.extend(errors)
-        # A file with any unreadable part is "failed" for deletion tracking: a note whose line
-        # broke must not be marked deleted. Its readable notes are still ingested. A problem
-        # that cost no note (a value ignored, a byte replaced) does not count.
-        lost = any(not e.error.startswith(KEPT) for e in errors)
-        (result.files_failed if lost else result.files_ok).append(source)
-        for note in notes:
-            if scope is not None:
-                note = replace(note, id=scope.note_id(note.id))
-            if note.id in seen:
-                result.errors.append(
-                    IngestError(
-                        source,
-                        None,
-                        f"duplicate note id {note.id!r} (first in {seen[note.id]}); kept the first",
-                    )
-                )
-                continue
-            seen[note.id] = source
-            result.notes.append(note)
+        _take(result, seen, scope, source, notes, errors)
     return result
+
+
+def _parse_file(
+    raw: bytes, source: str, rel: str, mtime: datetime
+) -> tuple[list[NoteRecord], list[IngestError]] | None:
+    """The notes and problems of one note file's bytes, by its suffix; None for a JSON file
+    that holds no notes."""
+    # Windows editors and PowerShell put a byte order mark first, and "Unicode" there
+    # is UTF-16: read as the UTF-8 it stands for.
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raw = raw.decode("utf-16", errors="replace").encode("utf-8")
+    raw = raw.removeprefix(codecs.BOM_UTF8)
+    suffix = PurePosixPath(rel).suffix.lower()
+    if suffix in JSONL_SUFFIXES:
+        # Decoded line by line: one bad byte costs its line, not the whole file.
+        return _parse_jsonl(raw, source, rel)
+    if suffix in JSON_SUFFIXES:
+        return _parse_json(raw, source, rel)
+    if b"\0" in raw[:_BINARY_SNIFF]:
+        # Text never holds NUL (git's test for a binary file): an image or an archive
+        # named .md would be stored as pages of replacement characters.
+        return [], [IngestError(source, None, "not a text file (it holds NUL bytes)")]
+    errors = []
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        # One bad byte is no reason to lose a note: replace it, say so.
+        text = raw.decode("utf-8", errors="replace")
+        reason = f"{KEPT}invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
+        errors.append(IngestError(source, None, reason))
+    note, error = _parse_markdown(text, rel, source, mtime)
+    return ([note] if note else []), errors + ([error] if error else [])
+
+
+def _take(
+    result: IngestResult,
+    seen: dict[str, str],
+    scope: IngestScope | None,
+    source: str,
+    notes: list[NoteRecord],
+    errors: list[IngestError],
+) -> None:
+    """Add one file's notes and problems to ``result``: ids made home-wide, a repeated id
+    kept once."""
+    result.errors.extend(errors)
+    # A file with any unreadable part is "failed" for deletion tracking: a note whose line
+    # broke must not be marked deleted. Its readable notes are still ingested. A problem
+    # that cost no note (a value ignored, a byte replaced) does not count.
+    lost = any(not e.error.startswith(KEPT) for e in errors)
+    (result.files_failed if lost else result.files_ok).append(source)
+    for note in notes:
+        if scope is not None:
+            note = replace(note, id=scope.note_id(note.id))
+        if note.id in seen:
+            reason = f"duplicate note id {note.id!r} (first in {seen[note.id]}); kept the first"
+            result.errors.append(IngestError(source, None, reason))
+            continue
+        seen[note.id] = source
+        result.notes.append(note)
+
+
+# A member of an archive larger than this is not read (an archive can claim any size).
+ZIP_MEMBER_LIMIT = 1 << 30
+
+
+def _zip_members(
+    archive: Path, source: str, mtime: datetime
+) -> tuple[list[tuple[str, str, bytes, datetime]], list[IngestError]]:
+    """The note files inside a zip archive as ``(source, path inside, bytes, mtime)`` —
+    source ``<archive>!/<path inside>`` — hidden ones and macOS resource forks left out;
+    and the problems met (an archive that cannot be read, a member too large)."""
+    members: list[tuple[str, str, bytes, datetime]] = []
+    errors: list[IngestError] = []
+    try:
+        with zipfile.ZipFile(archive) as zipped:
+            for info in sorted(zipped.infolist(), key=lambda i: i.filename):
+                name = info.filename
+                parts = PurePosixPath(name).parts
+                if info.is_dir() or any(part.startswith((".", "__MACOSX")) for part in parts):
+                    continue
+                if PurePosixPath(name).suffix.lower() not in NOTE_SUFFIXES:
+                    continue
+                where = f"{source}!/{name}"
+                if info.file_size > ZIP_MEMBER_LIMIT:
+                    errors.append(IngestError(where, None, "too large to read from the archive"))
+                    continue
+                stamp = datetime(*info.date_time, tzinfo=UTC) if info.date_time else mtime
+                members.append((where, name, zipped.read(info), stamp))
+    except (zipfile.BadZipFile, RuntimeError, OSError, ValueError) as exc:
+        # RuntimeError: an encrypted member; OSError, ValueError: a damaged archive.
+        errors.append(IngestError(source, None, f"cannot read the archive: {exc}"))
+    return members, errors
 
 
 # Reasons recorded for a note that was ingested despite a problem start with this.

@@ -121,3 +121,40 @@ def test_an_export_without_ids_names_its_conversations_by_place(tmp_path: Path) 
     result = read_notes(tmp_path / "claude")
     assert [n.id for n in result.notes] == ["conversations.json:1"]
     assert "1 conversation without an 'id'" in result.errors[0].error
+
+
+def test_an_export_named_as_downloaded_a_zip_is_read_inside(tmp_path: Path) -> None:
+    import zipfile
+
+    archive = tmp_path / "chatgpt-export.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        for name in ("conversations.json", "user.json", "message_feedback.json"):
+            zipped.write(EXPORTS / "chatgpt" / name, name)
+        zipped.writestr("notes/reading-list.md", "# Reading list\nDesigning Data-Intensive Apps")
+        zipped.writestr("__MACOSX/._conversations.json", "resource fork")
+        zipped.writestr(".hidden.md", "# hidden")
+        zipped.writestr("chat.html", "<html></html>")
+    result = read_notes(archive)
+    ids = sorted(n.id for n in result.notes)
+    assert ids == [
+        "6650a1b2-0000-4000-8000-00000000b00c",
+        "6650a1b2-0000-4000-8000-00000000c0de",
+        "notes/reading-list.md",
+    ]
+    sources = {n.source for n in result.notes}
+    assert sources == {f"{archive}!/conversations.json", f"{archive}!/notes/reading-list.md"}
+    assert [e.error for e in result.errors] == [
+        "conversation 4: expected a conversation object, got str"
+    ]
+
+    fake = tmp_path / "fake.zip"
+    fake.write_text("not an archive")
+    assert "cannot read the archive" in read_notes(fake).errors[0].error
+    empty = tmp_path / "images.zip"
+    with zipfile.ZipFile(empty, "w") as zipped:
+        zipped.writestr("a.png", b"\x89PNG")
+    broken = read_notes(empty)
+    assert not broken.notes and broken.errors[0].error == "the archive holds no note file"
+    assert broken.files_failed == [str(empty)]
+    # An archive inside a notes folder is an attachment, not opened.
+    assert [n.id for n in read_notes(tmp_path).notes] == []
