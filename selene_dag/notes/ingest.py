@@ -30,7 +30,7 @@ import hashlib
 import os
 import re
 import zipfile
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
@@ -395,36 +395,51 @@ def _parse_markdown(
 def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], list[IngestError]]:
     """The notes of a JSONL file whose path in its folder is ``rel``: a line without an
     id is named by its place, ``<rel>:<line number>``, and the file says so once."""
+
+    def decoded() -> Iterator[tuple[int, Any]]:
+        for number, line in enumerate(raw.splitlines(), start=1):
+            if not line.strip():
+                continue
+            try:
+                line.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                reason = f"not valid UTF-8 ({exc.reason} at byte {exc.start})"
+                yield number, IngestError(source, number, reason)
+                continue
+            try:
+                yield number, orjson.loads(line)
+            except orjson.JSONDecodeError as exc:
+                yield number, IngestError(source, number, f"bad JSON: {exc}")
+
+    return _notes_of_objects(decoded(), source, rel, "line", "lines")
+
+
+def _notes_of_objects(
+    objects: Iterable[tuple[int, Any]], source: str, rel: str, unit: str, units: str
+) -> tuple[list[NoteRecord], list[IngestError]]:
+    """The notes of numbered JSON objects (JSONL lines, or the entries of a JSON list:
+    ``unit``), an object already found unreadable given as its IngestError. A problem
+    names its line, or its entry in its text; an object without id is named by its place,
+    ``<rel>:<number>``, and the file says so once."""
     notes: list[NoteRecord] = []
     errors: list[IngestError] = []
     unnamed = 0
-    for number, line in enumerate(raw.splitlines(), start=1):
-        if not line.strip():
+    for number, obj in objects:
+        if isinstance(obj, IngestError):
+            errors.append(obj)
             continue
+        line, label = (number, "") if unit == "line" else (None, f"{unit} {number}: ")
+        place = f"{rel}:{number}"
         try:
-            line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            errors.append(
-                IngestError(source, number, f"not valid UTF-8 ({exc.reason} at byte {exc.start})")
-            )
-            continue
-        try:
-            obj = orjson.loads(line)
-        except orjson.JSONDecodeError as exc:
-            errors.append(IngestError(source, number, f"bad JSON: {exc}"))
-            continue
-        try:
-            place = f"{rel}:{number}"
             note, fields = _record_from_json(obj, source, place)
         except (TypeError, ValueError, KeyError) as exc:
-            errors.append(IngestError(source, number, str(exc)))
+            errors.append(IngestError(source, line, f"{label}{exc}"))
             continue
         notes.append(note)
         unnamed += note.id == place
         if fields.ignored:
-            errors.append(IngestError(source, number, f"{KEPT}{fields.summary()}"))
-    errors += _unnamed_notice(source, rel, unnamed, "line", "lines")
-    return notes, errors
+            errors.append(IngestError(source, line, f"{KEPT}{label}{fields.summary()}"))
+    return notes, errors + _unnamed_notice(source, rel, unnamed, unit, units)
 
 
 def _parse_json(
@@ -462,21 +477,7 @@ def _parse_json(
         for item in data
     ):
         return None
-    notes, errors = [], []
-    unnamed = 0
-    for number, item in enumerate(data, 1):
-        place = f"{rel}:{number}"
-        try:
-            note, fields = _record_from_json(item, source, place)
-        except (TypeError, ValueError, KeyError) as exc:
-            errors.append(IngestError(source, None, f"entry {number}: {exc}"))
-            continue
-        notes.append(note)
-        unnamed += note.id == place
-        if fields.ignored:
-            errors.append(IngestError(source, None, f"{KEPT}entry {number}: {fields.summary()}"))
-    errors += _unnamed_notice(source, rel, unnamed, "entry", "entries")
-    return notes, errors
+    return _notes_of_objects(enumerate(data, 1), source, rel, "entry", "entries")
 
 
 def _unnamed_notice(
