@@ -691,7 +691,9 @@ def distill_scan_command() -> None:
         out.print(_rows_table(rows, plural(len(rows), "session file")))
     else:
         roots = service.describe_session_roots(settings)
-        out.print(f"no session files under SELENE_SESSION_ROOTS: {roots}", highlight=False)
+        out.print(
+            f"no session files under SELENE_SESSION_ROOTS: {roots}", highlight=False, soft_wrap=True
+        )
     if skipped:
         title = f"{plural(len(skipped), 'file')} skipped"
         out.print(_rows_table(skipped, title, ["path", "reason"]))
@@ -727,7 +729,7 @@ def distill_run_command(
     )
     # Nothing ran: the roots are scanned again, only here, to say why.
     if all_files and not rows and (hint := service.idle_roots_hint(load_settings())):
-        out.print(hint, highlight=False)
+        out.print(hint, highlight=False, soft_wrap=True)
     if failed:
         raise typer.Exit(1)
 
