@@ -139,7 +139,7 @@ def source_version(path: Path) -> str:
 
 
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
-    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, plain text, JSONL):
+    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, plain text, JSON(L)):
     ``path`` itself when it is a file, else the folder's files searched deeply.
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
@@ -446,9 +446,9 @@ def _parse_json(
     raw: bytes, source: str, rel: str
 ) -> tuple[list[NoteRecord], list[IngestError]] | None:
     """The notes of a JSON file whose path in its folder is ``rel``: a chat export's
-    conversations (id ``<rel>:<conversation id>`` when the export gives one), or a list of
-    note objects read as JSONL lines are (``<rel>:<position>`` for one without id). None
-    for valid JSON that holds neither."""
+    conversations (each note's id the conversation's, ``<rel>:<position>`` when the export
+    gives none), or a list of note objects read as JSONL lines are. None for valid JSON
+    that holds neither."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:

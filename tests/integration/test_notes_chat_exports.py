@@ -36,3 +36,35 @@ def test_an_unzipped_chatgpt_export_is_ingested_and_asked(tmp_path: Path, home: 
     edited = service.ingest(settings, folder)
     assert (edited.inserted, edited.changed, edited.deleted) == (0, 1, 0)
     assert "pqmeta" in service.ask(settings, "name for a DuckDB parquet extension", 200).text
+
+
+def test_a_zip_export_broken_later_loses_no_note(tmp_path: Path, home: Path) -> None:
+    import json
+    import zipfile
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    archive = tmp_path / "downloads" / "claude-export.zip"
+    archive.parent.mkdir()
+
+    def write(conversations: list) -> None:
+        with zipfile.ZipFile(archive, "w") as zipped:
+            zipped.writestr("conversations.json", json.dumps(conversations))
+            zipped.writestr("users.json", "[]")
+
+    chats = json.loads((EXPORTS / "claude" / "conversations.json").read_text())
+    second = {**chats[0], "uuid": "second-chat", "name": "Kafka lag"}
+    second["chat_messages"] = [
+        {**chats[0]["chat_messages"][0], "text": "Why does consumer lag grow at night?"}
+    ]
+    write([chats[0], second])
+    first = service.ingest(settings, archive)
+    assert (first.notes, first.inserted) == (2, 2)
+
+    archive.write_bytes(b"PK\x03\x04 cut off while downloading")
+    broken = service.ingest(settings, archive)
+    assert broken.deleted == 0 and broken.home_notes == 2
+    assert any("cannot read the archive" in reason for _, _, reason in broken.skipped)
+
+    write([chats[0]])  # the second chat deleted in the app
+    fixed = service.ingest(settings, archive)
+    assert (fixed.notes, fixed.deleted, fixed.home_notes) == (1, 1, 1)
