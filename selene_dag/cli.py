@@ -270,7 +270,8 @@ def ingest(
     path: Annotated[
         Path,
         typer.Argument(
-            help="Folder (or file) of notes: markdown, plain text, JSON or JSONL, or a ChatGPT or Claude.ai export."
+            help="Folder (or file) of notes: markdown, plain text, JSON or JSONL, or a "
+            "ChatGPT or Claude.ai export."
         ),
     ],
     home: Annotated[Path | None, typer.Option(help="SELENE_HOME to ingest into.")] = None,

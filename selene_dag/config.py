@@ -146,7 +146,9 @@ class Settings(BaseSettings):
     )
     notes_dir: Path | None = Field(
         None,
-        description="Folder of notes to ingest (markdown, plain text, JSON or JSONL files, chat exports).",
+        description=(
+            "Folder of notes to ingest (markdown, plain text, JSON or JSONL files, chat exports)."
+        ),
         json_schema_extra=_shown("$SELENE_HOME/notes"),
     )
     llm: str = Field(

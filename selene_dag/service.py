@@ -135,7 +135,8 @@ def unread_files_hint(report: IngestReport) -> str:
     more = " …" if len(kinds) > 5 else ""
     reads = ", ".join(NOTE_SUFFIXES)
     return (
-        f"no note file in {report.path}: ingest reads markdown, plain text, JSON and JSONL files ({reads}); "
+        f"no note file in {report.path}: ingest reads markdown, plain text, JSON and JSONL "
+        f"files ({reads}); "
         f"the folder holds {plural(sum(report.other_files.values()), 'other file')} "
         f"({found}{more})"
     )
@@ -486,7 +487,8 @@ def read_questions(path: Path) -> QuestionFile:
     try:
         return read_question_file(path)
     except FileNotFoundError:
-        raise NotFoundError(f"{path} does not exist") from None
+        reason = "is not a file" if path.exists() else "does not exist"
+        raise NotFoundError(f"{path} {reason}") from None
     except UnicodeDecodeError as exc:
         raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
 

@@ -83,9 +83,9 @@ SUMMARY_PARTITIONS = dg.MonthlyPartitionsDefinition(
     group_name="notes",
     owners=OWNERS,
     description=(
-        "The notes folder (SELENE_NOTES_DIR): markdown, plain text, JSON and JSONL files. Its data version is "
-        "a hash of the folder's path and every note file's path and bytes, so only a change "
-        "to a file, or pointing it at another folder, makes it change."
+        "The notes folder (SELENE_NOTES_DIR): markdown, plain text, JSON and JSONL files. "
+        "Its data version is a hash of the folder's path and every note file's path and "
+        "bytes, so only a change to a file, or pointing it at another folder, makes it change."
     ),
 )
 def notes_source(selene: SeleneResource) -> dg.DataVersion:

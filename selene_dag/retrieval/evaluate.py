@@ -1,13 +1,13 @@
 """Recall at a budget: ask's pack versus three baselines with the same budget and model.
 
-A question file is JSONL, one ``{"question": str, "must_contain": [str, ...]}`` per line, or
-a JSON list of them (other keys are ignored). Recall of a pack is the share of required facts found in
-it (case-insensitive substring). Baselines: *newest-first* (notes newest first, full text,
-cut at the budget), *BM25 top-k* (search hits in BM25 order, full text, cut at the budget)
-and *BM25 passages*, what a user would write in thirty lines: every document of the index
-cut into ~200-token passages (paragraph / line boundaries, the document's title as first
-line), ranked by BM25 (DuckDB ``fts`` over the passages), packed in rank order while they
-fit (a passage that does not fit is skipped).
+A question file is JSONL, one ``{"question": str, "must_contain": [str, ...]}`` per line,
+or a JSON list of them (other keys are ignored). Recall of a pack is the share of required
+facts found in it (case-insensitive substring). Baselines: *newest-first* (notes newest
+first, full text, cut at the budget), *BM25 top-k* (search hits in BM25 order, full text,
+cut at the budget) and *BM25 passages*, what a user would write in thirty lines: every
+document of the index cut into ~200-token passages (paragraph / line boundaries, the
+document's title as first line), ranked by BM25 (DuckDB ``fts`` over the passages), packed
+in rank order while they fit (a passage that does not fit is skipped).
 """
 
 from __future__ import annotations
