@@ -99,12 +99,18 @@ def _title(value: object, turns: tuple[tuple[str, str], ...]) -> str:
 
 
 def _id(value: object) -> str | None:
-    return str(value).strip() or None if isinstance(value, str | int) else None
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        return None
+    return str(value).strip() or None
 
 
 def _epoch(value: object) -> datetime | None:
-    if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
-        return datetime.fromtimestamp(value, tz=UTC)
+    """A date given as seconds since 1970 (ChatGPT) or as ISO text; None when unreadable."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        try:
+            return datetime.fromtimestamp(value, tz=UTC) if value > 0 else None
+        except (OverflowError, OSError, ValueError):  # milliseconds, or far out of range
+            return None
     return _iso(value)
 
 

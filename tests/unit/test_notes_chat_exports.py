@@ -158,3 +158,30 @@ def test_an_export_named_as_downloaded_a_zip_is_read_inside(tmp_path: Path) -> N
     assert broken.files_failed == [str(empty)]
     # An archive inside a notes folder is an attachment, not opened.
     assert [n.id for n in read_notes(tmp_path).notes] == []
+
+
+def test_unreadable_dates_and_ids_cost_the_value_not_the_conversation() -> None:
+    turns = {
+        "a": {
+            "id": "a",
+            "parent": None,
+            "children": [],
+            "message": {
+                "author": {"role": "user"},
+                "content": {"content_type": "text", "parts": ["hi there"]},
+            },
+        },
+    }
+    data = [
+        {
+            "mapping": turns,
+            "current_node": "a",
+            "id": True,
+            "create_time": 1e300,
+            "update_time": float("nan"),
+            "title": "Dates",
+        }
+    ]
+    chats, problems = exported_chats(data, "chatgpt")
+    assert not problems
+    assert (chats[0].id, chats[0].created_at, chats[0].updated_at) == (None, None, None)
