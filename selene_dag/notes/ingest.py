@@ -41,6 +41,7 @@ import yaml
 
 from selene_dag import text as _text
 from selene_dag.config import parse_datetime
+from selene_dag.notes.app_exports import day_one_entries, is_keep_note, keep_note
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.folders import IngestScope
 
@@ -415,12 +416,18 @@ def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], l
 
 
 def _notes_of_objects(
-    objects: Iterable[tuple[int, Any]], source: str, rel: str, unit: str, units: str
+    objects: Iterable[tuple[int, Any]],
+    source: str,
+    rel: str,
+    unit: str,
+    units: str,
+    place: str | None = None,
 ) -> tuple[list[NoteRecord], list[IngestError]]:
     """The notes of numbered JSON objects (JSONL lines, or the entries of a JSON list:
     ``unit``), an object already found unreadable given as its IngestError. A problem
     names its line, or its entry in its text; an object without id is named by its place,
-    ``<rel>:<number>``, and the file says so once."""
+    ``<rel>:<number>``, and the file says so once. With ``place`` (a file that is one note)
+    a note without id is named ``place`` and nothing is said of it."""
     notes: list[NoteRecord] = []
     errors: list[IngestError] = []
     unnamed = 0
@@ -429,14 +436,16 @@ def _notes_of_objects(
             errors.append(obj)
             continue
         line, label = (number, "") if unit == "line" else (None, f"{unit} {number}: ")
-        place = f"{rel}:{number}"
+        if place is not None:
+            label = ""
+        own_place = place or f"{rel}:{number}"
         try:
-            note, fields = _record_from_json(obj, source, place)
+            note, fields = _record_from_json(obj, source, own_place)
         except (TypeError, ValueError, KeyError) as exc:
             errors.append(IngestError(source, line, f"{label}{exc}"))
             continue
         notes.append(note)
-        unnamed += note.id == place
+        unnamed += place is None and note.id == own_place
         if fields.ignored:
             errors.append(IngestError(source, line, f"{KEPT}{label}{fields.summary()}"))
     return notes, errors + _unnamed_notice(source, rel, unnamed, unit, units)
@@ -472,6 +481,14 @@ def _parse_json(
         return notes, errors + _unnamed_notice(
             source, rel, unnamed, "conversation", "conversations"
         )
+    if is_keep_note(data):  # Google Keep: one note a file, named by the file
+        note = keep_note(data)
+        if note is None:  # in the trash
+            return None
+        return _notes_of_objects([(0, note)], source, rel, "note", "notes", place=rel)
+    entries = day_one_entries(data)
+    if entries is not None:
+        data = entries
     if not isinstance(data, list) or not any(
         isinstance(item, dict) and any(k in item for k in ("content", *_CONTENT_ALIASES))
         for item in data

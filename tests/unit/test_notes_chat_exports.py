@@ -185,3 +185,77 @@ def test_unreadable_dates_and_ids_cost_the_value_not_the_conversation() -> None:
     chats, problems = exported_chats(data, "chatgpt")
     assert not problems
     assert (chats[0].id, chats[0].created_at, chats[0].updated_at) == (None, None, None)
+
+
+def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
+    keep = tmp_path / "Takeout" / "Keep"
+    keep.mkdir(parents=True)
+    (keep / "Boiler service.json").write_text(
+        json.dumps(
+            {
+                "color": "DEFAULT",
+                "isTrashed": False,
+                "isPinned": False,
+                "isArchived": False,
+                "textContent": "Boiler pressure should read 1.2 bar when cold.",
+                "title": "Boiler service",
+                "userEditedTimestampUsec": 1700000000000000,
+                "createdTimestampUsec": 1690000000000000,
+                "labels": [{"name": "house"}],
+            }
+        )
+    )
+    (keep / "Boiler service.html").write_text("<html>the same note</html>")
+    (keep / "Groceries.json").write_text(
+        json.dumps(
+            {
+                "title": "",
+                "listContent": [
+                    {"text": "oat milk", "isChecked": True},
+                    {"text": "rye bread", "isChecked": False},
+                ],
+                "createdTimestampUsec": "1690000000000000",
+                "isTrashed": False,
+            }
+        )
+    )
+    (keep / "Old.json").write_text(json.dumps({"textContent": "gone", "isTrashed": True}))
+    (keep / "Labels.txt").write_text("house\n")
+    journal = tmp_path / "Journal.json"
+    journal.write_text(
+        json.dumps(
+            {
+                "metadata": {"version": "1.0"},
+                "entries": [
+                    {
+                        "uuid": "D1E2",
+                        "text": "# Lisbon\n\nThe tram 28 queue was an hour at nine.",
+                        "creationDate": "2024-04-02T08:10:00Z",
+                        "modifiedDate": "2024-04-02T09:00:00Z",
+                        "tags": ["travel"],
+                    },
+                    {"uuid": "EMPTY", "creationDate": "2024-04-03T08:10:00Z"},
+                ],
+            }
+        )
+    )
+    result = read_notes(tmp_path)
+    notes = {n.id: n for n in result.notes}
+    assert set(notes) == {
+        "Takeout/Keep/Boiler service.json",
+        "Takeout/Keep/Groceries.json",
+        "Takeout/Keep/Labels.txt",  # Takeout's list of label names: a text file, read as one
+        "D1E2",
+    }
+    boiler = notes["Takeout/Keep/Boiler service.json"]
+    assert (boiler.title, boiler.tags) == ("Boiler service", ("house",))
+    assert boiler.created_at == datetime.fromtimestamp(1690000000, tz=UTC)
+    assert boiler.updated_at == datetime.fromtimestamp(1700000000, tz=UTC)
+    assert notes["Takeout/Keep/Groceries.json"].content == "- [x] oat milk\n- [ ] rye bread"
+    lisbon = notes["D1E2"]
+    assert (lisbon.title, lisbon.tags) == ("Lisbon", ("travel",))
+    assert lisbon.created_at == datetime(2024, 4, 2, 8, 10, tzinfo=UTC)
+    # The Day One entry without text is named; nothing else is a problem.
+    assert [e.error for e in result.errors] == [
+        "entry 2: missing 'content' (the note's text; 'text' or 'body' are read too)"
+    ]

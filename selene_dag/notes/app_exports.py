@@ -1,0 +1,81 @@
+"""Notes exported by note apps as JSON, made the note objects a JSONL line holds.
+
+* Google Keep (Google Takeout, ``Takeout/Keep/*.json``): one note per file, its text in
+  ``textContent`` or a checklist in ``listContent``, dates in microseconds since 1970,
+  labels as ``{"name": …}``. A note in the trash is no note.
+* Day One (its JSON export, ``Journal.json``): ``{"metadata": …, "entries": [...]}``, each
+  entry's ``text``, ``uuid``, ``creationDate``, ``modifiedDate`` and ``tags``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+
+def keep_note(data: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The note object of a Google Keep note file (``is_keep_note``), or None for a note in
+    the trash or one without text."""
+    if data.get("isTrashed"):
+        return None
+    text = data.get("textContent")
+    if not isinstance(text, str) or not text.strip():
+        items = data.get("listContent") or []
+        text = "\n".join(
+            f"- [{'x' if item.get('isChecked') else ' '}] {item.get('text', '')}".rstrip()
+            for item in items
+            if isinstance(item, Mapping)
+        )
+    if not text.strip():  # an image or a drawing alone
+        return None
+    labels = [
+        label["name"]
+        for label in data.get("labels") or []
+        if isinstance(label, Mapping) and isinstance(label.get("name"), str)
+    ]
+    return {
+        "title": data.get("title") or None,
+        "content": text,
+        "created_at": _microseconds(data.get("createdTimestampUsec")),
+        "updated_at": _microseconds(data.get("userEditedTimestampUsec")),
+        "tags": labels,
+    }
+
+
+def is_keep_note(data: object) -> bool:
+    """Whether decoded JSON is one Google Keep note."""
+    return isinstance(data, Mapping) and ("textContent" in data or "listContent" in data)
+
+
+def day_one_entries(data: object) -> list[Any] | None:
+    """The note objects of a Day One journal export, or None when ``data`` is not one."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("entries"), list):
+        return None
+    if "metadata" not in data:
+        return None
+    names = {
+        "uuid": "id",
+        "text": "content",
+        "creationDate": "created_at",
+        "modifiedDate": "updated_at",
+        "tags": "tags",
+    }
+    return [
+        {ours: entry[theirs] for theirs, ours in names.items() if entry.get(theirs) is not None}
+        if isinstance(entry, Mapping)
+        else entry
+        for entry in data["entries"]
+    ]
+
+
+def _microseconds(value: object) -> str | None:
+    """An ISO date from microseconds since 1970 (a number or its digits), else None."""
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+        return None
+    try:
+        return datetime.fromtimestamp(value / 1_000_000, tz=UTC).isoformat()
+    except (OverflowError, OSError, ValueError):
+        return None
