@@ -53,9 +53,9 @@ from selene_dag.retrieval.evaluate import (
     read_question_file,
 )
 from selene_dag.retrieval.index import SearchIndexError, index_exists, index_is_stale
-from selene_dag.retrieval.pack import AskResult, PassageRanker
+from selene_dag.retrieval.pack import NOTHING_MATCHED, AskResult, PassageRanker
 from selene_dag.retrieval.pack import ask as ask_pack
-from selene_dag.retrieval.search import parse_sources
+from selene_dag.retrieval.search import SOURCES, parse_sources
 from selene_dag.sessions import report as sessions_report
 from selene_dag.sessions.conversation import session_conversation
 from selene_dag.sessions.parsers.detect import detect_platform_file
@@ -392,9 +392,32 @@ def ask_in(
     if settings.llm != "extractive":
         result.stats["rewrite"] = expansion or rewrite_note
         result.stats["rerank"] = _rerank_note(result.stats, rerank_problems, rewrite_note)
+    if result.stats.get("note") == NOTHING_MATCHED:
+        result.stats["note"] = empty_sources_note(conn, sources) or NOTHING_MATCHED
     with write_lock or contextlib.nullcontext():
         result.stats["notes_marked"] = mark_accessed(conn, result.note_ids, now)
     return result
+
+
+# What fills each source of ask, said when a question found nothing because every source
+# it asked is still empty.
+_FILL_SOURCE = {
+    "notes": "no note in this home yet: `selene-dag ingest PATH` reads a folder of notes",
+    "sessions": (
+        "no agent session in this home yet: `selene-dag distill run --all` reads the Claude "
+        "Code, Codex CLI and Gemini CLI sessions under SELENE_SESSION_ROOTS"
+    ),
+}
+
+
+def empty_sources_note(conn: duckdb.DuckDBPyConnection, sources: str | Sequence[str] | None) -> str:
+    """For a question that found nothing: what would fill the sources it asked, when none
+    of them holds a document in the search index; "" when any holds one."""
+    counts = dict(conn.execute("SELECT kind, count(*) FROM search_docs GROUP BY kind").fetchall())
+    asked = parse_sources(sources)
+    if any(counts.get(SOURCES[source]) for source in asked):
+        return ""
+    return "; ".join(_FILL_SOURCE[source] for source in asked)
 
 
 def _rewrite(

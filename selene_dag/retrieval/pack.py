@@ -182,6 +182,10 @@ SHORT_SHARE = 0.5
 WHOLE_VALUE = 1.0
 
 
+# The note of a pack that found nothing; the service may say why (an empty source).
+NOTHING_MATCHED = "nothing matched the question"
+
+
 def _is_short(cand: Candidate, budget: int, model: str) -> bool:
     limit = budget * SHORT_SHARE
     if len(cand.body) > limit * CHARS_PER_TOKEN_BOUND:
@@ -707,7 +711,7 @@ def ask(
         if not items:
             stats["note"] = f"the budget of {budget} tokens cannot hold even one citation line"
     else:
-        stats["note"] = "nothing matched the question"
+        stats["note"] = NOTHING_MATCHED
     stats["search_ms"] = round((searched - started) * 1000, 1)
     stats["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
     return result

@@ -30,6 +30,13 @@ def test_an_unzipped_chatgpt_export_is_ingested_and_asked(tmp_path: Path, home: 
     again = service.ingest(settings, folder)
     assert (again.inserted, again.changed, again.deleted, again.ran) == (0, 0, 0, ())
 
+    # A question asked of sessions in a home that has none says how to add them; one that
+    # matches nothing among the notes says just that.
+    sessions = service.ask(settings, "S3 sensor", 200, sources="sessions")
+    assert not sessions.items and "`selene-dag distill run --all`" in sessions.stats["note"]
+    unmatched = service.ask(settings, "zanzibar quokka", 200)
+    assert not unmatched.items and unmatched.stats["note"] == "nothing matched the question"
+
     # A conversation continued in the app: the export's note changes, the other stays.
     path = folder / "conversations.json"
     path.write_text(path.read_text().replace("How about `parquet_peek`?", "Try `pqmeta`."))
