@@ -302,7 +302,13 @@ def ingest(
         highlight=False,
         soft_wrap=True,
     )
-    err.print(f"note ids: {report.id_prefix}<path in the folder>", highlight=False)
+    prefix = report.id_prefix
+    err.print(
+        f"note ids: {prefix}<path in the folder> ({prefix}<id> for a JSON note or a "
+        "conversation that gives one)",
+        highlight=False,
+        soft_wrap=True,
+    )
     if report.other_files:
         err.print(service.unread_files_hint(report), highlight=False, soft_wrap=True)
 
