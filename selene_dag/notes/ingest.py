@@ -144,8 +144,9 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     ``path`` itself when it is a file, else the folder's files searched deeply.
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
-    inside the folders of ``skip`` and inside a selene-dag home below ``path`` (its
-    distilled sessions and Dagster files are no notes). Sorted for determinism.
+    inside the folders of ``skip``, inside a selene-dag home below ``path`` (its
+    distilled sessions and Dagster files are no notes) and in a note app's own folder
+    (Logseq's ``logseq/``). Sorted for determinism.
     """
     if path.is_file():
         return [path]
@@ -161,6 +162,7 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
             if not name.startswith(".")
             and os.path.join(folder, name) not in skipped
             and not _is_home(os.path.join(folder, name))
+            and not _is_app_data(os.path.join(folder, name))
         )
         for name in files:
             if name.startswith(".") or os.path.splitext(name)[1].lower() not in NOTE_SUFFIXES:
@@ -177,6 +179,15 @@ _HOME_MARKERS = ("selene.duckdb", os.path.join("dagster", "dagster.yaml"))
 
 def _is_home(folder: str) -> bool:
     return any(os.path.isfile(os.path.join(folder, marker)) for marker in _HOME_MARKERS)
+
+
+def _is_app_data(folder: str) -> bool:
+    """A note app's own folder inside its notes: Logseq keeps backups of every page
+    (``logseq/bak/``) and old versions (``logseq/version-files/``) there, which would be
+    read as second copies of the notes."""
+    return os.path.basename(folder) == "logseq" and os.path.isfile(
+        os.path.join(folder, "config.edn")
+    )
 
 
 def other_files(path: Path) -> dict[str, int]:
@@ -348,6 +359,23 @@ def _zip_members(
 KEPT = "note kept, "
 
 
+# Logseq writes a page's properties as its first lines, ``title:: …``, ``tags:: a, b``.
+_PROPERTY = re.compile(r"^([A-Za-z][\w-]*):: ?(.*?)\s*$")
+_PAGE_LINK = re.compile(r"\[\[(.*?)\]\]")  # tags:: [[work]] names the page "work"
+
+
+def _page_properties(body: str) -> dict[str, str]:
+    """The ``key:: value`` lines a page starts with (Logseq's page properties), lower-cased
+    keys, ``[[page]]`` links as their names; they stay in the text, as the app shows them."""
+    found: dict[str, str] = {}
+    for line in body.splitlines():
+        match = _PROPERTY.match(line)
+        if match is None:
+            break
+        found[match.group(1).lower()] = _PAGE_LINK.sub(r"\1", match.group(2))
+    return found
+
+
 def _parse_markdown(
     text: str, rel: str, source: str, mtime: datetime
 ) -> tuple[NoteRecord | None, IngestError | None]:
@@ -371,6 +399,8 @@ def _parse_markdown(
             problem = IngestError(source, None, f"{KEPT}front-matter ignored: {broken}")
     elif body.startswith("---\n") or body.startswith("---\r\n"):
         problem = IngestError(source, None, f"{KEPT}front-matter ignored: no closing '---' line")
+    else:
+        meta = _page_properties(body)
     if not body.strip():
         return None, IngestError(source, None, "empty note: no text after the front-matter")
     fields = _Fields(meta)

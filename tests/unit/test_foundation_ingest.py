@@ -77,9 +77,32 @@ def test_a_home_inside_the_notes_folder_is_not_read_as_notes(tmp_path):
     (tmp_path / "projects" / "plan.md").write_text("# Plan")
     (tmp_path / "gone.md").symlink_to(tmp_path / "missing.md")  # a broken link
     os.mkfifo(tmp_path / "pipe.md")  # reading it would wait forever
+    graph = tmp_path / "graph"  # a Logseq graph: its pages, and its app folder's backups
+    (graph / "pages").mkdir(parents=True)
+    (graph / "pages" / "kafka.md").write_text("- retention is per topic")
+    (graph / "logseq" / "bak" / "pages" / "kafka").mkdir(parents=True)
+    (graph / "logseq" / "config.edn").write_text("{:meta/version 1}")
+    (graph / "logseq" / "bak" / "pages" / "kafka" / "2024-05-01.md").write_text("- old copy")
     files = note_files(tmp_path)
-    assert [f.relative_to(tmp_path).as_posix() for f in files] == ["ideas.md", "projects/plan.md"]
+    assert [f.relative_to(tmp_path).as_posix() for f in files] == [
+        "graph/pages/kafka.md",
+        "ideas.md",
+        "projects/plan.md",
+    ]
     assert note_files(home / "distilled") == sorted((home / "distilled").iterdir())  # asked for
+
+
+def test_logseq_page_properties_give_title_and_tags(tmp_path):
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "pages" / "kafka___retention.md").write_text(
+        "title:: Kafka/Retention\ntags:: [[kafka]], ops\n\n- retention.ms is per topic\n"
+    )
+    (tmp_path / "pages" / "plain.md").write_text("- a block\ntitle:: not a property here\n")
+    notes = {n.id: n for n in read_notes(tmp_path).notes}
+    kafka = notes["pages/kafka___retention.md"]
+    assert (kafka.title, kafka.tags) == ("Kafka/Retention", ("kafka", "ops"))
+    assert kafka.content.startswith("title:: Kafka/Retention")  # kept, as Logseq shows it
+    assert notes["pages/plain.md"].title == "plain"
 
 
 def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
