@@ -35,6 +35,23 @@ from selene_dag.errors import SeleneError, UsageError
 from selene_dag.store import waiting_notice
 from selene_dag.text import plural
 
+
+def _flags_without_type() -> None:
+    """Typer's help shows a type beside every option, flags too (``--debug <bool>``), as if
+    a flag took a value; a flag is shown bare, as click shows it."""
+    option = getattr(getattr(typer, "core", None), "TyperOption", None)
+    shown = getattr(option, "display_type_rich", None)
+    if option is None or shown is None:  # a Typer that shows no type column
+        return
+
+    def display_type_rich(self: Any, ctx: Any) -> str | None:
+        return None if self.is_flag or self.count else shown(self, ctx)
+
+    option.display_type_rich = display_type_rich
+
+
+_flags_without_type()
+
 app = typer.Typer(
     name="selene-dag",
     help="Token-budgeted LLM context from notes and AI coding-agent sessions, as Dagster assets.",

@@ -13,3 +13,13 @@ def test_every_command_has_help_with_one_line_paragraphs() -> None:
             assert paragraph and "\n" not in paragraph, (command.callback, paragraph)
     report = next(c for c in cli.distill_app.registered_commands if c.name == "report")
     assert report.help.split("\n\n")[1].startswith("Mean importance (imp, 0–100) and consensus")
+
+
+def test_a_flag_is_shown_without_a_type_an_option_with_one() -> None:
+    from typer.testing import CliRunner
+
+    text = CliRunner().invoke(cli.app, ["ask", "--help"], terminal_width=100).output
+    answer = next(line for line in text.splitlines() if "Send the pack to the model" in line)
+    budget = next(line for line in text.splitlines() if "Token budget of the pack" in line)
+    assert "<bool>" not in answer and "<bool>" not in text
+    assert "<int>" in budget
