@@ -373,6 +373,7 @@ def _page_properties(body: str) -> dict[str, str]:
         if match is None:
             break
         found[match.group(1).lower()] = _PAGE_LINK.sub(r"\1", match.group(2))
+    found.pop("id", None)  # Logseq's reference id of a block, not the note's name
     return found
 
 
@@ -513,7 +514,7 @@ def _parse_json(
         )
     if is_keep_note(data):  # Google Keep: one note a file, named by the file
         note = keep_note(data)
-        if note is None:  # in the trash
+        if note is None:  # in the trash, or without text
             return None
         return _notes_of_objects([(0, note)], source, rel, "note", "notes", place=rel)
     entries = day_one_entries(data)
