@@ -21,17 +21,16 @@ def keep_note(data: Mapping[str, Any]) -> dict[str, Any] | None:
         return None
     text = data.get("textContent")
     if not isinstance(text, str) or not text.strip():
-        items = data.get("listContent") or []
         text = "\n".join(
-            f"- [{'x' if item.get('isChecked') else ' '}] {item.get('text', '')}".rstrip()
-            for item in items
-            if isinstance(item, Mapping)
+            f"- [{'x' if item.get('isChecked') else ' '}] {item['text']}".rstrip()
+            for item in _list(data.get("listContent"))
+            if isinstance(item, Mapping) and isinstance(item.get("text"), str)
         )
     if not text.strip():  # an image or a drawing alone
         return None
     labels = [
         label["name"]
-        for label in data.get("labels") or []
+        for label in _list(data.get("labels"))
         if isinstance(label, Mapping) and isinstance(label.get("name"), str)
     ]
     return {
@@ -67,6 +66,10 @@ def day_one_entries(data: object) -> list[Any] | None:
         else entry
         for entry in data["entries"]
     ]
+
+
+def _list(value: object) -> list[Any]:
+    return value if isinstance(value, list) else []
 
 
 def _microseconds(value: object) -> str | None:

@@ -6,6 +6,9 @@ import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.ingest import read_notes
 
@@ -259,3 +262,66 @@ def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
     assert [e.error for e in result.errors] == [
         "entry 2: missing 'content' (the note's text; 'text' or 'body' are read too)"
     ]
+
+
+_KEYS = st.sampled_from(
+    [
+        "mapping",
+        "current_node",
+        "chat_messages",
+        "message",
+        "author",
+        "role",
+        "content",
+        "content_type",
+        "parts",
+        "text",
+        "sender",
+        "uuid",
+        "id",
+        "title",
+        "name",
+        "create_time",
+        "textContent",
+        "listContent",
+        "isTrashed",
+        "labels",
+        "entries",
+        "metadata",
+        "parent",
+        "current_leaf_message_uuid",
+        "parent_message_uuid",
+        "attachments",
+        "extracted_content",
+        "recipient",
+        "isChecked",
+        "createdTimestampUsec",
+        "creationDate",
+        "tags",
+        "body",
+    ]
+)
+_LEAF = (
+    st.none() | st.booleans() | st.integers(-(10**20), 10**20) | st.floats() | st.text(max_size=6)
+)
+_JSON = st.recursive(
+    _LEAF,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=6),
+    max_leaves=30,
+)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=_JSON)
+def test_any_json_file_is_read_without_raising(tmp_path_factory, data) -> None:
+    """read_notes never raises for what a file holds: any JSON, shaped like the exports or
+    not, gives notes, named problems or nothing ({"listContent": 1} once raised)."""
+    folder = tmp_path_factory.mktemp("json")
+    for name, value in (
+        ("a.json", data),
+        ("b.json", [data]),
+        ("c.json", {"entries": [data], "metadata": {}}),
+    ):
+        (folder / name).write_text(json.dumps(value))
+    result = read_notes(folder)
+    assert all(n.content is not None for n in result.notes)
