@@ -4,7 +4,7 @@ Pure: reads files, returns records and errors; writes nothing; never raises for 
 file holds, so one broken file never stops the others. A problem is an
 :class:`IngestError`: one that costs a note (a binary file, a JSONL line without text)
 skips it; one that costs a value only (a byte that is not UTF-8, a broken front-matter,
-an unreadable date) keeps the note and says so (``KEPT``). A byte order mark is honoured
+an unreadable date) keeps the note and says so (``IngestError.kept``). A byte order mark is honoured
 (UTF-8 or UTF-16).
 
 Markdown: optional YAML front-matter (``title``, ``created``/``date``,
@@ -89,11 +89,19 @@ class NoteRecord:
 
 @dataclass(frozen=True)
 class IngestError:
-    """A file or line that could not be read; ``line`` is None for a whole-file error."""
+    """A file or line that could not be read; ``line`` is None for a whole-file error.
+    ``kept``: the problem cost no note (a value ignored, a byte replaced), and ``error``
+    starts with ``KEPT`` to say so."""
 
     source: str
     line: int | None
     error: str
+    kept: bool = False
+
+    @classmethod
+    def note_kept(cls, source: str, line: int | None, reason: str) -> IngestError:
+        """A problem that cost no note: ``"note kept, <reason>"``."""
+        return cls(source, line, f"{KEPT}{reason}", kept=True)
 
 
 @dataclass
@@ -257,8 +265,8 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             continue
         notes, errors = parsed
         if source != resolved:
-            reason = f"{KEPT}its file name is not UTF-8 (stored with those bytes written \\xNN)"
-            errors.append(IngestError(source, None, reason))
+            reason = "its file name is not UTF-8 (stored with those bytes written \\xNN)"
+            errors.append(IngestError.note_kept(source, None, reason))
         _take(result, seen, scope, source, notes, errors)
     return result
 
@@ -289,8 +297,8 @@ def _parse_file(
     except UnicodeDecodeError as exc:
         # One bad byte is no reason to lose a note: replace it, say so.
         text = raw.decode("utf-8", errors="replace")
-        reason = f"{KEPT}invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
-        errors.append(IngestError(source, None, reason))
+        reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
+        errors.append(IngestError.note_kept(source, None, reason))
     note, error = _parse_markdown(text, rel, source, mtime)
     return ([note] if note else []), errors + ([error] if error else [])
 
@@ -309,7 +317,7 @@ def _take(
     # A file with any unreadable part is "failed" for deletion tracking: a note whose line
     # broke must not be marked deleted. Its readable notes are still ingested. A problem
     # that cost no note (a value ignored, a byte replaced) does not count.
-    lost = any(not e.error.startswith(KEPT) for e in errors)
+    lost = any(not e.kept for e in errors)
     (result.files_failed if lost else result.files_ok).append(source)
     for note in notes:
         if scope is not None:
@@ -397,9 +405,9 @@ def _parse_markdown(
                 meta = loaded or {}
         body = body[match.end() :]
         if broken:
-            problem = IngestError(source, None, f"{KEPT}front-matter ignored: {broken}")
+            problem = IngestError.note_kept(source, None, f"front-matter ignored: {broken}")
     elif body.startswith("---\n") or body.startswith("---\r\n"):
-        problem = IngestError(source, None, f"{KEPT}front-matter ignored: no closing '---' line")
+        problem = IngestError.note_kept(source, None, "front-matter ignored: no closing '---' line")
     else:
         meta = _page_properties(body)
     if not body.strip():
@@ -420,7 +428,7 @@ def _parse_markdown(
         modified_at=max(created or mtime, mtime),
     )
     if fields.ignored:  # a broken front-matter leaves no field to ignore
-        problem = IngestError(source, None, f"{KEPT}front-matter {fields.summary()}")
+        problem = IngestError.note_kept(source, None, f"front-matter {fields.summary()}")
     return note, problem
 
 
@@ -478,7 +486,7 @@ def _notes_of_objects(
         notes.append(note)
         unnamed += place is None and note.id == own_place
         if fields.ignored:
-            errors.append(IngestError(source, line, f"{KEPT}{label}{fields.summary()}"))
+            errors.append(IngestError.note_kept(source, line, f"{label}{fields.summary()}"))
     return notes, errors + _unnamed_notice(source, rel, unnamed, unit, units)
 
 
@@ -536,10 +544,10 @@ def _unnamed_notice(
     if not unnamed:
         return []
     reason = (
-        f"{KEPT}{_text.plural(unnamed, unit, units)} without an 'id' named by place "
+        f"{_text.plural(unnamed, unit, units)} without an 'id' named by place "
         f"('{rel}:<{unit}>'): a {unit} inserted above one changes its id"
     )
-    return [IngestError(source, None, reason)]
+    return [IngestError.note_kept(source, None, reason)]
 
 
 # Other names exports give a note's text, read when it has no "content".
