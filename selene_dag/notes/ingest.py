@@ -43,6 +43,7 @@ from selene_dag import text as _text
 from selene_dag.config import parse_datetime
 from selene_dag.notes.app_exports import day_one_entries, is_keep_note, keep_note
 from selene_dag.notes.chat_exports import export_kind, exported_chats
+from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.folders import IngestScope
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
@@ -54,7 +55,8 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 # conversations of a ChatGPT or Claude.ai export; any other JSON file in a folder is not a
 # note file and is passed over without a word (an export's user.json, a package.json).
 JSON_SUFFIXES = (".json",)
-NOTE_SUFFIXES = MARKDOWN_SUFFIXES + TEXT_SUFFIXES + JSONL_SUFFIXES + JSON_SUFFIXES
+ENEX_SUFFIXES = (".enex",)  # Evernote's export
+NOTE_SUFFIXES = MARKDOWN_SUFFIXES + TEXT_SUFFIXES + JSONL_SUFFIXES + JSON_SUFFIXES + ENEX_SUFFIXES
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
@@ -287,6 +289,10 @@ def _parse_file(
         return _parse_jsonl(raw, source, rel)
     if suffix in JSON_SUFFIXES:
         return _parse_json(raw, source, rel)
+    if suffix in ENEX_SUFFIXES:
+        objects, problems = enex_notes(raw, rel)
+        notes, errors = _notes_of_objects(enumerate(objects, 1), source, rel, "note", "notes")
+        return notes, errors + [IngestError(source, None, problem) for problem in problems]
     if b"\0" in raw[:_BINARY_SNIFF]:
         # Text never holds NUL (git's test for a binary file): an image or an archive
         # named .md would be stored as pages of replacement characters.

@@ -325,3 +325,34 @@ def test_any_json_file_is_read_without_raising(tmp_path_factory, data) -> None:
         (folder / name).write_text(json.dumps(value))
     result = read_notes(folder)
     assert all(n.content is not None for n in result.notes)
+
+
+ENEX = Path(__file__).resolve().parents[1] / "fixtures" / "enex"
+
+
+def test_an_evernote_export_gives_its_notes_as_text(tmp_path: Path) -> None:
+    result = read_notes(ENEX)
+    assert not result.errors
+    notes = {n.id: n for n in result.notes}
+    assert set(notes) == {"Recipes.enex:20240305T101500Z", "Recipes.enex:20240307T140000Z"}
+    starter = notes["Recipes.enex:20240305T101500Z"]
+    assert (starter.title, starter.tags) == ("Sourdough starter", ("baking", "kitchen"))
+    assert starter.created_at == datetime(2024, 3, 5, 10, 15, tzinfo=UTC)
+    assert starter.updated_at == datetime(2024, 3, 6, 8, 10, tzinfo=UTC)
+    assert starter.content == (
+        "Feed the starter 1:1:1 by weight every 12 hours.\n"
+        "- Rye flour makes it faster\n"
+        "- Keep it at 24 °C\n"
+        "[x] bought rye\n"
+        "[ ] new jar"
+    )
+    # A note with a title and an image only is its title; one with neither is no note.
+    assert notes["Recipes.enex:20240307T140000Z"].content == "Call the bakery about the oven"
+
+    cut = tmp_path / "cut.enex"
+    raw = (ENEX / "Recipes.enex").read_bytes()
+    cut.write_bytes(raw[: raw.index(b"<note>", raw.index(b"</note>")) + 40])
+    partial = read_notes(cut)
+    assert [n.title for n in partial.notes] == ["Sourdough starter"]
+    assert partial.errors[0].error.startswith("not valid XML after note 1")
+    assert str(cut) in partial.files_failed  # the notes past the break are not deleted
