@@ -3,8 +3,8 @@
 An export is XML: ``<en-export>`` holding ``<note>`` elements, each with its ``<title>``,
 its text as ENML (XHTML inside ``<content>``), ``<created>`` / ``<updated>`` dates
 (``20240305T101500Z``), ``<tag>`` elements and base64 attachments (``<resource>``, left
-out). The file is read element by element, each note's tree dropped once read, so an
-export of several gigabytes of attachments does not sit in memory.
+out). The XML is parsed element by element and each note's tree dropped once read, so the
+parsed attachments of one note at a time are held, beside the file's bytes.
 """
 
 from __future__ import annotations
