@@ -331,7 +331,7 @@ ENEX = Path(__file__).resolve().parents[1] / "fixtures" / "enex"
 
 
 def test_an_evernote_export_gives_its_notes_as_text(tmp_path: Path) -> None:
-    result = read_notes(ENEX)
+    result = read_notes(ENEX / "Recipes.enex")
     assert not result.errors
     notes = {n.id: n for n in result.notes}
     assert set(notes) == {"Recipes.enex:20240305T101500Z", "Recipes.enex:20240307T140000Z"}
