@@ -1,28 +1,32 @@
-"""Read notes from a folder (or a single file) of markdown, plain text, JSON and JSONL files.
+"""Read notes from a folder (or a single file, or an export's ``.zip``): markdown, plain
+text, JSON, JSONL and Evernote files.
 
 Pure: reads files, returns records and errors; writes nothing; never raises for what a
 file holds, so one broken file never stops the others. A problem is an
 :class:`IngestError`: one that costs a note (a binary file, a JSONL line without text)
 skips it; one that costs a value only (a byte that is not UTF-8, a broken front-matter,
-an unreadable date) keeps the note and says so (``IngestError.kept``). A byte order mark is honoured
-(UTF-8 or UTF-16).
+an unreadable date) keeps the note and says so (``IngestError.kept``). A byte order mark
+is honoured (UTF-8 or UTF-16).
 
-Markdown: optional YAML front-matter (``title``, ``created``/``date``,
-``updated``/``modified``/``lastmod``, ``tags``, ``theme``/``topic``, ``id``, ``test_run``);
-the title falls back to the first ``# `` heading, then to the file name; the creation date
-to the day the file's name gives (daily notes). A missing date is None here and the file's
-mtime is ``modified_at``: the writer dates an update with it when the text changed, and
-the creation when it first stores the note. The note's id inside its folder is the path
-relative to the folder unless the front-matter gives one; given an
-:class:`~selene_dag.notes.folders.IngestScope`, ids are home-wide: ``<folder key>/<that
-id>``. A file name that is not UTF-8 is written with ``\\xNN`` escapes.
+Markdown and plain text: optional YAML front-matter, or Logseq's leading ``key:: value``
+properties (``title``, ``created``/``date``, ``updated``/``modified``/``lastmod``,
+``tags``, ``theme``/``topic``, ``id``, ``test_run``); the title falls back to the first
+``# `` heading, then to the file name; the creation date to the day the file's name gives
+(daily notes). A missing date is None here and the file's mtime is ``modified_at``: the
+writer dates an update with it when the text changed, and the creation when it first
+stores the note. The note's id inside its folder is the path relative to the folder unless
+the front-matter gives one; given an :class:`~selene_dag.notes.folders.IngestScope`, ids
+are home-wide: ``<folder key>/<that id>``. A file name that is not UTF-8 is written with
+``\\xNN`` escapes.
 
 JSONL: one note per line in the format of ``til.jsonl``: ``content`` (or ``text``,
 ``body``), optional ``id`` (else ``<file>:<line number>``), ``title``, ``created_at``,
 ``updated_at`` (or the markdown names), ``topic``, ``tags``, ``test_run``. A line without
-dates gives a record without them (``None``): the writer dates it when first seen.
+dates gives a record without them (``None``): the writer dates it when first seen. A JSON
+file holds notes as a list of such objects, or is a chat export (``chat_exports``), a Keep
+note or a Day One journal (``app_exports``); an ``.enex`` file is an Evernote export
+(``enex``).
 """
-
 from __future__ import annotations
 
 import codecs
@@ -150,7 +154,7 @@ def source_version(path: Path) -> str:
 
 
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
-    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, plain text, JSON(L)):
+    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, JSON(L), ENEX):
     ``path`` itself when it is a file, else the folder's files searched deeply.
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
