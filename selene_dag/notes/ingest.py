@@ -27,6 +27,7 @@ file holds notes as a list of such objects, or is a chat export (``chat_exports`
 note or a Day One journal (``app_exports``); an ``.enex`` file is an Evernote export
 (``enex``).
 """
+
 from __future__ import annotations
 
 import codecs
