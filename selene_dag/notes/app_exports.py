@@ -5,6 +5,9 @@
   labels as ``{"name": …}``. A note in the trash is no note.
 * Day One (its JSON export, ``Journal.json``): ``{"metadata": …, "entries": [...]}``, each
   entry's ``text``, ``uuid``, ``creationDate``, ``modifiedDate`` and ``tags``.
+* Roam Research (its JSON export): a list of pages, each a ``title`` and ``children``
+  blocks (``string``, nested ``children``, ``create-time`` / ``edit-time`` in
+  milliseconds), written as the outline Roam shows.
 """
 
 from __future__ import annotations
@@ -66,6 +69,63 @@ def day_one_entries(data: object) -> list[Any] | None:
         else entry
         for entry in data["entries"]
     ]
+
+
+def roam_pages(data: object) -> list[Any] | None:
+    """The note objects of a Roam Research JSON export (one per page with text), or None
+    when ``data`` is not one."""
+    if not isinstance(data, list) or not data:
+        return None
+    if not all(isinstance(page, Mapping) and "title" in page for page in data):
+        return None
+    if not any(_blocks(page.get("children")) for page in data):
+        return None
+    notes = []
+    for page in data:
+        blocks = _blocks(page.get("children"))
+        lines: list[str] = []
+        times: list[int] = []
+        _outline(blocks, 0, lines, times)
+        if not lines:
+            continue
+        created = page.get("create-time")
+        notes.append(
+            {
+                "id": page.get("title"),
+                "title": page.get("title"),
+                "content": "\n".join(lines),
+                "created_at": _milliseconds(
+                    created if isinstance(created, int) else min(times, default=None)
+                ),
+                "updated_at": _milliseconds(max(times, default=None)),
+            }
+        )
+    return notes
+
+
+def _blocks(value: object) -> list[Mapping[str, Any]]:
+    return [b for b in _list(value) if isinstance(b, Mapping) and isinstance(b.get("string"), str)]
+
+
+def _outline(
+    blocks: list[Mapping[str, Any]], depth: int, lines: list[str], times: list[int]
+) -> None:
+    for block in blocks:
+        if block["string"].strip():
+            lines.append(f"{'  ' * depth}- {block['string'].strip()}")
+        times += [
+            t
+            for t in (block.get("create-time"), block.get("edit-time"))
+            if isinstance(t, int) and not isinstance(t, bool)
+        ]
+        if depth < 50:  # an outline deeper than any page, or a cycle in a damaged export
+            _outline(_blocks(block.get("children")), depth + 1, lines, times)
+
+
+def _milliseconds(value: object) -> str | None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return _microseconds(value * 1000)
 
 
 def _list(value: object) -> list[Any]:

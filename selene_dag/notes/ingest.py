@@ -46,7 +46,7 @@ import yaml
 
 from selene_dag import text as _text
 from selene_dag.config import parse_datetime
-from selene_dag.notes.app_exports import day_one_entries, is_keep_note, keep_note
+from selene_dag.notes.app_exports import day_one_entries, is_keep_note, keep_note, roam_pages
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.folders import IngestScope
@@ -537,6 +537,8 @@ def _parse_json(
             return None
         return _notes_of_objects([(0, note)], source, rel, "note", "notes", place=rel)
     entries = day_one_entries(data)
+    if entries is None:
+        entries = roam_pages(data)
     if entries is not None:
         data = entries
     if not isinstance(data, list) or not any(

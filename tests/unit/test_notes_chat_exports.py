@@ -299,6 +299,10 @@ _KEYS = st.sampled_from(
         "creationDate",
         "tags",
         "body",
+        "children",
+        "string",
+        "create-time",
+        "edit-time",
     ]
 )
 _LEAF = (
@@ -356,3 +360,33 @@ def test_an_evernote_export_gives_its_notes_as_text(tmp_path: Path) -> None:
     assert [n.title for n in partial.notes] == ["Sourdough starter"]
     assert partial.errors[0].error.startswith("not valid XML after note 1")
     assert str(cut) in partial.files_failed  # the notes past the break are not deleted
+
+
+def test_a_roam_research_export_gives_one_outline_per_page(tmp_path: Path) -> None:
+    pages = [
+        {
+            "title": "Postgres",
+            "children": [
+                {
+                    "string": "VACUUM FULL locks the table",
+                    "uid": "a1",
+                    "create-time": 1700000000000,
+                    "edit-time": 1700000500000,
+                    "children": [{"string": "use pg_repack instead", "uid": "a2"}],
+                },
+                {"string": "", "uid": "a3"},
+            ],
+            "create-time": 1699999000000,
+        },
+        {"title": "Empty page", "children": []},
+        {"title": "March 5th, 2024", "children": [{"string": "met [[Ana]] about [[Postgres]]"}]},
+    ]
+    (tmp_path / "graph.json").write_text(json.dumps(pages))
+    result = read_notes(tmp_path)
+    assert not result.errors
+    notes = {n.id: n for n in result.notes}
+    assert set(notes) == {"Postgres", "March 5th, 2024"}
+    postgres = notes["Postgres"]
+    assert postgres.content == "- VACUUM FULL locks the table\n  - use pg_repack instead"
+    assert postgres.created_at == datetime.fromtimestamp(1699999000, tz=UTC)
+    assert postgres.updated_at == datetime.fromtimestamp(1700000500, tz=UTC)
