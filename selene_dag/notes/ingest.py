@@ -24,8 +24,8 @@ JSONL: one note per line in the format of ``til.jsonl``: ``content`` (or ``text`
 ``updated_at`` (or the markdown names), ``topic``, ``tags``, ``test_run``. A line without
 dates gives a record without them (``None``): the writer dates it when first seen. A JSON
 file holds notes as a list of such objects, or is a chat export (``chat_exports``), a Keep
-note or a Day One journal (``app_exports``); an ``.enex`` file is an Evernote export
-(``enex``).
+note, a Day One journal or a Roam graph (``app_exports``); an ``.enex`` file is an
+Evernote export (``enex``).
 """
 
 from __future__ import annotations
