@@ -160,8 +160,8 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
     inside the folders of ``skip``, inside a selene-dag home below ``path`` (its
-    distilled sessions and Dagster files are no notes) and in a note app's own folder
-    (Logseq's ``logseq/``). Sorted for determinism.
+    distilled sessions and Dagster files are no notes) and in folders of tools (Logseq's
+    ``logseq/``, ``node_modules``, a Python virtual environment). Sorted for determinism.
     """
     if path.is_file():
         return [path]
@@ -177,7 +177,7 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
             if not name.startswith(".")
             and os.path.join(folder, name) not in skipped
             and not _is_home(os.path.join(folder, name))
-            and not _is_app_data(os.path.join(folder, name))
+            and not _is_tool_folder(os.path.join(folder, name))
         )
         for name in files:
             if name.startswith(".") or os.path.splitext(name)[1].lower() not in NOTE_SUFFIXES:
@@ -196,13 +196,20 @@ def _is_home(folder: str) -> bool:
     return any(os.path.isfile(os.path.join(folder, marker)) for marker in _HOME_MARKERS)
 
 
-def _is_app_data(folder: str) -> bool:
-    """A note app's own folder inside its notes: Logseq keeps backups of every page
-    (``logseq/bak/``) and old versions (``logseq/version-files/``) there, which would be
-    read as second copies of the notes."""
-    return os.path.basename(folder) == "logseq" and os.path.isfile(
-        os.path.join(folder, "config.edn")
-    )
+# Folders of installed packages, which hold READMEs and license texts by the thousand: a
+# notes folder that is also a site or a project (a Quartz or Docusaurus repository) has them.
+_PACKAGE_FOLDERS = {"node_modules", "site-packages", "__pycache__"}
+
+
+def _is_tool_folder(folder: str) -> bool:
+    """A folder of tools, not notes, inside a notes folder: a note app's own (Logseq keeps
+    backups of every page in ``logseq/bak/`` and old versions in ``logseq/version-files/``,
+    second copies of the notes) or installed packages (``node_modules``, a Python virtual
+    environment)."""
+    name = os.path.basename(folder)
+    if name in _PACKAGE_FOLDERS or os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return True
+    return name == "logseq" and os.path.isfile(os.path.join(folder, "config.edn"))
 
 
 def other_files(path: Path) -> dict[str, int]:

@@ -83,11 +83,19 @@ def test_a_home_inside_the_notes_folder_is_not_read_as_notes(tmp_path):
     (graph / "logseq" / "bak" / "pages" / "kafka").mkdir(parents=True)
     (graph / "logseq" / "config.edn").write_text("{:meta/version 1}")
     (graph / "logseq" / "bak" / "pages" / "kafka" / "2024-05-01.md").write_text("- old copy")
+    site = tmp_path / "projects" / "site"  # a notes site's repository: packages inside
+    (site / "node_modules" / "left-pad").mkdir(parents=True)
+    (site / "node_modules" / "left-pad" / "README.md").write_text("# left-pad")
+    (site / "venv" / "lib").mkdir(parents=True)
+    (site / "venv" / "pyvenv.cfg").write_text("home = /usr/bin")
+    (site / "venv" / "lib" / "LICENSE.txt").write_text("MIT")
+    (site / "index.md").write_text("# Home")
     files = note_files(tmp_path)
     assert [f.relative_to(tmp_path).as_posix() for f in files] == [
         "graph/pages/kafka.md",
         "ideas.md",
         "projects/plan.md",
+        "projects/site/index.md",
     ]
     assert note_files(home / "distilled") == sorted((home / "distilled").iterdir())  # asked for
 
