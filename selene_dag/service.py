@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import duckdb
 
@@ -285,23 +285,37 @@ def health_in(conn: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, 
 # --- compaction --------------------------------------------------------------------------
 
 
+_T = TypeVar("_T")
+
+
+def _user_file(path: Path, read: Callable[[Path], _T]) -> _T:
+    """``read(path)`` for a file a user named: a missing path or a folder is NotFoundError,
+    text that is not UTF-8 a one-line UsageError."""
+    if not path.is_file():
+        raise NotFoundError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
+    try:
+        return read(path)
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+
+
 def read_conversation(path: Path) -> Conversation:
     """The conversation in a file: a JSON list of messages (or ``{"messages", "digest"}``),
     a JSONL file of messages, or a Claude Code, Codex CLI or Gemini CLI session
     transcript (told by its content). Raises UsageError with a one-line reason when the
     file holds no conversation, NotFoundError when it is missing."""
-    if not path.is_file():
-        raise NotFoundError(
-            f"{path} does not exist" if not path.exists() else f"{path} is not a file"
-        )
-    try:
-        if detect_platform_file(path) is not None:
-            return session_conversation(path)
-        return load_conversation(path)
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
-    except (TypeError, ValueError) as exc:  # the input's shape, named by the reader
-        raise UsageError(str(exc)) from exc
+
+    def read(path: Path) -> Conversation:
+        try:
+            if detect_platform_file(path) is not None:
+                return session_conversation(path)
+            return load_conversation(path)
+        except UnicodeDecodeError:
+            raise
+        except (TypeError, ValueError) as exc:  # the input's shape, named by the reader
+            raise UsageError(str(exc)) from exc
+
+    return _user_file(path, read)
 
 
 def compact(
@@ -507,13 +521,7 @@ def read_questions(path: Path) -> QuestionFile:
     """The questions of an evaluation file and the entries it leaves out
     (``evaluate.read_question_file``). Raises NotFoundError for a missing file, UsageError
     for one without a question or not UTF-8."""
-    try:
-        return read_question_file(path)
-    except FileNotFoundError:
-        reason = "is not a file" if path.exists() else "does not exist"
-        raise NotFoundError(f"{path} {reason}") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return _user_file(path, read_question_file)
 
 
 def evaluate_questions(
