@@ -135,8 +135,8 @@ def unread_files_hint(report: IngestReport) -> str:
     more = " …" if len(kinds) > 5 else ""
     reads = ", ".join(NOTE_SUFFIXES)
     return (
-        f"no note file in {report.path}: ingest reads markdown, plain text, JSON and JSONL "
-        f"files ({reads}); "
+        f"no note file in {report.path}: ingest reads markdown, plain text, Org, JSON, JSONL "
+        f"and Evernote files ({reads}); "
         f"the folder holds {plural(sum(report.other_files.values()), 'other file')} "
         f"({found}{more})"
     )

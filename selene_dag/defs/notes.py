@@ -83,7 +83,8 @@ SUMMARY_PARTITIONS = dg.MonthlyPartitionsDefinition(
     group_name="notes",
     owners=OWNERS,
     description=(
-        "The notes folder (SELENE_NOTES_DIR): markdown, plain text, JSON and JSONL files. "
+        "The notes folder (SELENE_NOTES_DIR): markdown, plain text, Org, JSON, JSONL and "
+        "Evernote files, and note apps' exports. "
         "Its data version is a hash of the folder's path and every note file's path and "
         "bytes, so only a change to a file, or pointing it at another folder, makes it change."
     ),
@@ -102,7 +103,7 @@ def notes_folder_version(notes_dir: Path) -> str:
 @duckdb_asset(
     "notes",
     deps=[notes_source],
-    code_version=code_version("3", sql=("notes_changes", "notes_upsert", "notes_mark_deleted")),
+    code_version=code_version("4", sql=("notes_changes", "notes_upsert", "notes_mark_deleted")),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Every note of SELENE_NOTES_DIR upserted into `notes` by id (content hash, dates, "

@@ -1,5 +1,5 @@
 """Read notes from a folder (or a single file, or an export's ``.zip``): markdown, plain
-text, JSON, JSONL and Evernote files.
+text, Org, JSON, JSONL and Evernote files.
 
 Pure: reads files, returns records and errors; writes nothing; never raises for what a
 file holds, so one broken file never stops the others. A problem is an
@@ -17,7 +17,8 @@ writer dates an update with it when the text changed, and the creation when it f
 stores the note. The note's id inside its folder is the path relative to the folder unless
 the front-matter gives one; given an :class:`~selene_dag.notes.folders.IngestScope`, ids
 are home-wide: ``<folder key>/<that id>``. A file name that is not UTF-8 is written with
-``\\xNN`` escapes.
+``\\xNN`` escapes. An Org file's settings are read as a front-matter's fields and its text
+made markdown (``org``).
 
 JSONL: one note per line in the format of ``til.jsonl``: ``content`` (or ``text``,
 ``body``), optional ``id`` (else ``<file>:<line number>``), ``title``, ``created_at``,
@@ -50,6 +51,7 @@ from selene_dag.notes.app_exports import day_one_entries, is_keep_note, keep_not
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.folders import IngestScope
+from selene_dag.notes.org import org_note
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
 # Plain text notes (Simplenote, Standard Notes and Bear export them) are read as markdown
@@ -61,11 +63,22 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 # note file and is passed over without a word (an export's user.json, a package.json).
 JSON_SUFFIXES = (".json",)
 ENEX_SUFFIXES = (".enex",)  # Evernote's export
-NOTE_SUFFIXES = MARKDOWN_SUFFIXES + TEXT_SUFFIXES + JSONL_SUFFIXES + JSON_SUFFIXES + ENEX_SUFFIXES
+ORG_SUFFIXES = (".org",)  # Emacs Org and org-roam
+NOTE_SUFFIXES = (
+    MARKDOWN_SUFFIXES
+    + TEXT_SUFFIXES
+    + ORG_SUFFIXES
+    + JSONL_SUFFIXES
+    + JSON_SUFFIXES
+    + ENEX_SUFFIXES
+)
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
 _NAME_DATE = re.compile(r"(?<!\d)(\d{4})[-_.](\d{2})[-_.](\d{2})(?!\d)")
+# A note named by the minute or second it was made (Zettelkasten ids: org-roam's
+# 20240305101500-slug.org, Obsidian's unique note prefix 202403051015).
+_NAME_STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?(?!\d)")
 _T = TypeVar("_T")
 
 
@@ -155,7 +168,7 @@ def source_version(path: Path) -> str:
 
 
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
-    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, JSON(L), ENEX):
+    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, JSON(L), ENEX):
     ``path`` itself when it is a file, else the folder's files searched deeply.
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
@@ -317,7 +330,11 @@ def _parse_file(
         text = raw.decode("utf-8", errors="replace")
         reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
         errors.append(IngestError.note_kept(source, None, reason))
-    note, error = _parse_markdown(text, rel, source, mtime)
+    if suffix in ORG_SUFFIXES:
+        meta, body = org_note(text.lstrip("\ufeff"))
+        note, error = _note_of_page(meta, body, rel, source, mtime, header="Org settings")
+    else:
+        note, error = _parse_markdown(text, rel, source, mtime)
     return ([note] if note else []), errors + ([error] if error else [])
 
 
@@ -428,8 +445,23 @@ def _parse_markdown(
         problem = IngestError.note_kept(source, None, "front-matter ignored: no closing '---' line")
     else:
         meta = _page_properties(body)
+    note, ignored = _note_of_page(meta, body, rel, source, mtime)
+    return note, ignored or problem
+
+
+def _note_of_page(
+    meta: dict[str, Any],
+    body: str,
+    rel: str,
+    source: str,
+    mtime: datetime,
+    header: str = "front-matter",
+) -> tuple[NoteRecord | None, IngestError | None]:
+    """The note of one page file (markdown, text, Org) from its settings ``meta`` (the
+    fields of its ``header``) and its text ``body``; the problem met (a setting ignored,
+    or no text at all)."""
     if not body.strip():
-        return None, IngestError(source, None, "empty note: no text after the front-matter")
+        return None, IngestError(source, None, f"empty note: no text after the {header}")
     fields = _Fields(meta)
     title = fields.read(_clean_str, "title") or _first_heading(body) or Path(rel).stem
     created = fields.read(_as_datetime, *_CREATED) or _date_in_name(Path(rel).stem)
@@ -446,8 +478,8 @@ def _parse_markdown(
         modified_at=max(created or mtime, mtime),
     )
     if fields.ignored:  # a broken front-matter leaves no field to ignore
-        problem = IngestError.note_kept(source, None, f"front-matter {fields.summary()}")
-    return note, problem
+        return note, IngestError.note_kept(source, None, f"{header} {fields.summary()}")
+    return note, None
 
 
 def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], list[IngestError]]:
@@ -634,12 +666,14 @@ class _Fields:
 
 def _date_in_name(stem: str) -> datetime | None:
     """The day a file's name gives (``2024-03-05``, ``2024_03_05 standup``: daily notes of
-    Obsidian and Logseq), midnight UTC; None when it names no valid day."""
-    match = _NAME_DATE.search(stem)
+    Obsidian and Logseq), midnight UTC, or the minute a name starting with a Zettelkasten
+    id gives (``202403051015``, ``20240305101500-slug``), UTC; None when it names no valid
+    day."""
+    match = _NAME_STAMP.match(stem) or _NAME_DATE.search(stem)
     if match is None:
         return None
     try:
-        return datetime(*map(int, match.groups()), tzinfo=UTC)
+        return datetime(*(int(part) for part in match.groups() if part), tzinfo=UTC)
     except ValueError:  # 2024-13-45
         return None
 

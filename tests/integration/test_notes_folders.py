@@ -291,18 +291,18 @@ def test_a_folder_without_note_files_says_what_ingest_reads(tmp_path: Path, home
 
     folder = _write(
         tmp_path / "jots",
-        {"a.org": "* org", "sub/b.org": "* more", "c.rtf": "{\\rtf1 x}", ".DS_Store": "x"},
+        {"a.rst": "Title\n=====", "sub/b.rst": "More", "c.rtf": "{\\rtf1 x}", ".DS_Store": "x"},
     )
-    _write(tmp_path / "jots", {".hidden/d.org": "hidden folder"})
+    _write(tmp_path / "jots", {".hidden/d.rst": "hidden folder"})
     report = service.ingest(load_settings(), folder)
-    assert report.notes == 0 and report.other_files == {".org": 2, ".rtf": 1}
+    assert report.notes == 0 and report.other_files == {".rst": 2, ".rtf": 1}
     hint = service.unread_files_hint(report)
-    assert ".md" in hint and ".txt" in hint and ".jsonl" in hint
-    assert "3 other files (2 .org, 1 .rtf)" in hint
+    assert ".md" in hint and ".txt" in hint and ".org" in hint and ".jsonl" in hint
+    assert "3 other files (2 .rst, 1 .rtf)" in hint
 
     outcome = CliRunner().invoke(app, ["ingest", str(folder)])
     assert outcome.exit_code == 0, outcome.output
-    assert "no note file in" in outcome.output and "2 .org" in outcome.output
+    assert "no note file in" in outcome.output and "2 .rst" in outcome.output
 
     # A folder that gives notes is not listed (nor walked again for it).
     _write(folder, {"e.md": "# A note\n\ntext"})

@@ -51,6 +51,7 @@ def test_plain_text_and_other_markdown_suffixes_are_notes(tmp_path):
     (tmp_path / "draft.mdown").write_text("draft text")
     (tmp_path / "photo.png").write_bytes(b"\x89PNG\r\n")
     (tmp_path / "notes.org").write_text("* org heading")
+    (tmp_path / "letter.rtf").write_text("{\\rtf1 not read}")
     result = read_notes(tmp_path)
     titles = {n.id: n.title for n in result.notes}
     assert titles == {
@@ -58,6 +59,7 @@ def test_plain_text_and_other_markdown_suffixes_are_notes(tmp_path):
         "page.mdx": "Component docs",
         "old.markdown": "Old post",
         "draft.mdown": "draft",
+        "notes.org": "org heading",
     }
     assert not result.errors
     assert next(n for n in result.notes if n.id == "Groceries.txt").content.startswith("milk\n")
