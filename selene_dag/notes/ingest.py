@@ -50,6 +50,7 @@ from selene_dag.config import parse_datetime
 from selene_dag.notes.app_exports import day_one_entries, is_keep_note, keep_note, roam_pages
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
+from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.folders import IngestScope
 from selene_dag.notes.org import org_note
 
@@ -445,6 +446,10 @@ def _parse_markdown(
         problem = IngestError.note_kept(source, None, "front-matter ignored: no closing '---' line")
     else:
         meta = _page_properties(body)
+    if is_drawing(meta):
+        body = drawing_text(body)
+        if not body:  # a drawing without words: nothing to read, nothing wrong
+            return None, problem
     note, ignored = _note_of_page(meta, body, rel, source, mtime)
     return note, ignored or problem
 
@@ -463,7 +468,7 @@ def _note_of_page(
     if not body.strip():
         return None, IngestError(source, None, f"empty note: no text after the {header}")
     fields = _Fields(meta)
-    title = fields.read(_clean_str, "title") or _first_heading(body) or Path(rel).stem
+    title = fields.read(_clean_str, "title") or _first_heading(body) or _file_title(rel)
     created = fields.read(_as_datetime, *_CREATED) or _date_in_name(Path(rel).stem)
     note = NoteRecord(
         id=fields.read(_clean_str, "id") or rel,
@@ -676,6 +681,13 @@ def _date_in_name(stem: str) -> datetime | None:
         return datetime(*(int(part) for part in match.groups() if part), tzinfo=UTC)
     except ValueError:  # 2024-13-45
         return None
+
+
+def _file_title(rel: str) -> str:
+    """The title a file's name gives: its stem, without the ``.excalidraw`` that Obsidian
+    drawings' names carry (``Plan.excalidraw.md``)."""
+    stem = PurePosixPath(rel).stem
+    return stem.removesuffix(".excalidraw") or stem
 
 
 def _first_heading(text: str) -> str | None:
