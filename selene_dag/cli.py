@@ -328,6 +328,8 @@ def ingest(
     )
     if report.other_files:
         err.print(service.unread_files_hint(report), highlight=False, soft_wrap=True)
+    if report.documents_left_out:
+        err.print(service.documents_left_out_hint(report), highlight=False, soft_wrap=True)
 
 
 # Notices Dagster prints in the processes of `dagster dev` that tell a user of this tool

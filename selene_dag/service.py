@@ -42,7 +42,7 @@ from selene_dag.notes.context_notes import (
 )
 from selene_dag.notes.folders import ingest_scope, require_text_path
 from selene_dag.notes.health import compression_health
-from selene_dag.notes.ingest import NOTE_SUFFIXES, other_files, read_notes
+from selene_dag.notes.ingest import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, read_notes
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.evaluate import (
     EvalReport,
@@ -122,6 +122,9 @@ class IngestReport:
     home_notes: int = 0  # live notes of every folder in the home
     # When the folder holds no note: its other files by suffix, which ingest does not read.
     other_files: dict[str, int] = field(default_factory=dict)
+    # When the folder gave notes and the ingest ran: its documents of kinds ingest does not
+    # read (``DOCUMENT_SUFFIXES``: PDF, Word, HTML…) by suffix.
+    documents_left_out: dict[str, int] = field(default_factory=dict)
 
 
 SKIPPED_SHOWN = 20
@@ -139,6 +142,18 @@ def unread_files_hint(report: IngestReport) -> str:
         f"and Evernote files ({reads}); "
         f"the folder holds {plural(sum(report.other_files.values()), 'other file')} "
         f"({found}{more})"
+    )
+
+
+def documents_left_out_hint(report: IngestReport) -> str:
+    """One line naming the documents of kinds ingest does not read that a folder which gave
+    notes holds (most common suffixes first)."""
+    kinds = sorted(report.documents_left_out.items(), key=lambda kv: (-kv[1], kv[0]))
+    found = ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
+    total = plural(sum(report.documents_left_out.values()), "file")
+    return (
+        f"left out: {total} of kinds ingest does not read ({found}); it reads markdown, "
+        "plain text, Org, JSON, JSONL and Evernote files"
     )
 
 
@@ -208,7 +223,12 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         id_prefix=scope.id_prefix,
         home_notes=int(home_notes),
         other_files=other_files(path) if not folder_notes and not skipped_total else {},
+        documents_left_out=_documents_left_out(path) if folder_notes and outcome.selected else {},
     )
+
+
+def _documents_left_out(path: Path) -> dict[str, int]:
+    return {k: n for k, n in other_files(path).items() if k in DOCUMENT_SUFFIXES}
 
 
 @dataclass(frozen=True)

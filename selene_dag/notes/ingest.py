@@ -226,6 +226,13 @@ def _is_tool_folder(folder: str) -> bool:
     return name == "logseq" and os.path.isfile(os.path.join(folder, "config.edn"))
 
 
+# Documents a notes folder often holds that ingest does not read: named after an ingest so
+# that no one takes them for part of the notes.
+DOCUMENT_SUFFIXES = frozenset(
+    ".pdf .doc .docx .odt .rtf .pages .html .htm .rst .adoc .asciidoc .tex .textile .opml .epub".split()
+)
+
+
 def other_files(path: Path) -> dict[str, int]:
     """The files under ``path`` that :func:`note_files` leaves out for their type (hidden
     ones aside), counted by suffix (``""`` for none): what to tell someone whose folder

@@ -284,7 +284,7 @@ def test_migration_moves_legacy_ids_to_the_ids_a_new_ingest_gives(tmp_path: Path
     )
 
 
-def test_a_folder_without_note_files_says_what_ingest_reads(tmp_path: Path, home: Path) -> None:
+def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> None:
     from typer.testing import CliRunner
 
     from selene_dag.cli import app
@@ -304,9 +304,21 @@ def test_a_folder_without_note_files_says_what_ingest_reads(tmp_path: Path, home
     assert outcome.exit_code == 0, outcome.output
     assert "no note file in" in outcome.output and "2 .rst" in outcome.output
 
-    # A folder that gives notes is not listed (nor walked again for it).
-    _write(folder, {"e.md": "# A note\n\ntext"})
-    assert service.ingest(load_settings(), folder).other_files == {}
+    # A folder that gives notes is not listed; its documents of kinds ingest does not read
+    # are named once per ingest that ran, not on one that changed nothing.
+    _write(folder, {"e.md": "# A note\n\ntext", "paper.pdf": "%PDF-1.4", "img.png": "x"})
+    report = service.ingest(load_settings(), folder)
+    assert report.other_files == {} and report.documents_left_out == {
+        ".rst": 2,
+        ".rtf": 1,
+        ".pdf": 1,
+    }
+    assert service.documents_left_out_hint(report).startswith(
+        "left out: 4 files of kinds ingest does not read (2 .rst, 1 .pdf, 1 .rtf)"
+    )
+    outcome = CliRunner().invoke(app, ["ingest", str(folder)])
+    assert outcome.exit_code == 0 and "no step ran" in outcome.output
+    assert "left out" not in outcome.output
 
 
 def test_names_that_are_not_utf8_neither_stop_an_ingest_nor_lose_a_note(
