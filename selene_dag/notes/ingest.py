@@ -228,9 +228,10 @@ def _is_tool_folder(folder: str) -> bool:
 
 # Documents a notes folder often holds that ingest does not read: named after an ingest so
 # that no one takes them for part of the notes.
-DOCUMENT_SUFFIXES = frozenset(
-    ".pdf .doc .docx .odt .rtf .pages .html .htm .rst .adoc .asciidoc .tex .textile .opml .epub".split()
-)
+DOCUMENT_SUFFIXES = frozenset({
+    ".pdf", ".doc", ".docx", ".odt", ".rtf", ".pages", ".epub", ".html", ".htm", ".rst",
+    ".adoc", ".asciidoc", ".tex", ".textile", ".opml",
+})  # fmt: skip
 
 
 def other_files(path: Path) -> dict[str, int]:
