@@ -18,7 +18,8 @@ stores the note. The note's id inside its folder is the path relative to the fol
 the front-matter gives one; given an :class:`~selene_dag.notes.folders.IngestScope`, ids
 are home-wide: ``<folder key>/<that id>``. A file name that is not UTF-8 is written with
 ``\\xNN`` escapes. An Org file's settings are read as a front-matter's fields and its text
-made markdown (``org``).
+made markdown (``org``); an Obsidian Excalidraw drawing is its words (``excalidraw``); a
+Notion page's property lines give its dates and tags (``notion``).
 
 JSONL: one note per line in the format of ``til.jsonl``: ``content`` (or ``text``,
 ``body``), optional ``id`` (else ``<file>:<line number>``), ``title``, ``created_at``,
@@ -33,6 +34,7 @@ from __future__ import annotations
 
 import codecs
 import hashlib
+import io
 import os
 import re
 import zipfile
@@ -52,6 +54,7 @@ from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.folders import IngestScope
+from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
@@ -379,11 +382,15 @@ ZIP_MEMBER_LIMIT = 1 << 30
 
 
 def _zip_members(
-    archive: Path, source: str, mtime: datetime
+    archive: Path | io.BytesIO, source: str, mtime: datetime, nested: bool = True
 ) -> tuple[list[tuple[str, str, bytes, datetime]], list[IngestError]]:
     """The note files inside a zip archive as ``(source, path inside, bytes, mtime)`` —
     source ``<archive>!/<path inside>`` — hidden ones and macOS resource forks left out;
-    and the problems met (an archive that cannot be read, a member too large)."""
+    and the problems met (an archive that cannot be read, a member too large). With
+    ``nested``, an archive inside it is read too (one level: Notion splits a large export
+    into ``Part-N.zip`` files inside the one downloaded): its notes' sources are
+    ``<archive>!/<inner archive>!/<path inside>``, their paths the path inside the inner
+    archive."""
     members: list[tuple[str, str, bytes, datetime]] = []
     errors: list[IngestError] = []
     try:
@@ -393,16 +400,27 @@ def _zip_members(
                 parts = PurePosixPath(name).parts
                 if info.is_dir() or any(part.startswith((".", "__MACOSX")) for part in parts):
                     continue
-                if PurePosixPath(name).suffix.lower() not in NOTE_SUFFIXES:
+                suffix = PurePosixPath(name).suffix.lower()
+                inner = nested and suffix == ".zip"
+                if suffix not in NOTE_SUFFIXES and not inner:
                     continue
                 where = f"{source}!/{name}"
                 if info.file_size > ZIP_MEMBER_LIMIT:
                     errors.append(IngestError(where, None, "too large to read from the archive"))
                     continue
                 stamp = datetime(*info.date_time, tzinfo=UTC) if info.date_time else mtime
-                members.append((where, name, zipped.read(info), stamp))
-    except (zipfile.BadZipFile, RuntimeError, OSError, ValueError) as exc:
-        # RuntimeError: an encrypted member; OSError, ValueError: a damaged archive.
+                if inner:
+                    found, problems = _zip_members(
+                        io.BytesIO(zipped.read(info)), where, stamp, nested=False
+                    )
+                    # Named by their path inside the part, not the part's name: a page
+                    # keeps its id when a later export splits the parts otherwise.
+                    members += found
+                    errors += problems
+                else:
+                    members.append((where, name, zipped.read(info), stamp))
+    except (zipfile.BadZipFile, RuntimeError, OSError, ValueError, EOFError) as exc:
+        # RuntimeError: an encrypted member; OSError, ValueError, EOFError: a damaged archive.
         errors.append(IngestError(source, None, f"cannot read the archive: {exc}"))
     return members, errors
 
@@ -452,6 +470,8 @@ def _parse_markdown(
             problem = IngestError.note_kept(source, None, f"front-matter ignored: {broken}")
     elif body.startswith("---\n") or body.startswith("---\r\n"):
         problem = IngestError.note_kept(source, None, "front-matter ignored: no closing '---' line")
+    elif is_notion_page(PurePosixPath(rel).stem):
+        meta = page_properties(body)
     else:
         meta = _page_properties(body)
     if is_drawing(meta):
@@ -693,9 +713,9 @@ def _date_in_name(stem: str) -> datetime | None:
 
 def _file_title(rel: str) -> str:
     """The title a file's name gives: its stem, without the ``.excalidraw`` that Obsidian
-    drawings' names carry (``Plan.excalidraw.md``)."""
+    drawings' names carry (``Plan.excalidraw.md``) or the page id of a Notion page's."""
     stem = PurePosixPath(rel).stem
-    return stem.removesuffix(".excalidraw") or stem
+    return page_title(stem.removesuffix(".excalidraw")) or stem
 
 
 def _first_heading(text: str) -> str | None:

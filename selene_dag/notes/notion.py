@@ -1,0 +1,83 @@
+"""Pages of a Notion export ("Markdown & CSV"): the dates and tags their property lines
+give.
+
+Notion names each page's file after its title and its 32-hex-digit id (``Standup
+1a2b…9f.md``); a page of a database starts with its ``# Title`` and then one line per
+property (``Created: March 5, 2024 10:15 AM``, ``Tags: budget, planning``,
+``Last edited time: …``). Those lines stay in the note's text, as Notion shows them; the
+creation and edit times and the tags become the note's fields.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import datetime
+
+_PAGE_ID = re.compile(r"\s+[0-9a-f]{32}$")
+_PROPERTY = re.compile(r"^([A-Za-z][\w ]{0,39}?):\s+(\S.*?)\s*$")
+_FIELDS = {
+    "created": "created",
+    "created time": "created",
+    "date created": "created",
+    "last edited time": "updated",
+    "last edited": "updated",
+    "updated": "updated",
+    "tags": "tags",
+}
+# The date formats Notion writes, by the user's setting (times are local, without offset).
+_DATE_FORMATS = (
+    "%B %d, %Y %I:%M %p",
+    "%B %d, %Y",
+    "%Y/%m/%d %I:%M %p",
+    "%Y/%m/%d %H:%M",
+    "%Y/%m/%d",
+    "%m/%d/%Y %I:%M %p",
+    "%m/%d/%Y",
+    "%d/%m/%Y %H:%M",
+    "%d/%m/%Y",
+)
+
+
+def is_notion_page(stem: str) -> bool:
+    """Whether a file's name (without suffix) ends with a Notion page id."""
+    return _PAGE_ID.search(stem) is not None
+
+
+def page_title(stem: str) -> str:
+    """A Notion page file's name without its page id."""
+    return _PAGE_ID.sub("", stem)
+
+
+def notion_date(value: str) -> str | None:
+    """A date as Notion writes it (``March 5, 2024 10:15 AM``; of a range, its start) in
+    ISO form; None when it is in no format Notion uses."""
+    start = value.split("→")[0].strip()
+    for form in _DATE_FORMATS:
+        try:
+            return datetime.strptime(start, form).isoformat()
+        except ValueError:
+            continue
+    return None
+
+
+def page_properties(body: str) -> dict[str, str]:
+    """The fields a Notion page's property lines give (``created``, ``updated``,
+    ``tags``): the ``Key: value`` lines right after its ``# Title`` heading. A date in no
+    format Notion writes is left out (a property named so may hold anything)."""
+    lines = iter(body.splitlines())
+    if not next(lines, "").startswith("# "):
+        return {}
+    found: dict[str, str] = {}
+    for line in lines:
+        if not line.strip() and not found:
+            continue  # the blank line under the title
+        match = _PROPERTY.match(line)
+        if match is None:
+            break
+        field = _FIELDS.get(match.group(1).strip().lower())
+        value = match.group(2)
+        if field in ("created", "updated"):
+            value = notion_date(value) or ""
+        if field and value:
+            found.setdefault(field, value)
+    return found

@@ -1,0 +1,106 @@
+"""A Notion "Markdown & CSV" export: pages as notes, their property lines as fields, the
+export's archive read as downloaded, parts inside it included."""
+
+import io
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.notion import notion_date, page_properties
+
+EXPORT = "Export-6b1f0c2e-55d4-4a8e-9f3b-2d7c1e0a9b84"
+PROJECTS = "Projects 0c9e0f5a7b3d4e1f8a2b6c4d9e7f1a3b"
+KICKOFF = "Kickoff with Ana 5d2c8e1f0a9b4c7d6e3f2a1b0c9d8e7f"
+KICKOFF_PAGE = """\
+# Kickoff with Ana
+
+Created: March 5, 2024 10:15 AM
+Last edited time: March 7, 2024 4:02 PM
+Tags: budget, planning
+Status: Done
+
+The kickoff moved to Friday; Ana owns the budget draft.
+"""
+
+
+def _zip(files: dict[str, bytes | str]) -> bytes:
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as zipped:
+        for name, data in files.items():
+            zipped.writestr(name, data)
+    return buffer.getvalue()
+
+
+def test_a_notion_export_as_downloaded_reads_its_pages_from_every_part(tmp_path: Path) -> None:
+    part1 = _zip(
+        {
+            f"{EXPORT}/{PROJECTS}.md": "# Projects\n\nEverything we run this year.\n",
+            f"{EXPORT}/{PROJECTS}/{KICKOFF}.md": KICKOFF_PAGE,
+            f"{EXPORT}/{PROJECTS}/Tasks 1f2e3d4c5b6a79880716253443526170.csv": "Name,Tags\n",
+        }
+    )
+    part2 = _zip(
+        {
+            f"{EXPORT}/Journal 9a8b7c6d5e4f30211203948576a5b4c3.md": "# Journal\n\nQuiet week.\n",
+            f"{EXPORT}/photo.png": b"\x89PNG",
+        }
+    )
+    archive = tmp_path / f"{EXPORT}.zip"
+    archive.write_bytes(_zip({f"{EXPORT}-Part-1.zip": part1, f"{EXPORT}-Part-2.zip": part2}))
+    result = read_notes(archive)
+    assert result.errors == []
+    notes = {n.id: n for n in result.notes}
+    # Ids are paths inside the parts: a page keeps its id when the parts split otherwise.
+    assert set(notes) == {
+        f"{EXPORT}/{PROJECTS}.md",
+        f"{EXPORT}/{PROJECTS}/{KICKOFF}.md",
+        f"{EXPORT}/Journal 9a8b7c6d5e4f30211203948576a5b4c3.md",
+    }
+    kickoff = notes[f"{EXPORT}/{PROJECTS}/{KICKOFF}.md"]
+    assert kickoff.title == "Kickoff with Ana"
+    assert kickoff.created_at == datetime(2024, 3, 5, 10, 15, tzinfo=UTC)
+    assert kickoff.updated_at == datetime(2024, 3, 7, 16, 2, tzinfo=UTC)
+    assert kickoff.tags == ("budget", "planning")
+    assert "Status: Done" in kickoff.content  # the property lines stay, as Notion shows them
+    assert (
+        kickoff.source
+        == f"{archive.resolve()}!/{EXPORT}-Part-1.zip!/{EXPORT}/{PROJECTS}/{KICKOFF}.md"
+    )
+    assert notes[f"{EXPORT}/{PROJECTS}.md"].created_at is None
+
+
+def test_a_damaged_part_is_named_and_the_other_parts_still_read(tmp_path: Path) -> None:
+    good = _zip({"Page 0123456789abcdef0123456789abcdef.md": "# Page\n\ntext\n"})
+    archive = tmp_path / "export.zip"
+    archive.write_bytes(_zip({"Part-1.zip": good, "Part-2.zip": b"PK\x03\x04 cut short"}))
+    result = read_notes(archive)
+    assert [n.title for n in result.notes] == ["Page"]
+    (error,) = result.errors
+    assert (
+        error.source.endswith("export.zip!/Part-2.zip") and "cannot read the archive" in error.error
+    )
+    # The download itself counts as failed: no note of it is marked deleted on this ingest.
+    assert result.files_failed == [str(archive.resolve())]
+
+
+def test_a_page_name_without_heading_gives_its_title_and_odd_properties_are_left_out(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "Loose thought 00112233445566778899aabbccddeeff.md").write_text("just text\n")
+    (tmp_path / "Odd 00112233445566778899aabbccddeef0.md").write_text(
+        "# Odd\n\nCreated: someday\nTags: \nNote: kept as text\n\nbody\n"
+    )
+    result = read_notes(tmp_path)
+    assert result.errors == []
+    by_title = {n.title: n for n in result.notes}
+    assert set(by_title) == {"Loose thought", "Odd"}
+    assert by_title["Odd"].created_at is None and by_title["Odd"].tags == ()
+
+
+def test_notion_dates_in_the_formats_its_settings_give() -> None:
+    assert notion_date("March 5, 2024") == "2024-03-05T00:00:00"
+    assert notion_date("2024/03/05 14:30") == "2024-03-05T14:30:00"
+    assert notion_date("March 5, 2024 → March 7, 2024") == "2024-03-05T00:00:00"
+    assert notion_date("someday") is None
+    assert page_properties("no heading\nCreated: March 5, 2024\n") == {}
