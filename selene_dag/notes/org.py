@@ -12,7 +12,7 @@ Text: a heading's stars become ``#`` marks and its tags join the note's tags; a 
 example block becomes a fenced code block, a quote block ``>`` lines; drawers
 (``:PROPERTIES:``, ``:LOGBOOK:``) and ``#+`` setting lines are left out, and so are comment
 lines (``# …``), which would read as markdown headings; links show their description, or
-``[description](url)`` for a web link.
+``[description](url)`` for a web link outside a heading.
 """
 
 from __future__ import annotations
@@ -66,8 +66,10 @@ def _link(match: re.Match[str]) -> str:
     return description
 
 
-def _inline(line: str) -> str:
-    line = _DESCRIBED_LINK.sub(_link, line)
+def _inline(line: str, *, urls: bool = True) -> str:
+    """``line`` with its links as their descriptions (with ``urls``, a web link as a
+    markdown link: a heading, which may become the title, shows the description only)."""
+    line = _DESCRIBED_LINK.sub(_link if urls else lambda m: m.group(2), line)
     return _BARE_LINK.sub(lambda m: m.group(1).removeprefix("file:"), line)
 
 
@@ -151,7 +153,7 @@ def org_note(text: str) -> tuple[dict[str, Any], str]:
             if heading_tags:
                 tags += _tags(heading_tags.group(1))
                 title = title[: heading_tags.start()].rstrip()
-            out.append(f"{'#' * min(len(heading.group(1)), 6)} {_inline(title)}")
+            out.append(f"{'#' * min(len(heading.group(1)), 6)} {_inline(title, urls=False)}")
             continue
         out.append(_inline(line))
     if block in _CODE_BLOCKS:  # a block the file never closes

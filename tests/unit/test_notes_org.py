@@ -109,6 +109,8 @@ def test_blocks_the_file_never_closes_stay_text_and_code_is_fenced():
     assert (meta, text) == ({}, "```\nliteral * not a heading\n```\n")
     meta, text = org_note("#+begin_center\n[[file:a.org]]\n#+end_center\n")
     assert text == "a.org\n"
+    meta, text = org_note("* See [[https://gnu.org][GNU]]\n[[https://gnu.org][GNU]]\n")
+    assert text == "# See GNU\n[GNU](https://gnu.org)\n"
 
 
 def test_zettelkasten_ids_in_names_date_markdown_notes_too(tmp_path):
