@@ -182,10 +182,23 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     """
     if path.is_file():
         return [path]
-    if not path.is_dir():
-        return []
-    skipped = {str(folder) for folder in skip}
     found = []
+    for folder, files in _walk(path, skip):
+        for name in files:
+            if not _is_note_file(folder, name):
+                continue
+            full = os.path.join(folder, name)
+            if os.path.isfile(full):  # not a broken link, a pipe or a socket
+                found.append(Path(full))
+    return sorted(found)
+
+
+def _walk(path: Path, skip: Sequence[Path] = ()) -> Iterator[tuple[str, list[str]]]:
+    """Each folder under ``path`` that may hold notes, with its files' names that are not
+    hidden (see :func:`note_files` for the folders left out)."""
+    if not path.is_dir():
+        return
+    skipped = {str(folder) for folder in skip}
     # os.walk, like Path.rglob, lists a symbolic link to a folder without entering it.
     for folder, subfolders, files in os.walk(path):
         subfolders[:] = sorted(
@@ -196,13 +209,16 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
             and not _is_home(os.path.join(folder, name))
             and not _is_tool_folder(os.path.join(folder, name))
         )
-        for name in files:
-            if name.startswith(".") or os.path.splitext(name)[1].lower() not in NOTE_SUFFIXES:
-                continue
-            full = os.path.join(folder, name)
-            if os.path.isfile(full):  # not a broken link, a pipe or a socket
-                found.append(Path(full))
-    return sorted(found)
+        yield folder, [name for name in files if not name.startswith(".")]
+
+
+def _is_note_file(folder: str, name: str) -> bool:
+    return os.path.splitext(name)[1].lower() in NOTE_SUFFIXES and not _is_keep_labels(folder, name)
+
+
+def _is_keep_labels(folder: str, name: str) -> bool:
+    """Google Takeout's list of Keep's label names (``Keep/Labels.txt``): no note."""
+    return name == "Labels.txt" and os.path.basename(folder) == "Keep"
 
 
 # What every selene-dag home holds (the database may live elsewhere; Dagster's files do not).
@@ -239,18 +255,18 @@ DOCUMENT_SUFFIXES = frozenset({
 
 def other_files(path: Path) -> dict[str, int]:
     """The files under ``path`` that :func:`note_files` leaves out for their type (hidden
-    ones aside), counted by suffix (``""`` for none): what to tell someone whose folder
-    gave no note."""
+    ones and the folders it passes over aside), counted by suffix (``""`` for none): what
+    to tell someone whose folder gave no note, or held documents beside its notes. A file
+    named as a note file beside it is that note's second copy (a Keep note's ``.html``
+    beside its ``.json``) and is not counted."""
     counts: dict[str, int] = {}
-    if not path.is_dir():
-        return counts
-    for _folder, subfolders, files in os.walk(path):
-        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+    for folder, files in _walk(path):
+        notes = {os.path.splitext(name)[0] for name in files if _is_note_file(folder, name)}
         for name in files:
-            suffix = os.path.splitext(name)[1].lower()
-            if name.startswith(".") or suffix in NOTE_SUFFIXES:
+            stem, suffix = os.path.splitext(name)
+            if _is_note_file(folder, name) or stem in notes or _is_keep_labels(folder, name):
                 continue
-            counts[suffix] = counts.get(suffix, 0) + 1
+            counts[suffix.lower()] = counts.get(suffix.lower(), 0) + 1
     return counts
 
 

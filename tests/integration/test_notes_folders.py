@@ -306,7 +306,16 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
 
     # A folder that gives notes is not listed; its documents of kinds ingest does not read
     # are named once per ingest that ran, not on one that changed nothing.
-    _write(folder, {"e.md": "# A note\n\ntext", "paper.pdf": "%PDF-1.4", "img.png": "x"})
+    _write(
+        folder,
+        {
+            "e.md": "# A note\n\ntext",
+            "paper.pdf": "%PDF-1.4",
+            "img.png": "x",
+            "e.html": "<p>the note's copy</p>",  # beside its note: a copy, not left out
+            "node_modules/pkg/index.html": "<p>not the user's</p>",  # a folder passed over
+        },
+    )
     report = service.ingest(load_settings(), folder)
     assert report.other_files == {} and report.documents_left_out == {
         ".rst": 2,

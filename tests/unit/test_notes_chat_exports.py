@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selene_dag.notes.chat_exports import export_kind, exported_chats
-from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.ingest import other_files, read_notes
 
 EXPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "chat_exports"
 
@@ -247,9 +247,10 @@ def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
     assert set(notes) == {
         "Takeout/Keep/Boiler service.json",
         "Takeout/Keep/Groceries.json",
-        "Takeout/Keep/Labels.txt",  # Takeout's list of label names: a text file, read as one
         "D1E2",
     }
+    # The label list is no note, and a note's .html copy beside its .json is not left out.
+    assert other_files(tmp_path / "Takeout") == {}
     boiler = notes["Takeout/Keep/Boiler service.json"]
     assert (boiler.title, boiler.tags) == ("Boiler service", ("house",))
     assert boiler.created_at == datetime.fromtimestamp(1690000000, tz=UTC)
