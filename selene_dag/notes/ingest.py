@@ -729,9 +729,13 @@ def _date_in_name(stem: str) -> datetime | None:
 
 def _file_title(rel: str) -> str:
     """The title a file's name gives: its stem, without the ``.excalidraw`` that Obsidian
-    drawings' names carry (``Plan.excalidraw.md``) or the page id of a Notion page's."""
-    stem = PurePosixPath(rel).stem
-    return page_title(stem.removesuffix(".excalidraw")) or stem
+    drawings' names carry (``Plan.excalidraw.md``) or the page id of a Notion page's; the
+    bundle's name for the text of a TextBundle (``Trip.textbundle/text.md``: Bear and
+    Ulysses export so)."""
+    path = PurePosixPath(rel)
+    if path.stem == "text" and path.parent.suffix == ".textbundle":
+        return path.parent.stem
+    return page_title(path.stem.removesuffix(".excalidraw")) or path.stem
 
 
 def _first_heading(text: str) -> str | None:

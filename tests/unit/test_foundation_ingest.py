@@ -65,6 +65,20 @@ def test_plain_text_and_other_markdown_suffixes_are_notes(tmp_path):
     assert next(n for n in result.notes if n.id == "Groceries.txt").content.startswith("milk\n")
 
 
+def test_a_textbundle_is_titled_by_its_name(tmp_path):
+    # Bear and Ulysses export a note as a folder: text.md (or .markdown), info.json, assets.
+    bundle = tmp_path / "Trip to Lisbon.textbundle"
+    (bundle / "assets").mkdir(parents=True)
+    (bundle / "text.markdown").write_text("Tram 28 before nine; the castle after lunch.")
+    (bundle / "info.json").write_text('{"version": 2, "type": "net.daringfireball.markdown"}')
+    (bundle / "assets" / "tram.jpg").write_bytes(b"\xff\xd8")
+    result = read_notes(tmp_path)
+    assert [(n.id, n.title) for n in result.notes] == [
+        ("Trip to Lisbon.textbundle/text.markdown", "Trip to Lisbon")
+    ]
+    assert result.errors == []
+
+
 def test_a_home_inside_the_notes_folder_is_not_read_as_notes(tmp_path):
     (tmp_path / "ideas.md").write_text("# Ideas\nwrite less")
     home = tmp_path / "selene"  # SELENE_HOME set to a folder inside the notes
