@@ -287,8 +287,9 @@ def ingest(
     path: Annotated[
         Path,
         typer.Argument(
-            help="Folder (or file) of notes: markdown, plain text, JSON or JSONL, or a "
-            "ChatGPT or Claude.ai export."
+            help="Folder, file or .zip of notes: markdown, plain text, Org, JSON or JSONL, "
+            "or an export of ChatGPT, Claude.ai, Evernote, Notion, Google Keep, Day One or "
+            "Roam."
         ),
     ],
     home: Annotated[Path | None, typer.Option(help="SELENE_HOME to ingest into.")] = None,
