@@ -17,6 +17,7 @@ lines (``# …``), which would read as markdown headings; links show their descr
 
 from __future__ import annotations
 
+import bisect
 import re
 from typing import Any
 
@@ -77,15 +78,25 @@ def _tags(value: str) -> list[str]:
     return [tag for tag in re.split(r"[:\s]+", value) if tag]
 
 
-def _drawer_ends(lines: list[str], start: int) -> int | None:
-    """The index of the ``:END:`` line closing the drawer opened at ``start``; None when
-    no line closes it (then the opening line is text)."""
-    for index in range(start + 1, len(lines)):
-        if _DRAWER_END.match(lines[index]):
-            return index
-        if _HEADING.match(lines[index]):
+class _DrawerEnds:
+    """Where each drawer opened at a line closes: the first ``:END:`` line after it, unless
+    a heading comes first (then the opening line is text). Ends and headings are found
+    once, so a file of many lines that look like drawers (``:smile:``) stays linear."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.ends = [i for i, line in enumerate(lines) if _DRAWER_END.match(line)]
+        self.headings = [i for i, line in enumerate(lines) if _HEADING.match(line)]
+
+    def after(self, start: int) -> int | None:
+        """The index of the ``:END:`` line closing a drawer opened at ``start``, or None."""
+        at = bisect.bisect_right(self.ends, start)
+        if at == len(self.ends):
             return None
-    return None
+        end = self.ends[at]
+        heading = bisect.bisect_right(self.headings, start)
+        if heading < len(self.headings) and self.headings[heading] < end:
+            return None
+        return end
 
 
 def org_note(text: str) -> tuple[dict[str, Any], str]:
@@ -97,6 +108,7 @@ def org_note(text: str) -> tuple[dict[str, Any], str]:
     tags: list[str] = []
     out: list[str] = []
     lines = text.splitlines()
+    drawer_ends = _DrawerEnds(lines)
     seen_heading = False
     block: str | None = None  # the open block's kind
     index = 0
@@ -134,7 +146,7 @@ def org_note(text: str) -> tuple[dict[str, Any], str]:
             continue
         drawer = _DRAWER_BEGIN.match(line)
         if drawer and drawer.group(1).upper() != "END":
-            end = _drawer_ends(lines, index - 1)
+            end = drawer_ends.after(index - 1)
             if end is not None:
                 if drawer.group(1).upper() == "PROPERTIES" and not seen_heading:
                     for prop in lines[index:end]:
