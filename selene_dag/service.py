@@ -128,6 +128,8 @@ class IngestReport:
 
 
 SKIPPED_SHOWN = 20
+# What the hints below say ingest reads.
+INGEST_READS = "markdown, plain text, Org, JSON, JSONL and Evernote files"
 
 
 def unread_files_hint(report: IngestReport) -> str:
@@ -138,8 +140,7 @@ def unread_files_hint(report: IngestReport) -> str:
     more = " …" if len(kinds) > 5 else ""
     reads = ", ".join(NOTE_SUFFIXES)
     return (
-        f"no note file in {report.path}: ingest reads markdown, plain text, Org, JSON, JSONL "
-        f"and Evernote files ({reads}); "
+        f"no note file in {report.path}: ingest reads {INGEST_READS} ({reads}); "
         f"the folder holds {plural(sum(report.other_files.values()), 'other file')} "
         f"({found}{more})"
     )
@@ -151,10 +152,7 @@ def documents_left_out_hint(report: IngestReport) -> str:
     kinds = sorted(report.documents_left_out.items(), key=lambda kv: (-kv[1], kv[0]))
     found = ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
     total = plural(sum(report.documents_left_out.values()), "file")
-    return (
-        f"left out: {total} of kinds ingest does not read ({found}); it reads markdown, "
-        "plain text, Org, JSON, JSONL and Evernote files"
-    )
+    return f"left out: {total} of kinds ingest does not read ({found}); it reads {INGEST_READS}"
 
 
 def skipped_inputs(
