@@ -53,7 +53,7 @@ _TAG_SETTINGS = ("filetags", "roam_tags", "tags")
 def org_date(value: str) -> str:
     """An Org timestamp (``[2024-03-05 Tue 10:15]``, ``<2024-03-05 Tue>``) as an ISO date
     or datetime; any other value as it is (the caller reads it as a date or reports it)."""
-    match = _TIMESTAMP.match(value.strip())
+    match = _TIMESTAMP.match(value.strip().split("--")[0])  # a range: its start
     if match is None:
         return value
     day, hour, minute = match.groups()
@@ -101,8 +101,9 @@ class _DrawerEnds:
 
 def org_note(text: str) -> tuple[dict[str, Any], str]:
     """The settings of an Org file as front-matter fields (``title``, ``date``, ``tags``,
-    ``topic``, …; properties of the file's top drawer as lower-case keys) and its text as
-    markdown. Never raises: what it does not recognize stays as it is."""
+    ``topic``, …, from its ``#+`` settings, then from the properties drawer above its
+    first heading) and its text as markdown. Org-roam's ``:ID:`` is not read: the note
+    keeps its path as its id. Never raises: what it does not recognize stays as it is."""
     meta: dict[str, Any] = {}
     properties: dict[str, str] = {}  # of the file's top drawer; its settings come first
     tags: list[str] = []
@@ -171,11 +172,11 @@ def org_note(text: str) -> tuple[dict[str, Any], str]:
     if block in _CODE_BLOCKS:  # a block the file never closes
         out.append("```")
     for key, value in properties.items():
-        meta.setdefault(key, value)
+        if key in _SETTINGS:
+            meta.setdefault(_SETTINGS[key], value)
     for key in ("date", "created", "updated", "modified", "lastmod"):
         if isinstance(meta.get(key), str):
             meta[key] = org_date(meta[key])
-    meta.pop("id", None)  # org-roam's node id: the note keeps its path as its id
     if tags:
         meta["tags"] = list(dict.fromkeys(tags))
     return meta, "\n".join(out).strip("\n") + "\n"

@@ -71,6 +71,9 @@ def test_org_settings_fall_back_as_markdown_ones_do(tmp_path):
         "#+date: <2023-06-07 Wed>\n#+category: work\n#+roam_tags: alpha beta\nbody\n"
     )
     (tmp_path / "settings-only.org").write_text("#+title: Nothing else\n#+startup: overview\n")
+    (tmp_path / "drawer.org").write_text(
+        ":PROPERTIES:\n:TEST_RUN: t\n:CATEGORY: home\n:ID: 1\n:END:\ntext\n"
+    )
     result = read_notes(tmp_path)
     notes = {n.id: n for n in result.notes}
     assert notes["inbox.org"].title == "Call the bank"
@@ -84,6 +87,14 @@ def test_org_settings_fall_back_as_markdown_ones_do(tmp_path):
         ("alpha", "beta"),
     )
     assert "settings-only.org" not in notes
+    # Of the top drawer's properties only those a front-matter would give are read.
+    drawer = notes["drawer.org"]
+    assert (drawer.id, drawer.topic, drawer.test_run, drawer.content) == (
+        "drawer.org",
+        "home",
+        False,
+        "text\n",
+    )
     assert [(e.source.rsplit("/", 1)[-1], e.error) for e in result.errors] == [
         ("settings-only.org", "empty note: no text after the Org settings")
     ]
@@ -102,6 +113,7 @@ def test_org_timestamps_become_iso_dates():
     assert org_date("<2024-03-05 mar.>") == "2024-03-05"
     assert org_date("2024-03-05") == "2024-03-05"
     assert org_date("next week") == "next week"
+    assert org_date("<2024-03-05 Tue>--<2024-03-07 Thu>") == "2024-03-05"
 
 
 def test_blocks_the_file_never_closes_stay_text_and_code_is_fenced():
