@@ -14,7 +14,8 @@ import re
 from datetime import datetime
 
 _PAGE_ID = re.compile(r"\s+[0-9a-f]{32}$")
-_PROPERTY = re.compile(r"^([A-Za-z][\w ]{0,39}?):\s+(\S.*?)\s*$")
+# A property's name is what the user called it: any words, but not a list item or a quote.
+_PROPERTY = re.compile(r"^([^\s:#>*-][^:]{0,59}?):\s+(\S.*?)\s*$")
 _FIELDS = {
     "created": "created",
     "created time": "created",

@@ -17,8 +17,10 @@ KICKOFF_PAGE = """\
 
 Created: March 5, 2024 10:15 AM
 Last edited time: March 7, 2024 4:02 PM
-Tags: budget, planning
 Status: Done
+Due date (UTC): March 9, 2024
+Étape: 2
+Tags: budget, planning
 
 The kickoff moved to Friday; Ana owns the budget draft.
 """
