@@ -304,6 +304,12 @@ def ingest(
     ran = (
         f"ran {plural(len(report.ran), 'asset')}" if report.ran else "nothing changed, no step ran"
     )
+    if report.moved_from:
+        err.print(
+            f"moved: {report.moved_from} is now {path}; its notes keep their ids",
+            highlight=False,
+            soft_wrap=True,
+        )
     for file, line, reason in report.skipped:
         where = f"{file}:{line}" if line else file
         err.print(f"input {where}: {reason}", highlight=False, soft_wrap=True)

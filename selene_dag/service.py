@@ -122,6 +122,8 @@ class IngestReport:
     home_notes: int = 0  # live notes of every folder in the home
     # When the folder holds no note: its other files by suffix, which ingest does not read.
     other_files: dict[str, int] = field(default_factory=dict)
+    # The folder's former path, when this ingest found it moved (its notes kept their ids).
+    moved_from: str = ""
     # When the folder gave notes and the ingest ran: its documents of kinds ingest does not
     # read (``DOCUMENT_SUFFIXES``: PDF, Word, HTML…) by suffix.
     documents_left_out: dict[str, int] = field(default_factory=dict)
@@ -220,6 +222,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         skipped_total=skipped_total,
         id_prefix=scope.id_prefix,
         home_notes=int(home_notes),
+        moved_from=str(meta.get("moved_from", "")),
         other_files=other_files(path) if not folder_notes and not skipped_total else {},
         documents_left_out=_documents_left_out(path) if folder_notes and outcome.selected else {},
     )

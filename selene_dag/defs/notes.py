@@ -150,6 +150,8 @@ def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.M
         "newest": markdown_table(["id", "title", "topic", "created"], preview),
         "dagster/row_count": dg.MetadataValue.int(live),
     }
+    if scope.moved_from is not None:
+        metadata["moved_from"] = dg.MetadataValue.text(str(scope.moved_from))
     if result.errors:
         metadata["bad_input_list"] = markdown_table(
             ["file", "line", "error"],

@@ -10,11 +10,17 @@ A path inside a registered folder (a sub-folder or one file) belongs to that fol
 innermost, when registered folders nest): its
 notes get the same ids as when the whole folder is ingested. Registered folders nested
 inside a newly ingested folder keep their own notes: the new folder's ingest skips them.
+
+A folder that moved (a registered folder that no longer exists, of the same name as the
+one ingested, at least half of whose note files the new folder holds under the same
+paths) keeps its key: its notes keep their ids, their sources follow the folder, and the
+home does not hold every note twice.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import os
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import duckdb
@@ -40,6 +46,7 @@ class IngestScope:
     path: Path
     skip: tuple[Path, ...] = ()
     new: bool = False
+    moved_from: Path | None = None  # the registered folder's former path, when it moved
 
     @property
     def id_prefix(self) -> str:
@@ -80,11 +87,12 @@ def require_text_path(path: Path) -> None:
 
 
 def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestScope:
-    """The scope of ingesting ``path`` (a folder or a file); reads ``note_folders`` only.
+    """The scope of ingesting ``path`` (a folder or a file); reads the database only.
 
     The folder is the innermost registered folder holding ``path``; otherwise ``path``
-    itself (a file: its parent folder), under a new key: its name, or its name with the
-    first free ``-N`` suffix (N ≥ 2) when another folder holds that name.
+    itself (a file: its parent folder), under the key of the registered folder it moved
+    from (see the module's docstring), else under a new key: its name, or its name with
+    the first free ``-N`` suffix (N ≥ 2) when another folder holds that name.
     """
     path = Path(path).expanduser().resolve()
     require_text_path(path)
@@ -94,8 +102,12 @@ def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestSco
     if holders:
         folder = holders[0]
         return IngestScope(folders[folder], folder, path, _nested(folders, path, folder))
-    taken = set(folders.values())
     name = folder_name(own)
+    moved = _moved_folder(conn, folders, own, name)
+    if moved is not None:
+        scope = IngestScope(folders[moved], own, path, _nested(folders, path, own))
+        return replace(scope, moved_from=moved)
+    taken = set(folders.values())
     key, n = name, 1
     while key in taken:
         n += 1
@@ -109,8 +121,65 @@ def _nested(folders: dict[Path, str], path: Path, folder: Path) -> tuple[Path, .
     return tuple(sorted(f for f in folders if f != folder and f != path and _inside(f, path)))
 
 
+def _gone(folder: Path) -> bool:
+    try:
+        return not folder.exists()
+    except OSError:  # unreadable is not gone (a drive that answers with an error)
+        return False
+
+
+def _moved_folder(
+    conn: duckdb.DuckDBPyConnection, folders: dict[Path, str], own: Path, name: str
+) -> Path | None:
+    """The registered folder ``own`` moved from: one named ``name`` that no longer exists,
+    at least half of whose live notes' files ``own`` holds under the same paths; None when
+    there is none."""
+    gone = sorted((f for f in folders if folder_name(f) == name and _gone(f)), key=str)
+    if not gone:
+        return None
+    here = _files_inside(own)
+    for old in gone:
+        prefix = str(old).rstrip("/") + "/"
+        rows = conn.execute(
+            "SELECT DISTINCT source FROM notes WHERE deleted_at IS NULL "
+            "AND starts_with(id, ?) AND starts_with(source, ?)",
+            [f"{folders[old]}/", prefix],
+        ).fetchall()
+        # A note of an archive or an export names its file before '!/'.
+        files = {source[len(prefix) :].split("!/")[0] for (source,) in rows}
+        if files and len(files & here) * 2 >= len(files):
+            return old
+    return None
+
+
+def _files_inside(folder: Path) -> set[str]:
+    """The paths, relative to ``folder``, of the files under it (hidden ones aside)."""
+    found: set[str] = set()
+    for parent, subfolders, files in os.walk(folder):
+        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
+        inside = os.path.relpath(parent, folder)
+        for name in files:
+            if not name.startswith("."):
+                relative = name if inside == "." else f"{inside}/{name}"
+                found.add(path_text(relative))
+    return found
+
+
 def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None:
-    """Record the scope's folder in ``note_folders`` when it is new (idempotent)."""
+    """Record the scope's folder in ``note_folders`` when it is new (idempotent); when it
+    moved, record its new path and move its notes' and problems' sources with it."""
+    if scope.moved_from is not None:
+        old = str(scope.moved_from).rstrip("/") + "/"
+        new = str(scope.folder).rstrip("/") + "/"
+        conn.execute(
+            "UPDATE note_folders SET path = ? WHERE key = ?", [str(scope.folder), scope.key]
+        )
+        for table in ("notes", "ingest_errors"):
+            conn.execute(
+                f"UPDATE {table} SET source = $new || substr(source, length($old) + 1) "
+                "WHERE starts_with(source, $old)",
+                {"old": old, "new": new},
+            )
     if scope.new:
         conn.execute(
             "INSERT INTO note_folders (key, path) VALUES (?, ?) ON CONFLICT DO NOTHING",

@@ -77,6 +77,57 @@ def test_two_folders_with_the_same_file_names_keep_both_notes(tmp_path: Path, ho
     assert final["b/todo.md"] == after["b/todo.md"]
 
 
+def test_a_moved_folder_keeps_its_key_and_its_notes_ids(tmp_path: Path, home: Path) -> None:
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    files = {f"n{i}.md": f"# Note {i}\nthe otter count of pond {i}" for i in range(4)}
+    old = _write(tmp_path / "old" / "notes", {**files, "sub/s.md": "# Sub\nheron nests"})
+    assert service.ingest(settings, old).inserted == 5
+    with open_store(settings.db_path) as conn:
+        conn.execute("INSERT INTO ingest_errors VALUES (?, NULL, 'x', now())", [f"{old}/bad.md"])
+    before = _rows(settings.db_path)
+
+    # Moved (and edited on the way: one note gone, one new): the same key, not notes-2, and
+    # the home does not hold each note twice.
+    new = tmp_path / "new" / "notes"
+    new.parent.mkdir()
+    old.rename(new)
+    (new / "n3.md").unlink()
+    (new / "n4.md").write_text("# Note 4\nthe otter count of pond 4")
+    outcome = CliRunner().invoke(app, ["ingest", str(new)], env={"SELENE_HOME": str(home)})
+    assert outcome.exit_code == 0, outcome.output
+    assert f"moved: {old} is now {new}; its notes keep their ids" in outcome.output
+    after = _rows(settings.db_path)
+    assert set(after) == set(before) | {"notes/n4.md"}
+    live = {i for i, row in after.items() if not row[2]}
+    assert live == {"notes/n0.md", "notes/n1.md", "notes/n2.md", "notes/n4.md", "notes/sub/s.md"}
+    assert all(row[0].startswith(f"{new}/") for row in after.values())
+    assert after["notes/n0.md"][3] == before["notes/n0.md"][3]  # unchanged: not rewritten
+    with open_store(settings.db_path) as conn:
+        assert conn.execute("SELECT key, path FROM note_folders").fetchall() == [
+            ("notes", str(new))
+        ]
+        assert conn.execute(
+            "SELECT count(*) FROM ingest_errors WHERE source LIKE ?", [f"{old}/%"]
+        ).fetchone() == (0,)
+    assert (
+        service.ask(settings, "heron nests", 200)
+        .items[0]
+        .citation.startswith("note notes/sub/s.md")
+    )
+
+    # Another folder of that name is a folder of its own: the registered one exists, or
+    # (gone) it held other files.
+    other = _write(tmp_path / "elsewhere" / "notes", {"a.md": "# A\nunrelated"})
+    assert service.ingest(settings, other).id_prefix == "notes-2/"
+    new.rename(tmp_path / "gone")
+    third = _write(tmp_path / "third" / "notes", {"b.md": "# B\nunrelated too"})
+    assert service.ingest(settings, third).id_prefix == "notes-3/"
+
+
 def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
     settings = load_settings(home=home, now_override="2026-07-15")
     files = {"todo.md": "# Todo\nthe same words", "sub/idea.md": "# Idea\nthe same idea"}
