@@ -339,6 +339,32 @@ def ingest(
         err.print(service.documents_left_out_hint(report), highlight=False, soft_wrap=True)
 
 
+@app.command()
+@guarded
+def forget(
+    folder: Annotated[
+        str, typer.Argument(help="The ingested folder: its key (as note ids start) or path.")
+    ],
+    home: Annotated[Path | None, typer.Option(help="SELENE_HOME to forget it in.")] = None,
+) -> None:
+    """Forget an ingested notes folder: its notes leave ask, context and health (its files
+    are not touched; ingest it again to bring them back)."""
+    settings = _settings(home)
+    with (
+        err.status(f"forgetting {folder}…") as status,
+        _run_progress(settings, lambda line: status.update(f"forgetting {folder}… {line}")),
+    ):
+        report = service.forget(settings, folder)
+    err.print(
+        f"forgot {report.path} (note ids {report.key}/…): "
+        f"{plural(report.forgotten, 'note')} marked deleted; the home holds "
+        f"{plural(report.home_notes, 'note')}; ran {plural(len(report.ran), 'asset')}; "
+        f"{report.seconds:.1f} s",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
 # Notices Dagster prints in the processes of `dagster dev` that tell a user of this tool
 # nothing: the `dagster dev` command being superseded. Prefixes of the warnings' messages.
 # (The beta notices of the definitions are silenced where they are defined: defs/__init__.)

@@ -40,7 +40,7 @@ from selene_dag.notes.context_notes import (
     pack_all_notes,
     prepare_leading,
 )
-from selene_dag.notes.folders import ingest_scope, require_text_path
+from selene_dag.notes.folders import find_folder, ingest_scope, require_text_path
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, read_notes
 from selene_dag.paths import assets_dir
@@ -225,6 +225,43 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         moved_from=str(meta.get("moved_from", "")),
         other_files=other_files(path) if not folder_notes and not skipped_total else {},
         documents_left_out=_documents_left_out(path) if folder_notes and outcome.selected else {},
+    )
+
+
+@dataclass(frozen=True)
+class ForgetReport:
+    """What forgetting an ingested folder did."""
+
+    key: str
+    path: Path
+    forgotten: int  # notes marked deleted
+    home_notes: int  # live notes left in the home
+    seconds: float
+    ran: tuple[str, ...] = ()
+
+
+def forget(settings: Settings, target: str) -> ForgetReport:
+    """Forget the ingested folder ``target`` (its key, ``notes``, or its path, which need
+    not exist any more): its notes are marked deleted and leave ask, context and health,
+    and what depends on them is brought up to date in the same run. Its files are not
+    touched; ingesting the folder again brings its notes back under the same ids.
+    Raises UsageError naming the ingested folders when ``target`` is none of them."""
+    import dagster as dg
+
+    runs = _defs_runs()
+    started = time.perf_counter()
+    with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+        key, folder = find_folder(conn, target)
+        selection = dg.AssetSelection.groups("notes", "context")
+        outcome = runs.forget_notes_folder(runs.instance_for(settings), settings, key, selection)
+        if not outcome.success:
+            raise RunFailedError(f"forget failed: {runs.failure_message(outcome.result)}")
+        forgotten = 0
+        for mat in outcome.result.asset_materializations_for_node("raw_notes"):
+            forgotten = int(getattr(mat.metadata.get("marked_deleted"), "value", 0) or 0)
+        live = conn.execute("SELECT count(*) FROM notes WHERE deleted_at IS NULL").fetchone()[0]
+    return ForgetReport(
+        key, folder, forgotten, int(live), time.perf_counter() - started, tuple(outcome.selected)
     )
 
 

@@ -49,12 +49,12 @@ from selene_dag.notes.daily import summarize_days, write_day_summaries
 from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
 from selene_dag.notes.fidelity import compute_tier
 from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
-from selene_dag.notes.folders import ingest_scope
+from selene_dag.notes.folders import find_folder, ingest_scope
 from selene_dag.notes.health import compression_health as health_document
 from selene_dag.notes.ingest import note_files, notes_data_version, read_notes, source_version
 from selene_dag.notes.processing import analyse_notes, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
-from selene_dag.notes.writer import stored_notes_version, write_notes
+from selene_dag.notes.writer import forget_folder, stored_notes_version, write_notes
 from selene_dag.text import hash_rows, split_sentences
 
 EMPTY_VERSION = notes_data_version([])
@@ -100,10 +100,19 @@ def notes_folder_version(notes_dir: Path) -> str:
     return source_version(notes_dir) if notes_dir.exists() else EMPTY_VERSION
 
 
+class NotesConfig(dg.Config):
+    """What a ``raw_notes`` run does: ingest SELENE_NOTES_DIR, or, with ``forget`` (the key
+    of an ingested folder), forget that folder instead (``selene-dag forget``)."""
+
+    forget: str = ""
+
+
 @duckdb_asset(
     "notes",
     deps=[notes_source],
-    code_version=code_version("4", sql=("notes_changes", "notes_upsert", "notes_mark_deleted")),
+    code_version=code_version(
+        "4", sql=("notes_changes", "notes_upsert", "notes_mark_deleted", "notes_forget_folder")
+    ),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Every note of SELENE_NOTES_DIR upserted into `notes` by id (content hash, dates, "
@@ -115,12 +124,19 @@ def notes_folder_version(notes_dir: Path) -> str:
         "empty note is skipped, and a broken front-matter, an unreadable value or a bad byte "
         "costs only itself (the note is kept); every problem is listed with its reason, and "
         "nothing is half-written. Dates a note does not give are found once: its file's "
-        "modification time (or the ingest's time) when it is first stored or its text changes."
+        "modification time (or the ingest's time) when it is first stored or its text changes. "
+        "A run configured with `forget: <folder key>` forgets that folder instead: its notes "
+        "are marked deleted and it is no longer registered (`selene-dag forget`)."
     ),
 )
-def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
-    """Ingest the notes folder into the ``notes`` table in one transaction."""
+def raw_notes(
+    context: dg.AssetExecutionContext, config: NotesConfig, selene: SeleneResource
+) -> dg.MaterializeResult:
+    """Ingest the notes folder into the ``notes`` table in one transaction (or forget an
+    ingested folder, with ``config.forget``)."""
     settings = selene.settings()
+    if config.forget:
+        return _forget(config.forget, selene)
     notes_dir = settings.notes_dir
     if not notes_dir.exists():
         raise dg.Failure(
@@ -158,6 +174,23 @@ def raw_notes(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.M
             [(e.source, e.line or "", e.error) for e in result.errors[:50]],
         )
     return dg.MaterializeResult(data_version=dg.DataVersion(version), metadata=metadata)
+
+
+def _forget(key: str, selene: SeleneResource) -> dg.MaterializeResult:
+    with selene.connection() as conn:
+        key, folder = find_folder(conn, key)
+        forgotten = forget_folder(conn, key, folder, selene.settings().now())
+        version = stored_notes_version(conn)
+        live = conn.execute("SELECT count(*) FROM notes WHERE deleted_at IS NULL").fetchone()[0]
+    return dg.MaterializeResult(
+        data_version=dg.DataVersion(version),
+        metadata={
+            "notes": dg.MetadataValue.int(live),
+            "forgotten_folder": dg.MetadataValue.text(f"{folder} (note ids {key}/…)"),
+            "marked_deleted": dg.MetadataValue.int(forgotten),
+            "dagster/row_count": dg.MetadataValue.int(live),
+        },
+    )
 
 
 @duckdb_asset(

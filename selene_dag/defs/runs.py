@@ -402,6 +402,36 @@ def materialize_stale(
     return StaleRun(selected=names, result=result, reasons=reasons)
 
 
+def forget_notes_folder(
+    instance: dg.DagsterInstance, settings: Settings, key: str, selection: dg.AssetSelection
+) -> StaleRun:
+    """Forget the ingested folder ``key`` in one run: ``raw_notes`` configured to forget it,
+    and what depends on it inside ``selection`` (threads, tiers, the search index…).
+
+    The notes folder is first recorded as observed at a version of its own, so that the
+    next ingest of any folder, this one included, finds ``raw_notes`` stale and reads it
+    (otherwise an ingest of the folder just forgotten would find nothing changed)."""
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+    instance.report_runless_asset_event(
+        dg.AssetObservation(
+            asset_key=notes_source.key,
+            tags={DATA_VERSION_TAG: f"forgot {key} at {time.time_ns()}"},
+        )
+    )
+    graph = defs.resolve_asset_graph()
+    root = dg.AssetKey("raw_notes")
+    chosen = dg.AssetSelection.assets(root).downstream().resolve(graph) & (
+        selection.resolve(graph) | {root}
+    )
+    names = sorted(k.to_user_string() for k in chosen if graph.get(k).partitions_def is None)
+    run_config = {"ops": {"raw_notes": {"config": {"forget": key}}}}
+    result = materialize(
+        names, instance, raise_on_error=False, settings=settings, run_config=run_config
+    )
+    return StaleRun(selected=names, result=result, reasons={"raw_notes": f"forget {key}"})
+
+
 def sessions_to_run(
     instance: dg.DagsterInstance, session_keys: Sequence[str], changed: set[str]
 ) -> list[str]:

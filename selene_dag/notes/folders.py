@@ -185,3 +185,28 @@ def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None
             "INSERT INTO note_folders (key, path) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [scope.key, str(scope.folder)],
         )
+
+
+def find_folder(conn: duckdb.DuckDBPyConnection, target: str) -> tuple[str, Path]:
+    """The registered folder ``target`` names, by its key (``notes``) or its path, as
+    ``(key, path)``. Raises UsageError naming the registered folders when it names none."""
+    folders = registered_folders(conn)
+    by_key = {key: path for path, key in folders.items()}
+    if target in by_key:
+        return target, by_key[target]
+    path = Path(target).expanduser().absolute()
+    for candidate in (path, path.resolve()):
+        if candidate in folders:
+            return folders[candidate], candidate
+    known = ", ".join(
+        f"{key} ({path})" for path, key in sorted(folders.items(), key=lambda kv: kv[1])
+    )
+    raise UsageError(
+        f"{target}: no ingested folder has this key or path; "
+        + (f"the home holds {known}" if known else "no folder was ingested into this home")
+    )
+
+
+def nested_folders(conn: duckdb.DuckDBPyConnection, folder: Path) -> list[Path]:
+    """The registered folders inside ``folder`` (not itself)."""
+    return sorted(f for f in registered_folders(conn) if f != folder and _inside(f, folder))

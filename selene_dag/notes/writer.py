@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
-from selene_dag.notes.folders import IngestScope, register_folder
+from selene_dag.notes.folders import IngestScope, nested_folders, register_folder
 from selene_dag.notes.ingest import IngestResult, NoteRecord, notes_data_version
 from selene_dag.paths import transform_sql
-from selene_dag.store import transaction
+from selene_dag.store import execute_script, transaction
 
 # pandas is imported where frames are built: the Dagster definitions load without it.
 if TYPE_CHECKING:
@@ -208,3 +209,17 @@ def stored_notes_version(conn: duckdb.DuckDBPyConnection) -> str:
     """Data version of the live (not deleted) notes of every folder in the table."""
     rows = conn.execute("SELECT id, content_hash FROM notes WHERE deleted_at IS NULL").fetchall()
     return notes_data_version((r[0], r[1]) for r in rows)
+
+
+def forget_folder(conn: duckdb.DuckDBPyConnection, key: str, folder: Path, now: datetime) -> int:
+    """Forget the registered folder ``key`` at ``folder`` in one transaction: its live notes
+    marked deleted, the problems of its files dropped, its registration removed (folders
+    registered inside it keep theirs). Returns the number of notes marked deleted."""
+    skip = [str(f).rstrip("/") + "/" for f in nested_folders(conn, folder)]
+    with transaction(conn):
+        marked = execute_script(
+            conn,
+            transform_sql("notes_forget_folder"),
+            {"key": key, "path": str(folder).rstrip("/"), "skip": skip, "now": now},
+        ).fetchone()
+    return int(marked[0] if marked else 0)

@@ -128,6 +128,61 @@ def test_a_moved_folder_keeps_its_key_and_its_notes_ids(tmp_path: Path, home: Pa
     assert service.ingest(settings, third).id_prefix == "notes-3/"
 
 
+def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
+    tmp_path: Path, home: Path
+) -> None:
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    a = _write(tmp_path / "a", {"pie.md": "# Pie\nrhubarb pie with ginger", "bad.jsonl": "{"})
+    inner = _write(a / "inner", {"tea.md": "# Tea\noolong at ninety degrees"})
+    b = _write(tmp_path / "b", {"kayak.md": "# Kayak\nrenew the kayak permit"})
+    service.ingest(settings, inner)  # registered on its own: a's ingest leaves it alone
+    service.ingest(settings, a)
+    service.ingest(settings, b)
+    assert service.ask(settings, "rhubarb pie", 200).items[0].citation.startswith("note a/pie.md")
+
+    runner = CliRunner()
+    env = {"SELENE_HOME": str(home)}
+    outcome = runner.invoke(app, ["forget", "a"], env=env)
+    assert outcome.exit_code == 0, outcome.output
+    assert (
+        f"forgot {a} (note ids a/…): 1 note marked deleted; the home holds 2 notes"
+        in outcome.output
+    )
+    rows = _rows(settings.db_path)
+    assert rows["a/pie.md"][2] is True and rows["b/kayak.md"][2] is False
+    assert rows["inner/tea.md"][2] is False  # a folder registered inside it keeps its notes
+    with open_store(settings.db_path) as conn:
+        assert {k for (k,) in conn.execute("SELECT key FROM note_folders").fetchall()} == {
+            "b",
+            "inner",
+        }
+        sources = [s for (s,) in conn.execute("SELECT source FROM ingest_errors").fetchall()]
+        assert not any(s.startswith(f"{a}/") for s in sources)
+    pack = service.ask(settings, "rhubarb pie ginger", 200)
+    assert all(not item.citation.startswith("note a/") for item in pack.items)
+    assert "rhubarb" not in service.context(settings, 2000).text
+
+    # Ingested again, its notes come back under the same ids.
+    again = service.ingest(settings, a)
+    assert again.id_prefix == "a/" and again.notes == 1
+    assert service.ask(settings, "rhubarb pie", 200).items[0].citation.startswith("note a/pie.md")
+
+    # A folder gone from the disk is forgotten by its path; a name that is no ingested
+    # folder is one line naming those that are.
+    import shutil
+
+    shutil.rmtree(b)
+    assert runner.invoke(app, ["forget", str(b)], env=env).exit_code == 0
+    assert _rows(settings.db_path)["b/kayak.md"][2] is True
+    outcome = runner.invoke(app, ["forget", "nope"], env=env)
+    assert outcome.exit_code == 1
+    assert "nope: no ingested folder has this key or path; the home holds a (" in outcome.output
+
+
 def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
     settings = load_settings(home=home, now_override="2026-07-15")
     files = {"todo.md": "# Todo\nthe same words", "sub/idea.md": "# Idea\nthe same idea"}
