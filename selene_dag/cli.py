@@ -152,6 +152,14 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
         "active threads with a digest", f"{digests['withDigest']} / {digests['activeThreads']}"
     )
     console.print(table)
+    for folder in document.get("noteFolders", []):
+        gone = "" if folder["exists"] else "; the folder is gone (`selene-dag forget` it)"
+        console.print(
+            f"notes folder {folder['key']}: {folder['path']}, "
+            f"{plural(folder['notes'], 'note')}{gone}",
+            highlight=False,
+            soft_wrap=True,
+        )
     skipped = document.get("skippedInputs")
     if skipped and skipped["count"]:
         console.print(f"input problems in the last ingests: {skipped['count']:,} (newest first)")
@@ -516,7 +524,8 @@ def health(
         bool, typer.Option("--json", help="Print the health document as JSON.")
     ] = False,
 ) -> None:
-    """Compression health: tier distribution, essence progress, thread digests."""
+    """Compression health: tier distribution, essence progress, thread digests, the notes
+    folders ingested."""
     document = service.health(load_settings())
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

@@ -40,7 +40,12 @@ from selene_dag.notes.context_notes import (
     pack_all_notes,
     prepare_leading,
 )
-from selene_dag.notes.folders import find_folder, ingest_scope, require_text_path
+from selene_dag.notes.folders import (
+    find_folder,
+    folder_counts,
+    ingest_scope,
+    require_text_path,
+)
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, read_notes
 from selene_dag.paths import assets_dir
@@ -324,14 +329,21 @@ def context_in(
 
 def health(settings: Settings) -> dict[str, Any]:
     """The compression health document (tiers, essence progress, thread digests), plus
-    ``skippedInputs``: how many inputs the last ingests skipped and the newest five."""
+    ``skippedInputs``: how many inputs the last ingests skipped and the newest five, and
+    ``noteFolders``: every ingested folder with its key, path, live notes and whether the
+    path still exists."""
     with existing_store(settings) as conn:
         document = compression_health(conn, settings.now())
         newest, total = skipped_inputs(conn, limit=5)
+        folders = folder_counts(conn)
     document["skippedInputs"] = {
         "count": total,
         "newest": [{"file": f, "line": line, "reason": r} for f, line, r in newest],
     }
+    document["noteFolders"] = [
+        {"key": key, "path": str(path), "notes": notes, "exists": path.is_dir()}
+        for key, path, notes in folders
+    ]
     return document
 
 

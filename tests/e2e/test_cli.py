@@ -82,6 +82,10 @@ def test_ingest_then_context_and_cache(tmp_path):
     health = json.loads(run("health", "--json", env=env).stdout)
     assert health["skippedInputs"]["count"] == 1
     assert health["skippedInputs"]["newest"][0]["file"] == str(notes / "broken.md")
+    assert health["noteFolders"] == [
+        {"key": "notes", "path": str(notes), "notes": 13, "exists": True}
+    ]
+    assert f"notes folder notes: {notes}, 13 notes" in run("health", env=env).stdout
     proc = run("context", "--budget", "300", "--model", "gpt-4", env=env)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() and count_tokens(proc.stdout.rstrip("\n"), "gpt-4") <= 300

@@ -176,7 +176,10 @@ def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
     import shutil
 
     shutil.rmtree(b)
+    health = runner.invoke(app, ["health"], env=env).output
+    assert f"notes folder b: {b}, 1 note; the folder is gone (`selene-dag forget` it)" in health
     assert runner.invoke(app, ["forget", str(b)], env=env).exit_code == 0
+    assert [f["key"] for f in service.health(settings)["noteFolders"]] == ["a", "inner"]
     assert _rows(settings.db_path)["b/kayak.md"][2] is True
     outcome = runner.invoke(app, ["forget", "nope"], env=env)
     assert outcome.exit_code == 1

@@ -148,8 +148,11 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
         "essences",
         "threadDigests",
         "skippedInputs",
+        "noteFolders",
     }
     assert document["skippedInputs"] == {"count": 0, "newest": []}
+    (folder,) = document["noteFolders"]
+    assert (folder["notes"], folder["exists"]) == (577, True)
     assert sum(document["tiers"].values()) == 577
 
 
