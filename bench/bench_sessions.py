@@ -14,7 +14,6 @@
 
 from __future__ import annotations
 
-import os
 import subprocess
 import tempfile
 import time
@@ -61,7 +60,7 @@ def pipeline_seconds(min_events: int = 500) -> tuple[float, int]:
     import dagster as dg
 
     from selene_dag.config import load_settings
-    from selene_dag.defs.resources import SeleneResource
+    from selene_dag.defs.resources import resources_for
     from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE
     from selene_dag.sessions.parsers import parse_file
     from selene_dag.sessions.scanner import scan_roots
@@ -84,28 +83,22 @@ def pipeline_seconds(min_events: int = 500) -> tuple[float, int]:
             "SELENE_LLM": "extractive",
             "SELENE_CLI_ASSESSORS": "",
         }
-        old = {k: os.environ.get(k) for k in env}
-        os.environ.update(env)
-        try:
-            files = scan_roots(load_settings().session_roots)
-            instance = dg.DagsterInstance.ephemeral()
-            instance.add_dynamic_partitions(SESSION_PARTITIONS.name, [f.session_key for f in files])
-            start = time.perf_counter()
-            result = dg.materialize(
-                SESSION_SPINE,
-                partition_key=files[0].session_key,
-                instance=instance,
-                resources={"selene": SeleneResource()},
-            )
-            elapsed = time.perf_counter() - start
-            if not result.success:
-                raise RuntimeError("sessions spine failed in the bench")
-        finally:
-            for k, v in old.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
+        # Settings handed to the run's resources: the process environment is not written.
+        settings = load_settings(env)
+        files = scan_roots(settings.session_roots)
+        instance = dg.DagsterInstance.ephemeral()
+        instance.add_dynamic_partitions(SESSION_PARTITIONS.name, [f.session_key for f in files])
+        start = time.perf_counter()
+        result = dg.materialize(
+            SESSION_SPINE,
+            partition_key=files[0].session_key,
+            instance=instance,
+            resources=resources_for(settings),
+            run_config={"loggers": {"console": {"config": {"log_level": "CRITICAL"}}}},
+        )
+        elapsed = time.perf_counter() - start
+        if not result.success:
+            raise RuntimeError("sessions spine failed in the bench")
     return elapsed, events
 
 
