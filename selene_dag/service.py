@@ -136,7 +136,7 @@ class IngestReport:
 
 SKIPPED_SHOWN = 20
 # What the hints below say ingest reads.
-INGEST_READS = "markdown, plain text, Org, JSON, JSONL and Evernote files"
+INGEST_READS = "markdown, plain text, Org, JSON, JSONL, Evernote and canvas files"
 
 
 def unread_files_hint(report: IngestReport) -> str:

@@ -83,8 +83,8 @@ SUMMARY_PARTITIONS = dg.MonthlyPartitionsDefinition(
     group_name="notes",
     owners=OWNERS,
     description=(
-        "The notes folder (SELENE_NOTES_DIR): markdown, plain text, Org, JSON, JSONL and "
-        "Evernote files, and note apps' exports. "
+        "The notes folder (SELENE_NOTES_DIR): markdown, plain text, Org, canvas, JSON, JSONL "
+        "and Evernote files, and note apps' exports. "
         "Its data version is a hash of the folder's path and every note file's path and "
         "bytes, so only a change to a file, or pointing it at another folder, makes it change."
     ),

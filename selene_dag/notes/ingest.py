@@ -19,7 +19,8 @@ the front-matter gives one; given an :class:`~selene_dag.notes.folders.IngestSco
 are home-wide: ``<folder key>/<that id>``. A file name that is not UTF-8 is written with
 ``\\xNN`` escapes. An Org file's settings are read as a front-matter's fields and its text
 made markdown (``org``); an Obsidian Excalidraw drawing is its words (``excalidraw``); a
-Notion page's property lines give its dates and tags (``notion``).
+Notion page's property lines give its dates and tags (``notion``); a JSON Canvas is its
+cards' text (``canvas``).
 
 JSONL: one note per line in the format of ``til.jsonl``: ``content`` (or ``text``,
 ``body``), optional ``id`` (else ``<file>:<line number>``), ``title``, ``created_at``,
@@ -50,6 +51,7 @@ import yaml
 from selene_dag import text as _text
 from selene_dag.config import parse_datetime
 from selene_dag.notes.app_exports import day_one_entries, is_keep_note, keep_note, roam_pages
+from selene_dag.notes.canvas import canvas_text, is_canvas
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
@@ -68,6 +70,7 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 JSON_SUFFIXES = (".json",)
 ENEX_SUFFIXES = (".enex",)  # Evernote's export
 ORG_SUFFIXES = (".org",)  # Emacs Org and org-roam
+CANVAS_SUFFIXES = (".canvas",)  # JSON Canvas: Obsidian's canvases
 NOTE_SUFFIXES = (
     MARKDOWN_SUFFIXES
     + TEXT_SUFFIXES
@@ -75,6 +78,7 @@ NOTE_SUFFIXES = (
     + JSONL_SUFFIXES
     + JSON_SUFFIXES
     + ENEX_SUFFIXES
+    + CANVAS_SUFFIXES
 )
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -172,7 +176,8 @@ def source_version(path: Path) -> str:
 
 
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
-    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, JSON(L), ENEX):
+    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, JSON(L),
+    ENEX, canvases):
     ``path`` itself when it is a file, else the folder's files searched deeply.
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
@@ -342,6 +347,8 @@ def _parse_file(
         return _parse_jsonl(raw, source, rel)
     if suffix in JSON_SUFFIXES:
         return _parse_json(raw, source, rel)
+    if suffix in CANVAS_SUFFIXES:
+        return _parse_canvas(raw, source, rel, mtime)
     if suffix in ENEX_SUFFIXES:
         objects, problems = enex_notes(raw, rel)
         notes, errors = _notes_of_objects(enumerate(objects, 1), source, rel, "note", "notes")
@@ -529,6 +536,25 @@ def _note_of_page(
     if fields.ignored:  # a broken front-matter leaves no field to ignore
         return note, IngestError.note_kept(source, None, f"{header} {fields.summary()}")
     return note, None
+
+
+def _parse_canvas(
+    raw: bytes, source: str, rel: str, mtime: datetime
+) -> tuple[list[NoteRecord], list[IngestError]]:
+    """The note of a JSON Canvas file: its cards' text in reading order (``canvas``),
+    titled by its name; none for a canvas without words."""
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        return [], [IngestError(source, None, f"bad JSON: {exc}")]
+    if not is_canvas(data):
+        return [], [IngestError(source, None, "not a canvas: no 'nodes' list")]
+    text = canvas_text(data)
+    if not text:
+        return [], []
+    # Titled by its name: a card's heading names the card, not the canvas.
+    note, error = _note_of_page({"title": _file_title(rel)}, text, rel, source, mtime)
+    return ([note] if note else []), ([error] if error else [])
 
 
 def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], list[IngestError]]:
