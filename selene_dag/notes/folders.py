@@ -26,6 +26,8 @@ from pathlib import Path
 import duckdb
 
 from selene_dag.errors import UsageError
+from selene_dag.paths import transform_sql
+from selene_dag.store import execute_script
 from selene_dag.text import path_text
 
 ROOT_KEY = "root"
@@ -105,7 +107,12 @@ def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestSco
     name = folder_name(own)
     moved = _moved_folder(conn, folders, own, name)
     if moved is not None:
-        scope = IngestScope(folders[moved], own, path, _nested(folders, path, own))
+        # Folders registered inside it moved with it: they keep their notes at the new place.
+        carried = {
+            f: own / f.relative_to(moved) for f in folders if f != moved and _inside(f, moved)
+        }
+        moved_folders = {carried.get(f, f): key for f, key in folders.items()}
+        scope = IngestScope(folders[moved], own, path, _nested(moved_folders, path, own))
         return replace(scope, moved_from=moved)
     taken = set(folders.values())
     key, n = name, 1
@@ -167,19 +174,17 @@ def _files_inside(folder: Path) -> set[str]:
 
 def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None:
     """Record the scope's folder in ``note_folders`` when it is new (idempotent); when it
-    moved, record its new path and move its notes' and problems' sources with it."""
+    moved, record its new path (and that of folders registered inside it) and move its
+    notes' and problems' sources with it."""
     if scope.moved_from is not None:
-        old = str(scope.moved_from).rstrip("/") + "/"
-        new = str(scope.folder).rstrip("/") + "/"
-        conn.execute(
-            "UPDATE note_folders SET path = ? WHERE key = ?", [str(scope.folder), scope.key]
+        execute_script(
+            conn,
+            transform_sql("notes_move_folder"),
+            {
+                "old": str(scope.moved_from).rstrip("/") + "/",
+                "new": str(scope.folder).rstrip("/") + "/",
+            },
         )
-        for table in ("notes", "ingest_errors"):
-            conn.execute(
-                f"UPDATE {table} SET source = $new || substr(source, length($old) + 1) "
-                "WHERE starts_with(source, $old)",
-                {"old": old, "new": new},
-            )
     if scope.new:
         conn.execute(
             "INSERT INTO note_folders (key, path) VALUES (?, ?) ON CONFLICT DO NOTHING",

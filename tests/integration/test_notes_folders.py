@@ -85,7 +85,8 @@ def test_a_moved_folder_keeps_its_key_and_its_notes_ids(tmp_path: Path, home: Pa
     settings = load_settings(home=home, now_override="2026-07-15")
     files = {f"n{i}.md": f"# Note {i}\nthe otter count of pond {i}" for i in range(4)}
     old = _write(tmp_path / "old" / "notes", {**files, "sub/s.md": "# Sub\nheron nests"})
-    assert service.ingest(settings, old).inserted == 5
+    assert service.ingest(settings, old / "sub").id_prefix == "sub/"  # registered inside it
+    assert service.ingest(settings, old).inserted == 4
     with open_store(settings.db_path) as conn:
         conn.execute("INSERT INTO ingest_errors VALUES (?, NULL, 'x', now())", [f"{old}/bad.md"])
     before = _rows(settings.db_path)
@@ -103,21 +104,20 @@ def test_a_moved_folder_keeps_its_key_and_its_notes_ids(tmp_path: Path, home: Pa
     after = _rows(settings.db_path)
     assert set(after) == set(before) | {"notes/n4.md"}
     live = {i for i, row in after.items() if not row[2]}
-    assert live == {"notes/n0.md", "notes/n1.md", "notes/n2.md", "notes/n4.md", "notes/sub/s.md"}
+    assert live == {"notes/n0.md", "notes/n1.md", "notes/n2.md", "notes/n4.md", "sub/s.md"}
     assert all(row[0].startswith(f"{new}/") for row in after.values())
     assert after["notes/n0.md"][3] == before["notes/n0.md"][3]  # unchanged: not rewritten
     with open_store(settings.db_path) as conn:
-        assert conn.execute("SELECT key, path FROM note_folders").fetchall() == [
-            ("notes", str(new))
+        # The folder registered inside it moved with it, and keeps its own notes.
+        assert sorted(conn.execute("SELECT key, path FROM note_folders").fetchall()) == [
+            ("notes", str(new)),
+            ("sub", str(new / "sub")),
         ]
         assert conn.execute(
             "SELECT count(*) FROM ingest_errors WHERE source LIKE ?", [f"{old}/%"]
         ).fetchone() == (0,)
-    assert (
-        service.ask(settings, "heron nests", 200)
-        .items[0]
-        .citation.startswith("note notes/sub/s.md")
-    )
+    assert service.ask(settings, "heron nests", 200).items[0].citation.startswith("note sub/s.md")
+    assert service.ingest(settings, new / "sub").inserted == 0
 
     # Another folder of that name is a folder of its own: the registered one exists, or
     # (gone) it held other files.
