@@ -111,7 +111,14 @@ class NotesConfig(dg.Config):
     "notes",
     deps=[notes_source],
     code_version=code_version(
-        "4", sql=("notes_changes", "notes_upsert", "notes_mark_deleted", "notes_forget_folder")
+        "4",
+        sql=(
+            "notes_changes",
+            "notes_upsert",
+            "notes_mark_deleted",
+            "notes_forget_folder",
+            "notes_move_folder",
+        ),
     ),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
