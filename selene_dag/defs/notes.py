@@ -100,6 +100,11 @@ def notes_folder_version(notes_dir: Path) -> str:
     return source_version(notes_dir) if notes_dir.exists() else EMPTY_VERSION
 
 
+# Metadata of a raw_notes run that forgot a folder: the next ingest reads its folder again
+# whatever Dagster's lineage says (the folder's data version may be the one it last read).
+FORGOTTEN_FOLDER = "forgotten_folder"
+
+
 class NotesConfig(dg.Config):
     """What a ``raw_notes`` run does: ingest SELENE_NOTES_DIR, or, with ``forget`` (the key
     of an ingested folder), forget that folder instead (``selene-dag forget``)."""
@@ -193,7 +198,7 @@ def _forget(key: str, selene: SeleneResource) -> dg.MaterializeResult:
         data_version=dg.DataVersion(version),
         metadata={
             "notes": dg.MetadataValue.int(live),
-            "forgotten_folder": dg.MetadataValue.text(f"{folder} (note ids {key}/…)"),
+            FORGOTTEN_FOLDER: dg.MetadataValue.text(f"{folder} (note ids {key}/…)"),
             "marked_deleted": dg.MetadataValue.int(forgotten),
             "dagster/row_count": dg.MetadataValue.int(live),
         },

@@ -24,7 +24,12 @@ import dagster as dg
 from selene_dag.config import Settings
 from selene_dag.definitions import defs
 from selene_dag.defs.metadata import AS_OF_DAY
-from selene_dag.defs.notes import daily_summaries, notes_folder_version, notes_source
+from selene_dag.defs.notes import (
+    FORGOTTEN_FOLDER,
+    daily_summaries,
+    notes_folder_version,
+    notes_source,
+)
 from selene_dag.defs.resources import default_resources, resources_for
 from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
 from selene_dag.errors import make_folder
@@ -343,8 +348,9 @@ def stale_reasons(
 ) -> dict[str, str]:
     """Why each of ``keys`` (unpartitioned assets) must run now, for those that must:
     never materialized, stale in Dagster's lineage (an input's data version or its code
-    version changed), computed with another engine or model, or computed for another day
-    (assets tagged ``selene/clock``). Keys absent from the result are fresh."""
+    version changed), computed with another engine or model, computed for another day
+    (assets tagged ``selene/clock``), or, for ``raw_notes``, last run to forget a folder.
+    Keys absent from the result are fresh."""
     from dagster._core.definitions.data_version import StaleStatus
 
     from selene_dag.llm.factory import engine_label
@@ -365,7 +371,9 @@ def stale_reasons(
             reasons[name] = "; ".join(c.reason for c in causes) or "stale"
             continue
         metadata = _latest_metadata(instance, key) or {}
-        if "engine" in metadata and metadata["engine"] != expected_engine:
+        if FORGOTTEN_FOLDER in metadata:
+            reasons[name] = "its last run forgot a folder"
+        elif "engine" in metadata and metadata["engine"] != expected_engine:
             reasons[name] = f"computed with {metadata['engine']}, now {expected_engine}"
         elif graph.get(key).tags.get("selene/clock") and metadata.get(AS_OF_DAY) != today:
             reasons[name] = f"computed for {metadata.get(AS_OF_DAY)}, now {today}"
@@ -406,19 +414,7 @@ def forget_notes_folder(
     instance: dg.DagsterInstance, settings: Settings, key: str, selection: dg.AssetSelection
 ) -> StaleRun:
     """Forget the ingested folder ``key`` in one run: ``raw_notes`` configured to forget it,
-    and what depends on it inside ``selection`` (threads, tiers, the search index…).
-
-    The notes folder is first recorded as observed at a version of its own, so that the
-    next ingest of any folder, this one included, finds ``raw_notes`` stale and reads it
-    (otherwise an ingest of the folder just forgotten would find nothing changed)."""
-    from dagster._core.definitions.data_version import DATA_VERSION_TAG
-
-    instance.report_runless_asset_event(
-        dg.AssetObservation(
-            asset_key=notes_source.key,
-            tags={DATA_VERSION_TAG: f"forgot {key} at {time.time_ns()}"},
-        )
-    )
+    and what depends on it inside ``selection`` (threads, tiers, the search index…)."""
     graph = defs.resolve_asset_graph()
     root = dg.AssetKey("raw_notes")
     chosen = dg.AssetSelection.assets(root).downstream().resolve(graph) & (

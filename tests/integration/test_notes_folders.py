@@ -171,6 +171,18 @@ def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
     assert again.id_prefix == "a/" and again.notes == 1
     assert service.ask(settings, "rhubarb pie", 200).items[0].citation.startswith("note a/pie.md")
 
+    # Forgotten by a run launched as the UI launches it (raw_notes alone, with its config),
+    # the next ingest of the folder reads it again too.
+    from selene_dag.defs.runs import instance_for
+
+    config = {"ops": {"raw_notes": {"config": {"forget": "a"}}}}
+    assert materialize(
+        ["raw_notes"], instance_for(settings), settings=settings, run_config=config
+    ).success
+    assert _rows(settings.db_path)["a/pie.md"][2] is True
+    assert service.ingest(settings, a).notes == 1
+    assert _rows(settings.db_path)["a/pie.md"][2] is False
+
     # A folder gone from the disk is forgotten by its path; a name that is no ingested
     # folder is one line naming those that are.
     import shutil
