@@ -189,6 +189,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     report counts the live notes of this folder (under ``path``), ``home_notes`` all."""
     import dagster as dg
 
+    path = path.expanduser()  # a "~/notes" that no shell expanded (a script, a config)
     if not path.exists():
         raise UsageError(f"{path} does not exist")
     require_text_path(path.resolve())
@@ -360,7 +361,8 @@ _T = TypeVar("_T")
 
 def _user_file(path: Path, read: Callable[[Path], _T]) -> _T:
     """``read(path)`` for a file a user named: a missing path or a folder is NotFoundError,
-    text that is not UTF-8 a one-line UsageError."""
+    text that is not UTF-8 a one-line UsageError. A leading ``~`` is the user's home."""
+    path = path.expanduser()
     if not path.is_file():
         raise NotFoundError(f"{path} {'is not a file' if path.exists() else 'does not exist'}")
     try:

@@ -405,6 +405,19 @@ def test_migration_moves_legacy_ids_to_the_ids_a_new_ingest_gives(tmp_path: Path
     )
 
 
+def test_a_path_starting_with_a_tilde_is_in_the_users_home(
+    tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # "~/notes" reaches ingest unexpanded from a script or a config that quoted it.
+    monkeypatch.setenv("HOME", str(tmp_path))
+    _write(tmp_path / "jots", {"a.md": "# A\nthe tilde note"})
+    report = service.ingest(load_settings(), Path("~/jots"))
+    assert (report.notes, report.id_prefix) == (1, "jots/")
+    conversation = tmp_path / "chat.json"
+    conversation.write_text('[{"role": "user", "content": "hi"}]')
+    assert len(service.read_conversation(Path("~/chat.json")).messages) == 1
+
+
 def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> None:
     from typer.testing import CliRunner
 
