@@ -342,8 +342,8 @@ def health(settings: Settings) -> dict[str, Any]:
         "newest": [{"file": f, "line": line, "reason": r} for f, line, r in newest],
     }
     document["noteFolders"] = [
-        {"key": key, "path": str(path), "notes": notes, "exists": path.is_dir()}
-        for key, path, notes in folders
+        {"key": key, "path": str(path), "notes": notes, "exists": present}
+        for key, path, notes, present in folders
     ]
     return document
 

@@ -217,11 +217,12 @@ def nested_folders(conn: duckdb.DuckDBPyConnection, folder: Path) -> list[Path]:
     return sorted(f for f in registered_folders(conn) if f != folder and _inside(f, folder))
 
 
-def folder_counts(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, Path, int]]:
-    """Every registered folder as ``(key, path, live notes)``, by key."""
+def folder_counts(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, Path, int, bool]]:
+    """Every registered folder as ``(key, path, live notes, whether the path is still
+    there)``, by key (a path that cannot be looked at counts as there)."""
     rows = conn.execute(
         "SELECT f.key, f.path, count(n.id) FROM note_folders AS f "
         "LEFT JOIN notes AS n ON starts_with(n.id, f.key || '/') AND n.deleted_at IS NULL "
         "GROUP BY f.key, f.path ORDER BY f.key"
     ).fetchall()
-    return [(key, Path(path), int(count)) for key, path, count in rows]
+    return [(key, Path(path), int(count), not _gone(Path(path))) for key, path, count in rows]
