@@ -84,11 +84,15 @@ class _DrawerEnds:
     once, so a file of many lines that look like drawers (``:smile:``) stays linear."""
 
     def __init__(self, lines: list[str]) -> None:
-        self.ends = [i for i, line in enumerate(lines) if _DRAWER_END.match(line)]
-        self.headings = [i for i, line in enumerate(lines) if _HEADING.match(line)]
+        self.lines = lines
+        self.ends: list[int] | None = None  # found at the first drawer: most files have none
+        self.headings: list[int] = []
 
     def after(self, start: int) -> int | None:
         """The index of the ``:END:`` line closing a drawer opened at ``start``, or None."""
+        if self.ends is None:
+            self.ends = [i for i, line in enumerate(self.lines) if _DRAWER_END.match(line)]
+            self.headings = [i for i, line in enumerate(self.lines) if _HEADING.match(line)]
         at = bisect.bisect_right(self.ends, start)
         if at == len(self.ends):
             return None
@@ -129,6 +133,10 @@ def org_note(text: str) -> tuple[dict[str, Any], str]:
                 out.append(f"> {_inline(line.strip())}" if line.strip() else ">")
             else:
                 out.append(_inline(line))
+            continue
+        marker = line.lstrip()[:1]
+        if marker not in ("#", "*", ":"):  # most lines: plain text (the patterns below need one)
+            out.append(_inline(line) if "[[" in line else line)
             continue
         begin = _BLOCK_BEGIN.match(line)
         if begin:
