@@ -58,6 +58,7 @@ from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.folders import IngestScope
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
+from selene_dag.notes.textbundle import bundle_info, bundle_of
 
 MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
 # Plain text notes (Simplenote, Standard Notes and Bear export them) are read as markdown
@@ -70,6 +71,9 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 JSON_SUFFIXES = (".json",)
 ENEX_SUFFIXES = (".enex",)  # Evernote's export
 ORG_SUFFIXES = (".org",)  # Emacs Org and org-roam
+# Archives read inside when named alone: a zip as downloaded, Bear's backups (zips of
+# TextBundles: ``textbundle``).
+ARCHIVE_SUFFIXES = (".zip", ".bear2bk", ".bearbk")
 CANVAS_SUFFIXES = (".canvas",)  # JSON Canvas: Obsidian's canvases
 NOTE_SUFFIXES = (
     MARKDOWN_SUFFIXES
@@ -302,19 +306,25 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             result.errors.append(IngestError(source, None, f"cannot read: {exc.strerror or exc}"))
             result.files_failed.append(source)
             continue
-        if file == root and file.suffix.lower() == ".zip":  # an export as downloaded
+        if file == root and file.suffix.lower() in ARCHIVE_SUFFIXES:  # as downloaded
             members, errors = _zip_members(file, source, mtime)
             if not members and not errors:
                 errors = [IngestError(source, None, "the archive holds no note file")]
             result.errors.extend(errors)
             if errors:
                 result.files_failed.append(source)
+            inside = {member_rel: member_raw for _, member_rel, member_raw, _ in members}
             for member_source, member_rel, member_raw, member_mtime in members:
                 parsed = _parse_file(member_raw, member_source, member_rel, member_mtime)
+                bundle = bundle_of(member_rel)
+                if parsed is not None and bundle is not None:
+                    parsed = _with_bundle_info(parsed, inside.get(f"{bundle}/info.json"))
                 if parsed is not None:
                     _take(result, seen, scope, member_source, *parsed)
             continue
         parsed = _parse_file(raw, source, rel, mtime)
+        if parsed is not None and bundle_of(rel) is not None:
+            parsed = _with_bundle_info(parsed, _read_if_there(file.parent / "info.json"))
         if parsed is None:  # valid JSON, but no notes in it
             if file == root:  # named on its own: say why nothing came of it
                 reason = (
@@ -329,6 +339,33 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             errors.append(IngestError.note_kept(source, None, reason))
         _take(result, seen, scope, source, notes, errors)
     return result
+
+
+def _read_if_there(path: Path) -> bytes | None:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
+
+
+def _with_bundle_info(
+    parsed: tuple[list[NoteRecord], list[IngestError]], info: bytes | None
+) -> tuple[list[NoteRecord], list[IngestError]]:
+    """A TextBundle's note with what its ``info.json`` says (Bear's dates, where the text
+    gives none); none when Bear put it in the trash."""
+    notes, errors = parsed
+    fields = bundle_info(info)
+    if fields.trashed:
+        return [], []
+    dated = [
+        replace(
+            note,
+            created_at=note.created_at or fields.created_at,
+            updated_at=note.updated_at or fields.updated_at,
+        )
+        for note in notes
+    ]
+    return dated, errors
 
 
 def _parse_file(
@@ -759,7 +796,7 @@ def _file_title(rel: str) -> str:
     bundle's name for the text of a TextBundle (``Trip.textbundle/text.md``: Bear and
     Ulysses export so)."""
     path = PurePosixPath(rel)
-    if path.stem == "text" and path.parent.suffix == ".textbundle":
+    if bundle_of(rel) is not None:
         return path.parent.stem
     return page_title(path.stem.removesuffix(".excalidraw")) or path.stem
 

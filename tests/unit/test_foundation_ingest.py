@@ -79,6 +79,44 @@ def test_a_textbundle_is_titled_by_its_name(tmp_path):
     assert result.errors == []
 
 
+def _bear_info(created: str, trashed: int = 0) -> str:
+    # The info.json Bear writes beside each note's text (its backups and exports).
+    bear = {"creationDate": created, "modificationDate": "2024-03-06T09:00:00+0100",
+            "trashed": trashed, "archived": 0, "uniqueIdentifier": "AB0089B3-24F7"}  # fmt: skip
+    return json.dumps({"net.shinyfrog.bear": bear, "type": "net.daringfireball.markdown"})
+
+
+def test_a_bear_backup_is_read_as_downloaded_with_bears_dates_and_no_trash(tmp_path):
+    import zipfile
+
+    backup = tmp_path / "Bear Notes 2024-03-07.bear2bk"
+    with zipfile.ZipFile(backup, "w") as zipped:
+        zipped.writestr("Bear Notes/Trip.textbundle/text.markdown", "# Trip\nTram 28 at nine")
+        zipped.writestr(
+            "Bear Notes/Trip.textbundle/info.json", _bear_info("2024-03-05T10:15:00+0100")
+        )
+        zipped.writestr("Bear Notes/Trip.textbundle/assets/tram.jpg", b"\xff\xd8")
+        zipped.writestr("Bear Notes/Old.textbundle/text.markdown", "# Old\nthrown away")
+        zipped.writestr(
+            "Bear Notes/Old.textbundle/info.json", _bear_info("2020-01-01T00:00:00Z", 1)
+        )
+        zipped.writestr("Bear Notes/Bare.textbundle/text.markdown", "no info.json here")
+    result = read_notes(backup)
+    assert result.errors == []
+    notes = {n.title: n for n in result.notes}
+    assert set(notes) == {"Trip", "Bare"}  # the trashed note is left out
+    assert notes["Trip"].created_at == datetime(2024, 3, 5, 9, 15, tzinfo=UTC)
+    assert notes["Trip"].updated_at == datetime(2024, 3, 6, 8, tzinfo=UTC)
+    assert notes["Bare"].created_at is None
+
+    # The same bundles unzipped into a folder read the same way.
+    folder = tmp_path / "unzipped"
+    with zipfile.ZipFile(backup) as zipped:
+        zipped.extractall(folder)
+    again = {n.title: n.created_at for n in read_notes(folder).notes}
+    assert again == {n.title: n.created_at for n in result.notes}
+
+
 def test_a_home_inside_the_notes_folder_is_not_read_as_notes(tmp_path):
     (tmp_path / "ideas.md").write_text("# Ideas\nwrite less")
     home = tmp_path / "selene"  # SELENE_HOME set to a folder inside the notes

@@ -1,0 +1,69 @@
+"""TextBundles (textbundle.org): a note as a folder, ``Trip.textbundle/``, holding its text
+(``text.md``, ``text.markdown`` or ``text.txt``), an ``info.json`` and its ``assets/``.
+
+Bear exports notes so, and its backups (``.bear2bk``, Bear 1's ``.bearbk``) are zip archives
+of them; Bear writes its own fields in ``info.json`` under ``net.shinyfrog.bear``:
+``creationDate`` and ``modificationDate`` (``2021-01-13T22:22:59+0100``), ``trashed`` and
+``archived`` (0 or 1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+import orjson
+
+from selene_dag.config import parse_datetime
+
+BUNDLE_SUFFIX = ".textbundle"
+_TEXT_NAMES = {"text.md", "text.markdown", "text.txt"}
+_BEAR = "net.shinyfrog.bear"
+
+
+@dataclass(frozen=True)
+class BundleInfo:
+    """What a bundle's ``info.json`` says of its note."""
+
+    trashed: bool = False
+    created_at: datetime | None = None
+    updated_at: datetime | None = None
+
+
+def bundle_of(rel: str) -> str | None:
+    """The bundle folder (its path, as ``rel`` gives it) whose text ``rel`` is; None for any
+    other file."""
+    path = PurePosixPath(rel)
+    if path.name.lower() in _TEXT_NAMES and path.parent.suffix.lower() == BUNDLE_SUFFIX:
+        return path.parent.as_posix()
+    return None
+
+
+def _date(value: Any) -> datetime | None:
+    if not isinstance(value, str):
+        return None
+    try:
+        return parse_datetime(value)
+    except ValueError:
+        return None
+
+
+def bundle_info(raw: bytes | None) -> BundleInfo:
+    """The fields of a bundle's ``info.json`` bytes (None: no such file); a file that
+    cannot be read, or holds no Bear fields, says nothing."""
+    if raw is None:
+        return BundleInfo()
+    try:
+        data = orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return BundleInfo()
+    bear = data.get(_BEAR) if isinstance(data, dict) else None
+    if not isinstance(bear, dict):
+        return BundleInfo()
+    return BundleInfo(
+        trashed=bool(bear.get("trashed")),
+        created_at=_date(bear.get("creationDate")),
+        updated_at=_date(bear.get("modificationDate")),
+    )
