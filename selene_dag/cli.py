@@ -296,8 +296,8 @@ def ingest(
         Path,
         typer.Argument(
             help="Folder, file or .zip of notes: markdown, plain text, Org, canvas, JSON or JSONL, "
-            "or an export of ChatGPT, Claude.ai, Evernote, Notion, Google Keep, Day One, Roam "
-            "or Bear."
+            "or an export of ChatGPT, Claude.ai, Evernote, Notion, Google Keep, Day One, Roam, "
+            "Standard Notes or Bear."
         ),
     ],
     home: Annotated[Path | None, typer.Option(help="SELENE_HOME to ingest into.")] = None,

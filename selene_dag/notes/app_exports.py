@@ -8,6 +8,10 @@
 * Roam Research (its JSON export): a list of pages, each a ``title`` and ``children``
   blocks (``string``, nested ``children``, ``create-time`` / ``edit-time`` in
   milliseconds), written as the outline Roam shows.
+* Standard Notes (its decrypted backup, ``Standard Notes Backup and Import File.txt``):
+  ``{"items": [...]}``, a note an item of ``content_type`` ``Note`` with its ``uuid``,
+  ``created_at``, ``updated_at`` and ``content`` (``title``, ``text``, ``trashed``); a
+  ``Tag`` item names the notes it tags in ``content.references``.
 """
 
 from __future__ import annotations
@@ -98,6 +102,42 @@ def roam_pages(data: object) -> list[Any] | None:
                     created if isinstance(created, int) else min(times, default=None)
                 ),
                 "updated_at": _milliseconds(max(times, default=None)),
+            }
+        )
+    return notes
+
+
+def standard_notes_items(data: object) -> list[Any] | None:
+    """The note objects of a Standard Notes backup (notes in its trash left out), or None
+    when ``data`` is not one."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("items"), list):
+        return None
+    items = [i for i in data["items"] if isinstance(i, Mapping)]
+    if not any(i.get("content_type") == "Note" for i in items):
+        return None
+    tags: dict[str, list[str]] = {}
+    for item in items:
+        content = item.get("content")
+        if item.get("content_type") != "Tag" or not isinstance(content, Mapping):
+            continue
+        for ref in _list(content.get("references")):
+            if isinstance(ref, Mapping) and isinstance(content.get("title"), str):
+                tags.setdefault(str(ref.get("uuid")), []).append(content["title"])
+    notes = []
+    for item in items:
+        content = item.get("content")
+        if item.get("content_type") != "Note" or not isinstance(content, Mapping):
+            continue
+        if content.get("trashed") or item.get("deleted"):
+            continue
+        notes.append(
+            {
+                "id": item.get("uuid"),
+                "title": content.get("title") or None,
+                "content": content.get("text"),
+                "created_at": item.get("created_at"),
+                "updated_at": item.get("updated_at"),
+                "tags": tags.get(str(item.get("uuid")), []),
             }
         )
     return notes

@@ -50,7 +50,13 @@ import yaml
 
 from selene_dag import text as _text
 from selene_dag.config import parse_datetime
-from selene_dag.notes.app_exports import day_one_entries, is_keep_note, keep_note, roam_pages
+from selene_dag.notes.app_exports import (
+    day_one_entries,
+    is_keep_note,
+    keep_note,
+    roam_pages,
+    standard_notes_items,
+)
 from selene_dag.notes.canvas import canvas_text, is_canvas
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
@@ -329,7 +335,8 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             if file == root:  # named on its own: say why nothing came of it
                 reason = (
                     "not a note file: a JSON file is read when it is a list of notes "
-                    "({content, ...} objects) or a ChatGPT or Claude.ai export"
+                    "({content, ...} objects) or an export of ChatGPT, Claude.ai, Google Keep, "
+                    "Day One, Roam or Standard Notes"
                 )
                 result.errors.append(IngestError(source, None, reason))
             continue
@@ -390,6 +397,15 @@ def _parse_file(
         objects, problems = enex_notes(raw, rel)
         notes, errors = _notes_of_objects(enumerate(objects, 1), source, rel, "note", "notes")
         return notes, errors + [IngestError(source, None, problem) for problem in problems]
+    if suffix in TEXT_SUFFIXES and raw.lstrip()[:1] in (b"{", b"["):
+        # A .txt file that is JSON (Standard Notes names its backup so) is data, not a
+        # note: read as a JSON file is, and passed over when it holds no notes.
+        try:
+            orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            pass
+        else:
+            return _parse_json(raw, source, rel)
     if b"\0" in raw[:_BINARY_SNIFF]:
         # Text never holds NUL (git's test for a binary file): an image or an archive
         # named .md would be stored as pages of replacement characters.
@@ -690,6 +706,8 @@ def _parse_json(
     entries = day_one_entries(data)
     if entries is None:
         entries = roam_pages(data)
+    if entries is None:
+        entries = standard_notes_items(data)
     if entries is not None:
         data = entries
     if not isinstance(data, list) or not any(

@@ -391,3 +391,37 @@ def test_a_roam_research_export_gives_one_outline_per_page(tmp_path: Path) -> No
     assert postgres.content == "- VACUUM FULL locks the table\n  - use pg_repack instead"
     assert postgres.created_at == datetime.fromtimestamp(1699999000, tz=UTC)
     assert postgres.updated_at == datetime.fromtimestamp(1700000500, tz=UTC)
+
+
+def test_a_standard_notes_backup_is_read_and_a_json_txt_file_is_no_note(tmp_path: Path) -> None:
+    # Standard Notes names its decrypted backup as a .txt file holding JSON: its notes are
+    # read (trash left out, tags from Tag items); any other .txt of JSON is data, not a note.
+    backup = {
+        "version": "004",
+        "items": [
+            {"uuid": "n1", "content_type": "Note", "created_at": "2024-03-05T10:15:00.000Z",
+             "updated_at": "2024-03-06T08:00:00.000Z",
+             "content": {"title": "Boiler", "text": "Service due in May", "references": []}},
+            {"uuid": "n2", "content_type": "Note", "created_at": "2024-01-01T00:00:00.000Z",
+             "content": {"title": "Old", "text": "gone", "trashed": True}},
+            {"uuid": "t1", "content_type": "Tag",
+             "content": {"title": "house", "references": [{"uuid": "n1", "content_type": "Note"}]}},
+            {"uuid": "c1", "content_type": "SN|Component", "content": {"name": "editor"}},
+        ],
+    }  # fmt: skip
+    (tmp_path / "Standard Notes Backup and Import File.txt").write_text(json.dumps(backup))
+    (tmp_path / "settings.txt").write_text('{"theme": "dark"}')
+    (tmp_path / "shopping.txt").write_text("[ ] milk\n[ ] bread\n")  # starts with [, no JSON
+    result = read_notes(tmp_path)
+    assert result.errors == []
+    notes = {n.id: n for n in result.notes}
+    assert set(notes) == {"n1", "shopping.txt"}
+    boiler = notes["n1"]
+    assert (boiler.title, boiler.content, boiler.tags) == (
+        "Boiler",
+        "Service due in May",
+        ("house",),
+    )
+    assert boiler.created_at == datetime(2024, 3, 5, 10, 15, tzinfo=UTC)
+    named = read_notes(tmp_path / "settings.txt")
+    assert named.notes == [] and "not a note file" in named.errors[0].error
