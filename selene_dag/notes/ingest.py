@@ -27,7 +27,8 @@ JSONL: one note per line in the format of ``til.jsonl``: ``content`` (or ``text`
 ``updated_at`` (or the markdown names), ``topic``, ``tags``, ``test_run``. A line without
 dates gives a record without them (``None``): the writer dates it when first seen. A JSON
 file holds notes as a list of such objects, or is a chat export (``chat_exports``), a Keep
-note, a Day One journal or a Roam graph (``app_exports``); an ``.enex`` file is an
+note, a Day One journal, a Roam graph or a Standard Notes backup (``app_exports``; a
+``.txt`` file that is JSON is read as JSON); an ``.enex`` file is an
 Evernote export (``enex``).
 """
 
