@@ -320,12 +320,16 @@ _JSON = st.recursive(
 @given(data=_JSON)
 def test_any_json_file_is_read_without_raising(tmp_path_factory, data) -> None:
     """read_notes never raises for what a file holds: any JSON, shaped like the exports or
-    not, gives notes, named problems or nothing ({"listContent": 1} once raised)."""
+    not, gives notes, named problems or nothing ({"listContent": 1} once raised); so do
+    canvases, Standard Notes backups and .txt files of any JSON."""
     folder = tmp_path_factory.mktemp("json")
     for name, value in (
         ("a.json", data),
         ("b.json", [data]),
         ("c.json", {"entries": [data], "metadata": {}}),
+        ("d.canvas", {"nodes": [data, {"type": "text", "text": "t"}], "edges": [data]}),
+        ("e.txt", {"items": [data, {"content_type": "Note", "content": data}]}),
+        ("f.txt", data),
     ):
         (folder / name).write_text(json.dumps(value))
     result = read_notes(folder)
