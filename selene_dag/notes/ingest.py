@@ -402,11 +402,11 @@ def _parse_file(
         # A .txt file that is JSON (Standard Notes names its backup so) is data, not a
         # note: read as a JSON file is, and passed over when it holds no notes.
         try:
-            orjson.loads(raw)
+            data = orjson.loads(raw)
         except orjson.JSONDecodeError:
             pass
         else:
-            return _parse_json(raw, source, rel)
+            return _notes_of_json(data, source, rel)
     if b"\0" in raw[:_BINARY_SNIFF]:
         # Text never holds NUL (git's test for a binary file): an image or an archive
         # named .md would be stored as pages of replacement characters.
@@ -672,14 +672,21 @@ def _notes_of_objects(
 def _parse_json(
     raw: bytes, source: str, rel: str
 ) -> tuple[list[NoteRecord], list[IngestError]] | None:
-    """The notes of a JSON file whose path in its folder is ``rel``: a chat export's
-    conversations (each note's id the conversation's, ``<rel>:<position>`` when the export
-    gives none), or a list of note objects read as JSONL lines are. None for valid JSON
-    that holds neither."""
+    """The notes of a JSON file whose path in its folder is ``rel`` (see
+    :func:`_notes_of_json`); None for valid JSON that holds none."""
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return [], [IngestError(source, None, f"bad JSON: {exc}")]
+    return _notes_of_json(data, source, rel)
+
+
+def _notes_of_json(
+    data: Any, source: str, rel: str
+) -> tuple[list[NoteRecord], list[IngestError]] | None:
+    """The notes of decoded JSON: a chat export's conversations (each note's id the
+    conversation's, ``<rel>:<position>`` when the export gives none), a note app's export,
+    or a list of note objects read as JSONL lines are. None when it holds none of these."""
     kind = export_kind(data)
     if kind is not None:
         chats, problems = exported_chats(data, kind)
