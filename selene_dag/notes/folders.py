@@ -1,4 +1,5 @@
-"""Folder identity: which registered notes folder an ingested path belongs to.
+"""Folder identity: which registered notes folder an ingested path belongs to, and which
+folders under it an ingest looks into (``walk_notes_folder``).
 
 Every note id is ``<folder key>/<id inside the folder>``: the key is the folder's name
 (``notes`` for ``~/notes``), with ``-2``, ``-3``… appended only when a different folder
@@ -20,6 +21,7 @@ home does not hold every note twice.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -160,16 +162,12 @@ def _moved_folder(
 
 
 def _files_inside(folder: Path) -> set[str]:
-    """The paths, relative to ``folder``, of the files under it (hidden ones aside)."""
-    found: set[str] = set()
-    for parent, subfolders, files in os.walk(folder):
-        subfolders[:] = [name for name in subfolders if not name.startswith(".")]
-        inside = os.path.relpath(parent, folder)
-        for name in files:
-            if not name.startswith("."):
-                relative = name if inside == "." else f"{inside}/{name}"
-                found.add(path_text(relative))
-    return found
+    """The paths, relative to ``folder``, of the files a notes ingest of it would look at."""
+    return {
+        path_text(os.path.relpath(os.path.join(parent, name), folder).replace(os.sep, "/"))
+        for parent, files in walk_notes_folder(folder)
+        for name in files
+    }
 
 
 def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None:
@@ -226,3 +224,48 @@ def folder_counts(conn: duckdb.DuckDBPyConnection) -> list[tuple[str, Path, int,
         "GROUP BY f.key, f.path ORDER BY f.key"
     ).fetchall()
     return [(key, Path(path), int(count), not _gone(Path(path))) for key, path, count in rows]
+
+
+# What every selene-dag home holds (the database may live elsewhere; Dagster's files do not).
+_HOME_MARKERS = ("selene.duckdb", os.path.join("dagster", "dagster.yaml"))
+
+
+def _is_home(folder: str) -> bool:
+    return any(os.path.isfile(os.path.join(folder, marker)) for marker in _HOME_MARKERS)
+
+
+# Folders of installed packages, which hold READMEs and license texts by the thousand: a
+# notes folder that is also a site or a project (a Quartz or Docusaurus repository) has them.
+_PACKAGE_FOLDERS = {"node_modules", "site-packages", "__pycache__"}
+
+
+def _is_tool_folder(folder: str) -> bool:
+    """A folder of tools, not notes, inside a notes folder: a note app's own (Logseq keeps
+    backups of every page in ``logseq/bak/`` and old versions in ``logseq/version-files/``,
+    second copies of the notes) or installed packages (``node_modules``, a Python virtual
+    environment)."""
+    name = os.path.basename(folder)
+    if name in _PACKAGE_FOLDERS or os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return True
+    return name == "logseq" and os.path.isfile(os.path.join(folder, "config.edn"))
+
+
+def walk_notes_folder(path: Path, skip: Sequence[Path] = ()) -> Iterator[tuple[str, list[str]]]:
+    """Each folder under ``path`` that may hold notes, with its files' names that are not
+    hidden. Left out: hidden folders, those of ``skip``, a selene-dag home below ``path``
+    (its distilled sessions and Dagster files are no notes) and folders of tools (Logseq's
+    ``logseq/``, ``node_modules``, a Python virtual environment)."""
+    if not path.is_dir():
+        return
+    skipped = {str(folder) for folder in skip}
+    # os.walk, like Path.rglob, lists a symbolic link to a folder without entering it.
+    for folder, subfolders, files in os.walk(path):
+        subfolders[:] = sorted(
+            name
+            for name in subfolders
+            if not name.startswith(".")
+            and os.path.join(folder, name) not in skipped
+            and not _is_home(os.path.join(folder, name))
+            and not _is_tool_folder(os.path.join(folder, name))
+        )
+        yield folder, [name for name in files if not name.startswith(".")]

@@ -62,7 +62,7 @@ from selene_dag.notes.canvas import canvas_text, is_canvas
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
-from selene_dag.notes.folders import IngestScope
+from selene_dag.notes.folders import IngestScope, walk_notes_folder
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
 from selene_dag.notes.textbundle import bundle_info, bundle_of
@@ -199,7 +199,7 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     if path.is_file():
         return [path]
     found = []
-    for folder, files in _walk(path, skip):
+    for folder, files in walk_notes_folder(path, skip):
         for name in files:
             if not _is_note_file(folder, name):
                 continue
@@ -209,25 +209,6 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     return sorted(found)
 
 
-def _walk(path: Path, skip: Sequence[Path] = ()) -> Iterator[tuple[str, list[str]]]:
-    """Each folder under ``path`` that may hold notes, with its files' names that are not
-    hidden (see :func:`note_files` for the folders left out)."""
-    if not path.is_dir():
-        return
-    skipped = {str(folder) for folder in skip}
-    # os.walk, like Path.rglob, lists a symbolic link to a folder without entering it.
-    for folder, subfolders, files in os.walk(path):
-        subfolders[:] = sorted(
-            name
-            for name in subfolders
-            if not name.startswith(".")
-            and os.path.join(folder, name) not in skipped
-            and not _is_home(os.path.join(folder, name))
-            and not _is_tool_folder(os.path.join(folder, name))
-        )
-        yield folder, [name for name in files if not name.startswith(".")]
-
-
 def _is_note_file(folder: str, name: str) -> bool:
     return os.path.splitext(name)[1].lower() in NOTE_SUFFIXES and not _is_keep_labels(folder, name)
 
@@ -235,30 +216,6 @@ def _is_note_file(folder: str, name: str) -> bool:
 def _is_keep_labels(folder: str, name: str) -> bool:
     """Google Takeout's list of Keep's label names (``Keep/Labels.txt``): no note."""
     return name == "Labels.txt" and os.path.basename(folder) == "Keep"
-
-
-# What every selene-dag home holds (the database may live elsewhere; Dagster's files do not).
-_HOME_MARKERS = ("selene.duckdb", os.path.join("dagster", "dagster.yaml"))
-
-
-def _is_home(folder: str) -> bool:
-    return any(os.path.isfile(os.path.join(folder, marker)) for marker in _HOME_MARKERS)
-
-
-# Folders of installed packages, which hold READMEs and license texts by the thousand: a
-# notes folder that is also a site or a project (a Quartz or Docusaurus repository) has them.
-_PACKAGE_FOLDERS = {"node_modules", "site-packages", "__pycache__"}
-
-
-def _is_tool_folder(folder: str) -> bool:
-    """A folder of tools, not notes, inside a notes folder: a note app's own (Logseq keeps
-    backups of every page in ``logseq/bak/`` and old versions in ``logseq/version-files/``,
-    second copies of the notes) or installed packages (``node_modules``, a Python virtual
-    environment)."""
-    name = os.path.basename(folder)
-    if name in _PACKAGE_FOLDERS or os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
-        return True
-    return name == "logseq" and os.path.isfile(os.path.join(folder, "config.edn"))
 
 
 # Documents a notes folder often holds that ingest does not read: named after an ingest so
@@ -276,7 +233,7 @@ def other_files(path: Path) -> dict[str, int]:
     named as a note file beside it is that note's second copy (a Keep note's ``.html``
     beside its ``.json``) and is not counted."""
     counts: dict[str, int] = {}
-    for folder, files in _walk(path):
+    for folder, files in walk_notes_folder(path):
         notes = {os.path.splitext(name)[0] for name in files if _is_note_file(folder, name)}
         for name in files:
             stem, suffix = os.path.splitext(name)
