@@ -4,6 +4,10 @@ Figures (each a subprocess ``selene-dag demo --home DIR``, as a user runs it):
 
 * demo re-run — seconds of the second run on the same home, beside the first run on a
   fresh home. Goal: the re-run takes ≤ 10 % of the first (nothing changed, nothing redone).
+  Dagster's verdict at the end of the first run ("nothing stale") stands, so the re-run
+  does not load Dagster.
+* demo re-run asking Dagster — the same re-run with the remembered verdict removed, so
+  that Dagster is loaded and decides (as after a change it cannot vouch for); no goal.
 * demo re-run model calls — new ``llm_cache`` entries written by the re-run. With the
   default extractive engine there is no model server and nothing is counted (met: "-").
 """
@@ -20,6 +24,7 @@ from pathlib import Path
 import duckdb
 
 from bench._common import BenchRow, print_rows
+from selene_dag.last_verdict import VERDICT_FILE
 
 CLI = str(Path(sys.executable).parent / "selene-dag")
 
@@ -51,6 +56,8 @@ def run() -> list[BenchRow]:
         cached_before = _cache_rows(home)
         again = _demo(home)
         new_calls = _cache_rows(home) - cached_before
+        (home / VERDICT_FILE).unlink()
+        asked = _demo(home)
     ratio = again / first
     model_row = BenchRow(
         figure="demo re-run model calls",
@@ -76,6 +83,16 @@ def run() -> list[BenchRow]:
             goal="≤ 0.10×",
             met=ratio <= 0.10,
             how="subprocess `selene-dag demo --home DIR` twice on the same DIR",
+        ),
+        BenchRow(
+            figure="demo re-run asking Dagster vs fresh",
+            value=asked,
+            unit="s",
+            baseline=first,
+            ratio=asked / first,
+            goal="—",
+            met=None,
+            how=f"a third run after deleting {VERDICT_FILE}: Dagster is loaded and decides",
         ),
         model_row,
     ]

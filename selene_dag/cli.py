@@ -274,8 +274,14 @@ def demo(
     ):
         report = service.demo(settings, force=force)
     if report.up_to_date:
+        decided = (
+            "Dagster's verdict after the last run stands"
+            if report.remembered
+            else "Dagster reports nothing stale"
+        )
         err.print(
-            "demo: nothing changed since the last run (same inputs, settings and code): nothing to recompute"
+            "demo: nothing changed since the last run (same inputs, settings and code): "
+            f"nothing to recompute ({decided})"
         )
     _print_counts(report.counts, "selene-dag demo: rows per table")
     _print_health(report.health)

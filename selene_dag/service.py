@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 import duckdb
 
+from selene_dag import last_verdict
 from selene_dag.config import Settings
 from selene_dag.context.builder import pack_notes
 from selene_dag.context.compaction import CompactionReport, compact_messages
@@ -881,7 +882,10 @@ def demo_settings(settings: Settings, home: Path) -> Settings:
 
 @dataclass
 class DemoReport:
-    """What the demo built (or found up to date) and the figures it prints."""
+    """What the demo built (or found up to date) and the figures it prints.
+    ``remembered`` is True when the verdict "nothing to run" was Dagster's from the end of
+    the last run, still standing (see :mod:`selene_dag.last_verdict`), so Dagster was not
+    loaded."""
 
     settings: Settings
     up_to_date: bool
@@ -890,46 +894,103 @@ class DemoReport:
     health: dict[str, Any] = field(default_factory=dict)
     digests: list[tuple[str, str]] = field(default_factory=list)
     ran: list[str] = field(default_factory=list)
+    remembered: bool = False
+
+
+@dataclass
+class _DemoWork:
+    """What Dagster reports the demo must run now."""
+
+    sessions: list[str] = field(default_factory=list)
+    stale: dict[str, str] = field(default_factory=dict)
+    daily: tuple[str, str] | None = None
+
+    def __bool__(self) -> bool:
+        return bool(self.sessions or self.stale or self.daily)
+
+
+def _demo_sessions(runs: Any, instance: Any, settings: Settings, force: bool) -> list[str]:
+    if not bundled_session_roots():
+        return []
+    scanned = sessions_report.distill_scan(settings)
+    changed = {row["session_key"] for row in scanned if row["state"] != "done"}
+    keys = [row["session_key"] for row in scanned]
+    return keys if force else runs.sessions_to_run(instance, keys, changed)
+
+
+def _demo_daily(
+    runs: Any, instance: Any, settings: Settings, force: bool
+) -> tuple[str, str] | None:
+    from selene_dag.defs.notes import demo_partition_range
+
+    first, last = demo_partition_range(settings.now())
+    return (first, last) if runs.daily_range_to_run(instance, first, last, force=force) else None
+
+
+def _demo_work(runs: Any, instance: Any, settings: Settings) -> _DemoWork:
+    import dagster as dg
+
+    return _DemoWork(
+        sessions=_demo_sessions(runs, instance, settings, False),
+        stale=runs.stale_plan(instance, settings, dg.AssetSelection.all()),
+        daily=_demo_daily(runs, instance, settings, False),
+    )
 
 
 def demo(settings: Settings, *, force: bool = False) -> DemoReport:
     """Materialize the whole graph on the bundled corpus in ``settings.home`` (use
     :func:`demo_settings` first), against the home's persistent Dagster instance, so
     `selene-dag dev` on that home shows what the demo built. Only what Dagster reports
-    stale or missing runs: a second run with nothing changed starts no step."""
+    stale or missing runs: a second run with nothing changed starts no step. After a run,
+    Dagster is asked again; its verdict "nothing to run" is remembered with what it rests
+    on, and a later demo for which all of that is unchanged reports from the database
+    without loading Dagster (``force`` runs everything whatever the verdict)."""
+    started = time.perf_counter()
+    if not force and last_verdict.holds(settings, last_verdict.current_key(settings, "demo")):
+        return _demo_report(settings, [], started, remembered=True)
     import dagster as dg
 
     runs = _defs_runs()
-    started = time.perf_counter()
     instance = runs.instance_for(settings)
+    last_verdict.clear(settings)
     ran: list[str] = []
     # Sessions first, so the rollups in the unpartitioned run see every scored session.
-    if bundled_session_roots():
-        scanned = sessions_report.distill_scan(settings)
-        changed = {row["session_key"] for row in scanned if row["state"] != "done"}
-        keys = [row["session_key"] for row in scanned]
-        todo = keys if force else runs.sessions_to_run(instance, keys, changed)
-        if todo:
-            rows = distill_run(settings, todo, instance=instance)
-            failed = [row for row in rows if not row["ok"]]
-            if failed:
-                raise RunFailedError(
-                    f"demo session {failed[0]['path']} failed: {failed[0]['error']}"
-                )
-            ran += [f"session {key}" for key in todo]
+    todo = _demo_sessions(runs, instance, settings, force)
+    if todo:
+        rows = distill_run(settings, todo, instance=instance)
+        failed = [row for row in rows if not row["ok"]]
+        if failed:
+            raise RunFailedError(f"demo session {failed[0]['path']} failed: {failed[0]['error']}")
+        ran += [f"session {key}" for key in todo]
     outcome = runs.materialize_stale(instance, settings, dg.AssetSelection.all(), force=force)
     if not outcome.success:
         raise RunFailedError(f"demo run failed: {runs.failure_message(outcome.result)}")
     ran += outcome.selected
-    from selene_dag.defs.notes import demo_partition_range
-
-    first, last = demo_partition_range(settings.now())
-    if runs.daily_range_to_run(instance, first, last, force=force):
+    daily = _demo_daily(runs, instance, settings, force)
+    if daily is not None:
+        first, last = daily
         result = runs.materialize_daily_range(instance, first, last, settings=settings)
         if not result.success:
             raise RunFailedError(f"demo daily summaries failed: {runs.failure_message(result)}")
         ran.append(f"daily_summaries {first}..{last}")
-    report = DemoReport(settings, not ran, time.perf_counter() - started, ran=ran)
+    # Dagster's verdict on the home as the run left it, remembered when nothing is left to
+    # run and nothing it rests on moved while Dagster was asked.
+    before = last_verdict.current_key(settings, "demo")
+    if (
+        before is not None
+        and not _demo_work(runs, instance, settings)
+        and last_verdict.current_key(settings, "demo") == before
+    ):
+        last_verdict.remember(settings, before)
+    return _demo_report(settings, ran, started)
+
+
+def _demo_report(
+    settings: Settings, ran: list[str], started: float, *, remembered: bool = False
+) -> DemoReport:
+    report = DemoReport(
+        settings, not ran, time.perf_counter() - started, ran=ran, remembered=remembered
+    )
     with open_store(settings.db_path, wait=settings.lock_wait) as conn:
         report.counts = table_counts(conn)
         report.health = compression_health(conn, settings.now())

@@ -51,13 +51,16 @@ from selene_dag.notes.fidelity import compute_tier
 from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
 from selene_dag.notes.folders import find_folder, ingest_scope
 from selene_dag.notes.health import compression_health as health_document
-from selene_dag.notes.ingest import note_files, notes_data_version, read_notes, source_version
+from selene_dag.notes.ingest import (
+    note_files,
+    notes_folder_version,
+    read_notes,
+)
 from selene_dag.notes.processing import analyse_notes, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import forget_folder, stored_notes_version, write_notes
 from selene_dag.text import hash_rows, split_sentences
 
-EMPTY_VERSION = notes_data_version([])
 HEALTH_BUDGET = 16_000
 
 
@@ -92,12 +95,6 @@ SUMMARY_PARTITIONS = dg.MonthlyPartitionsDefinition(
 def notes_source(selene: SeleneResource) -> dg.DataVersion:
     """Observe the notes folder and return the hash of its notes as the data version."""
     return dg.DataVersion(notes_folder_version(selene.settings().notes_dir))
-
-
-def notes_folder_version(notes_dir: Path) -> str:
-    """The data version ``notes_source`` records for ``notes_dir`` (a missing folder has
-    the version of no notes)."""
-    return source_version(notes_dir) if notes_dir.exists() else EMPTY_VERSION
 
 
 # Metadata of a raw_notes run that forgot a folder: the next ingest reads its folder again

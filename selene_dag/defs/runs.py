@@ -24,15 +24,11 @@ import dagster as dg
 from selene_dag.config import Settings
 from selene_dag.definitions import defs
 from selene_dag.defs.metadata import AS_OF_DAY
-from selene_dag.defs.notes import (
-    FORGOTTEN_FOLDER,
-    daily_summaries,
-    notes_folder_version,
-    notes_source,
-)
+from selene_dag.defs.notes import FORGOTTEN_FOLDER, daily_summaries, notes_source
 from selene_dag.defs.resources import default_resources, resources_for
 from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
 from selene_dag.errors import make_folder
+from selene_dag.notes.ingest import notes_folder_version
 from selene_dag.store import open_store
 
 INSTANCE_HEADER = "# Written by selene-dag, which rewrites it while this line is here."
@@ -380,6 +376,24 @@ def stale_reasons(
     return reasons
 
 
+def _unpartitioned(selection: dg.AssetSelection) -> list[dg.AssetKey]:
+    graph = defs.resolve_asset_graph()
+    return sorted(
+        k
+        for k in selection.resolve(graph)
+        if graph.get(k).is_materializable and graph.get(k).partitions_def is None
+    )
+
+
+def stale_plan(
+    instance: dg.DagsterInstance, settings: Settings, selection: dg.AssetSelection
+) -> dict[str, str]:
+    """The unpartitioned assets of ``selection`` that must run now, with why
+    (:func:`stale_reasons`), after recording the notes folder as it is now."""
+    observe_notes_folder(instance, settings)
+    return stale_reasons(instance, settings, _unpartitioned(selection))
+
+
 def materialize_stale(
     instance: dg.DagsterInstance,
     settings: Settings,
@@ -391,16 +405,11 @@ def materialize_stale(
     (see :func:`stale_reasons`) and everything downstream of them inside ``selection``;
     with nothing stale no run starts. ``force`` runs the whole selection."""
     graph = defs.resolve_asset_graph()
-    keys = sorted(
-        k
-        for k in selection.resolve(graph)
-        if graph.get(k).is_materializable and graph.get(k).partitions_def is None
-    )
+    keys = _unpartitioned(selection)
     if force:
         reasons = {k.to_user_string(): "forced" for k in keys}
     else:
-        observe_notes_folder(instance, settings)
-        reasons = stale_reasons(instance, settings, keys)
+        reasons = stale_plan(instance, settings, selection)
     if not reasons:
         return StaleRun()
     roots = {dg.AssetKey.from_user_string(name) for name in reasons}

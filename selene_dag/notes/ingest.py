@@ -186,6 +186,12 @@ def source_version(path: Path) -> str:
     return digest.hexdigest()[:32]
 
 
+def notes_folder_version(notes_dir: Path) -> str:
+    """The data version the notes folder's observation records for ``notes_dir``: its
+    :func:`source_version`, or that of no notes when the folder is missing."""
+    return source_version(notes_dir) if notes_dir.exists() else notes_data_version([])
+
+
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, JSON(L),
     ENEX, canvases):

@@ -256,10 +256,28 @@ def test_demo_materializes_everything_then_reruns_as_a_no_op(tmp_path):
         "search_docs",
     ):
         assert table in first.stderr
-    second = run("demo", "--home", str(home), cwd=tmp_path)
+    # Dagster's verdict after the first run stands: the second run does not load Dagster.
+    second = run("demo", "--home", str(home), env={"PYTHONPROFILEIMPORTTIME": "1"}, cwd=tmp_path)
     assert second.returncode == 0
     assert "nothing changed since the last run" in second.stderr
+    assert "Dagster's verdict after the last run stands" in second.stderr
     assert "demo: 577 notes up to date" in second.stdout
+    imported = {line.rsplit("|", 1)[-1].strip() for line in second.stderr.splitlines()}
+    assert "selene_dag.service" in imported and "dagster" not in imported
+    # Anything recorded in the instance since (here an observation from elsewhere) makes
+    # the next run ask Dagster, which finds nothing stale and remembers that again.
+    import dagster as dg
+
+    from selene_dag.config import load_settings
+    from selene_dag.defs.runs import instance_for
+
+    instance_for(load_settings(home=home)).report_runless_asset_event(
+        dg.AssetObservation(asset_key=dg.AssetKey("elsewhere"))
+    )
+    third = run("demo", "--home", str(home), cwd=tmp_path)
+    assert third.returncode == 0 and "Dagster reports nothing stale" in third.stderr
+    fourth = run("demo", "--home", str(home), cwd=tmp_path)
+    assert "Dagster's verdict after the last run stands" in fourth.stderr
     ctx = run("context", "--budget", "4000", env={"SELENE_HOME": str(home)}, cwd=tmp_path)
     assert ctx.returncode == 0 and count_tokens(ctx.stdout.rstrip("\n"), "mistral:7b") <= 4000
 
