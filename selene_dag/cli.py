@@ -303,7 +303,7 @@ def ingest(
         typer.Argument(
             help="Folder, file or .zip of notes: markdown, plain text, Org, canvas, JSON or JSONL, "
             "or an export of ChatGPT, Claude.ai, Evernote, Notion, Google Keep, Day One, Roam, "
-            "Standard Notes or Bear."
+            "Standard Notes, Bear or Joplin."
         ),
     ],
     home: Annotated[Path | None, typer.Option(help="SELENE_HOME to ingest into.")] = None,

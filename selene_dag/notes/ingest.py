@@ -39,6 +39,7 @@ import hashlib
 import io
 import os
 import re
+import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -63,6 +64,7 @@ from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.folders import IngestScope, walk_notes_folder
+from selene_dag.notes.joplin import is_item_name, joplin_notes, parse_item
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
 from selene_dag.notes.textbundle import bundle_info, bundle_of
@@ -79,8 +81,9 @@ JSON_SUFFIXES = (".json",)
 ENEX_SUFFIXES = (".enex",)  # Evernote's export
 ORG_SUFFIXES = (".org",)  # Emacs Org and org-roam
 # Archives read inside when named alone: a zip as downloaded, Bear's backups (zips of
-# TextBundles: ``textbundle``).
-ARCHIVE_SUFFIXES = (".zip", ".bear2bk", ".bearbk")
+# TextBundles: ``textbundle``), Joplin's JEX export (a tar of its items: ``joplin``).
+ARCHIVE_SUFFIXES = (".zip", ".bear2bk", ".bearbk", ".jex")
+_TAR_SUFFIXES = (".jex",)
 CANVAS_SUFFIXES = (".canvas",)  # JSON Canvas: Obsidian's canvases
 NOTE_SUFFIXES = (
     MARKDOWN_SUFFIXES
@@ -265,7 +268,12 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
     base = scope.folder if scope else root.parent if root.is_file() else root
     result = IngestResult()
     seen: dict[str, str] = {}
-    for file in note_files(root, scope.skip if scope else ()):
+    files = note_files(root, scope.skip if scope else ())
+    joplin = _joplin_folder_items([f for f in files if is_item_name(f.name)], base)
+    for file in files:
+        if str(file) in joplin:  # an item of a Joplin export folder, read with the others
+            _take(result, seen, scope, *joplin[str(file)])
+            continue
         resolved = str(file.resolve())
         source = _text.path_text(resolved)
         rel = _text.path_text(file.relative_to(base).as_posix())
@@ -277,14 +285,19 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             result.files_failed.append(source)
             continue
         if file == root and file.suffix.lower() in ARCHIVE_SUFFIXES:  # as downloaded
-            members, errors = _zip_members(file, source, mtime)
+            read_members = _tar_members if file.suffix.lower() in _TAR_SUFFIXES else _zip_members
+            members, errors = read_members(file, source, mtime)
             if not members and not errors:
                 errors = [IngestError(source, None, "the archive holds no note file")]
             result.errors.extend(errors)
             if errors:
                 result.files_failed.append(source)
             inside = {member_rel: member_raw for _, member_rel, member_raw, _ in members}
+            items = _joplin_items([m for m in members if is_item_name(PurePosixPath(m[1]).name)])
             for member_source, member_rel, member_raw, member_mtime in members:
+                if member_source in items:
+                    _take(result, seen, scope, *items[member_source])
+                    continue
                 parsed = _parse_file(member_raw, member_source, member_rel, member_mtime)
                 bundle = bundle_of(member_rel)
                 if parsed is not None and bundle is not None:
@@ -463,6 +476,100 @@ def _zip_members(
         # RuntimeError: an encrypted member; OSError, ValueError, EOFError: a damaged archive.
         errors.append(IngestError(source, None, f"cannot read the archive: {exc}"))
     return members, errors
+
+
+def _tar_members(
+    archive: Path, source: str, mtime: datetime
+) -> tuple[list[tuple[str, str, bytes, datetime]], list[IngestError]]:
+    """The note files inside a tar archive (Joplin's JEX), as :func:`_zip_members` gives
+    a zip's."""
+    members: list[tuple[str, str, bytes, datetime]] = []
+    errors: list[IngestError] = []
+    try:
+        with tarfile.open(archive) as tarred:
+            for info in sorted(tarred.getmembers(), key=lambda i: i.name):
+                name = info.name.removeprefix("./")
+                parts = PurePosixPath(name).parts
+                if not info.isfile() or any(part.startswith(".") for part in parts):
+                    continue
+                if PurePosixPath(name).suffix.lower() not in NOTE_SUFFIXES:
+                    continue
+                where = f"{source}!/{name}"
+                if info.size > ZIP_MEMBER_LIMIT:
+                    errors.append(IngestError(where, None, "too large to read from the archive"))
+                    continue
+                handle = tarred.extractfile(info)
+                if handle is None:
+                    continue
+                stamp = datetime.fromtimestamp(info.mtime, tz=UTC) if info.mtime else mtime
+                members.append((where, name, handle.read(), stamp))
+    except (tarfile.TarError, OSError, ValueError, EOFError) as exc:
+        errors.append(IngestError(source, None, f"cannot read the archive: {exc}"))
+    return members, errors
+
+
+_ParsedFile = tuple[str, list[NoteRecord], list[IngestError]]
+
+
+def _joplin_folder_items(files: list[Path], base: Path) -> dict[str, _ParsedFile]:
+    """:func:`_joplin_items` of the item-named files of a folder (Joplin's RAW export),
+    keyed by the file's path; a file that cannot be read is left to the usual reading,
+    which says so."""
+    found: list[tuple[str, str, bytes, datetime]] = []
+    paths: dict[str, str] = {}
+    for file in files:
+        try:
+            raw = file.read_bytes()
+            mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=UTC)
+        except OSError:
+            continue
+        source = _text.path_text(str(file.resolve()))
+        paths[source] = str(file)
+        found.append((source, _text.path_text(file.relative_to(base).as_posix()), raw, mtime))
+    return {paths[source]: parsed for source, parsed in _joplin_items(found).items()}
+
+
+def _joplin_items(
+    files: list[tuple[str, str, bytes, datetime]],
+) -> dict[str, _ParsedFile]:
+    """The files among ``files`` (``(source, path, bytes, mtime)``) that are Joplin items,
+    keyed by source, each with its notes (one for a note, none for a notebook, a tag or a
+    link) and problems, ready for :func:`_take`. Notebooks and tags are looked up among the
+    items of the same folder."""
+    by_folder: dict[str, dict[str, tuple[str, str, datetime]]] = {}
+    items: dict[str, Any] = {}
+    for source, rel, raw, mtime in files:
+        item = parse_item(raw.decode("utf-8", errors="replace").lstrip("\ufeff"))
+        if item is None:
+            continue
+        folder = str(PurePosixPath(rel).parent)
+        by_folder.setdefault(folder, {})[source] = (rel, source, mtime)
+        items[source] = item
+    parsed: dict[str, _ParsedFile] = {}
+    for members in by_folder.values():
+        notes = joplin_notes({source: items[source] for source in members})
+        for source, (rel, _, mtime) in members.items():
+            note = notes.get(source)
+            if note is None:  # a notebook, a tag, a link, a note in the trash
+                parsed[source] = (source, [], [])
+            elif note.encrypted:
+                reason = "encrypted by Joplin: export it from a Joplin that can decrypt it"
+                parsed[source] = (source, [], [IngestError(source, None, reason)])
+            else:
+                meta = {
+                    "title": note.title or None,
+                    "created": note.created,
+                    "updated": note.updated,
+                    "tags": list(note.tags),
+                    "theme": note.notebook,
+                }
+                # A to-do is often a title alone: its title is its text.
+                text = note.body if note.body.strip() else note.title
+                record, problem = _note_of_page(
+                    meta, text, rel, source, mtime, header="Joplin properties"
+                )
+                parsed[source] = (source, [record] if record else [], [problem] if problem else [])
+    return parsed
 
 
 # Reasons recorded for a note that was ingested despite a problem start with this.
