@@ -23,7 +23,8 @@ RANKS = [
     (2, ("selene_dag.config", "selene_dag.store")),
     (3, ("selene_dag.llm",)),
     (4, ("selene_dag.notes", "selene_dag.sessions", "selene_dag.retrieval")),
-    (5, ("selene_dag.defs", "selene_dag.definitions")),
+    # last_verdict: Dagster's remembered verdict, read without loading Dagster.
+    (5, ("selene_dag.defs", "selene_dag.definitions", "selene_dag.last_verdict")),
     (6, ("selene_dag.service",)),
     (7, ("selene_dag.cli", "selene_dag.api")),
 ]
