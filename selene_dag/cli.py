@@ -301,7 +301,7 @@ def ingest(
     path: Annotated[
         Path,
         typer.Argument(
-            help="Folder, file or .zip of notes: markdown, plain text, Org, canvas, JSON or JSONL, "
+            help="Folder, file or .zip of notes: markdown, plain text, Org, HTML, canvas, JSON or JSONL, "
             "or an export of ChatGPT, Claude.ai, Evernote, Notion, Google Keep, Day One, Roam, "
             "Standard Notes, Bear or Joplin."
         ),

@@ -131,13 +131,13 @@ class IngestReport:
     # The folder's former path, when this ingest found it moved (its notes kept their ids).
     moved_from: str = ""
     # When the folder gave notes and the ingest ran: its documents of kinds ingest does not
-    # read (``DOCUMENT_SUFFIXES``: PDF, Word, HTML…) by suffix.
+    # read (``DOCUMENT_SUFFIXES``: PDF, Word, reStructuredText…) by suffix.
     documents_left_out: dict[str, int] = field(default_factory=dict)
 
 
 SKIPPED_SHOWN = 20
 # What the hints below say ingest reads.
-INGEST_READS = "markdown, plain text, Org, JSON, JSONL, Evernote and canvas files"
+INGEST_READS = "markdown, plain text, Org, HTML, JSON, JSONL, Evernote and canvas files"
 
 
 def unread_files_hint(report: IngestReport) -> str:

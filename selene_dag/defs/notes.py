@@ -113,7 +113,7 @@ class NotesConfig(dg.Config):
     "notes",
     deps=[notes_source],
     code_version=code_version(
-        "4",
+        "5",
         sql=(
             "notes_changes",
             "notes_upsert",

@@ -64,6 +64,7 @@ from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.folders import IngestScope, walk_notes_folder
+from selene_dag.notes.html import html_note
 from selene_dag.notes.joplin import is_item_name, joplin_notes, parse_item
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
@@ -80,6 +81,10 @@ JSONL_SUFFIXES = (".jsonl", ".ndjson")
 JSON_SUFFIXES = (".json",)
 ENEX_SUFFIXES = (".enex",)  # Evernote's export
 ORG_SUFFIXES = (".org",)  # Emacs Org and org-roam
+# Note apps' HTML exports (Evernote, Joplin, Notion) and saved pages; a page named as a
+# note file of another kind beside it is that note's second copy (Google Keep writes each
+# note as .json and .html) and is not read.
+HTML_SUFFIXES = (".html", ".htm")
 # Archives read inside when named alone: a zip as downloaded, Bear's backups (zips of
 # TextBundles: ``textbundle``), Joplin's JEX export (a tar of its items: ``joplin``).
 ARCHIVE_SUFFIXES = (".zip", ".bear2bk", ".bearbk", ".jex")
@@ -93,6 +98,7 @@ NOTE_SUFFIXES = (
     + JSON_SUFFIXES
     + ENEX_SUFFIXES
     + CANVAS_SUFFIXES
+    + HTML_SUFFIXES
 )
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
@@ -209,8 +215,9 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
         return [path]
     found = []
     for folder, files in walk_notes_folder(path, skip):
+        twins = html_twins(files)
         for name in files:
-            if not _is_note_file(folder, name):
+            if not _is_note_file(folder, name) or name in twins:
                 continue
             full = os.path.join(folder, name)
             if os.path.isfile(full):  # not a broken link, a pipe or a socket
@@ -222,6 +229,33 @@ def _is_note_file(folder: str, name: str) -> bool:
     return os.path.splitext(name)[1].lower() in NOTE_SUFFIXES and not _is_keep_labels(folder, name)
 
 
+def html_twins(names: Iterable[str]) -> set[str]:
+    """The HTML files among ``names`` (file names or paths) that copy notes read from
+    another file: a page that shares its name, less the suffix, with a note file of
+    another kind in the same folder (Google Keep exports each note as ``.json`` and
+    ``.html``), and ChatGPT's ``chat.html`` beside the ``conversations.json`` it renders."""
+    names = list(names)
+    present = set(names)
+    stems = {
+        os.path.splitext(name)[0]
+        for name in names
+        if os.path.splitext(name)[1].lower() in NOTE_SUFFIXES
+        and os.path.splitext(name)[1].lower() not in HTML_SUFFIXES
+    }
+    twins = set()
+    for name in names:
+        stem, suffix = os.path.splitext(name)
+        if suffix.lower() not in HTML_SUFFIXES:
+            continue
+        folder, base = os.path.split(name)
+        renders_chats = base == "chat.html" and (
+            os.path.join(folder, "conversations.json") in present
+        )
+        if stem in stems or renders_chats:
+            twins.add(name)
+    return twins
+
+
 def _is_keep_labels(folder: str, name: str) -> bool:
     """Google Takeout's list of Keep's label names (``Keep/Labels.txt``): no note."""
     return name == "Labels.txt" and os.path.basename(folder) == "Keep"
@@ -230,7 +264,7 @@ def _is_keep_labels(folder: str, name: str) -> bool:
 # Documents a notes folder often holds that ingest does not read: named after an ingest so
 # that no one takes them for part of the notes.
 DOCUMENT_SUFFIXES = frozenset({
-    ".pdf", ".doc", ".docx", ".odt", ".rtf", ".pages", ".epub", ".html", ".htm", ".rst",
+    ".pdf", ".doc", ".docx", ".odt", ".rtf", ".pages", ".epub", ".rst",
     ".adoc", ".asciidoc", ".tex", ".textile", ".opml",
 })  # fmt: skip
 
@@ -374,6 +408,8 @@ def _parse_file(
         objects, problems = enex_notes(raw, rel)
         notes, errors = _notes_of_objects(enumerate(objects, 1), source, rel, "note", "notes")
         return notes, errors + [IngestError(source, None, problem) for problem in problems]
+    if suffix in HTML_SUFFIXES:
+        return _parse_html(raw, source, rel, mtime)
     if suffix in TEXT_SUFFIXES and raw.lstrip()[:1] in (b"{", b"["):
         # A .txt file that is JSON (Standard Notes names its backup so) is data, not a
         # note: read as a JSON file is, and passed over when it holds no notes.
@@ -387,20 +423,48 @@ def _parse_file(
         # Text never holds NUL (git's test for a binary file): an image or an archive
         # named .md would be stored as pages of replacement characters.
         return [], [IngestError(source, None, "not a text file (it holds NUL bytes)")]
-    errors = []
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        # One bad byte is no reason to lose a note: replace it, say so.
-        text = raw.decode("utf-8", errors="replace")
-        reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
-        errors.append(IngestError.note_kept(source, None, reason))
+    # One bad byte is no reason to lose a note: replace it, say so.
+    text, errors = _decoded(raw, source)
     if suffix in ORG_SUFFIXES:
         meta, body = org_note(text.lstrip("\ufeff"))
         note, error = _note_of_page(meta, body, rel, source, mtime, header="Org settings")
     else:
         note, error = _parse_markdown(text, rel, source, mtime)
     return ([note] if note else []), errors + ([error] if error else [])
+
+
+def _parse_html(
+    raw: bytes, source: str, rel: str, mtime: datetime
+) -> tuple[list[NoteRecord], list[IngestError]]:
+    """The note of an HTML page: its text as markdown, its head's title, dates and tags
+    (a Notion page's property rows give its dates and tags too)."""
+    text, errors = _decoded(raw, source)
+    page = html_note(text)
+    meta: dict[str, Any] = {
+        key: value
+        for key, value in (
+            ("title", page.title),
+            ("created", page.created),
+            ("updated", page.updated),
+            ("tags", page.tags or None),
+        )
+        if value
+    }
+    if is_notion_page(PurePosixPath(rel).stem):
+        for key, value in page_properties(page.text).items():
+            meta.setdefault(key, value)
+    note, error = _note_of_page(meta, page.text, rel, source, mtime, header="HTML head")
+    return ([note] if note else []), errors + ([error] if error else [])
+
+
+def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
+    """``raw`` as text: UTF-8, a bad byte replaced (and said so)."""
+    try:
+        return raw.decode("utf-8"), []
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
+        return text, [IngestError.note_kept(source, None, reason)]
 
 
 def _take(
@@ -448,10 +512,13 @@ def _zip_members(
     errors: list[IngestError] = []
     try:
         with zipfile.ZipFile(archive) as zipped:
+            twins = html_twins(zipped.namelist())
             for info in sorted(zipped.infolist(), key=lambda i: i.filename):
                 name = info.filename
                 parts = PurePosixPath(name).parts
                 if info.is_dir() or any(part.startswith((".", "__MACOSX")) for part in parts):
+                    continue
+                if name in twins:
                     continue
                 suffix = PurePosixPath(name).suffix.lower()
                 inner = nested and suffix == ".zip"

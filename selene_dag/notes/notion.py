@@ -50,9 +50,10 @@ def page_title(stem: str) -> str:
 
 
 def notion_date(value: str) -> str | None:
-    """A date as Notion writes it (``March 5, 2024 10:15 AM``; of a range, its start) in
-    ISO form; None when it is in no format Notion uses."""
-    start = value.split("→")[0].strip()
+    """A date as Notion writes it (``March 5, 2024 10:15 AM``, with an ``@`` before it in
+    its HTML export; of a range, its start) in ISO form; None when it is in no format
+    Notion uses."""
+    start = value.split("→")[0].strip().removeprefix("@").strip()
     for form in _DATE_FORMATS:
         try:
             return datetime.strptime(start, form).isoformat()
