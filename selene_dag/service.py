@@ -183,20 +183,26 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     """Ingest the notes of ``path`` (folder or file) into the home: materialize what is
     stale or missing in the notes group and ``search_index`` (so that ask and context see
     the notes at once), in one run against the home's persistent Dagster instance.
-    Unchanged notes start no run at all.
+    Unchanged notes start no run at all; when Dagster finds nothing to run, its verdict is
+    remembered with what it rests on (:mod:`selene_dag.last_verdict`), and the next ingest
+    of the same path with all of that unchanged reports without loading Dagster.
 
     Note ids are ``<folder key>/<path in the folder>`` (see ``selene_dag.notes.folders``):
     ingesting one folder never changes or deletes another folder's notes. ``notes`` in the
     report counts the live notes of this folder (under ``path``), ``home_notes`` all."""
-    import dagster as dg
-
     path = path.expanduser()  # a "~/notes" that no shell expanded (a script, a config)
     if not path.exists():
         raise UsageError(f"{path} does not exist")
     require_text_path(path.resolve())
     settings = settings.replace(notes_dir=path.resolve())
-    runs = _defs_runs()
     started = time.perf_counter()
+    key = last_verdict.current_key(settings, "ingest")
+    if last_verdict.holds(settings, key):
+        with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+            return _ingest_report(conn, path, started, (), {})
+    import dagster as dg
+
+    runs = _defs_runs()
     selection = dg.AssetSelection.groups("notes", "context")
     # Open for the whole ingest: the run's steps and the report below join the database
     # DuckDB already holds instead of opening the file again (about 0.1 s at 10,000 notes).
@@ -204,18 +210,36 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         outcome = runs.materialize_stale(runs.instance_for(settings), settings, selection)
         if not outcome.success:
             raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
+        # Dagster found nothing to run: remembered unless something it rests on moved
+        # while it decided.
+        if (
+            outcome.result is None
+            and key is not None
+            and last_verdict.current_key(settings, "ingest") == key
+        ):
+            last_verdict.remember(settings, key)
         meta: dict[str, Any] = {}
         if outcome.result is not None:
             for mat in outcome.result.asset_materializations_for_node("raw_notes"):
                 meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-        scope = ingest_scope(conn, path)
-        prefix = scope.source_prefix
-        folder_notes, home_notes = conn.execute(
-            "SELECT count(*) FILTER (WHERE starts_with(id, ?) AND starts_with(source, ?)), "
-            "count(*) FROM notes WHERE deleted_at IS NULL",
-            [scope.id_prefix, prefix],
-        ).fetchone()
-        skipped, skipped_total = skipped_inputs(conn, prefix)
+        return _ingest_report(conn, path, started, tuple(outcome.selected), meta)
+
+
+def _ingest_report(
+    conn: duckdb.DuckDBPyConnection,
+    path: Path,
+    started: float,
+    ran: tuple[str, ...],
+    meta: dict[str, Any],
+) -> IngestReport:
+    scope = ingest_scope(conn, path)
+    prefix = scope.source_prefix
+    folder_notes, home_notes = conn.execute(
+        "SELECT count(*) FILTER (WHERE starts_with(id, ?) AND starts_with(source, ?)), "
+        "count(*) FROM notes WHERE deleted_at IS NULL",
+        [scope.id_prefix, prefix],
+    ).fetchone()
+    skipped, skipped_total = skipped_inputs(conn, prefix)
     return IngestReport(
         path=path,
         notes=int(folder_notes),
@@ -224,14 +248,14 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         deleted=meta.get("marked_deleted", 0),
         bad_inputs=meta.get("bad_inputs", skipped_total),
         seconds=time.perf_counter() - started,
-        ran=tuple(outcome.selected),
+        ran=ran,
         skipped=tuple(skipped),
         skipped_total=skipped_total,
         id_prefix=scope.id_prefix,
         home_notes=int(home_notes),
         moved_from=str(meta.get("moved_from", "")),
         other_files=other_files(path) if not folder_notes and not skipped_total else {},
-        documents_left_out=_documents_left_out(path) if folder_notes and outcome.selected else {},
+        documents_left_out=_documents_left_out(path) if folder_notes and ran else {},
     )
 
 

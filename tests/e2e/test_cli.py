@@ -282,6 +282,25 @@ def test_demo_materializes_everything_then_reruns_as_a_no_op(tmp_path):
     assert ctx.returncode == 0 and count_tokens(ctx.stdout.rstrip("\n"), "mistral:7b") <= 4000
 
 
+def test_an_unchanged_ingest_decided_once_by_dagster_is_then_decided_without_it(tmp_path):
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Boiler\n\nThe boiler is serviced every May.\n")
+    home = tmp_path / "home"
+    runs = [
+        run("ingest", str(notes), "--home", str(home), env={"PYTHONPROFILEIMPORTTIME": "1"})
+        for _ in range(3)
+    ]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-2000:]
+    imported = [{line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines()} for r in runs]
+    assert ["dagster" in names for names in imported] == [True, True, False]
+    assert "1 note (1 new" in runs[0].stderr
+    assert "no step ran" in runs[1].stderr and "no step ran" in runs[2].stderr
+    (notes / "a.md").write_text("# Boiler\n\nThe boiler is serviced every June.\n")
+    edited = run("ingest", str(notes), "--home", str(home))
+    assert edited.returncode == 0 and "1 changed" in edited.stderr
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import dagster as dg
 
-from selene_dag import service
+from selene_dag import last_verdict, service
 from selene_dag.config import load_settings
 from selene_dag.defs.notes import notes_folder_sensor
 from selene_dag.defs.resources import SeleneResource
@@ -63,6 +63,12 @@ def test_unchanged_edited_and_next_day_runs(tmp_path: Path, home: Path) -> None:
     again = service.ingest(settings, path)
     assert again.ran == () and again.notes == 30
     assert len(_steps_run(settings)) == runs_after_first  # no run started at all
+    # Dagster's verdict "nothing to run" is remembered; the next ingest reports the same
+    # from it (the CLI test shows it does not load Dagster).
+    assert (home / last_verdict.VERDICT_FILE).exists()
+    remembered = service.ingest(settings, path)
+    assert remembered.ran == () and remembered.notes == 30 and remembered.home_notes == 30
+    assert len(_steps_run(settings)) == runs_after_first
 
     rows[3]["content"] += "\n\nOne more paragraph."
     path.write_text("".join(json.dumps(r) + "\n" for r in rows))
