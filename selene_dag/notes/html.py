@@ -65,6 +65,7 @@ class _Converter(HTMLParser):
         self.row_header: list[bool] = []
         self.cell: list[str] | None = None
         self.cell_is_header = False
+        self.nested = 0  # depth of tables inside the open cell
 
     # -- text -------------------------------------------------------------------------
     def _prefix(self) -> str:
@@ -106,6 +107,12 @@ class _Converter(HTMLParser):
         if tag in _SKIPPED:
             self.skip = 1
             return
+        if self.pre and tag not in ("pre", "br"):
+            # Inside a code block only its text and line breaks count; a block (a
+            # highlighter's line as a <div> or an <li>) starts a line.
+            if (tag in _BLOCKS or tag in ("li", "tr")) and self.line and self.line[-1][-1:] != "\n":
+                self.line.append("\n")
+            return
         values = {k: v or "" for k, v in attrs}
         if tag == "head":
             self.in_head = True
@@ -138,6 +145,9 @@ class _Converter(HTMLParser):
                 self.lists[-1][1] += 1
             self.indent = "  " * max(len(self.lists) - 1, 0)
             self.line.append(marker)
+        elif tag in ("table", "tr", "td", "th") and self.cell is not None:
+            self.cell.append(" ")  # a table inside a cell: its text is the cell's
+            self.nested += tag == "table"
         elif tag == "tr":
             self._flush()
             self.row, self.row_header = [], []
@@ -168,6 +178,8 @@ class _Converter(HTMLParser):
         if self.skip:
             if tag in _SKIPPED:
                 self.skip -= 1
+            return
+        if self.pre and tag != "pre":
             return
         if tag == "head":
             self.in_head = False
@@ -206,6 +218,10 @@ class _Converter(HTMLParser):
                 self.lines.append("")
         elif tag == "li":
             self._flush()
+        elif tag in ("table", "tr", "td", "th") and self.nested:
+            self.nested -= tag == "table"
+            if self.cell is not None:
+                self.cell.append(" ")
         elif tag in ("td", "th") and self.cell is not None and self.row is not None:
             self.row.append(_SPACE.sub(" ", "".join(self.cell)).strip())
             self.row_header.append(self.cell_is_header)
@@ -253,15 +269,15 @@ class _Converter(HTMLParser):
 
     def result(self) -> HtmlNote:
         # Whatever was left open (a script, the head, a heading, a cell) ends here.
-        self.skip, self.in_head, self.in_title = 0, False, False
+        self.skip, self.in_head, self.in_title, self.nested = 0, False, False, 0
+        while self.pre:
+            self.handle_endtag("pre")
         if self.heading is not None:
             self.handle_endtag(f"h{self.heading}")
         if self.cell is not None:
             self.handle_endtag("td")
         if self.row is not None:
             self.handle_endtag("tr")
-        while self.pre:
-            self.handle_endtag("pre")
         self._flush()
         text = "\n".join(self.lines)
         self.note.text = re.sub(r"\n{3,}", "\n\n", text).strip("\n")

@@ -170,7 +170,13 @@ def test_any_tag_soup_is_read_without_raising(parts: list[str]) -> None:
         ("<p>a</p><pre> </pre><p>b", "a\n\nb"),  # an empty block leaves no fence
         ("<h2>Head <b>x", "## Head x"),
         ("<ul><li>one<li>two</ul>", "- one\n- two"),
+        # A highlighter's lines as list items or divs inside <pre>: one line each.
+        ("<pre><code><ol><li><div>a = 1</div></li><li><div>  b = 2</div></li></ol></code></pre>",
+         "```\na = 1\n  b = 2\n```"),
+        # A table inside a cell: its text is the cell's.
+        ("<table><tr><td>left</td><td><table><tr><td>x</td><td>y</td></tr></table></td></tr></table>",
+         "left | x y"),
     ],
-)
+)  # fmt: skip
 def test_elements_left_open_end_with_the_page(page: str, text: str) -> None:
     assert html_note(page).text == text
