@@ -9,61 +9,21 @@ parsed attachments of one note at a time are held, beside the file's bytes.
 
 from __future__ import annotations
 
+import html
 import io
 import re
 import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from datetime import UTC, datetime
-from html.parser import HTMLParser
 from typing import Any
 
-# ENML elements that end a line; a list item starts with a dash.
-_BLOCKS = {
-    "div", "p", "br", "li", "h1", "h2", "h3", "h4", "h5", "h6", "tr", "ul", "ol",
-    "blockquote", "pre", "hr", "table", "en-note",
-}  # fmt: skip
-_BLANK_LINES = re.compile(r"\n{3,}")
-
-
-class _EnmlText(HTMLParser):
-    """The text of an ENML document: blocks on their own lines, list items as ``- …``,
-    to-dos as ``[x]`` / ``[ ]``, attachments left out."""
-
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.parts: list[str] = []
-
-    def _line_break(self) -> None:
-        # One break per boundary: nested blocks (a <div> in a <li>) make no empty lines,
-        # and a list item's text stays on its dash's line.
-        if self.parts and not self.parts[-1].endswith(("\n", "- ")):
-            self.parts.append("\n")
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag in _BLOCKS:
-            self._line_break()
-        if tag == "li":
-            self.parts.append("- ")
-        elif tag == "en-todo":
-            self.parts.append("[x] " if dict(attrs).get("checked") == "true" else "[ ] ")
-
-    def handle_endtag(self, tag: str) -> None:
-        if tag in _BLOCKS:
-            self._line_break()
-
-    def handle_data(self, data: str) -> None:
-        self.parts.append(data.replace("\xa0", " "))
-
-    def text(self) -> str:
-        lines = (line.rstrip() for line in "".join(self.parts).splitlines())
-        return _BLANK_LINES.sub("\n\n", "\n".join(lines)).strip()
+from selene_dag.notes.html import html_note
 
 
 def enml_text(enml: str) -> str:
-    """The plain text of an ENML (XHTML) note body."""
-    parser = _EnmlText()
-    parser.feed(enml)
-    parser.close()
-    return parser.text()
+    """The text of an ENML (XHTML) note body as markdown (see :mod:`selene_dag.notes.html`:
+    Evernote's to-dos as ``[x]`` / ``[ ]``, attachments and encrypted text left out)."""
+    return html_note(enml).text
 
 
 def _date(value: str | None) -> str | None:
@@ -76,34 +36,114 @@ def _date(value: str | None) -> str | None:
         return None
 
 
-def enex_notes(raw: bytes, rel: str) -> tuple[list[dict[str, Any]], list[str]]:
+@dataclass(frozen=True)
+class _Fields:
+    """One ``<note>``'s fields as the export gives them."""
+
+    title: str | None
+    created: str
+    updated: str | None
+    tags: list[str]
+    text: str
+
+
+def _fields_of(element: ET.Element) -> _Fields:
+    tags = [t.text.strip() for t in element.findall("tag") if t.text and t.text.strip()]
+    fields = _Fields(
+        title=(element.findtext("title") or "").strip() or None,
+        created=(element.findtext("created") or "").strip(),
+        updated=element.findtext("updated"),
+        tags=tags,
+        text=enml_text(element.findtext("content") or ""),
+    )
+    element.clear()  # its attachments' base64 too
+    return fields
+
+
+_NOTE_XML = re.compile(rb"<note>.*?</note>", re.DOTALL)
+_CDATA = re.compile(r"<!\[CDATA\[|\]\]>")
+
+
+def _field(xml: str, name: str) -> list[str]:
+    return [
+        html.unescape(value).strip()
+        for value in re.findall(rf"<{name}>(.*?)</{name}>", xml, re.DOTALL)
+    ]
+
+
+def _lenient_fields(xml: str) -> _Fields:
+    """A note's fields from XML that does not parse: Evernote has exported notes whose
+    ENML holds a CDATA section of its own, which ends the content's early. Each field is
+    found by its tags, the content between ``<content>`` and the last ``</content>``,
+    every CDATA marker in it dropped."""
+    start, end = xml.find("<content>"), xml.rfind("</content>")
+    content = xml[start + len("<content>") : end] if 0 <= start < end else ""
+    if "<![CDATA[" not in content:
+        content = html.unescape(content)
+    titles, created, updated = _field(xml, "title"), _field(xml, "created"), _field(xml, "updated")
+    return _Fields(
+        title=(titles[0] if titles else "") or None,
+        created=created[0] if created else "",
+        updated=updated[0] if updated else None,
+        tags=[tag for tag in _field(xml, "tag") if tag],
+        text=enml_text(_CDATA.sub("", content)),
+    )
+
+
+def _lenient_rest(raw: bytes, seen: int) -> tuple[list[_Fields], int, bool]:
+    """The notes after the first ``seen`` of an export that stopped parsing, each read on
+    its own (leniently when it does not parse); how many were read leniently, and whether
+    the file ends inside a note (cut short: its last note is lost)."""
+    found: list[_Fields] = []
+    lenient = 0
+    chunks = list(_NOTE_XML.finditer(raw))
+    for chunk in chunks[seen:]:
+        try:
+            found.append(_fields_of(ET.fromstring(chunk.group())))
+        except ET.ParseError:
+            found.append(_lenient_fields(chunk.group().decode("utf-8", errors="replace")))
+            lenient += 1
+    tail = raw[chunks[-1].end() :] if chunks else raw
+    return found, lenient, b"<note>" in tail
+
+
+def enex_notes(raw: bytes, rel: str) -> tuple[list[dict[str, Any]], list[str], list[str]]:
     """The note objects of an Evernote export whose path in its folder is ``rel`` (id
-    ``<rel>:<created>`` when the note has a creation date), and the problems met: XML that
-    breaks off keeps the notes read before it."""
-    notes: list[dict[str, Any]] = []
+    ``<rel>:<created>`` when the note has a creation date; notes created in the same second
+    get ``#2``, ``#3``… in the order of the file), the problems met (XML that breaks off:
+    the notes read before it are kept) and notices of notes kept despite a problem (a note
+    whose XML does not parse is read field by field)."""
+    read: list[_Fields] = []
     problems: list[str] = []
+    notices: list[str] = []
+    seen = 0
     try:
         for _, element in ET.iterparse(io.BytesIO(raw), events=("end",)):
-            if element.tag != "note":
-                continue
-            created = (element.findtext("created") or "").strip()
-            title = (element.findtext("title") or "").strip() or None
-            text = enml_text(element.findtext("content") or "")
-            updated = element.findtext("updated")
-            tags = [t.text.strip() for t in element.findall("tag") if t.text and t.text.strip()]
-            element.clear()  # its attachments' base64 too
-            if not text and not title:  # an attachment alone
-                continue
-            note: dict[str, Any] = {
-                "title": title,
-                "content": text or title,
-                "created_at": _date(created),
-                "updated_at": _date(updated),
-                "tags": tags,
-            }
-            if note["created_at"]:
-                note["id"] = f"{rel}:{created}"
-            notes.append(note)
+            if element.tag == "note":
+                seen += 1
+                read.append(_fields_of(element))
     except ET.ParseError as exc:
-        problems.append(f"not valid XML after note {len(notes)} ({exc})")
-    return notes, problems
+        rest, lenient, cut = _lenient_rest(raw, seen)
+        read += rest
+        if lenient:
+            notices.append(f"{lenient} of its notes' XML did not parse; read field by field")
+        if cut or not rest:
+            problems.append(f"not valid XML after note {len(read)} ({exc})")
+    notes: list[dict[str, Any]] = []
+    same_second: dict[str, int] = {}
+    for fields in read:
+        if not fields.text and not fields.title:  # an attachment alone
+            continue
+        note: dict[str, Any] = {
+            "title": fields.title,
+            "content": fields.text or fields.title,
+            "created_at": _date(fields.created),
+            "updated_at": _date(fields.updated),
+            "tags": fields.tags,
+        }
+        if note["created_at"]:
+            count = same_second[fields.created] = same_second.get(fields.created, 0) + 1
+            suffix = f"#{count}" if count > 1 else ""
+            note["id"] = f"{rel}:{fields.created}{suffix}"
+        notes.append(note)
+    return notes, problems, notices

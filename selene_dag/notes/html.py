@@ -16,11 +16,16 @@ import re
 from dataclasses import dataclass, field
 from html.parser import HTMLParser
 
-_SKIPPED = frozenset({"script", "style", "noscript", "template", "svg", "math", "iframe", "object"})
+# en-crypt: text Evernote encrypted (unreadable without its passphrase).
+_SKIPPED = frozenset({
+    "script", "style", "noscript", "template", "svg", "math", "iframe", "object", "en-crypt",
+})  # fmt: skip
+# Elements that hold lines: each starts and ends one (Evernote writes a note's lines as
+# <div>s). A paragraph (<p>) is set apart by a blank line.
 _BLOCKS = frozenset({
     "p", "div", "section", "article", "header", "footer", "main", "aside", "nav", "figure",
     "figcaption", "dl", "dt", "dd", "address", "details", "summary", "center", "form",
-    "fieldset", "caption", "body", "html",
+    "fieldset", "caption", "body", "html", "en-note",
 })  # fmt: skip
 _HEADINGS = {f"h{n}": n for n in range(1, 7)}
 _VOID = frozenset({"br", "hr", "img", "input", "meta", "link", "wbr", "col", "area", "base"})
@@ -135,7 +140,10 @@ class _Converter(HTMLParser):
             self._break()
             self.quote += 1
         elif tag in ("ul", "ol"):
-            self._flush()
+            if self.lists:
+                self._flush()
+            else:
+                self._break()
             self.lists.append([tag == "ol", 1])
         elif tag == "li":
             self._flush()
@@ -164,10 +172,12 @@ class _Converter(HTMLParser):
             self._break()
         elif tag == "input" and values.get("type", "").lower() == "checkbox":
             self.line.append("[x] " if "checked" in values else "[ ] ")
+        elif tag == "en-todo":  # Evernote's checkbox
+            self.line.append("[x] " if values.get("checked") == "true" else "[ ] ")
         elif tag == "code" and not self.pre:
             self.line.append("`")
         elif tag in _BLOCKS:
-            self._block()
+            self._block(tag)
 
     def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         self.handle_starttag(tag, attrs)
@@ -233,15 +243,17 @@ class _Converter(HTMLParser):
         elif tag == "code" and not self.pre:
             self.line.append("`")
         elif tag in _BLOCKS:
-            self._block()
+            self._block(tag)
 
-    def _block(self) -> None:
+    def _block(self, tag: str) -> None:
         # A block inside a table cell or a list item stays on its line (Evernote wraps
         # each item's text in a <div>).
         if self.cell is not None or self.lists:
             (self.cell if self.cell is not None else self.line).append(" ")
-        else:
+        elif tag == "p":
             self._break()
+        else:
+            self._flush()
 
     def _row(self) -> None:
         cells, headers = self.row or [], self.row_header

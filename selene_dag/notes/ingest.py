@@ -405,9 +405,10 @@ def _parse_file(
     if suffix in CANVAS_SUFFIXES:
         return _parse_canvas(raw, source, rel, mtime)
     if suffix in ENEX_SUFFIXES:
-        objects, problems = enex_notes(raw, rel)
+        objects, problems, notices = enex_notes(raw, rel)
         notes, errors = _notes_of_objects(enumerate(objects, 1), source, rel, "note", "notes")
-        return notes, errors + [IngestError(source, None, problem) for problem in problems]
+        errors += [IngestError(source, None, problem) for problem in problems]
+        return notes, errors + [IngestError.note_kept(source, None, n) for n in notices]
     if suffix in HTML_SUFFIXES:
         return _parse_html(raw, source, rel, mtime)
     if suffix in TEXT_SUFFIXES and raw.lstrip()[:1] in (b"{", b"["):

@@ -349,9 +349,9 @@ def test_an_evernote_export_gives_its_notes_as_text(tmp_path: Path) -> None:
     assert starter.created_at == datetime(2024, 3, 5, 10, 15, tzinfo=UTC)
     assert starter.updated_at == datetime(2024, 3, 6, 8, 10, tzinfo=UTC)
     assert starter.content == (
-        "Feed the starter 1:1:1 by weight every 12 hours.\n"
+        "Feed the starter 1:1:1 by weight every 12 hours.\n\n"
         "- Rye flour makes it faster\n"
-        "- Keep it at 24 °C\n"
+        "- Keep it at 24 °C\n\n"
         "[x] bought rye\n"
         "[ ] new jar"
     )
@@ -365,6 +365,56 @@ def test_an_evernote_export_gives_its_notes_as_text(tmp_path: Path) -> None:
     assert [n.title for n in partial.notes] == ["Sourdough starter"]
     assert partial.errors[0].error.startswith("not valid XML after note 1")
     assert str(cut) in partial.files_failed  # the notes past the break are not deleted
+
+
+def _enex_note(title: str, created: str, enml: str) -> str:
+    return (
+        f"<note><title>{title}</title><created>{created}</created>"
+        f"<content><![CDATA[<en-note>{enml}</en-note>]]></content><tag>t</tag></note>"
+    )
+
+
+def test_evernote_notes_of_one_second_and_a_note_whose_xml_breaks_are_all_kept(
+    tmp_path: Path,
+) -> None:
+    # Notes imported in bulk share their creation second: each keeps its own id, by its
+    # place among them. A note whose ENML holds a CDATA section of its own (Evernote has
+    # exported such) ends the content's early: the XML breaks, and that note and the ones
+    # after it are read field by field instead of lost.
+    same = "20160730T111759Z"
+    broken = (
+        "<note><title>Scan</title><created>20130228T193612Z</created><content><![CDATA["
+        "<en-note><div>Receipt &amp; scan</div><![CDATA[DSCN0716.JPG]]></en-note>]]>"
+        "</content><tag>paper</tag></note>"
+    )
+    export = tmp_path / "bulk.enex"
+    export.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<en-export>'
+        + _enex_note("First", same, "<div>one</div>")
+        + _enex_note("Second", same, "<div>two</div>")
+        + broken
+        + _enex_note("Third", same, "<div>three</div>")
+        + "</en-export>"
+    )
+    result = read_notes(export)
+    notes = {n.id: n for n in result.notes}
+    assert list(notes) == [
+        f"bulk.enex:{same}",
+        f"bulk.enex:{same}#2",
+        "bulk.enex:20130228T193612Z",
+        f"bulk.enex:{same}#3",
+    ]
+    scan = notes["bulk.enex:20130228T193612Z"]
+    assert (scan.title, scan.content, scan.tags) == (
+        "Scan",
+        "Receipt & scan\nDSCN0716.JPG",
+        ("paper",),
+    )
+    assert notes[f"bulk.enex:{same}#3"].content == "three"
+    assert [(e.kept, e.error) for e in result.errors] == [
+        (True, "note kept, 1 of its notes' XML did not parse; read field by field")
+    ]
+    assert str(export) in result.files_ok
 
 
 def test_a_roam_research_export_gives_one_outline_per_page(tmp_path: Path) -> None:

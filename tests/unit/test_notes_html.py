@@ -54,7 +54,6 @@ Bring two photos and the old passport.
   - check or money order
 
 [x] Book the appointment
-
 [ ] Mail it
 
 1. Sign
