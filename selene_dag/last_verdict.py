@@ -6,8 +6,9 @@ the command asks Dagster once more; when Dagster reports nothing stale or missin
 verdict is written to ``$SELENE_HOME/last_verdict.json`` with a key of everything the
 answer depends on:
 
-- the inputs: the notes folder's data version (the one its observation records) and the
-  size and modification time of every session file under the session roots;
+- the inputs: the notes folder's data version (the one its observation records) and,
+  for a command that reads them, the size and modification time of every session file
+  under the session roots;
 - the settings (all of them) and the day of "now" (tiers and health are computed per day);
 - the code: selene-dag's Python sources, SQL and prompts, and the installed distributions
   (Dagster, DuckDB, … by name and version);
@@ -128,9 +129,11 @@ def _database(settings: Settings) -> bytes:
     return f"{stat.st_dev}:{stat.st_ino}".encode()
 
 
-def current_key(settings: Settings, scope: str) -> dict[str, str] | None:
+def current_key(settings: Settings, scope: str, *, sessions: bool = True) -> dict[str, str] | None:
     """The key a verdict on ``scope`` (the command, e.g. ``"demo"``) holds for in
-    ``settings.home`` now; None when the home has no instance history to read."""
+    ``settings.home`` now; None when the home has no instance history to read. Without
+    ``sessions`` the session files are left out of it (a command whose runs never read
+    them, as ``ingest``: an agent writing its transcript would otherwise void it)."""
     try:
         position = instance_position(settings.dagster_home.resolve())
     except (OSError, sqlite3.Error):
@@ -138,7 +141,7 @@ def current_key(settings: Settings, scope: str) -> dict[str, str] | None:
     return {
         "scope": scope,
         "notes": notes_folder_version(settings.notes_dir),
-        "sessions": _digest([_session_files(settings)]),
+        "sessions": _digest([_session_files(settings)]) if sessions else "",
         "settings": _digest([settings.model_dump_json().encode()]),
         "day": settings.now().date().isoformat(),
         "code": code_digest(),

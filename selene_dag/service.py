@@ -196,7 +196,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     require_text_path(path.resolve())
     settings = settings.replace(notes_dir=path.resolve())
     started = time.perf_counter()
-    key = last_verdict.current_key(settings, "ingest")
+    key = last_verdict.current_key(settings, "ingest", sessions=False)
     if last_verdict.holds(settings, key):
         with open_store(settings.db_path, wait=settings.lock_wait) as conn:
             return _ingest_report(conn, path, started, (), {})
@@ -215,7 +215,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         if (
             outcome.result is None
             and key is not None
-            and last_verdict.current_key(settings, "ingest") == key
+            and last_verdict.current_key(settings, "ingest", sessions=False) == key
         ):
             last_verdict.remember(settings, key)
         meta: dict[str, Any] = {}

@@ -96,12 +96,16 @@ class _Converter(HTMLParser):
             return
         if self.in_head:
             return
+        self._sink().append(data)
+
+    def _sink(self) -> list[str]:
+        """Where inline text goes: the open table cell, else the open heading, else the
+        line being read."""
         if self.cell is not None:
-            self.cell.append(data)
-        elif self.heading is not None:
-            self.heading_parts.append(data)
-        else:
-            self.line.append(data)
+            return self.cell
+        if self.heading is not None:
+            return self.heading_parts
+        return self.line
 
     # -- elements ---------------------------------------------------------------------
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
@@ -171,11 +175,11 @@ class _Converter(HTMLParser):
         elif tag == "hr":
             self._break()
         elif tag == "input" and values.get("type", "").lower() == "checkbox":
-            self.line.append("[x] " if "checked" in values else "[ ] ")
+            self._sink().append("[x] " if "checked" in values else "[ ] ")
         elif tag == "en-todo":  # Evernote's checkbox
-            self.line.append("[x] " if values.get("checked") == "true" else "[ ] ")
+            self._sink().append("[x] " if values.get("checked") == "true" else "[ ] ")
         elif tag == "code" and not self.pre:
-            self.line.append("`")
+            self._sink().append("`")
         elif tag in _BLOCKS:
             self._block(tag)
 
@@ -241,7 +245,7 @@ class _Converter(HTMLParser):
         elif tag == "table":
             self._break()
         elif tag == "code" and not self.pre:
-            self.line.append("`")
+            self._sink().append("`")
         elif tag in _BLOCKS:
             self._block(tag)
 

@@ -65,7 +65,7 @@ from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.folders import IngestScope, walk_notes_folder
 from selene_dag.notes.html import html_note
-from selene_dag.notes.joplin import is_item_name, joplin_notes, parse_item
+from selene_dag.notes.joplin import JoplinItem, is_item_name, joplin_notes, parse_item
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
 from selene_dag.notes.textbundle import bundle_info, bundle_of
@@ -202,9 +202,10 @@ def notes_folder_version(notes_dir: Path) -> str:
 
 
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
-    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, JSON(L),
-    ENEX, canvases):
-    ``path`` itself when it is a file, else the folder's files searched deeply.
+    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, HTML,
+    JSON(L), ENEX, canvases; an HTML copy of a note read from another file left out, see
+    :func:`html_twins`): ``path`` itself when it is a file, else the folder's files
+    searched deeply.
 
     Hidden files and folders (name starting with '.') are skipped, and so is everything
     inside the folders of ``skip``, inside a selene-dag home below ``path`` (its
@@ -605,7 +606,7 @@ def _joplin_items(
     link) and problems, ready for :func:`_take`. Notebooks and tags are looked up among the
     items of the same folder."""
     by_folder: dict[str, dict[str, tuple[str, str, datetime]]] = {}
-    items: dict[str, Any] = {}
+    items: dict[str, JoplinItem] = {}
     for source, rel, raw, mtime in files:
         item = parse_item(raw.decode("utf-8", errors="replace").lstrip("\ufeff"))
         if item is None:

@@ -62,6 +62,11 @@ def test_the_key_moves_with_everything_the_verdict_rests_on(tmp_path: Path) -> N
     with session.open("a") as handle:
         handle.write("\n")
     moved("sessions")
+    without = last_verdict.current_key(settings, "ingest", sessions=False)
+    with session.open("a") as handle:
+        handle.write("\n")
+    assert last_verdict.current_key(settings, "ingest", sessions=False) == without
+    moved("sessions")
     _observe(settings)
     moved("instance")
     settings.db_path.parent.mkdir(parents=True, exist_ok=True)

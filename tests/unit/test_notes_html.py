@@ -169,6 +169,9 @@ def test_any_tag_soup_is_read_without_raising(parts: list[str]) -> None:
         ("<p>a</p><pre> </pre><p>b", "a\n\nb"),  # an empty block leaves no fence
         ("<h2>Head <b>x", "## Head x"),
         ("<ul><li>one<li>two</ul>", "- one\n- two"),
+        ("<h2>Use <code>ls</code></h2><p>then</p>", "## Use `ls`\n\nthen"),
+        ("<table><tr><td><code>x</code> and <input type=checkbox checked>done</td></tr></table>",
+         "`x` and [x] done"),
         # A highlighter's lines as list items or divs inside <pre>: one line each.
         ("<pre><code><ol><li><div>a = 1</div></li><li><div>  b = 2</div></li></ol></code></pre>",
          "```\na = 1\n  b = 2\n```"),
