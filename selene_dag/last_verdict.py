@@ -129,18 +129,21 @@ def _database(settings: Settings) -> bytes:
     return f"{stat.st_dev}:{stat.st_ino}".encode()
 
 
-def current_key(settings: Settings, scope: str, *, sessions: bool = True) -> dict[str, str] | None:
+def current_key(
+    settings: Settings, scope: str, *, notes: bool = True, sessions: bool = True
+) -> dict[str, str] | None:
     """The key a verdict on ``scope`` (the command, e.g. ``"demo"``) holds for in
     ``settings.home`` now; None when the home has no instance history to read. Without
-    ``sessions`` the session files are left out of it (a command whose runs never read
-    them, as ``ingest``: an agent writing its transcript would otherwise void it)."""
+    ``notes`` or ``sessions`` the notes folder or the session files are left out of it,
+    for a command whose runs never read them (``ingest`` reads no session: an agent
+    writing its transcript would otherwise void its verdict)."""
     try:
         position = instance_position(settings.dagster_home.resolve())
     except (OSError, sqlite3.Error):
         return None
     return {
         "scope": scope,
-        "notes": notes_folder_version(settings.notes_dir),
+        "notes": notes_folder_version(settings.notes_dir) if notes else "",
         "sessions": _digest([_session_files(settings)]) if sessions else "",
         "settings": _digest([settings.model_dump_json().encode()]),
         "day": settings.now().date().isoformat(),

@@ -834,6 +834,13 @@ def distill_run(
     that ran: key, platform, path, ok, error, distilled. ``on_batch(done, total)`` reports
     progress after each run."""
     files = sessions_report.resolve_sessions(settings, ids, all_files)
+    # Dagster's last verdict that no file needs a run stands while nothing it rests on
+    # moved (see selene_dag.last_verdict): then Dagster is not loaded.
+    key = None
+    if all_files and run_config is None and instance is None:
+        key = last_verdict.current_key(settings, "distill", notes=False)
+        if last_verdict.holds(settings, key):
+            return []
     runs = _defs_runs()
     instance = instance or runs.instance_for(settings)
     if all_files:
@@ -845,6 +852,8 @@ def distill_run(
         todo = set(runs.sessions_to_run(instance, [f.session_key for f in files], changed))
         files = [f for f in files if f.session_key in todo]
     if not files:
+        if key is not None and last_verdict.current_key(settings, "distill", notes=False) == key:
+            last_verdict.remember(settings, key)
         return []
     outcome = runs.materialize_sessions(
         settings, [f.session_key for f in files], instance, run_config, on_batch=on_batch

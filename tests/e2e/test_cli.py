@@ -301,6 +301,31 @@ def test_an_unchanged_ingest_decided_once_by_dagster_is_then_decided_without_it(
     assert edited.returncode == 0 and "1 changed" in edited.stderr
 
 
+def test_distill_run_all_with_nothing_new_is_decided_without_dagster_once_dagster_said_so(
+    tmp_path,
+):
+    import shutil
+
+    roots = tmp_path / "codex"
+    shutil.copytree(FIXTURES / "codex", roots)
+    env = {
+        "SELENE_HOME": str(tmp_path / "home"),
+        "SELENE_SESSION_ROOTS": f"codex={roots}",
+        "PYTHONPROFILEIMPORTTIME": "1",
+    }
+    runs = [run("distill", "run", "--all", env=env) for _ in range(3)]
+    assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-2000:]
+    imported = [{line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines()} for r in runs]
+    assert ["dagster" in names for names in imported] == [True, True, False]
+    assert "3 session files distilled" in runs[0].stdout
+    assert all("0 session files distilled" in r.stdout for r in runs[1:])
+    new = roots / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+    with new.open("a") as handle:
+        handle.write("\n")  # the file grew: the verdict no longer stands
+    grown = run("distill", "run", "--all", env=env)
+    assert grown.returncode == 0 and "1 session file distilled" in grown.stdout
+
+
 @pytest.mark.parametrize(
     ("args", "fragment"),
     [

@@ -56,7 +56,9 @@ def test_the_key_moves_with_everything_the_verdict_rests_on(tmp_path: Path) -> N
         assert {k for k in new if new[k] != key[k]} == {field} | also
         key = new
 
+    sessions_only = last_verdict.current_key(settings, "distill", notes=False)
     (settings.notes_dir / "a.md").write_text("# A\n\nFirst note, edited.\n")
+    assert last_verdict.current_key(settings, "distill", notes=False) == sessions_only
     moved("notes")
     session = next(p for p in Path(settings.session_roots[0].path).rglob("*.jsonl"))
     with session.open("a") as handle:
