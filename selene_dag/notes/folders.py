@@ -20,6 +20,7 @@ home does not hold every note twice.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -250,16 +251,70 @@ def _is_tool_folder(folder: str) -> bool:
     return name == "logseq" and os.path.isfile(os.path.join(folder, "config.edn"))
 
 
+# A file of this name in a notes folder lists what ingest passes over there and below.
+IGNORE_FILE = ".seleneignore"
+
+
+@dataclass(frozen=True)
+class IgnoreRules:
+    """The patterns of one ``.seleneignore`` file (one per line; ``#`` starts a comment).
+    A pattern without ``/`` matches a file's or folder's name anywhere below the file's
+    folder; one with a ``/`` inside or at its start matches the path relative to that
+    folder; a trailing ``/`` matches folders only. ``*``, ``?`` and ``[...]`` are shell
+    wildcards (``*`` matching ``/`` too); lines starting with ``!`` are not supported and
+    are passed over."""
+
+    base: str
+    patterns: tuple[tuple[str, bool, bool], ...]  # (pattern, anchored, folders only)
+
+    @classmethod
+    def read(cls, folder: str) -> IgnoreRules | None:
+        """The rules of ``folder``'s ignore file; None when it has none (or it cannot be
+        read)."""
+        try:
+            with open(os.path.join(folder, IGNORE_FILE), encoding="utf-8", errors="replace") as f:
+                lines = f.read().splitlines()
+        except OSError:
+            return None
+        patterns = []
+        for line in lines:
+            text = line.strip()
+            if not text or text.startswith(("#", "!")):
+                continue
+            folders_only = text.endswith("/")
+            text = text.rstrip("/")
+            anchored = "/" in text
+            if text:
+                patterns.append((text.lstrip("/"), anchored, folders_only))
+        return cls(folder, tuple(patterns))
+
+    def matches(self, path: str, is_folder: bool) -> bool:
+        """Whether ``path`` (under :attr:`base`) is passed over."""
+        relative = os.path.relpath(path, self.base).replace(os.sep, "/")
+        name = os.path.basename(path)
+        return any(
+            fnmatch.fnmatchcase(relative if anchored else name, pattern)
+            for pattern, anchored, folders_only in self.patterns
+            if is_folder or not folders_only
+        )
+
+
 def walk_notes_folder(path: Path, skip: Sequence[Path] = ()) -> Iterator[tuple[str, list[str]]]:
     """Each folder under ``path`` that may hold notes, with its files' names that are not
     hidden. Left out: hidden folders, those of ``skip``, a selene-dag home below ``path``
-    (its distilled sessions and Dagster files are no notes) and folders of tools (Logseq's
-    ``logseq/``, ``node_modules``, a Python virtual environment)."""
+    (its distilled sessions and Dagster files are no notes), folders of tools (Logseq's
+    ``logseq/``, ``node_modules``, a Python virtual environment) and what a
+    ``.seleneignore`` file lists (:class:`IgnoreRules`) in its folder and below."""
     if not path.is_dir():
         return
     skipped = {str(folder) for folder in skip}
+    rules_of: dict[str, list[IgnoreRules]] = {}
     # os.walk, like Path.rglob, lists a symbolic link to a folder without entering it.
     for folder, subfolders, files in os.walk(path):
+        rules = list(rules_of.get(os.path.dirname(folder), []))
+        if IGNORE_FILE in files and (own := IgnoreRules.read(folder)) is not None:
+            rules.append(own)
+        rules_of[folder] = rules
         subfolders[:] = sorted(
             name
             for name in subfolders
@@ -267,5 +322,14 @@ def walk_notes_folder(path: Path, skip: Sequence[Path] = ()) -> Iterator[tuple[s
             and os.path.join(folder, name) not in skipped
             and not _is_home(os.path.join(folder, name))
             and not _is_tool_folder(os.path.join(folder, name))
+            and not any(r.matches(os.path.join(folder, name), True) for r in rules)
         )
-        yield folder, [name for name in files if not name.startswith(".")]
+        yield (
+            folder,
+            [
+                name
+                for name in files
+                if not name.startswith(".")
+                and not any(r.matches(os.path.join(folder, name), False) for r in rules)
+            ],
+        )

@@ -488,3 +488,31 @@ def test_names_that_are_not_utf8_neither_stop_an_ingest_nor_lose_a_note(
     os.mkdir(odd)
     with pytest.raises(UsageError, match=r"not\\xffutf8: the path is not UTF-8"):
         service.ingest(load_settings(), Path(os.fsdecode(odd)))
+
+
+def test_a_seleneignore_file_passes_over_what_it_lists(tmp_path: Path, home: Path) -> None:
+    folder = tmp_path / "vault"
+    _write(
+        folder,
+        {
+            ".seleneignore": "# a site built from the notes, scratch files, one draft\n"
+            "site/\n*.tmp.md\n/drafts/secret*.md\n!keep.md\n",
+            "a.md": "# Kept\n\nThe boiler is serviced in May.",
+            "b.tmp.md": "# Scratch\n\ntext",
+            "site/index.html": "<p>the built site</p>",
+            "drafts/secret-plan.md": "# Secret\n\ntext",
+            "drafts/open.md": "# Open draft\n\ntext",
+            "deep/drafts/secret-other.md": "# Not under /drafts\n\ntext",
+            "deep/site": "a file named site: only folders are passed over by 'site/'",
+            "deep/.seleneignore": "*.md\n",  # applies in deep/ and below only
+            "deep/n.md": "# Deep\n\ntext",
+        },
+    )
+    ids = sorted(n.id for n in read_notes(folder).notes)
+    assert ids == ["a.md", "drafts/open.md"]
+    report = service.ingest(load_settings(), folder)
+    assert report.notes == 2 and report.other_files == {}
+    # Listing a note file later takes its note out of the home at the next ingest.
+    (folder / ".seleneignore").write_text("site/\n*.tmp.md\ndrafts/\n")
+    report = service.ingest(load_settings(), folder)
+    assert (report.notes, report.deleted) == (1, 1)
