@@ -157,27 +157,43 @@ def _verdict_path(settings: Settings) -> Path:
     return settings.home / VERDICT_FILE
 
 
+def _stored(settings: Settings) -> dict[str, dict[str, str]]:
+    """The verdicts stored in the home, by scope; none when the file is missing or is not
+    what :func:`remember` writes."""
+    try:
+        stored = json.loads(_verdict_path(settings).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(stored, dict):
+        return {}
+    return {scope: key for scope, key in stored.items() if isinstance(key, dict)}
+
+
 def remember(settings: Settings, key: dict[str, str]) -> None:
-    """Store ``key`` as the one Dagster last found nothing to run for (replacing the file
-    whole, so a reader never sees half of it)."""
+    """Store ``key`` as the one Dagster last found nothing to run for in its scope (the
+    verdicts of other scopes kept while their instance position is this one; the file
+    replaced whole, so a reader never sees half of it)."""
+    verdicts = {
+        scope: other
+        for scope, other in _stored(settings).items()
+        if other.get("instance") == key["instance"]
+    }
+    verdicts[key["scope"]] = key
     path = _verdict_path(settings)
     partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(key, sort_keys=True, indent=1) + "\n", encoding="utf-8")
+    partial.write_text(json.dumps(verdicts, sort_keys=True, indent=1) + "\n", encoding="utf-8")
     os.replace(partial, path)
 
 
 def holds(settings: Settings, key: dict[str, str] | None) -> bool:
-    """True when ``key`` is the one stored by :func:`remember`: Dagster's verdict that
-    nothing has to run still stands. False for no key, no file or a file not readable."""
+    """True when ``key`` is the one stored by :func:`remember` for its scope: Dagster's
+    verdict that nothing has to run still stands. False for no key, no file or a file not
+    readable."""
     if key is None:
         return False
-    try:
-        stored = json.loads(_verdict_path(settings).read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return False
-    return stored == key
+    return _stored(settings).get(key["scope"]) == key
 
 
 def clear(settings: Settings) -> None:
-    """Remove the stored verdict (before a run that will change what it rested on)."""
+    """Remove the stored verdicts (before a run that will change what they rested on)."""
     _verdict_path(settings).unlink(missing_ok=True)
