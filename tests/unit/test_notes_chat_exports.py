@@ -332,6 +332,15 @@ def test_any_json_file_is_read_without_raising(tmp_path_factory, data) -> None:
         ("f.txt", data),
     ):
         (folder / name).write_text(json.dumps(value))
+    # Any value in a Joplin item's properties or an HTML page's <meta>: a date or tags that
+    # cannot be read are named, never raised.
+    text = json.dumps(data).replace("\n", " ")[:80]
+    (folder / ("a" * 32 + ".md")).write_text(
+        f"Title\n\nBody\n\nid: {'a' * 32}\nuser_created_time: {text}\ntype_: 1"
+    )
+    (folder / "g.html").write_text(
+        f'<meta name="created" content="{text.replace(chr(34), "")}"><p>{text}</p>'
+    )
     result = read_notes(folder)
     assert all(n.content is not None for n in result.notes)
 
