@@ -301,7 +301,8 @@ def ingest(
     path: Annotated[
         Path,
         typer.Argument(
-            help="Folder, file or .zip of notes: markdown, plain text, Org, HTML, canvas, JSON or JSONL, "
+            help="Folder, file or archive (.zip, .tar, .tar.gz) of notes: markdown, plain text, "
+            "Org, HTML, canvas, JSON or JSONL, "
             "or an export of ChatGPT, Claude.ai, Evernote, Notion, Google Keep, Day One, Roam, "
             "Standard Notes, Bear or Joplin."
         ),

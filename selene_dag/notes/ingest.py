@@ -86,9 +86,23 @@ ORG_SUFFIXES = (".org",)  # Emacs Org and org-roam
 # note as .json and .html) and is not read.
 HTML_SUFFIXES = (".html", ".htm")
 # Archives read inside when named alone: a zip as downloaded, Bear's backups (zips of
-# TextBundles: ``textbundle``), Joplin's JEX export (a tar of its items: ``joplin``).
-ARCHIVE_SUFFIXES = (".zip", ".bear2bk", ".bearbk", ".jex")
-_TAR_SUFFIXES = (".jex",)
+# TextBundles: ``textbundle``); a tar (plain or compressed) and Joplin's JEX export (a tar
+# of its items: ``joplin``).
+ZIP_SUFFIXES = (".zip", ".bear2bk", ".bearbk")
+TAR_SUFFIXES = (".jex", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
+
+
+def _archive_reader(name: str) -> Callable[..., Any] | None:
+    """How to list an archive named ``name`` (zip or tar, by its suffix); None for a file
+    that is no archive."""
+    lowered = name.lower()
+    if lowered.endswith(ZIP_SUFFIXES):
+        return _zip_members
+    if lowered.endswith(TAR_SUFFIXES):
+        return _tar_members
+    return None
+
+
 CANVAS_SUFFIXES = (".canvas",)  # JSON Canvas: Obsidian's canvases
 NOTE_SUFFIXES = (
     MARKDOWN_SUFFIXES
@@ -319,8 +333,8 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             result.errors.append(IngestError(source, None, f"cannot read: {exc.strerror or exc}"))
             result.files_failed.append(source)
             continue
-        if file == root and file.suffix.lower() in ARCHIVE_SUFFIXES:  # as downloaded
-            read_members = _tar_members if file.suffix.lower() in _TAR_SUFFIXES else _zip_members
+        read_members = _archive_reader(file.name) if file == root else None
+        if read_members is not None:  # an archive named alone, as downloaded
             members, errors = read_members(file, source, mtime)
             if not members and not errors:
                 errors = [IngestError(source, None, "the archive holds no note file")]

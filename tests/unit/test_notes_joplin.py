@@ -133,3 +133,19 @@ def test_an_encrypted_item_is_named_not_stored(tmp_path: Path) -> None:
 def test_parse_item_never_raises(text: str) -> None:
     item = parse_item(text)
     assert item is None or item.type >= 0
+
+
+def test_a_tar_of_notes_named_alone_is_read_inside(tmp_path: Path) -> None:
+    # The same reading as a JEX for any tar, plain or compressed (a backup of a notes
+    # folder): ids are paths inside it.
+    folder = tmp_path / "notes"
+    (folder / "work").mkdir(parents=True)
+    (folder / "a.md").write_text("# Boiler\n\nServiced in May.\n")
+    (folder / "work" / "b.md").write_text("# Standup\n\nMoved to ten.\n")
+    (folder / "work" / "photo.png").write_bytes(b"\x89PNG")
+    for name, mode in (("backup.tar", "w"), ("backup.tar.gz", "w:gz"), ("backup.tgz", "w:gz")):
+        with tarfile.open(tmp_path / name, mode) as tarred:
+            tarred.add(folder, arcname="notes")
+        result = read_notes(tmp_path / name)
+        assert result.errors == []
+        assert sorted(n.id for n in result.notes) == ["notes/a.md", "notes/work/b.md"]
