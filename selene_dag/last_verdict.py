@@ -85,7 +85,9 @@ def code_digest(roots: Iterable[tuple[Path, tuple[str, ...]]] | None = None) -> 
 
 
 def _last_row(database: Path, query: str) -> str:
-    with closing(sqlite3.connect(f"file:{database}?mode=ro", uri=True)) as conn:
+    # As a URI (read-only), quoted: a home's path may hold "?" or "#".
+    uri = database.resolve().as_uri() + "?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as conn:
         return repr(conn.execute(query).fetchone())
 
 
