@@ -44,6 +44,7 @@ from selene_dag.notes.context_notes import (
 from selene_dag.notes.folders import (
     find_folder,
     folder_counts,
+    ignored_paths,
     ingest_scope,
     require_text_path,
 )
@@ -133,6 +134,8 @@ class IngestReport:
     # When the folder gave notes and the ingest ran: its documents of kinds ingest does not
     # read (``DOCUMENT_SUFFIXES``: PDF, Word, reStructuredText…) by suffix.
     documents_left_out: dict[str, int] = field(default_factory=dict)
+    # When the ingest ran: files and folders its .seleneignore files list (a folder once).
+    passed_over: int = 0
 
 
 SKIPPED_SHOWN = 20
@@ -161,6 +164,12 @@ def documents_left_out_hint(report: IngestReport) -> str:
     found = ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
     total = plural(sum(report.documents_left_out.values()), "file")
     return f"left out: {total} of kinds ingest does not read ({found}); it reads {INGEST_READS}"
+
+
+def passed_over_hint(report: IngestReport) -> str:
+    """One line counting what the folder's ``.seleneignore`` files made ingest pass over."""
+    what = plural(report.passed_over, "file or folder", "files or folders")
+    return f"passed over: {what} listed in .seleneignore"
 
 
 def skipped_inputs(
@@ -256,6 +265,7 @@ def _ingest_report(
         moved_from=str(meta.get("moved_from", "")),
         other_files=other_files(path) if not folder_notes and not skipped_total else {},
         documents_left_out=_documents_left_out(path) if folder_notes and ran else {},
+        passed_over=len(ignored_paths(path)) if ran else 0,
     )
 
 

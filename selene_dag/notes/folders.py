@@ -299,12 +299,15 @@ class IgnoreRules:
         )
 
 
-def walk_notes_folder(path: Path, skip: Sequence[Path] = ()) -> Iterator[tuple[str, list[str]]]:
+def walk_notes_folder(
+    path: Path, skip: Sequence[Path] = (), passed_over: list[str] | None = None
+) -> Iterator[tuple[str, list[str]]]:
     """Each folder under ``path`` that may hold notes, with its files' names that are not
     hidden. Left out: hidden folders, those of ``skip``, a selene-dag home below ``path``
     (its distilled sessions and Dagster files are no notes), folders of tools (Logseq's
     ``logseq/``, ``node_modules``, a Python virtual environment) and what a
-    ``.seleneignore`` file lists (:class:`IgnoreRules`) in its folder and below."""
+    ``.seleneignore`` file lists (:class:`IgnoreRules`) in its folder and below; the paths
+    of those are added to ``passed_over`` when it is given."""
     if not path.is_dir():
         return
     skipped = {str(folder) for folder in skip}
@@ -315,21 +318,32 @@ def walk_notes_folder(path: Path, skip: Sequence[Path] = ()) -> Iterator[tuple[s
         if IGNORE_FILE in files and (own := IgnoreRules.read(folder)) is not None:
             rules.append(own)
         rules_of[folder] = rules
-        subfolders[:] = sorted(
-            name
-            for name in subfolders
-            if not name.startswith(".")
-            and os.path.join(folder, name) not in skipped
-            and not _is_home(os.path.join(folder, name))
-            and not _is_tool_folder(os.path.join(folder, name))
-            and not any(r.matches(os.path.join(folder, name), True) for r in rules)
-        )
-        yield (
-            folder,
-            [
-                name
-                for name in files
-                if not name.startswith(".")
-                and not any(r.matches(os.path.join(folder, name), False) for r in rules)
-            ],
-        )
+        kept_folders, kept_files = [], []
+        for name in subfolders:
+            full = os.path.join(folder, name)
+            if name.startswith(".") or full in skipped or _is_home(full) or _is_tool_folder(full):
+                continue
+            if any(r.matches(full, True) for r in rules):
+                if passed_over is not None:
+                    passed_over.append(full)
+                continue
+            kept_folders.append(name)
+        for name in files:
+            if name.startswith("."):
+                continue
+            if any(r.matches(os.path.join(folder, name), False) for r in rules):
+                if passed_over is not None:
+                    passed_over.append(os.path.join(folder, name))
+                continue
+            kept_files.append(name)
+        subfolders[:] = sorted(kept_folders)
+        yield folder, kept_files
+
+
+def ignored_paths(path: Path) -> list[str]:
+    """The files and folders under ``path`` that a ``.seleneignore`` file lists (a folder
+    once, not the files in it)."""
+    found: list[str] = []
+    for _ in walk_notes_folder(path, passed_over=found):
+        pass
+    return found

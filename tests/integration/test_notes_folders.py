@@ -512,6 +512,10 @@ def test_a_seleneignore_file_passes_over_what_it_lists(tmp_path: Path, home: Pat
     assert ids == ["a.md", "drafts/open.md"]
     report = service.ingest(load_settings(), folder)
     assert report.notes == 2 and report.other_files == {}
+    # site/, b.tmp.md, drafts/secret-plan.md, and in deep/ n.md and drafts/secret-other.md.
+    assert service.passed_over_hint(report) == (
+        "passed over: 5 files or folders listed in .seleneignore"
+    )
     # Listing a note file later takes its note out of the home at the next ingest.
     (folder / ".seleneignore").write_text("site/\n*.tmp.md\ndrafts/\n")
     report = service.ingest(load_settings(), folder)
