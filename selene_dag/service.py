@@ -44,7 +44,6 @@ from selene_dag.notes.context_notes import (
 from selene_dag.notes.folders import (
     find_folder,
     folder_counts,
-    ignored_paths,
     ingest_scope,
     require_text_path,
 )
@@ -249,6 +248,11 @@ def _ingest_report(
         [scope.id_prefix, prefix],
     ).fetchone()
     skipped, skipped_total = skipped_inputs(conn, prefix)
+    # One walk of the folder serves the three hints: what it holds when it gave no note,
+    # its documents ingest does not read and what .seleneignore passed over (after a run).
+    unread = not folder_notes and not skipped_total
+    passed_over: list[str] = []
+    others = other_files(path, passed_over) if unread or ran else {}
     return IngestReport(
         path=path,
         notes=int(folder_notes),
@@ -263,9 +267,13 @@ def _ingest_report(
         id_prefix=scope.id_prefix,
         home_notes=int(home_notes),
         moved_from=str(meta.get("moved_from", "")),
-        other_files=other_files(path) if not folder_notes and not skipped_total else {},
-        documents_left_out=_documents_left_out(path) if folder_notes and ran else {},
-        passed_over=len(ignored_paths(path)) if ran else 0,
+        other_files=others if unread else {},
+        documents_left_out=(
+            {k: n for k, n in others.items() if k in DOCUMENT_SUFFIXES}
+            if folder_notes and ran
+            else {}
+        ),
+        passed_over=len(passed_over) if ran else 0,
     )
 
 
@@ -304,10 +312,6 @@ def forget(settings: Settings, target: str) -> ForgetReport:
     return ForgetReport(
         key, folder, forgotten, int(live), time.perf_counter() - started, tuple(outcome.selected)
     )
-
-
-def _documents_left_out(path: Path) -> dict[str, int]:
-    return {k: n for k, n in other_files(path).items() if k in DOCUMENT_SUFFIXES}
 
 
 @dataclass(frozen=True)

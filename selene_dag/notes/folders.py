@@ -338,12 +338,3 @@ def walk_notes_folder(
             kept_files.append(name)
         subfolders[:] = sorted(kept_folders)
         yield folder, kept_files
-
-
-def ignored_paths(path: Path) -> list[str]:
-    """The files and folders under ``path`` that a ``.seleneignore`` file lists (a folder
-    once, not the files in it)."""
-    found: list[str] = []
-    for _ in walk_notes_folder(path, passed_over=found):
-        pass
-    return found

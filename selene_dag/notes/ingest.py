@@ -284,14 +284,15 @@ DOCUMENT_SUFFIXES = frozenset({
 })  # fmt: skip
 
 
-def other_files(path: Path) -> dict[str, int]:
+def other_files(path: Path, passed_over: list[str] | None = None) -> dict[str, int]:
     """The files under ``path`` that :func:`note_files` leaves out for their type (hidden
     ones and the folders it passes over aside), counted by suffix (``""`` for none): what
     to tell someone whose folder gave no note, or held documents beside its notes. A file
     named as a note file beside it is that note's second copy (a Keep note's ``.html``
-    beside its ``.json``) and is not counted."""
+    beside its ``.json``) and is not counted. The files and folders a ``.seleneignore``
+    lists are added to ``passed_over`` when it is given."""
     counts: dict[str, int] = {}
-    for folder, files in walk_notes_folder(path):
+    for folder, files in walk_notes_folder(path, passed_over=passed_over):
         notes = {os.path.splitext(name)[0] for name in files if _is_note_file(folder, name)}
         for name in files:
             stem, suffix = os.path.splitext(name)
