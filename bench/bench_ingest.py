@@ -6,7 +6,9 @@ the same text. With ``--distinct`` each copy after the first also has its words 
 letters or more swapped for other words of the corpus of the same length (one random
 permutation per copy): the same size and the same kind of text, but no passage repeats,
 so nothing that is computed once per distinct passage (embeddings) is shared between
-copies, as in a user's own 10,000 notes (``make bench`` runs both corpora). Each ingest
+copies, as in a user's own 10,000 notes. With ``--folder`` the notes are markdown files
+with front matter (``copy<n>/<topic>/<name>.md``), as a notes app keeps them, instead of
+one JSONL file: every file is looked at by each ingest (``make bench`` runs the three). Each ingest
 goes through the service layer on one persistent Dagster instance, as ``selene-dag
 ingest`` does. Figures, each against the fresh ingest of the same run:
 
@@ -88,6 +90,26 @@ def write_corpus(path: Path, count: int, edited: int | None = None, distinct: bo
     path.write_text("\n".join(out) + "\n", encoding="utf-8")
 
 
+def write_folder(path: Path, count: int, edited: int | None = None, distinct: bool = False) -> None:
+    """The notes of :func:`write_corpus` as a folder of markdown files, as a notes app keeps
+    them (``copy<n>/<topic>/<name>.md``, dates in front matter); only files whose text
+    differs from what is on disk are written, so an edit touches one file."""
+    staging = path.with_suffix(".jsonl")
+    write_corpus(staging, count, edited, distinct)
+    for line in staging.read_text(encoding="utf-8").splitlines():
+        note = json.loads(line)
+        text = (
+            f"---\ncreated: {note['created_at']}\nupdated: {note['updated_at']}\n---\n"
+            f"{note['content']}\n"
+        )
+        target = path / note["id"]
+        if target.is_file() and target.read_text(encoding="utf-8") == text:
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    staging.unlink()
+
+
 def _steps(settings, report: service.IngestReport) -> str:
     """Seconds per step of the newest run of the home's instance (empty with no run)."""
     from selene_dag.defs import runs
@@ -105,25 +127,29 @@ def _steps(settings, report: service.IngestReport) -> str:
     return ", ".join(parts)
 
 
-def measure(count: int, show_steps: bool, distinct: bool = False) -> list[BenchRow]:
-    """Fresh, unchanged and one-edit ingests of ``count`` notes; rows as described."""
+def measure(
+    count: int, show_steps: bool, distinct: bool = False, folder: bool = False
+) -> list[BenchRow]:
+    """Fresh, unchanged and one-edit ingests of ``count`` notes (one JSONL file, or with
+    ``folder`` one markdown file each); rows as described."""
+    write = write_folder if folder else write_corpus
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp) / "home"
-        corpus = Path(tmp) / "notes.jsonl"
-        write_corpus(corpus, count, distinct=distinct)
+        corpus = Path(tmp) / ("notes" if folder else "notes.jsonl")
+        write(corpus, count, distinct=distinct)
         settings = load_settings({"SELENE_LLM": "extractive"}, home=home)
         timings = {}
         reports = {}
         for label, edited in (("fresh", None), ("unchanged", None), ("one edit", count // 2)):
             if edited is not None:
-                write_corpus(corpus, count, edited, distinct)
+                write(corpus, count, edited, distinct)
             started = time.perf_counter()
             reports[label] = service.ingest(settings, corpus)
             timings[label] = time.perf_counter() - started
             if show_steps:
                 print(f"{label}: {timings[label]:.1f} s; {_steps(settings, reports[label])}")
     fresh = timings["fresh"]
-    kind = "distinct notes" if distinct else "notes"
+    kind = ("distinct notes" if distinct else "notes") + (" (files)" if folder else "")
     rows = [
         BenchRow(
             f"ingest {count:,} {kind}: fresh",
@@ -155,9 +181,13 @@ def measure(count: int, show_steps: bool, distinct: bool = False) -> list[BenchR
 
 
 def run() -> list[BenchRow]:
-    """The rows at the default scale (see the module docstring), for the repeated corpus
-    and for the distinct one."""
-    return measure(NOTES, show_steps=False) + measure(NOTES, show_steps=False, distinct=True)
+    """The rows at the default scale (see the module docstring), for the repeated corpus,
+    for the distinct one, and for the repeated one as a folder of markdown files."""
+    return (
+        measure(NOTES, show_steps=False)
+        + measure(NOTES, show_steps=False, distinct=True)
+        + measure(NOTES, show_steps=False, folder=True)
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -167,8 +197,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--distinct", action="store_true", help="copies with their words swapped: no repeats"
     )
+    parser.add_argument(
+        "--folder", action="store_true", help="one markdown file per note instead of one JSONL"
+    )
     args = parser.parse_args(argv)
-    print_rows(measure(args.notes, args.steps, args.distinct))
+    print_rows(measure(args.notes, args.steps, args.distinct, args.folder))
     return 0
 
 

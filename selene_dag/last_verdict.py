@@ -145,7 +145,7 @@ def current_key(
         return None
     return {
         "scope": scope,
-        "notes": notes_folder_version(settings.notes_dir) if notes else "",
+        "notes": notes_folder_version(settings.notes_dir, settings.home) if notes else "",
         "sessions": _digest([_session_files(settings)]) if sessions else "",
         "settings": _digest([settings.model_dump_json().encode()]),
         "day": settings.now().date().isoformat(),

@@ -94,7 +94,8 @@ SUMMARY_PARTITIONS = dg.MonthlyPartitionsDefinition(
 )
 def notes_source(selene: SeleneResource) -> dg.DataVersion:
     """Observe the notes folder and return the hash of its notes as the data version."""
-    return dg.DataVersion(notes_folder_version(selene.settings().notes_dir))
+    settings = selene.settings()
+    return dg.DataVersion(notes_folder_version(settings.notes_dir, settings.home))
 
 
 # Metadata of a raw_notes run that forgot a folder: the next ingest reads its folder again
@@ -153,7 +154,7 @@ def raw_notes(
         )
     with selene.connection() as conn:
         scope = ingest_scope(conn, notes_dir)
-        result = read_notes(notes_dir, scope)
+        result = read_notes(notes_dir, scope, settings.home)
         for error in result.errors:
             where = f"{error.source}:{error.line}" if error.line else error.source
             context.log.warning(f"skipped {where}: {error.error}")

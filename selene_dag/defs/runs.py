@@ -306,7 +306,7 @@ def observe_notes_folder(instance: dg.DagsterInstance, settings: Settings) -> No
         extract_data_version_from_entry,
     )
 
-    version = notes_folder_version(settings.notes_dir)
+    version = notes_folder_version(settings.notes_dir, settings.home)
     record = instance.get_latest_data_version_record(notes_source.key, is_source=True)
     if record is not None:
         recorded = extract_data_version_from_entry(record.event_log_entry)

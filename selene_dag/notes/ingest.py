@@ -42,7 +42,7 @@ import re
 import tarfile
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
@@ -63,6 +63,7 @@ from selene_dag.notes.canvas import canvas_text, is_canvas
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
+from selene_dag.notes.file_cache import Entry, FileCache, now_ns, stamp_of
 from selene_dag.notes.folders import IngestScope, walk_notes_folder
 from selene_dag.notes.html import html_note
 from selene_dag.notes.joplin import JoplinItem, is_item_name, joplin_notes, parse_item
@@ -122,6 +123,9 @@ _NAME_DATE = re.compile(r"(?<!\d)(\d{4})[-_.](\d{2})[-_.](\d{2})(?!\d)")
 # 20240305101500-slug.org, Obsidian's unique note prefix 202403051015).
 _NAME_STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?(?!\d)")
 _T = TypeVar("_T")
+# libyaml's loader when PyYAML was built with it (its wheels are): front matter is read for
+# every markdown note, and the pure-Python loader took two thirds of reading a vault.
+_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -191,28 +195,46 @@ def notes_data_version(pairs: Iterable[tuple[str, str]]) -> str:
     return _text.hash_rows(sorted(pairs))
 
 
-def source_version(path: Path) -> str:
+def source_version(path: Path, home: Path | None = None) -> str:
     """Data version of the notes at ``path`` as seen without the database: a hash of the
     absolute path and of every note file's relative path and bytes (so the same files in
     two folders differ, and a file touched without a change does not). Reading bytes costs
     a fraction of parsing the notes; a change that leaves every note's content as it was
-    re-runs ``raw_notes``, whose own data version then stays the same."""
+    re-runs ``raw_notes``, whose own data version then stays the same. With ``home``, a
+    file whose stat is unchanged since the last look is not read again (its digest is
+    kept in the home's :class:`~selene_dag.notes.file_cache.FileCache`)."""
     base = path.expanduser().resolve()
     digest = hashlib.sha256(str(base).encode("utf-8", "surrogatepass"))
+    files = FileCache(home, base, "digests")
     for file in note_files(base):
         name = file.name if base.is_file() else file.relative_to(base).as_posix()
         digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"\0")
         try:
-            digest.update(file.read_bytes())
+            digest.update(_file_digest(files, file))
         except OSError as exc:  # unreadable now: its error text is part of the version
             digest.update(str(exc).encode("utf-8", "surrogatepass"))
+    files.save()
     return digest.hexdigest()[:32]
 
 
-def notes_folder_version(notes_dir: Path) -> str:
+def _file_digest(files: FileCache, file: Path) -> bytes:
+    """The sha256 of ``file``'s bytes, from ``files`` when its stat is unchanged."""
+    source = str(file)
+    looked_at = now_ns()
+    st = file.stat()
+    entry = files.get(source, st)
+    if entry is not None:
+        return entry.digest
+    found = hashlib.sha256(file.read_bytes()).digest()
+    files.put(source, st, looked_at, Entry(stamp_of(st), found))
+    return found
+
+
+def notes_folder_version(notes_dir: Path, home: Path | None = None) -> str:
     """The data version the notes folder's observation records for ``notes_dir``: its
-    :func:`source_version`, or that of no notes when the folder is missing."""
-    return source_version(notes_dir) if notes_dir.exists() else notes_data_version([])
+    :func:`source_version` (``home``: whose file cache to use), or that of no notes when
+    the folder is missing."""
+    return source_version(notes_dir, home) if notes_dir.exists() else notes_data_version([])
 
 
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
@@ -302,12 +324,16 @@ def other_files(path: Path, passed_over: list[str] | None = None) -> dict[str, i
     return counts
 
 
-def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResult:
+def read_notes(
+    path: Path | str, scope: IngestScope | None = None, home: Path | None = None
+) -> IngestResult:
     """Read every note under ``path`` (folder or single file); never raises for bad content.
 
     Without ``scope`` a note's id is its id inside ``path`` (for a file: inside its folder).
     With ``scope`` (whose ``path`` is ``path``) ids are home-wide, ``<key>/<id inside the
-    scope's folder>``, and the registered folders of ``scope.skip`` are left out.
+    scope's folder>``, and the registered folders of ``scope.skip`` are left out. With
+    ``home``, a file whose stat is unchanged since it was last parsed is not read again:
+    its notes and problems come from the home's file cache (:mod:`.file_cache`).
     Raises FileNotFoundError only when ``path`` itself does not exist.
     """
     root = Path(path).expanduser()
@@ -319,22 +345,37 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
     result = IngestResult()
     seen: dict[str, str] = {}
     files = note_files(root, scope.skip if scope else ())
+    # os.walk enters no linked folder, so below a root that is its own real path only a
+    # file that is itself a link needs resolving (resolving each file cost a tenth of a
+    # vault's read).
+    real_root = root.is_dir() and str(root) == os.path.realpath(root)
+    # A file named alone is parsed again when it changes; only a folder's unchanged files
+    # are worth keeping parsed.
+    parsed_files = FileCache(home if root.is_dir() else None, root.resolve(), "parsed")
     joplin = _joplin_folder_items([f for f in files if is_item_name(f.name)], base)
     for file in files:
         if str(file) in joplin:  # an item of a Joplin export folder, read with the others
             _take(result, seen, scope, *joplin[str(file)])
             continue
-        resolved = str(file.resolve())
+        resolved = str(file) if real_root and not file.is_symlink() else str(file.resolve())
         source = _text.path_text(resolved)
         rel = _text.path_text(file.relative_to(base).as_posix())
+        read_members = _archive_reader(file.name) if file == root else None
         try:
-            raw = file.read_bytes()
-            mtime = datetime.fromtimestamp(file.stat().st_mtime, tz=UTC)
+            looked_at = now_ns()
+            st = file.stat()
+            known = parsed_files.get(str(file), st) if read_members is None else None
+            if known is not None and known.parsed is not None and known.rel == rel:
+                parsed = _unfrozen(known.parsed[0])
+                raw = b""
+            else:
+                known = None
+                raw = file.read_bytes()
+            mtime = datetime.fromtimestamp(st.st_mtime, tz=UTC)
         except OSError as exc:  # unreadable, or gone since the folder was listed
             result.errors.append(IngestError(source, None, f"cannot read: {exc.strerror or exc}"))
             result.files_failed.append(source)
             continue
-        read_members = _archive_reader(file.name) if file == root else None
         if read_members is not None:  # an archive named alone, as downloaded
             members, errors = read_members(file, source, mtime)
             if not members and not errors:
@@ -355,7 +396,10 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
                 if parsed is not None:
                     _take(result, seen, scope, member_source, *parsed)
             continue
-        parsed = _parse_file(raw, source, rel, mtime)
+        if known is None:
+            parsed = _parse_file(raw, source, rel, mtime)
+            entry = Entry(stamp_of(st), b"", rel, (_frozen(parsed),))
+            parsed_files.put(str(file), st, looked_at, entry)
         if parsed is not None and bundle_of(rel) is not None:
             parsed = _with_bundle_info(parsed, _read_if_there(file.parent / "info.json"))
         if parsed is None:  # valid JSON, but no notes in it
@@ -372,7 +416,33 @@ def read_notes(path: Path | str, scope: IngestScope | None = None) -> IngestResu
             reason = "its file name is not UTF-8 (stored with those bytes written \\xNN)"
             errors.append(IngestError.note_kept(source, None, reason))
         _take(result, seen, scope, source, notes, errors)
+    parsed_files.save()
     return result
+
+
+_Parsed = tuple[list[NoteRecord], list[IngestError]]
+_NOTE_FIELDS = tuple(f.name for f in fields(NoteRecord))
+_ERROR_FIELDS = tuple(f.name for f in fields(IngestError))
+
+
+def _frozen(parsed: _Parsed | None) -> Any:
+    """A parse result as the file cache keeps it: plain tuples of the records' fields
+    (loaded about twice as fast as pickled dataclasses)."""
+    if parsed is None:
+        return None
+    notes, errors = parsed
+    return (
+        [tuple(getattr(n, f) for f in _NOTE_FIELDS) for n in notes],
+        [tuple(getattr(e, f) for f in _ERROR_FIELDS) for e in errors],
+    )
+
+
+def _unfrozen(kept: Any) -> _Parsed | None:
+    """A kept parse result as :func:`_parse_file` returns it."""
+    if kept is None:
+        return None
+    notes, errors = kept
+    return [NoteRecord(*n) for n in notes], [IngestError(*e) for e in errors]
 
 
 def _read_if_there(path: Path) -> bytes | None:
@@ -688,7 +758,7 @@ def _parse_markdown(
     if match:
         broken = None
         try:
-            loaded = yaml.safe_load(match.group(1))
+            loaded = yaml.load(match.group(1), Loader=_YAML_LOADER)
         except yaml.YAMLError as exc:
             broken = str(exc).splitlines()[0] if str(exc) else "YAML error"
         else:
