@@ -8,15 +8,15 @@ at a few MB/s. With a :class:`FileCache`, a file whose size, modification time, 
 and inode are those of the last read gives back its stored digest and parse result.
 
 Safety: the change time (``st_ctime_ns``) moves on every write and cannot be set back by a
-program (``touch -d`` sets the modification time, not it). A file is kept only when its
-change time is at least ``RACY_SECONDS`` older than the moment it was looked at, as git
-treats its index: a write in the same clock tick as the read would leave the stat as it was.
-Any doubt (a cache file that does not load, another version of the reading code, a stat
-that differs in one field) means the file is read again; the cache never decides what a
-note holds, only whether a read may be skipped. The cache is an SQLite file in the
-home's ``cache/`` folder, one per notes folder (SQLite, not the DuckDB store: the folder
-is observed by processes that must not hold the store's lock), and a walk writes only the
-files that changed.
+program short of setting the system clock (``touch -d`` sets the modification time, not
+it). A file is kept only when its change time is at least ``RACY_SECONDS`` older than the
+moment it was looked at, as git treats its index: a write in the same clock tick as the
+read would leave the stat as it was. Any doubt (a cache file that does not load, another
+version of the reading code, a stat that differs in one field) means the file is read
+again; the cache never decides what a note holds, only whether a read may be skipped. The
+cache is an SQLite file in the home's ``cache/`` folder, one per notes folder (SQLite, not
+the DuckDB store: the folder is observed by processes that must not hold the store's
+lock), and a walk writes only the files that changed.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ import hashlib
 import os
 import pickle
 import sqlite3
+import sys
 import time
 from dataclasses import dataclass
 from functools import cache
@@ -48,9 +49,8 @@ def stamp_of(st: os.stat_result) -> Stamp:
 @dataclass(frozen=True)
 class Entry:
     """One file as last read: its stamp, the sha256 of its bytes (empty in a ``parsed``
-    cache), and (``rel``,
-    ``parsed``) the path it was parsed under and, as a 1-tuple, what parsing gave (None
-    when the file was only hashed)."""
+    cache), the path it was parsed under (``rel``) and, as a 1-tuple, what parsing gave
+    (``parsed``; None when the file was only hashed)."""
 
     stamp: Stamp
     digest: bytes
@@ -61,10 +61,10 @@ class Entry:
 @cache
 def _code_key() -> str:
     """A digest of the code that turns a note file into notes (this package, the text
-    helpers, settings' date parsing) and of PyYAML's version: a cache written by other
-    code is not used."""
+    helpers, settings' date parsing), of Python's and PyYAML's versions and of whether
+    libyaml is used: a cache written by other code is not used."""
     package = Path(__file__).resolve().parent
-    digest = hashlib.sha256(yaml.__version__.encode())
+    digest = hashlib.sha256(f"{sys.version}|{yaml.__version__}|{yaml.__with_libyaml__}".encode())
     sources = [
         *sorted(package.glob("*.py")),
         package.parent / "text.py",

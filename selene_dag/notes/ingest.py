@@ -206,8 +206,9 @@ def source_version(path: Path, home: Path | None = None) -> str:
     base = path.expanduser().resolve()
     digest = hashlib.sha256(str(base).encode("utf-8", "surrogatepass"))
     files = FileCache(home, base, "digests")
+    inside = len(str(base).rstrip(os.sep) + os.sep)
     for file in note_files(base):
-        name = file.name if base.is_file() else file.relative_to(base).as_posix()
+        name = file.name if base.is_file() else str(file)[inside:].replace(os.sep, "/")
         digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"\0")
         try:
             digest.update(_file_digest(files, file))
@@ -252,14 +253,21 @@ def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
         return [path]
     found = []
     for folder, files in walk_notes_folder(path, skip):
-        twins = html_twins(files)
+        twins = html_twins(files) if any(_is_html(name) for name in files) else ()
         for name in files:
             if not _is_note_file(folder, name) or name in twins:
                 continue
             full = os.path.join(folder, name)
             if os.path.isfile(full):  # not a broken link, a pipe or a socket
-                found.append(Path(full))
-    return sorted(found)
+                found.append(full)
+    # Sorted as paths sort (part by part), on strings: comparing Path objects took a
+    # fifth of listing a vault of 10,000 files.
+    found.sort(key=lambda full: full.split(os.sep))
+    return [Path(full) for full in found]
+
+
+def _is_html(name: str) -> bool:
+    return os.path.splitext(name)[1].lower() in HTML_SUFFIXES
 
 
 def _is_note_file(folder: str, name: str) -> bool:
