@@ -39,6 +39,7 @@ from selene_dag.defs.metadata import (
     markdown_table,
 )
 from selene_dag.defs.resources import SeleneResource
+from selene_dag.notes import file_cache
 from selene_dag.notes.context_notes import (
     KEEP_COUNTS_SQL,
     full_tokens,
@@ -190,6 +191,7 @@ def _forget(key: str, selene: SeleneResource) -> dg.MaterializeResult:
     with selene.connection() as conn:
         key, folder = find_folder(conn, key)
         forgotten = forget_folder(conn, key, folder, selene.settings().now())
+        file_cache.forget(selene.settings().home, folder)
         version = stored_notes_version(conn)
         live = conn.execute("SELECT count(*) FROM notes WHERE deleted_at IS NULL").fetchone()[0]
     return dg.MaterializeResult(

@@ -76,6 +76,18 @@ def _code_key() -> str:
     return digest.hexdigest()[:16]
 
 
+def cache_path(home: Path, folder: Path) -> Path:
+    """The cache file of the notes folder ``folder`` (a resolved path) in ``home``."""
+    name = hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return home / CACHE_FOLDER / f"notes-{name}.sqlite"
+
+
+def forget(home: Path, folder: Path) -> None:
+    """Delete what is kept of the notes folder ``folder`` (a forgotten folder's files)."""
+    with contextlib.suppress(OSError):
+        cache_path(home, folder).unlink()
+
+
 class FileCache:
     """The entries of one notes folder, in ``home``'s cache folder (nothing is kept when
     ``home`` is None). ``kind`` names what the entries hold (``digests`` for the folder's
@@ -93,8 +105,7 @@ class FileCache:
         self._changed: dict[str, Entry] = {}
         if home is None:
             return
-        name = hashlib.sha256(str(folder).encode("utf-8", "surrogatepass")).hexdigest()[:24]
-        path = home / CACHE_FOLDER / f"notes-{name}.sqlite"
+        path = cache_path(home, folder)
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(path, timeout=1.0, isolation_level=None)

@@ -16,6 +16,7 @@ import pytest
 from selene_dag import service
 from selene_dag.config import load_settings
 from selene_dag.defs.runs import materialize
+from selene_dag.notes.file_cache import cache_path
 from selene_dag.notes.folders import ingest_scope
 from selene_dag.notes.ingest import content_hash, read_notes
 from selene_dag.retrieval.evaluate import Question, applicable
@@ -146,8 +147,11 @@ def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
 
     runner = CliRunner()
     env = {"SELENE_HOME": str(home)}
+    kept = cache_path(home, a.resolve())  # what was read from its files, by their stat
+    assert kept.is_file()
     outcome = runner.invoke(app, ["forget", "a"], env=env)
     assert outcome.exit_code == 0, outcome.output
+    assert not kept.exists() and cache_path(home, b.resolve()).is_file()
     assert (
         f"forgot {a} (note ids a/…): 1 note marked deleted; the home holds 2 notes"
         in outcome.output
