@@ -8,9 +8,9 @@ permutation per copy): the same size and the same kind of text, but no passage r
 so nothing that is computed once per distinct passage (embeddings) is shared between
 copies, as in a user's own 10,000 notes. With ``--folder`` the notes are markdown files
 with front matter (``copy<n>/<topic>/<name>.md``), as a notes app keeps them, instead of
-one JSONL file: every file is looked at by each ingest (``make bench`` runs the three). Each ingest
-goes through the service layer on one persistent Dagster instance, as ``selene-dag
-ingest`` does. Figures, each against the fresh ingest of the same run:
+one JSONL file: every file is looked at by each ingest (``make bench`` runs the three).
+Each ingest goes through the service layer on one persistent Dagster instance, as
+``selene-dag ingest`` does. Figures, each against the fresh ingest of the same run:
 
 * unchanged re-ingest — goal ≤ 0.05× (no step runs);
 * one note edited — goal ≤ 0.10× (only that note's dependents, and only its work);
