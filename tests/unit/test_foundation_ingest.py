@@ -144,10 +144,13 @@ def test_a_home_inside_the_notes_folder_is_not_read_as_notes(tmp_path):
     (site / "venv" / "pyvenv.cfg").write_text("home = /usr/bin")
     (site / "venv" / "lib" / "LICENSE.txt").write_text("MIT")
     (site / "index.md").write_text("# Home")
+    (tmp_path / "elsewhere").symlink_to(graph / "pages")  # a link to a folder: not entered
+    (tmp_path / "linked.md").symlink_to(tmp_path / "ideas.md")  # a link to a file: read
     files = note_files(tmp_path)
     assert [f.relative_to(tmp_path).as_posix() for f in files] == [
         "graph/pages/kafka.md",
         "ideas.md",
+        "linked.md",
         "projects/plan.md",
         "projects/site/index.md",
     ]
