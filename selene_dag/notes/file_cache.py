@@ -27,7 +27,6 @@ import os
 import pickle
 import sqlite3
 import sys
-import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -143,9 +142,10 @@ class FileCache:
         return Entry(row[0], row[1], row[2], parsed)
 
     def put(self, source: str, st: os.stat_result, looked_at_ns: int, entry: Entry) -> None:
-        """Keep ``entry`` for ``source`` (stat ``st``, taken at ``looked_at_ns`` before the
-        bytes were read), unless the file changed too recently to be told apart from a
-        write in the same clock tick."""
+        """Keep ``entry`` for ``source`` (stat ``st``, taken at ``looked_at_ns`` by
+        ``time.time_ns()``, the clock change times are stamped with, before the bytes were
+        read), unless the file changed too recently to be told apart from a write in the
+        same clock tick."""
         if looked_at_ns - st.st_ctime_ns < RACY_SECONDS * 1e9:
             return
         self._seen.add(source)
@@ -199,8 +199,3 @@ CREATE TABLE IF NOT EXISTS files (
     PRIMARY KEY (kind, source)
 );
 """
-
-
-def now_ns() -> int:
-    """The wall clock in nanoseconds (the clock file change times are stamped with)."""
-    return time.time_ns()

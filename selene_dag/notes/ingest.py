@@ -40,6 +40,7 @@ import io
 import os
 import re
 import tarfile
+import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, fields, replace
@@ -63,7 +64,7 @@ from selene_dag.notes.canvas import canvas_text, is_canvas
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
-from selene_dag.notes.file_cache import Entry, FileCache, now_ns, stamp_of
+from selene_dag.notes.file_cache import Entry, FileCache, stamp_of
 from selene_dag.notes.folders import IngestScope, walk_notes_folder
 from selene_dag.notes.html import html_note
 from selene_dag.notes.joplin import JoplinItem, is_item_name, joplin_notes, parse_item
@@ -221,7 +222,7 @@ def source_version(path: Path, home: Path | None = None) -> str:
 def _file_digest(files: FileCache, file: Path) -> bytes:
     """The sha256 of ``file``'s bytes, from ``files`` when its stat is unchanged."""
     source = str(file)
-    looked_at = now_ns()
+    looked_at = time.time_ns()
     st = file.stat()
     entry = files.get(source, st)
     if entry is not None:
@@ -283,8 +284,7 @@ def html_twins(names: Iterable[str]) -> set[str]:
     stems = {
         os.path.splitext(name)[0]
         for name in names
-        if os.path.splitext(name)[1].lower() in NOTE_SUFFIXES
-        and os.path.splitext(name)[1].lower() not in HTML_SUFFIXES
+        if os.path.splitext(name)[1].lower() in NOTE_SUFFIXES and not _is_html(name)
     }
     twins = set()
     for name in names:
@@ -369,7 +369,7 @@ def read_notes(
         rel = _text.path_text(file.relative_to(base).as_posix())
         read_members = _archive_reader(file.name) if file == root else None
         try:
-            looked_at = now_ns()
+            looked_at = time.time_ns()
             st = file.stat()
             known = parsed_files.get(str(file), st) if read_members is None else None
             if known is not None and known.parsed is not None and known.rel == rel:
