@@ -332,7 +332,7 @@ def _excerpt_location(cand: Candidate, plan: DocPlan, summarizer: PassageSummari
     """The citation of ``cand`` narrowed to the lines or events of its chosen pieces."""
     offsets = summarizer.offsets(cand.body, plan.pieces)
     spans = [(offsets[i], offsets[i] + len(plan.pieces[i].text)) for i in plan.chosen]
-    doc = Document(cand.doc_id, cand.kind, cand.citation, cand.title, cand.body)
+    doc = Document(cand.doc_id, cand.kind, cand.citation, cand.title, cand.body, cand.events)
     return locate(doc, spans)
 
 
@@ -405,7 +405,10 @@ def pack_ranked(
 
 
 def _documents(candidates: Sequence[Candidate]) -> dict[str, Document]:
-    return {c.doc_id: Document(c.doc_id, c.kind, c.citation, c.title, c.body) for c in candidates}
+    return {
+        c.doc_id: Document(c.doc_id, c.kind, c.citation, c.title, c.body, c.events)
+        for c in candidates
+    }
 
 
 def pack_passages(

@@ -12,6 +12,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Any
 
 import duckdb
 import numpy as np
@@ -73,6 +74,8 @@ class Candidate:
     # Token counts stored at index time, when they are in the model asked for (else None).
     header_tokens: int | None = None
     body_tokens: int | None = None
+    # A session chunk's event seqs, in order (``select.Document.events``); empty for a note.
+    events: tuple[int, ...] = ()
 
 
 _COLUMNS = (
@@ -87,6 +90,20 @@ _TOKENS_SQL = (
     f"SELECT doc_id, header_tokens, body_tokens FROM {DOC_TOKENS_TABLE} "
     "WHERE model = ? AND list_contains(?, doc_id)"
 )
+
+_EVENTS_SQL = "SELECT id, seqs FROM chunks WHERE list_contains(?, id)"
+
+
+def _chunk_events(
+    conn: duckdb.DuckDBPyConnection, rows: dict[str, tuple[Any, ...]]
+) -> dict[str, tuple[int, ...]]:
+    """The event seqs of the session chunks among ``rows`` (search_docs rows by doc id),
+    by doc id."""
+    refs = {r[2]: d for d, r in rows.items() if r[1] == "chunk"}
+    if not refs:
+        return {}
+    found = conn.execute(_EVENTS_SQL, [list(refs)]).fetchall()
+    return {refs[ref]: tuple(seqs or ()) for ref, seqs in found}
 
 
 def term_ids(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> list[int]:
@@ -172,8 +189,11 @@ def search(
     names = [name for name, _ in top]
     rows = {r[0]: r for r in conn.execute(_ROWS_SQL, [names]).fetchall()}
     tokens = {r[0]: r[1:] for r in conn.execute(_TOKENS_SQL, [model or "", names]).fetchall()}
+    events = _chunk_events(conn, rows)
     return [
-        Candidate(*rows[d], bm25=float(score), header_tokens=h, body_tokens=b)
+        Candidate(
+            *rows[d], bm25=float(score), header_tokens=h, body_tokens=b, events=events.get(d, ())
+        )
         for d, score in top
         if d in rows
         for h, b in [tokens.get(d, (None, None))]
@@ -453,8 +473,9 @@ def documents(
     ids = list(doc_ids)
     rows = {r[0]: r for r in conn.execute(_ROWS_SQL, [ids]).fetchall()}
     tokens = {r[0]: r[1:] for r in conn.execute(_TOKENS_SQL, [model or "", ids]).fetchall()}
+    events = _chunk_events(conn, rows)
     return [
-        Candidate(*rows[d], bm25=0.0, header_tokens=h, body_tokens=b)
+        Candidate(*rows[d], bm25=0.0, header_tokens=h, body_tokens=b, events=events.get(d, ()))
         for d in ids
         if d in rows
         for h, b in [tokens.get(d, (None, None))]

@@ -49,13 +49,15 @@ class RankedPassage:
 @dataclass(frozen=True)
 class Document:
     """What selection needs of a document: its kind (``note`` | ``chunk``), citation,
-    title and body."""
+    title and body; for a session chunk, ``events``: the seq of each event its body
+    holds, in order (a chunk leaves out events of low importance, so its seqs have gaps)."""
 
     doc_id: str
     kind: str
     citation: str
     title: str
     body: str
+    events: tuple[int, ...] = ()
 
 
 @dataclass
@@ -95,11 +97,11 @@ class Selection:
         return not body[pos:].strip()
 
     def citation(self) -> str:
-        """The document's citation, narrowed to the excerpts' location (``locate``) unless
-        the whole body is shown."""
+        """The document's citation, narrowed to the excerpts' location (``locate``: what
+        each shows, ``shown_span``) unless the whole body is shown."""
         if self.whole:
             return self.doc.citation
-        return locate(self.doc, [(e.start, e.end) for e in self.excerpts])
+        return locate(self.doc, [shown_span(self.doc.body, e) for e in self.excerpts])
 
     def header(self) -> str:
         """``[citation] title`` with the narrowed citation."""
@@ -125,6 +127,29 @@ class Selection:
         """The item as it appears in the pack: header line, then content."""
         content = self.content()
         return f"{self.header()}\n{content}" if content else self.header()
+
+
+def shown_span(body: str, excerpt: Excerpt) -> tuple[int, int]:
+    """The span of ``body`` that ``excerpt`` shows: its passage's span, or for a cut one
+    from where its first piece starts to where its last piece ends (its pieces found in
+    the passage one after the other; the passage's span when one is not found)."""
+    if not excerpt.cut:
+        return excerpt.start, excerpt.end
+    parts = [
+        p.strip() for line in excerpt.text.splitlines() for p in line.split(" … ") if p.strip()
+    ]
+    parts = [p for p in parts if p != "…"]
+    if not parts:
+        return excerpt.start, excerpt.end
+    at = start = body.find(parts[0], excerpt.start, excerpt.end)
+    if start < 0:
+        return excerpt.start, excerpt.end
+    for part in parts:  # in reading order: each found after the one before
+        found = body.find(part, at, excerpt.end)
+        if found < 0:
+            return excerpt.start, excerpt.end
+        at = found + len(part)
+    return start, at
 
 
 def shingles(text: str, size: int = SHINGLE_WORDS) -> set[tuple[str, ...]]:
@@ -171,9 +196,12 @@ def _merge(spans: Sequence[tuple[int, int]], body: str) -> list[tuple[int, int]]
 
 def locate(doc: Document, spans: Sequence[tuple[int, int]]) -> str:
     """The citation of ``doc`` narrowed to ``spans`` (character spans of its body): a
-    session chunk's event range (``<session key> events a-b`` from its events' header lines), a
+    session chunk's event range (``<session key> events a-b``: the seqs, from
+    ``doc.events``, of the first and last event whose header line the spans reach), a
     note's line ranges (``note id lines 3-9, 20-24``). The plain citation when the spans
-    are empty or the chunk's citation carries no event range."""
+    are empty, the chunk's citation carries no event range, or its body's event lines
+    are not one per seq of ``doc.events``. A chunk without ``events`` is taken to hold
+    every event of its range."""
     if not spans:
         return doc.citation
     merged = _merge(spans, doc.body)
@@ -182,14 +210,17 @@ def locate(doc: Document, spans: Sequence[tuple[int, int]]) -> str:
         found = _CHUNK_EVENTS.match(doc.citation)
         if not found:
             return doc.citation
-        first = int(found["first"])
+        first, last = int(found["first"]), int(found["last"])
         starts = [0] + [m.start() + 1 for m in re.finditer("\n", body)]
-        events = [s for s in starts if is_event_line(body[s : s + 40])]
+        lines = [s for s in starts if is_event_line(body[s : s + 40])]
+        seqs = doc.events or tuple(range(first, last + 1))
+        if not lines or len(lines) != len(seqs):
+            return doc.citation
         a, b = merged[0][0], merged[-1][1]
-        before = sum(1 for s in events if s <= a)
-        through = sum(1 for s in events if s < b)
-        lo = first + max(before - 1, 0)
-        hi = min(first + max(through - 1, 0), int(found["last"]))
+        before = sum(1 for s in lines if s <= a)
+        through = sum(1 for s in lines if s < b)
+        lo = seqs[max(before - 1, 0)]
+        hi = seqs[max(through - 1, 0)]
         return f"{found['path']} events {lo}-{max(lo, hi)}"
     ranges = []
     for a, b in merged:

@@ -217,12 +217,50 @@ def test_chunk_citation_names_the_events_of_its_excerpt() -> None:
             "[assistant/assistant_text] Fixed.",
         ]
     )
-    doc = _doc("chunk:x", body, kind="chunk", citation="/s/a.jsonl events 10-14")
     start = body.index("[assistant/tool_use")
     end = body.index("more output") + len("more output")
-    assert locate(doc, [(start, end)]) == "/s/a.jsonl events 11-12"
+    whole = Document("chunk:x", "chunk", "/s/a.jsonl events 10-13", "t", body)
+    assert locate(whole, [(start, end)]) == "/s/a.jsonl events 11-12"
+    # A chunk leaves out events of low importance: its event lines are not its range's
+    # seqs one by one, and the citation names the seqs the excerpt shows.
+    gaps = Document("chunk:x", "chunk", "/s/a.jsonl events 10-14", "t", body, (10, 12, 13, 14))
+    assert locate(gaps, [(start, end)]) == "/s/a.jsonl events 12-13"
+    assert locate(gaps, [(0, 5)]) == "/s/a.jsonl events 10-10"
+    # Without the seqs a range with gaps cannot be narrowed honestly: the whole citation.
+    unknown = Document("chunk:x", "chunk", "/s/a.jsonl events 10-14", "t", body)
+    assert locate(unknown, [(start, end)]) == "/s/a.jsonl events 10-14"
     odd = _doc("chunk:y", body, kind="chunk", citation="gemini session abc")
     assert locate(odd, [(start, end)]) == "gemini session abc"
+
+
+def test_a_cut_excerpt_is_cited_by_what_it_shows() -> None:
+    # A passage cut to some of its lines (or events) is cited by those, not by the whole
+    # passage: the reader opens the lines or events the pack shows.
+    note_body = "\n".join(f"line {i}: " + "words " * 8 for i in range(1, 31))
+    events = "\n".join(f"[tool/tool_result] result {i} " + "output " * 8 for i in range(12))
+    chunk = Document(
+        "c", "chunk", "k events 3-30", "codex session", events, tuple(range(3, 31, 2))[:12]
+    )
+    for doc, cut_to, expected in (
+        (_doc("n", note_body), _last_lines, "note n lines 2"),
+        (chunk, _first_lines, "k events 3-"),
+    ):
+        passage = RankedPassage(doc.doc_id, 0, len(doc.body), _count(doc.body), 1.0)
+        [selection] = select_passages(
+            [passage], {doc.doc_id: doc}, 120, _count, cut_to, 1, shorten_chunk=cut_to
+        )
+        [excerpt] = selection.excerpts
+        assert excerpt.cut
+        shown = excerpt.text.splitlines()
+        citation = selection.citation()
+        assert citation.startswith(expected)
+        if doc.kind == "note":
+            first = int(shown[0].split(":")[0].split()[1])
+            last = int(shown[-1].split(":")[0].split()[1])
+            assert citation == f"note n lines {first}-{last}" and last == 30
+        else:
+            last = chunk.events[len(shown) - 1]
+            assert citation == f"k events 3-{last}" and last < 25
 
 
 def test_dominant_document_needs_three_of_the_best_five_or_all_its_own() -> None:
