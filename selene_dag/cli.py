@@ -596,6 +596,28 @@ def ask_command(
         sys.stdout.write(result.text + "\n")
 
 
+@app.command("show")
+@guarded
+def show_command(
+    citation: Annotated[
+        list[str],
+        typer.Argument(
+            help="A citation as ask prints it: 'note <id> lines 12-30, 41', "
+            "'<session key> events 3-9', a session key, or a JSON item's id."
+        ),
+    ],
+    around: Annotated[
+        int, typer.Option(help="Lines (of a note) or events (of a session) of context.")
+    ] = 0,
+) -> None:
+    """Print what a citation of ask points at, whole: a note's lines or a session's events."""
+    shown = service.show(load_settings(), " ".join(citation), around)
+    if shown.source:
+        where = f" records {shown.lines}" if shown.lines else ""
+        err.print(f"from {shown.source}{where}", highlight=False, soft_wrap=True)
+    sys.stdout.write(shown.text + "\n")
+
+
 @app.command("eval")
 @guarded
 def eval_command(

@@ -50,6 +50,8 @@ from selene_dag.notes.folders import (
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, read_notes
 from selene_dag.paths import assets_dir
+from selene_dag.retrieval.citations import Shown
+from selene_dag.retrieval.citations import show as show_citation
 from selene_dag.retrieval.evaluate import (
     EvalReport,
     Question,
@@ -616,6 +618,13 @@ def ask(
         result = ask_in(conn, settings, question, budget, model=model, sources=sources)
     result.stats["index_refreshed"] = refreshed
     return result
+
+
+def show(settings: Settings, citation: str, around: int = 0) -> Shown:
+    """What an ask citation points at, whole: the note's lines or the session's events
+    (``citations.show``), with ``around`` lines or events of context on each side."""
+    with existing_store(settings) as conn:
+        return show_citation(conn, citation, around)
 
 
 def answer(settings: Settings, question: str, pack: str) -> str:

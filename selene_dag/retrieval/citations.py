@@ -1,0 +1,205 @@
+"""Citations as ask prints them, read back: which lines of a note or which events of a
+session a pack item points at, shown whole (``selene-dag show``).
+
+``parse_citation`` reads ``note <id> lines 12-30, 41``, ``<session key> events 3-9`` (or a
+bare session key) and the JSON items' ids ``note:<id>`` / ``chunk:<id>``; ``widen`` adds
+context around the ranges; ``cut_lines`` keeps the lines of a text that ranges name (all
+three pure); ``show`` reads what a citation points at from the store.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import duckdb
+
+from selene_dag.errors import NotFoundError, UsageError
+from selene_dag.sessions.chunker import render_event
+from selene_dag.sessions.store import load_events
+
+__all__ = ["Citation", "Shown", "cut_lines", "parse_citation", "parse_ranges", "show", "widen"]
+
+GAP = "…"
+_RANGES = r"\d+(?:-\d+)?(?:\s*,\s*\d+(?:-\d+)?)*"
+_NOTE = re.compile(rf"note[ :](?P<id>.+?)(?: lines (?P<ranges>{_RANGES}))?")
+_EVENTS = re.compile(rf"(?P<key>\S+) events (?P<ranges>{_RANGES})")
+_CHUNK = re.compile(r"chunk:(?P<id>\S+)")
+_KEY = re.compile(r"[\w.-]+")
+_PROJECT_HASH = re.compile(r"[0-9a-f]{32,}")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """What a citation points at: a ``note`` (``ref`` its id; ``ranges`` 1-based lines),
+    a ``session`` (``ref`` its key; ``ranges`` event numbers) or a ``chunk`` (``ref`` its
+    id, as the JSON item's ``id`` names it). Ranges are inclusive ``(first, last)`` pairs
+    in order; none means the whole note or session."""
+
+    kind: str
+    ref: str
+    ranges: tuple[tuple[int, int], ...] = ()
+
+
+def parse_ranges(text: str) -> tuple[tuple[int, int], ...]:
+    """``"12-30, 41"`` as ``((12, 30), (41, 41))``. Raises UsageError for a range that
+    runs backwards."""
+    out: list[tuple[int, int]] = []
+    for part in text.split(","):
+        first, _, last = part.strip().partition("-")
+        a, b = int(first), int(last or first)
+        if b < a:
+            raise UsageError(f"range {part.strip()} runs backwards")
+        out.append((a, b))
+    return tuple(out)
+
+
+def parse_citation(text: str) -> Citation:
+    """The citation ``text`` (as an ask item's header or ``location`` prints it, or a JSON
+    item's ``id``) read back. Raises UsageError naming the forms it takes when ``text``
+    is none of them."""
+    text = " ".join(text.split()).strip("[]")
+    if found := _CHUNK.fullmatch(text):
+        return Citation("chunk", found["id"])
+    if found := _NOTE.fullmatch(text):
+        ranges = parse_ranges(found["ranges"]) if found["ranges"] else ()
+        return Citation("note", found["id"], ranges)
+    if found := _EVENTS.fullmatch(text):
+        return Citation("session", found["key"], parse_ranges(found["ranges"]))
+    if _KEY.fullmatch(text):
+        return Citation("session", text)
+    raise UsageError(
+        f"not a citation: {text!r} (expected note <id>, note <id> lines a-b, <session key>, "
+        "<session key> events a-b, note:<id> or chunk:<id>)"
+    )
+
+
+def widen(
+    ranges: Sequence[tuple[int, int]], around: int, first: int, last: int
+) -> list[tuple[int, int]]:
+    """``ranges`` each extended by ``around`` on both sides, kept within ``[first, last]``,
+    overlapping or touching ones merged; ranges wholly outside are dropped."""
+    out: list[list[int]] = []
+    for a, b in sorted(ranges):
+        a, b = max(first, a - around), min(last, b + around)
+        if a > b:
+            continue
+        if out and a <= out[-1][1] + 1:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return [(a, b) for a, b in out]
+
+
+def cut_lines(text: str, ranges: Sequence[tuple[int, int]]) -> str:
+    """The lines of ``text`` (numbered from 1) that ``ranges`` name, in order, a line
+    ``…`` between ranges that do not touch; the whole text when ``ranges`` is empty."""
+    if not ranges:
+        return text
+    lines = text.splitlines()
+    parts: list[str] = []
+    for a, b in widen(ranges, 0, 1, len(lines)):
+        if parts:
+            parts.append(GAP)
+        parts.extend(lines[a - 1 : b])
+    return "\n".join(parts)
+
+
+@dataclass(frozen=True)
+class Shown:
+    """What a citation points at: ``text`` (a ``[citation] title`` line, then the note's
+    lines or the session's events) and where it comes from: ``source`` (the note's file or
+    the session's transcript; "" when unknown) and ``lines`` (for a session, the
+    transcript's records the events shown were read from, as ``a-b``: lines of a JSONL
+    transcript, messages of a JSON one; "" when unknown)."""
+
+    text: str
+    source: str
+    lines: str = ""
+
+
+def show(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Shown:
+    """The note lines or session events ``citation`` names (``parse_citation``), each range
+    widened by ``around`` lines or events on both sides: a note's lines as stored; a
+    session's events (every stored one of the branch kept, those of low importance that
+    chunks leave out included) rendered as in chunks, ``…`` between ranges that do not
+    touch. Raises UsageError for a malformed citation or a negative ``around``,
+    NotFoundError when the note, session or chunk is not in the store or no line or
+    event falls in the ranges."""
+    if around < 0:
+        raise UsageError(f"--around must be 0 or more, got {around}")
+    cited = parse_citation(citation)
+    if cited.kind == "chunk":
+        row = conn.execute(
+            "SELECT session_key, first_seq, last_seq FROM chunks WHERE id = ?", [cited.ref]
+        ).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session chunk {cited.ref} in this home")
+        cited = Citation("session", str(row[0]), ((int(row[1]), int(row[2])),))
+    if cited.kind == "note":
+        return _show_note(conn, cited, around)
+    return _show_session(conn, cited, around)
+
+
+def _range_text(ranges: Sequence[tuple[int, int]]) -> str:
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in ranges)
+
+
+def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
+    row = conn.execute(
+        "SELECT title, content, source FROM notes WHERE id = ? AND deleted_at IS NULL "
+        "AND NOT test_run",
+        [cited.ref],
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no note {cited.ref} in this home")
+    title, content, source = (str(v or "") for v in row)
+    count = len(content.splitlines())
+    ranges = widen(cited.ranges, around, 1, count) if cited.ranges else []
+    if cited.ranges and not ranges:
+        raise NotFoundError(
+            f"note {cited.ref} has {count} lines: none in {_range_text(cited.ranges)}"
+        )
+    where = f"note {cited.ref}" + (f" lines {_range_text(ranges)}" if ranges else "")
+    header = f"[{where}] {title}" if title else f"[{where}]"
+    return Shown(f"{header}\n{cut_lines(content, ranges)}".rstrip("\n"), source)
+
+
+def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
+    row = conn.execute(
+        "SELECT path, platform, project FROM session_files WHERE session_key = ?", [cited.ref]
+    ).fetchone()
+    if row is None:
+        raise NotFoundError(f"no session {cited.ref} in this home (`distill report` lists them)")
+    path, platform, project = (str(v or "") for v in row)
+    events = [e for e in load_events(conn, cited.ref) if not e.abandoned]
+    if not events:
+        raise NotFoundError(f"session {cited.ref} holds no events")
+    # Context is counted in events, not in event numbers (a rewound branch leaves gaps).
+    index = {e.seq: i for i, e in enumerate(events)}
+    spans: list[tuple[int, int]] = []
+    for a, b in cited.ranges or ((events[0].seq, events[-1].seq),):
+        inside = [index[s] for s in range(a, b + 1) if s in index]
+        if inside:
+            spans.append((inside[0], inside[-1]))
+    if not spans:
+        raise NotFoundError(
+            f"session {cited.ref} has events {events[0].seq}-{events[-1].seq}: "
+            f"none in {_range_text(cited.ranges)}"
+        )
+    spans = widen(spans, around, 0, len(events) - 1)
+    parts: list[str] = []
+    for a, b in spans:
+        if parts:
+            parts.append(GAP)
+        parts.extend(render_event(e) for e in events[a : b + 1])
+    shown = [(events[a].seq, events[b].seq) for a, b in spans]
+    # As the pack's titles: a Gemini CLI project named by a hash of its path is left out.
+    named = project and not _PROJECT_HASH.fullmatch(project)
+    title = f"{platform} session" + (f" {project}" if named else "") if platform else ""
+    events_shown = ", ".join(f"{a}-{b}" for a, b in shown)  # as ask cites events: always a-b
+    header = f"[{cited.ref} events {events_shown}] {title}".rstrip()
+    lines = [e.line for a, b in spans for e in events[a : b + 1] if e.line > 0]
+    where = f"{min(lines)}-{max(lines)}" if lines else ""
+    return Shown(header + "\n" + "\n".join(parts), path, where)

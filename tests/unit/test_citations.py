@@ -1,0 +1,57 @@
+"""Citations read back (``selene-dag show``): every form ask prints, and the ranges."""
+
+from __future__ import annotations
+
+import pytest
+
+from selene_dag.errors import UsageError
+from selene_dag.retrieval.citations import (
+    Citation,
+    cut_lines,
+    parse_citation,
+    parse_ranges,
+    widen,
+)
+
+
+def test_every_form_ask_prints_reads_back() -> None:
+    assert parse_citation("note docker/exec.md") == Citation("note", "docker/exec.md")
+    assert parse_citation("note notes/My Note.md lines 12-30, 41") == Citation(
+        "note", "notes/My Note.md", ((12, 30), (41, 41))
+    )
+    # An item's header line as printed, brackets and all; a JSON item's id.
+    assert parse_citation("[note a/b.md lines 3-4]") == Citation("note", "a/b.md", ((3, 4),))
+    assert parse_citation("note:a/b.md") == Citation("note", "a/b.md")
+    assert parse_citation("codex-95dcd5e8fd0e events 3-9") == Citation(
+        "session", "codex-95dcd5e8fd0e", ((3, 9),)
+    )
+    assert parse_citation("  codex-95dcd5e8fd0e   events 3-9, 12-14 ") == Citation(
+        "session", "codex-95dcd5e8fd0e", ((3, 9), (12, 14))
+    )
+    assert parse_citation("claude-1a2b3c") == Citation("session", "claude-1a2b3c")
+    assert parse_citation("chunk:0f1e2d3c4b5a6978") == Citation("chunk", "0f1e2d3c4b5a6978")
+
+
+@pytest.mark.parametrize(
+    "text", ["", "what is this?", "codex-1 events", "codex-1 events 9-3", "note a lines 4-2"]
+)
+def test_anything_else_is_a_usage_error(text: str) -> None:
+    with pytest.raises(UsageError):
+        parse_citation(text)
+
+
+def test_ranges() -> None:
+    assert parse_ranges("7") == ((7, 7),)
+    assert parse_ranges("1-3,5 , 8-9") == ((1, 3), (5, 5), (8, 9))
+    assert widen([(5, 6), (10, 12)], 2, 1, 13) == [(3, 13)]
+    assert widen([(5, 6), (12, 12)], 1, 1, 20) == [(4, 7), (11, 13)]
+    assert widen([(1, 2)], 5, 1, 4) == [(1, 4)]
+    assert widen([(50, 60)], 0, 1, 10) == []
+
+
+def test_cut_lines_keeps_the_named_lines_with_a_gap_between() -> None:
+    text = "\n".join(f"l{i}" for i in range(1, 11))
+    assert cut_lines(text, [(2, 3), (5, 5)]) == "l2\nl3\n…\nl5"
+    assert cut_lines(text, [(2, 3), (4, 4)]) == "l2\nl3\nl4"
+    assert cut_lines(text, [(9, 40)]) == "l9\nl10"
+    assert cut_lines(text, []) == text
