@@ -55,6 +55,15 @@ class CompactRequest(BaseModel):
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
 
 
+class ShowRequest(BaseModel):
+    """Body of ``POST /show``."""
+
+    citation: str = Field(
+        description="A citation as a pack item gives it (its location or citation, or its id)."
+    )
+    around: int = Field(default=0, ge=0, description="Lines or events of context on each side.")
+
+
 SWAGGER_PREFIX = "/static/swagger-ui"
 
 
@@ -123,6 +132,21 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             )
         result.stats["index_refreshed"] = False
         return result.to_json()
+
+    @app.post("/show")
+    def show_endpoint(body: ShowRequest) -> dict[str, Any]:
+        """What a citation of a pack points at, whole (as ``selene-dag show``): ``text``,
+        and where it comes from: ``source`` (the note's file or the session's transcript)
+        and ``records`` (the transcript's records of the events shown)."""
+        settings = settings_provider()
+        with shared.cursor(settings) as cur:
+            shown = service.show_in(cur, body.citation, body.around)
+        return {
+            "citation": body.citation,
+            "text": shown.text,
+            "source": shown.source,
+            "records": shown.lines,
+        }
 
     @app.post("/context")
     def context_endpoint(body: ContextRequest) -> dict[str, Any]:

@@ -624,7 +624,12 @@ def show(settings: Settings, citation: str, around: int = 0) -> Shown:
     """What an ask citation points at, whole: the note's lines or the session's events
     (``citations.show``), with ``around`` lines or events of context on each side."""
     with existing_store(settings) as conn:
-        return show_citation(conn, citation, around)
+        return show_in(conn, citation, around)
+
+
+def show_in(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Shown:
+    """:func:`show` on an open connection (the server's)."""
+    return show_citation(conn, citation, around)
 
 
 def answer(settings: Settings, question: str, pack: str) -> str:

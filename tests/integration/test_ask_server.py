@@ -66,6 +66,10 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
     ).json()
     assert sessions["items"] and {i["kind"] for i in sessions["items"]} == {"chunk"}
 
+    shown = api.post("/show", json={"citation": doc["items"][0]["citation"]}).json()
+    assert shown["text"].startswith("[note docker/exec.md] Attaching a bash shell")
+    assert "docker exec -it" in shown["text"] and shown["source"] == "test"
+
     context = api.post("/context", json={"budget": 200}).json()
     assert context["text"] and count_tokens(context["text"], context["model"]) <= 200
 
@@ -98,6 +102,9 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/ask", {"budget": 10}, "question"),
         ("/ask", {"question": "docker", "budget": 10, "sources": ["web"]}, "unknown source"),
         ("/context", {"budget": -1}, "budget"),
+        ("/show", {"citation": "what is this?"}, "not a citation"),
+        ("/show", {"citation": "note absent.md"}, "no note absent.md"),
+        ("/show", {"citation": "note docker/exec.md", "around": -1}, "around"),
         ("/compact", {"messages": [{"role": "user"}], "window": 100}, "content"),
         ("/compact", {"messages": [{"role": "user", "content": 3}], "window": 100}, "parts"),
     ],
