@@ -217,7 +217,12 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     # Open for the whole ingest: the run's steps and the report below join the database
     # DuckDB already holds instead of opening the file again (about 0.1 s at 10,000 notes).
     with open_store(settings.db_path, wait=settings.lock_wait) as conn:
-        outcome = runs.materialize_stale(runs.instance_for(settings), settings, selection)
+        outcome = runs.materialize_stale(
+            runs.instance_for(settings),
+            settings,
+            selection,
+            notes_version=key["notes"] if key is not None else None,
+        )
         if not outcome.success:
             raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
         # Dagster found nothing to run: remembered unless something it rests on moved

@@ -293,10 +293,16 @@ class StaleRun:
         return self.result is None or self.result.success
 
 
-def observe_notes_folder(instance: dg.DagsterInstance, settings: Settings) -> None:
+def observe_notes_folder(
+    instance: dg.DagsterInstance, settings: Settings, version: str | None = None
+) -> None:
     """Record the notes folder's current data version (the observable source
     ``notes_source``), so that staleness of ``raw_notes`` reflects the files now. When the
     latest recorded observation already holds that version, nothing is recorded.
+    ``version``: the folder's version when the caller computed it a moment before
+    (``notes_folder_version``; reading a large folder's file stamps again costs time). It
+    is never newer than what ``raw_notes`` reads after it, so an edit made meanwhile is
+    seen again by the next observation, never lost.
 
     The observation is reported as a runless event (as an external system reports one):
     the same event an observation run logs, without the run around it, which cost each
@@ -306,7 +312,8 @@ def observe_notes_folder(instance: dg.DagsterInstance, settings: Settings) -> No
         extract_data_version_from_entry,
     )
 
-    version = notes_folder_version(settings.notes_dir, settings.home)
+    if version is None:
+        version = notes_folder_version(settings.notes_dir, settings.home)
     record = instance.get_latest_data_version_record(notes_source.key, is_source=True)
     if record is not None:
         recorded = extract_data_version_from_entry(record.event_log_entry)
@@ -386,11 +393,15 @@ def _unpartitioned(selection: dg.AssetSelection) -> list[dg.AssetKey]:
 
 
 def stale_plan(
-    instance: dg.DagsterInstance, settings: Settings, selection: dg.AssetSelection
+    instance: dg.DagsterInstance,
+    settings: Settings,
+    selection: dg.AssetSelection,
+    notes_version: str | None = None,
 ) -> dict[str, str]:
     """The unpartitioned assets of ``selection`` that must run now, with why
-    (:func:`stale_reasons`), after recording the notes folder as it is now."""
-    observe_notes_folder(instance, settings)
+    (:func:`stale_reasons`), after recording the notes folder as it is now (or as
+    ``notes_version`` says it was a moment ago, see :func:`observe_notes_folder`)."""
+    observe_notes_folder(instance, settings, notes_version)
     return stale_reasons(instance, settings, _unpartitioned(selection))
 
 
@@ -400,16 +411,18 @@ def materialize_stale(
     selection: dg.AssetSelection,
     *,
     force: bool = False,
+    notes_version: str | None = None,
 ) -> StaleRun:
     """Materialize, in one run, the unpartitioned assets of ``selection`` that must run
     (see :func:`stale_reasons`) and everything downstream of them inside ``selection``;
-    with nothing stale no run starts. ``force`` runs the whole selection."""
+    with nothing stale no run starts. ``force`` runs the whole selection;
+    ``notes_version``: see :func:`stale_plan`."""
     graph = defs.resolve_asset_graph()
     keys = _unpartitioned(selection)
     if force:
         reasons = {k.to_user_string(): "forced" for k in keys}
     else:
-        reasons = stale_plan(instance, settings, selection)
+        reasons = stale_plan(instance, settings, selection, notes_version)
     if not reasons:
         return StaleRun()
     roots = {dg.AssetKey.from_user_string(name) for name in reasons}

@@ -113,3 +113,37 @@ def test_notes_folder_sensor_skips_a_missing_folder(tmp_path: Path, monkeypatch)
     )
     assert not result.run_requests
     assert "does not exist" in (result.skip_reason.skip_message or "")
+
+
+def test_an_edit_made_while_ingest_decides_is_read_then_or_next_time(
+    tmp_path: Path, home: Path
+) -> None:
+    # The folder's version is computed once, before Dagster is asked, and recorded as the
+    # observation: an edit made after that moment is either read by this ingest's
+    # raw_notes or makes the next ingest read it, never lost.
+    from selene_dag.defs import runs
+    from selene_dag.notes.ingest import notes_folder_version
+    from selene_dag.store import connect
+
+    path, rows = _notes(tmp_path / "notes")
+    settings = load_settings(home=home, now_override="2026-07-15").replace(notes_dir=path.resolve())
+    service.ingest(settings, path)
+    before = notes_folder_version(settings.notes_dir, settings.home)
+    rows[5]["content"] += "\n\nAdded while the ingest was deciding."
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    instance = instance_for(settings)
+    first = runs.materialize_stale(
+        instance, settings, dg.AssetSelection.groups("notes", "context"), notes_version=before
+    )
+    # Recorded as unchanged, the folder gave raw_notes nothing to do: the edit waits.
+    assert first.result is None
+    after = service.ingest(settings, path)
+    assert "raw_notes" in after.ran and after.changed == 1
+    conn = connect(settings.db_path)
+    try:
+        [content] = conn.execute(
+            "SELECT content FROM notes WHERE content LIKE '%Added while the ingest%'"
+        ).fetchone()
+    finally:
+        conn.close()
+    assert content.endswith("Added while the ingest was deciding.")
