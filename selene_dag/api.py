@@ -145,7 +145,7 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             "citation": body.citation,
             "text": shown.text,
             "source": shown.source,
-            "records": shown.lines,
+            "records": shown.records,
         }
 
     @app.post("/context")

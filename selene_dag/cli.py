@@ -613,7 +613,7 @@ def show_command(
     """Print what a citation of ask points at, whole: a note's lines or a session's events."""
     shown = service.show(load_settings(), " ".join(citation), around)
     if shown.source:
-        where = f" records {shown.lines}" if shown.lines else ""
+        where = f" records {shown.records}" if shown.records else ""
         err.print(f"from {shown.source}{where}", highlight=False, soft_wrap=True)
     sys.stdout.write(shown.text + "\n")
 

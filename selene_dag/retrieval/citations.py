@@ -10,6 +10,7 @@ three pure); ``show`` reads what a citation points at from the store.
 from __future__ import annotations
 
 import re
+from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -28,6 +29,7 @@ _EVENTS = re.compile(rf"(?P<key>\S+) events (?P<ranges>{_RANGES})")
 _CHUNK = re.compile(r"chunk:(?P<id>\S+)")
 _KEY = re.compile(r"[\w.-]+")
 _PROJECT_HASH = re.compile(r"[0-9a-f]{32,}")
+_HEADER = re.compile(r"\[(?P<citation>.+?)\](?= |$)")
 
 
 @dataclass(frozen=True)
@@ -59,7 +61,11 @@ def parse_citation(text: str) -> Citation:
     """The citation ``text`` (as an ask item's header or ``location`` prints it, or a JSON
     item's ``id``) read back. Raises UsageError naming the forms it takes when ``text``
     is none of them."""
-    text = " ".join(text.split()).strip("[]")
+    text = " ".join(text.split())
+    # A header line as a pack prints it: the citation is inside the brackets, the title
+    # after them (a "]" inside a note's id is not followed by a space).
+    if header := _HEADER.match(text):
+        text = header["citation"]
     if found := _CHUNK.fullmatch(text):
         return Citation("chunk", found["id"])
     if found := _NOTE.fullmatch(text):
@@ -110,13 +116,13 @@ def cut_lines(text: str, ranges: Sequence[tuple[int, int]]) -> str:
 class Shown:
     """What a citation points at: ``text`` (a ``[citation] title`` line, then the note's
     lines or the session's events) and where it comes from: ``source`` (the note's file or
-    the session's transcript; "" when unknown) and ``lines`` (for a session, the
+    the session's transcript; "" when unknown) and ``records`` (for a session, the
     transcript's records the events shown were read from, as ``a-b``: lines of a JSONL
     transcript, messages of a JSON one; "" when unknown)."""
 
     text: str
     source: str
-    lines: str = ""
+    records: str = ""
 
 
 def show(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Shown:
@@ -177,12 +183,12 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     if not events:
         raise NotFoundError(f"session {cited.ref} holds no events")
     # Context is counted in events, not in event numbers (a rewound branch leaves gaps).
-    index = {e.seq: i for i, e in enumerate(events)}
+    seqs = [e.seq for e in events]
     spans: list[tuple[int, int]] = []
-    for a, b in cited.ranges or ((events[0].seq, events[-1].seq),):
-        inside = [index[s] for s in range(a, b + 1) if s in index]
-        if inside:
-            spans.append((inside[0], inside[-1]))
+    for a, b in cited.ranges or ((seqs[0], seqs[-1]),):
+        first, last = bisect_left(seqs, a), bisect_right(seqs, b) - 1
+        if first <= last:
+            spans.append((first, last))
     if not spans:
         raise NotFoundError(
             f"session {cited.ref} has events {events[0].seq}-{events[-1].seq}: "
@@ -200,6 +206,6 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     title = f"{platform} session" + (f" {project}" if named else "") if platform else ""
     events_shown = ", ".join(f"{a}-{b}" for a, b in shown)  # as ask cites events: always a-b
     header = f"[{cited.ref} events {events_shown}] {title}".rstrip()
-    lines = [e.line for a, b in spans for e in events[a : b + 1] if e.line > 0]
-    where = f"{min(lines)}-{max(lines)}" if lines else ""
+    records = [e.line for a, b in spans for e in events[a : b + 1] if e.line > 0]
+    where = f"{min(records)}-{max(records)}" if records else ""
     return Shown(header + "\n" + "\n".join(parts), path, where)

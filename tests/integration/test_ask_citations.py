@@ -152,10 +152,14 @@ def test_show_adds_context_and_takes_ids(store) -> None:
     for seq in range(a, b + 1):
         if seq in events and not events[seq].abandoned:
             assert render_event(events[seq]) in body
-    assert plain.source.endswith(REAL_CODEX.name) and plain.lines
+    assert plain.source.endswith(REAL_CODEX.name) and plain.records
     wider = show(conn, f"{key} events {a}-{b}", around=2)
     before = max(s for s in events if s < a)
     assert render_event(events[before]) in wider.text and len(wider.text) > len(plain.text)
+    # A range wider than the session is the session (found by bisection, not by counting).
+    everything = show(conn, f"{key} events 0-999999999")
+    kept = sorted(s for s, e in events.items() if not e.abandoned)
+    assert everything.text.startswith(f"[{key} events {kept[0]}-{kept[-1]}]")
     by_id = show(conn, f"chunk:{chunk.id}")
     assert by_id.text.startswith(f"[{key} events {chunk.first_seq}-{chunk.last_seq}]")
     note = show(conn, f"note {NOTE_ID} lines 42", around=1)

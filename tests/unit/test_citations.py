@@ -21,6 +21,12 @@ def test_every_form_ask_prints_reads_back() -> None:
     )
     # An item's header line as printed, brackets and all; a JSON item's id.
     assert parse_citation("[note a/b.md lines 3-4]") == Citation("note", "a/b.md", ((3, 4),))
+    assert parse_citation("[note d/[draft].md lines 3-4] A [title]") == Citation(
+        "note", "d/[draft].md", ((3, 4),)
+    )
+    assert parse_citation("[codex-95dcd5e8fd0e events 3-9] codex session /w/p") == Citation(
+        "session", "codex-95dcd5e8fd0e", ((3, 9),)
+    )
     assert parse_citation("note:a/b.md") == Citation("note", "a/b.md")
     assert parse_citation("codex-95dcd5e8fd0e events 3-9") == Citation(
         "session", "codex-95dcd5e8fd0e", ((3, 9),)
