@@ -1,7 +1,11 @@
 """Recall of ask beside its three baselines at 500 / 1,000 / 2,000 tokens on every question
 set of assets/eval/ whose corpus can be built, and the packs over budget (must be 0).
 
-Corpora, each built once in its own temporary home through the service layer:
+Corpora, each built once in its own home through the service layer, at the same path in
+every run (``BUILD_ROOT``, emptied before and after; a second run waits for the first):
+session keys come from the transcripts' paths and break ties between equal scores, so a
+temporary path of its own made a session set move by a question from one run to the next
+and blurred the comparison of two versions of ask.
 
 - ``notes``: the demo notes (assets/demo/notes/til.jsonl) for questions.jsonl,
   holdout*.jsonl and dev.jsonl;
@@ -37,12 +41,15 @@ gained or lost.
 from __future__ import annotations
 
 import argparse
+import fcntl
+import getpass
 import json
 import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -185,6 +192,25 @@ class SetResult:
     reports: dict[int, EvalReport]
 
 
+BUILD_ROOT = Path(tempfile.gettempdir()) / f"selene-bench-ask-recall-{getpass.getuser()}"
+
+
+@contextmanager
+def _build_dir(name: str) -> Iterator[Path]:
+    """``BUILD_ROOT/name``, empty, for one corpus (the same path in every run, so the same
+    session keys), held under a lock so that two runs do not share it; removed after."""
+    BUILD_ROOT.mkdir(parents=True, exist_ok=True)
+    with open(BUILD_ROOT / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        work = BUILD_ROOT / name
+        shutil.rmtree(work, ignore_errors=True)
+        work.mkdir()
+        try:
+            yield work
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+
+
 def measure(chosen: set[str] | None = None) -> tuple[list[SetResult], dict[str, float]]:
     """Build each corpus that has a chosen set and evaluate its sets at every budget.
     Returns the results and the build seconds per corpus."""
@@ -203,9 +229,9 @@ def measure(chosen: set[str] | None = None) -> tuple[list[SetResult], dict[str, 
                 file=sys.stderr,
             )
             continue
-        with tempfile.TemporaryDirectory() as tmp:
+        with _build_dir(corpus.name) as work:
             started = time.perf_counter()
-            settings = corpus.build(corpus.source, Path(tmp) / "home")
+            settings = corpus.build(corpus.source, work / "home")
             builds[corpus.name] = time.perf_counter() - started
             conn = connect(settings.db_path)
             try:
