@@ -20,6 +20,7 @@ section (the heading above it). ``piece_relevance`` scores each piece in [0, 1]:
 from __future__ import annotations
 
 import itertools
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -115,12 +116,15 @@ def segment(text: str) -> list[Piece]:
     return pieces
 
 
+# Sums over sets of stems are exact (``math.fsum``): a plain sum would depend on the order a
+# set iterates in, which changes with each process's string hashing, and the last bit of a
+# piece's relevance decided which of two equal pieces a cut kept.
 def _weighted_share(found: set[str], weights: Mapping[str, float], total: float) -> float:
-    return sum(weights.get(s, 1.0) for s in found) / total if found else 0.0
+    return math.fsum(weights.get(s, 1.0) for s in found) / total if found else 0.0
 
 
 def _total_weight(matcher: CoverageMatcher, weights: Mapping[str, float]) -> float:
-    return sum(weights.get(s, 1.0) for s in set(matcher.stems)) or 1.0
+    return math.fsum(weights.get(s, 1.0) for s in set(matcher.stems)) or 1.0
 
 
 def title_share(title: str, matcher: CoverageMatcher, weights: Mapping[str, float]) -> float:
