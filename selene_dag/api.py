@@ -140,13 +140,7 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         and ``records`` (the transcript's records of the events shown)."""
         settings = settings_provider()
         with shared.cursor(settings) as cur:
-            shown = service.show_in(cur, body.citation, body.around)
-        return {
-            "citation": body.citation,
-            "text": shown.text,
-            "source": shown.source,
-            "records": shown.records,
-        }
+            return service.show_in(cur, body.citation, body.around).to_json(body.citation)
 
     @app.post("/context")
     def context_endpoint(body: ContextRequest) -> dict[str, Any]:

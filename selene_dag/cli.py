@@ -609,9 +609,17 @@ def show_command(
     around: Annotated[
         int, typer.Option(help="Lines (of a note) or events (of a session) of context.")
     ] = 0,
+    format: Annotated[
+        str, typer.Option("--format", help="md (the text) or json (as POST /show answers).")
+    ] = "md",
 ) -> None:
     """Print what a citation of ask points at, whole: a note's lines or a session's events."""
-    shown = service.show(load_settings(), " ".join(citation), around)
+    _check_format(format, ("md", "json"))
+    cited = " ".join(citation)
+    shown = service.show(load_settings(), cited, around)
+    if format == "json":
+        sys.stdout.write(json.dumps(shown.to_json(cited), ensure_ascii=False, indent=2) + "\n")
+        return
     if shown.source:
         where = f" records {shown.records}" if shown.records else ""
         err.print(f"from {shown.source}{where}", highlight=False, soft_wrap=True)

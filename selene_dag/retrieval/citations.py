@@ -124,6 +124,16 @@ class Shown:
     source: str
     records: str = ""
 
+    def to_json(self, citation: str) -> dict[str, str]:
+        """``{citation, text, source, records}``: what ``POST /show`` and ``show --format
+        json`` answer for ``citation`` (as asked)."""
+        return {
+            "citation": citation,
+            "text": self.text,
+            "source": self.source,
+            "records": self.records,
+        }
+
 
 def show(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Shown:
     """The note lines or session events ``citation`` names (``parse_citation``), each range

@@ -8,6 +8,7 @@ chunk, not counted from the chunk's first event. Every item's citation read back
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -197,6 +198,11 @@ def test_the_show_command(store, monkeypatch: pytest.MonkeyPatch) -> None:
     assert ran.exit_code == 0, ran.output
     assert ran.stdout.startswith(f"[{key} events 1-4] codex session")
     assert ran.stderr.startswith("from ") and REAL_CODEX.name in ran.stderr
+    as_json = CliRunner().invoke(cli.app, ["show", f"chunk:{chunks[0].id}", "--format", "json"])
+    assert as_json.exit_code == 0, as_json.output
+    doc = json.loads(as_json.stdout)
+    assert doc["citation"] == f"chunk:{chunks[0].id}" and doc["text"].startswith(f"[{key} events")
+    assert doc["source"].endswith(REAL_CODEX.name) and doc["records"]
     bad = CliRunner().invoke(cli.app, ["show", "what", "is", "this?"])
     assert bad.exit_code == 1 and bad.stdout == ""
     assert bad.stderr.startswith("error: not a citation") and bad.stderr.count("\n") == 1
