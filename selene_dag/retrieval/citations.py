@@ -17,6 +17,7 @@ from dataclasses import dataclass
 import duckdb
 
 from selene_dag.errors import NotFoundError, UsageError
+from selene_dag.retrieval.select import line_ranges
 from selene_dag.sessions.chunker import render_event
 from selene_dag.sessions.store import load_events
 
@@ -158,10 +159,6 @@ def show(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Sho
     return _show_session(conn, cited, around)
 
 
-def _range_text(ranges: Sequence[tuple[int, int]]) -> str:
-    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in ranges)
-
-
 def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
     row = conn.execute(
         "SELECT title, content, source FROM notes WHERE id = ? AND deleted_at IS NULL "
@@ -175,9 +172,9 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
     ranges = widen(cited.ranges, around, 1, count) if cited.ranges else []
     if cited.ranges and not ranges:
         raise NotFoundError(
-            f"note {cited.ref} has {count} lines: none in {_range_text(cited.ranges)}"
+            f"note {cited.ref} has {count} lines: none in {line_ranges(cited.ranges)}"
         )
-    where = f"note {cited.ref}" + (f" lines {_range_text(ranges)}" if ranges else "")
+    where = f"note {cited.ref}" + (f" lines {line_ranges(ranges)}" if ranges else "")
     header = f"[{where}] {title}" if title else f"[{where}]"
     return Shown(f"{header}\n{cut_lines(content, ranges)}".rstrip("\n"), source)
 
@@ -202,7 +199,7 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     if not spans:
         raise NotFoundError(
             f"session {cited.ref} has events {events[0].seq}-{events[-1].seq}: "
-            f"none in {_range_text(cited.ranges)}"
+            f"none in {line_ranges(cited.ranges)}"
         )
     spans = widen(spans, around, 0, len(events) - 1)
     parts: list[str] = []

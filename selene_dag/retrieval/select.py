@@ -222,11 +222,13 @@ def locate(doc: Document, spans: Sequence[tuple[int, int]]) -> str:
         lo = seqs[max(before - 1, 0)]
         hi = seqs[max(through - 1, 0)]
         return f"{found['path']} events {lo}-{max(lo, hi)}"
-    ranges = []
-    for a, b in merged:
-        lo, hi = _line_of(body, a), _line_of(body, max(a, b - 1))
-        ranges.append(f"{lo}-{hi}" if hi > lo else f"{lo}")
-    return f"{doc.citation} lines {', '.join(ranges)}"
+    lines = [(_line_of(body, a), _line_of(body, max(a, b - 1))) for a, b in merged]
+    return f"{doc.citation} lines {line_ranges(lines)}"
+
+
+def line_ranges(ranges: Sequence[tuple[int, int]]) -> str:
+    """Inclusive line ranges as a note's citation names them: ``12-30, 41``."""
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in ranges)
 
 
 def select_passages(
