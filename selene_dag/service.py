@@ -48,7 +48,8 @@ from selene_dag.notes.folders import (
     require_text_path,
 )
 from selene_dag.notes.health import compression_health
-from selene_dag.notes.ingest import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, read_notes
+from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.listing import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, walk_once
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.citations import Shown
 from selene_dag.retrieval.citations import show as show_citation
@@ -206,38 +207,41 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     require_text_path(path.resolve())
     settings = settings.replace(notes_dir=path.resolve())
     started = time.perf_counter()
-    key = last_verdict.current_key(settings, "ingest", sessions=False)
-    if last_verdict.holds(settings, key):
-        with open_store(settings.db_path, wait=settings.lock_wait) as conn:
-            return _ingest_report(conn, path, started, (), {})
-    import dagster as dg
+    # The folder's version, the notes the run reads and the report rest on one walk of it.
+    with walk_once():
+        key = last_verdict.current_key(settings, "ingest", sessions=False)
+        if last_verdict.holds(settings, key):
+            with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+                return _ingest_report(conn, path, started, (), {})
+        import dagster as dg
 
-    runs = _defs_runs()
-    selection = dg.AssetSelection.groups("notes", "context")
-    # Open for the whole ingest: the run's steps and the report below join the database
-    # DuckDB already holds instead of opening the file again (about 0.1 s at 10,000 notes).
-    with open_store(settings.db_path, wait=settings.lock_wait) as conn:
-        outcome = runs.materialize_stale(
-            runs.instance_for(settings),
-            settings,
-            selection,
-            notes_version=key["notes"] if key is not None else None,
-        )
-        if not outcome.success:
-            raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
-        # Dagster found nothing to run: remembered unless something it rests on moved
-        # while it decided.
-        if (
-            outcome.result is None
-            and key is not None
-            and last_verdict.current_key(settings, "ingest", sessions=False) == key
-        ):
-            last_verdict.remember(settings, key)
-        meta: dict[str, Any] = {}
-        if outcome.result is not None:
-            for mat in outcome.result.asset_materializations_for_node("raw_notes"):
-                meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
-        return _ingest_report(conn, path, started, tuple(outcome.selected), meta)
+        runs = _defs_runs()
+        selection = dg.AssetSelection.groups("notes", "context")
+        # Open for the whole ingest: the run's steps and the report below join the database
+        # DuckDB already holds instead of opening the file again (0.1 s at 10,000 notes).
+        with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+            outcome = runs.materialize_stale(
+                runs.instance_for(settings),
+                settings,
+                selection,
+                notes_version=key["notes"] if key is not None else None,
+            )
+            if not outcome.success:
+                raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
+            meta: dict[str, Any] = {}
+            if outcome.result is not None:
+                for mat in outcome.result.asset_materializations_for_node("raw_notes"):
+                    meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+            report = _ingest_report(conn, path, started, tuple(outcome.selected), meta)
+    # Dagster found nothing to run: remembered unless something it rests on moved while it
+    # decided (the folder walked again, outside the block).
+    if (
+        outcome.result is None
+        and key is not None
+        and last_verdict.current_key(settings, "ingest", sessions=False) == key
+    ):
+        last_verdict.remember(settings, key)
+    return report
 
 
 def _ingest_report(
@@ -259,7 +263,7 @@ def _ingest_report(
     # its documents ingest does not read and what .seleneignore passed over (after a run).
     unread = not folder_notes and not skipped_total
     passed_over: list[str] = []
-    others = other_files(path, passed_over) if unread or ran else {}
+    others = other_files(path.resolve(), passed_over) if unread or ran else {}
     return IngestReport(
         path=path,
         notes=int(folder_notes),

@@ -52,11 +52,8 @@ from selene_dag.notes.fidelity import compute_tier
 from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
 from selene_dag.notes.folders import find_folder, ingest_scope
 from selene_dag.notes.health import compression_health as health_document
-from selene_dag.notes.ingest import (
-    note_files,
-    notes_folder_version,
-    read_notes,
-)
+from selene_dag.notes.ingest import notes_folder_version, read_notes
+from selene_dag.notes.listing import note_files
 from selene_dag.notes.processing import analyse_notes, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import forget_folder, stored_notes_version, write_notes

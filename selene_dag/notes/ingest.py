@@ -42,7 +42,7 @@ import re
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
@@ -65,33 +65,26 @@ from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.file_cache import Entry, FileCache, stamp_of
-from selene_dag.notes.folders import IngestScope, walk_notes_folder
+from selene_dag.notes.folders import IngestScope
 from selene_dag.notes.html import html_note
 from selene_dag.notes.joplin import JoplinItem, is_item_name, joplin_notes, parse_item
+from selene_dag.notes.listing import (
+    CANVAS_SUFFIXES,
+    ENEX_SUFFIXES,
+    HTML_SUFFIXES,
+    JSON_SUFFIXES,
+    JSONL_SUFFIXES,
+    NOTE_SUFFIXES,
+    ORG_SUFFIXES,
+    TAR_SUFFIXES,
+    TEXT_SUFFIXES,
+    ZIP_SUFFIXES,
+    html_twins,
+    note_files,
+)
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
 from selene_dag.notes.textbundle import bundle_info, bundle_of
-
-MARKDOWN_SUFFIXES = (".md", ".markdown", ".mdown", ".mkd", ".mdx")
-# Plain text notes (Simplenote, Standard Notes and Bear export them) are read as markdown
-# is: a front-matter or a heading when they have one, else the file's name is the title.
-TEXT_SUFFIXES = (".txt",)
-JSONL_SUFFIXES = (".jsonl", ".ndjson")
-# A JSON file holds notes when it is a list of note objects (as JSONL lines are) or the
-# conversations of a ChatGPT or Claude.ai export; any other JSON file in a folder is not a
-# note file and is passed over without a word (an export's user.json, a package.json).
-JSON_SUFFIXES = (".json",)
-ENEX_SUFFIXES = (".enex",)  # Evernote's export
-ORG_SUFFIXES = (".org",)  # Emacs Org and org-roam
-# Note apps' HTML exports (Evernote, Joplin, Notion) and saved pages; a page named as a
-# note file of another kind beside it is that note's second copy (Google Keep writes each
-# note as .json and .html) and is not read.
-HTML_SUFFIXES = (".html", ".htm")
-# Archives read inside when named alone: a zip as downloaded, Bear's backups (zips of
-# TextBundles: ``textbundle``); a tar (plain or compressed) and Joplin's JEX export (a tar
-# of its items: ``joplin``).
-ZIP_SUFFIXES = (".zip", ".bear2bk", ".bearbk")
-TAR_SUFFIXES = (".jex", ".tar", ".tar.gz", ".tgz", ".tar.bz2", ".tbz2", ".tar.xz", ".txz")
 
 
 def _archive_reader(name: str) -> Callable[..., Any] | None:
@@ -105,17 +98,6 @@ def _archive_reader(name: str) -> Callable[..., Any] | None:
     return None
 
 
-CANVAS_SUFFIXES = (".canvas",)  # JSON Canvas: Obsidian's canvases
-NOTE_SUFFIXES = (
-    MARKDOWN_SUFFIXES
-    + TEXT_SUFFIXES
-    + ORG_SUFFIXES
-    + JSONL_SUFFIXES
-    + JSON_SUFFIXES
-    + ENEX_SUFFIXES
-    + CANVAS_SUFFIXES
-    + HTML_SUFFIXES
-)
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
@@ -237,98 +219,6 @@ def notes_folder_version(notes_dir: Path, home: Path | None = None) -> str:
     :func:`source_version` (``home``: whose file cache to use), or that of no notes when
     the folder is missing."""
     return source_version(notes_dir, home) if notes_dir.exists() else notes_data_version([])
-
-
-def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
-    """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, HTML,
-    JSON(L), ENEX, canvases; an HTML copy of a note read from another file left out, see
-    :func:`html_twins`): ``path`` itself when it is a file, else the folder's files
-    searched deeply.
-
-    Hidden files and folders (name starting with '.') are skipped, and so is everything
-    inside the folders of ``skip``, inside a selene-dag home below ``path`` (its
-    distilled sessions and Dagster files are no notes) and in folders of tools (Logseq's
-    ``logseq/``, ``node_modules``, a Python virtual environment). Sorted for determinism.
-    """
-    if path.is_file():
-        return [path]
-    found = []
-    for folder, files in walk_notes_folder(path, skip):
-        twins = html_twins(files) if any(_is_html(name) for name in files) else ()
-        for name in files:
-            if not _is_note_file(folder, name) or name in twins:
-                continue
-            # The walk lists regular files only (not a broken link, a pipe or a socket).
-            found.append(os.path.join(folder, name))
-    # Sorted as paths sort (part by part), on strings: comparing Path objects took a
-    # fifth of listing a vault of 10,000 files.
-    found.sort(key=lambda full: full.split(os.sep))
-    return [Path(full) for full in found]
-
-
-def _is_html(name: str) -> bool:
-    return os.path.splitext(name)[1].lower() in HTML_SUFFIXES
-
-
-def _is_note_file(folder: str, name: str) -> bool:
-    return os.path.splitext(name)[1].lower() in NOTE_SUFFIXES and not _is_keep_labels(folder, name)
-
-
-def html_twins(names: Iterable[str]) -> set[str]:
-    """The HTML files among ``names`` (file names or paths) that copy notes read from
-    another file: a page that shares its name, less the suffix, with a note file of
-    another kind in the same folder (Google Keep exports each note as ``.json`` and
-    ``.html``), and ChatGPT's ``chat.html`` beside the ``conversations.json`` it renders."""
-    names = list(names)
-    present = set(names)
-    stems = {
-        os.path.splitext(name)[0]
-        for name in names
-        if os.path.splitext(name)[1].lower() in NOTE_SUFFIXES and not _is_html(name)
-    }
-    twins = set()
-    for name in names:
-        stem, suffix = os.path.splitext(name)
-        if suffix.lower() not in HTML_SUFFIXES:
-            continue
-        folder, base = os.path.split(name)
-        renders_chats = base == "chat.html" and (
-            os.path.join(folder, "conversations.json") in present
-        )
-        if stem in stems or renders_chats:
-            twins.add(name)
-    return twins
-
-
-def _is_keep_labels(folder: str, name: str) -> bool:
-    """Google Takeout's list of Keep's label names (``Keep/Labels.txt``): no note."""
-    return name == "Labels.txt" and os.path.basename(folder) == "Keep"
-
-
-# Documents a notes folder often holds that ingest does not read: named after an ingest so
-# that no one takes them for part of the notes.
-DOCUMENT_SUFFIXES = frozenset({
-    ".pdf", ".doc", ".docx", ".odt", ".rtf", ".pages", ".epub", ".rst",
-    ".adoc", ".asciidoc", ".tex", ".textile", ".opml",
-})  # fmt: skip
-
-
-def other_files(path: Path, passed_over: list[str] | None = None) -> dict[str, int]:
-    """The files under ``path`` that :func:`note_files` leaves out for their type (hidden
-    ones and the folders it passes over aside), counted by suffix (``""`` for none): what
-    to tell someone whose folder gave no note, or held documents beside its notes. A file
-    named as a note file beside it is that note's second copy (a Keep note's ``.html``
-    beside its ``.json``) and is not counted. The files and folders a ``.seleneignore``
-    lists are added to ``passed_over`` when it is given."""
-    counts: dict[str, int] = {}
-    for folder, files in walk_notes_folder(path, passed_over=passed_over):
-        notes = {os.path.splitext(name)[0] for name in files if _is_note_file(folder, name)}
-        for name in files:
-            stem, suffix = os.path.splitext(name)
-            if _is_note_file(folder, name) or stem in notes or _is_keep_labels(folder, name):
-                continue
-            counts[suffix.lower()] = counts.get(suffix.lower(), 0) + 1
-    return counts
 
 
 def read_notes(

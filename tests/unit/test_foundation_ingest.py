@@ -2,7 +2,8 @@ import json
 import os
 from datetime import UTC, datetime
 
-from selene_dag.notes.ingest import note_files, read_notes
+from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.listing import note_files
 
 
 def test_bundled_corpus_reads_577_notes_equal_to_source(demo_notes):

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from selene_dag.notes.chat_exports import export_kind, exported_chats
-from selene_dag.notes.ingest import other_files, read_notes
+from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.listing import other_files
 
 EXPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "chat_exports"
 

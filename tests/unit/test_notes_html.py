@@ -12,7 +12,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selene_dag.notes.html import html_note
-from selene_dag.notes.ingest import note_files, read_notes
+from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.listing import note_files
 
 EVERNOTE_PAGE = """\
 <!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.0 Transitional//EN" "http://www.w3.org/TR/xhtml1/DTD/xhtml1-transitional.dtd">
