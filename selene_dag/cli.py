@@ -915,6 +915,15 @@ def distill_report_command(
         highlight=False,
         soft_wrap=True,
     )
+    empty = [r for r in rows if r.get("distilled_chunks") == 0 and r["chunks"]]
+    if empty:
+        least = min(r["min_consensus"] for r in empty)
+        err.print(
+            f"{plural(len(empty), 'session')} kept no chunk: none reached consensus "
+            f"{least:g}; SELENE_DISTILL_MIN_CONSENSUS lowers it (then run "
+            "`selene-dag distill run --all`)",
+            highlight=False,
+        )
 
 
 @distill_app.command("assess")
@@ -931,7 +940,10 @@ def distill_seed_command(
     platform: Annotated[str, typer.Argument(help="claude, codex or gemini.")],
     session: Annotated[str | None, typer.Argument(help="Session (default: most recent).")] = None,
     out_dir: Annotated[Path | None, typer.Option(help="Folder for the file.")] = None,
-    max_tokens: Annotated[int, typer.Option(help="Budget of the seeded session.")] = 80_000,
+    max_tokens: Annotated[
+        int | None,
+        typer.Option(help="Budget of the seeded session (default: SELENE_DISTILL_TOKEN_BUDGET)."),
+    ] = None,
 ) -> None:
     """Write a fresh, resumable session file for PLATFORM from a distilled session."""
     result = service.distill_seed(

@@ -41,6 +41,9 @@ DEFAULT_HOME = "./.selene"
 DEFAULT_OLLAMA_HOST = "http://127.0.0.1:11434"
 # Seed 000: with a model server, essences are limited to 10 notes per run.
 OLLAMA_ESSENCE_LIMIT = 10
+# How a distilled session chooses its chunks when they do not all fit (seed 003):
+# "hybrid" weighs consensus 0.7 and recency 0.3.
+DISTILL_SORT_MODES = ("hybrid", "consensus", "chronological")
 
 
 class SettingsError(SeleneError, ValueError):
@@ -199,6 +202,22 @@ class Settings(BaseSettings):
         description="CLI assessors tried when present on PATH (empty: none).",
         json_schema_extra=_shown(",".join(SESSION_PLATFORMS)),
     )
+    distill_token_budget: int = Field(
+        80_000,
+        description=(
+            "Target-model tokens of one distilled session, its preamble and wrappers included."
+        ),
+    )
+    distill_min_consensus: float = Field(
+        5.0, description="Consensus (0–10) a chunk needs to be kept in a distilled session."
+    )
+    distill_sort_mode: str = Field(
+        "hybrid",
+        description=(
+            "Which chunks a distilled session keeps when not all fit: `hybrid` "
+            "(0.7 consensus + 0.3 recency), `consensus` or `chronological`."
+        ),
+    )
 
     @classmethod
     def settings_customise_sources(
@@ -313,6 +332,26 @@ class Settings(BaseSettings):
             if name not in SESSION_PLATFORMS:
                 raise _fail("SELENE_CLI_ASSESSORS", value, "a comma list of claude, codex, gemini")
         return names
+
+    @field_validator("distill_token_budget", mode="before")
+    @classmethod
+    def _distill_budget(cls, value: Any) -> int:
+        return 80_000 if _blank(value) else _whole("SELENE_DISTILL_TOKEN_BUDGET", value, 1)
+
+    @field_validator("distill_min_consensus", mode="before")
+    @classmethod
+    def _distill_consensus(cls, value: Any) -> float:
+        if _blank(value):
+            return 5.0
+        return _number("SELENE_DISTILL_MIN_CONSENSUS", value, 0.0, 10.0)
+
+    @field_validator("distill_sort_mode", mode="before")
+    @classmethod
+    def _distill_sort(cls, value: Any) -> str:
+        mode = "hybrid" if _blank(value) else str(value).strip().lower()
+        if mode not in DISTILL_SORT_MODES:
+            raise _fail("SELENE_DISTILL_SORT_MODE", mode, "one of " + ", ".join(DISTILL_SORT_MODES))
+        return mode
 
     @model_validator(mode="after")
     def _derived(self) -> Settings:

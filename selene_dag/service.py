@@ -68,7 +68,7 @@ from selene_dag.retrieval.search import SOURCES, parse_sources
 from selene_dag.sessions import report as sessions_report
 from selene_dag.sessions.conversation import session_conversation
 from selene_dag.sessions.parsers.detect import detect_platform_file
-from selene_dag.sessions.scanner import scan_report
+from selene_dag.sessions.scanner import ScannedFile, scan_report
 from selene_dag.store import StoreError, close_store, connect, open_store, table_counts
 from selene_dag.text import plural
 
@@ -847,10 +847,12 @@ def distill_seed(
     session: str | None = None,
     *,
     out_dir: Path | None = None,
-    max_tokens: int = 80_000,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
-    """A fresh, resumable session file for ``platform`` from a distilled session."""
-    check_budget(max_tokens, "--max-tokens")
+    """A fresh, resumable session file for ``platform`` from a distilled session, within
+    ``max_tokens`` (default: the SELENE_DISTILL_TOKEN_BUDGET setting)."""
+    if max_tokens is not None:
+        check_budget(max_tokens, "--max-tokens")
     return sessions_report.distill_seed(
         settings, platform, session, out_dir=out_dir, max_tokens=max_tokens
     )
@@ -867,9 +869,10 @@ def distill_run(
     """Materialize the sessions spine for the chosen files, in batches (one run each)
     against ``instance`` (default: the home's persistent instance). Named files (session
     key, the tool's session id, or a path) always run; ``all_files`` runs only the files
-    that are new, changed, never completed or computed by older code. One row per file
-    that ran: key, platform, path, ok, error, distilled. ``on_batch(done, total)`` reports
-    progress after each run."""
+    that are new, changed, never completed or computed by older code, and distills again
+    (that step only) the files distilled under other SELENE_DISTILL_* settings. One row per
+    file that ran: key, platform, path, ok, error, distilled. ``on_batch(done, total)``
+    reports progress after each run."""
     files = sessions_report.resolve_sessions(settings, ids, all_files)
     # Dagster's last verdict that no file needs a run stands while nothing it rests on
     # moved (see selene_dag.last_verdict): then Dagster is not loaded.
@@ -880,6 +883,7 @@ def distill_run(
             return []
     runs = _defs_runs()
     instance = instance or runs.instance_for(settings)
+    again: list[ScannedFile] = []
     if all_files:
         changed = {
             row["session_key"]
@@ -887,14 +891,25 @@ def distill_run(
             if row["state"] != "done"
         }
         todo = set(runs.sessions_to_run(instance, [f.session_key for f in files], changed))
+        otherwise = (
+            sessions_report.distilled_with_other_settings(settings) if run_config is None else set()
+        )
+        again = [f for f in files if f.session_key in otherwise - todo]
         files = [f for f in files if f.session_key in todo]
-    if not files:
+    if not files and not again:
         if key is not None and last_verdict.current_key(settings, "distill", notes=False) == key:
             last_verdict.remember(settings, key)
         return []
-    outcome = runs.materialize_sessions(
-        settings, [f.session_key for f in files], instance, run_config, on_batch=on_batch
-    )
+    outcome: dict[str, str | None] = {}
+    if files:
+        outcome |= runs.materialize_sessions(
+            settings, [f.session_key for f in files], instance, run_config, on_batch=on_batch
+        )
+    if again:
+        outcome |= runs.materialize_distillations(
+            settings, [f.session_key for f in again], instance, on_batch=on_batch
+        )
+        files += again
     distilled = sessions_report.distilled_paths_by_session(settings) or {}
     return [
         {

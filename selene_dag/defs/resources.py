@@ -43,6 +43,9 @@ class SeleneResource(dg.ConfigurableResource):
     daily_start: str | None = None
     ask_min_recall: float | None = None
     cli_assessors: str | None = None  # comma list; "" for none
+    distill_token_budget: int | None = None
+    distill_min_consensus: float | None = None
+    distill_sort_mode: str | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SeleneResource:
@@ -67,6 +70,9 @@ class SeleneResource(dg.ConfigurableResource):
             daily_start=settings.daily_start.isoformat() if settings.daily_start else None,
             ask_min_recall=settings.ask_min_recall,
             cli_assessors=",".join(settings.cli_assessors),
+            distill_token_budget=settings.distill_token_budget,
+            distill_min_consensus=settings.distill_min_consensus,
+            distill_sort_mode=settings.distill_sort_mode,
         )
 
     def settings(self) -> Settings:
@@ -87,6 +93,9 @@ class SeleneResource(dg.ConfigurableResource):
             "daily_start": self.daily_start,
             "ask_min_recall": self.ask_min_recall,
             "cli_assessors": self.cli_assessors,
+            "distill_token_budget": self.distill_token_budget,
+            "distill_min_consensus": self.distill_min_consensus,
+            "distill_sort_mode": self.distill_sort_mode,
         }
         return load_settings(**overrides)
 

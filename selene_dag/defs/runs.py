@@ -26,7 +26,11 @@ from selene_dag.definitions import defs
 from selene_dag.defs.metadata import AS_OF_DAY
 from selene_dag.defs.notes import FORGOTTEN_FOLDER, daily_summaries, notes_source
 from selene_dag.defs.resources import default_resources, resources_for
-from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE_SELECTION
+from selene_dag.defs.sessions import (
+    DISTILL_SELECTION,
+    SESSION_PARTITIONS,
+    SESSION_SPINE_SELECTION,
+)
 from selene_dag.errors import make_folder
 from selene_dag.notes.ingest import notes_folder_version
 from selene_dag.store import open_store
@@ -241,11 +245,12 @@ def materialize_sessions(
     instance: dg.DagsterInstance,
     run_config: dict | None = None,
     on_batch: Callable[[int, int], None] | None = None,
+    selection: dg.AssetSelection = SESSION_SPINE_SELECTION,
 ) -> dict[str, str | None]:
-    """Materialize the sessions spine for ``session_keys``, adding missing dynamic
-    partitions first. Keys go in batches (:func:`session_batches`, one run each); a file
-    that fails costs only itself. ``on_batch(done, total)`` is called after each run.
-    Returns ``{session_key: None or failure line}``."""
+    """Materialize the sessions spine (or ``selection`` of it) for ``session_keys``, adding
+    missing dynamic partitions first. Keys go in batches (:func:`session_batches`, one run
+    each); a file that fails costs only itself. ``on_batch(done, total)`` is called after
+    each run. Returns ``{session_key: None or failure line}``."""
     existing = instance.get_dynamic_partitions(SESSION_PARTITIONS.name)
     known = set(existing)
     missing = [key for key in dict.fromkeys(session_keys) if key not in known]
@@ -257,7 +262,7 @@ def materialize_sessions(
     for batch in session_batches(ordered, session_keys, SESSION_BATCH):
         single = len(batch) == 1
         result = materialize(
-            SESSION_SPINE_SELECTION,
+            selection,
             instance,
             partition_key=batch[0] if single else None,
             tags=None
@@ -277,6 +282,20 @@ def materialize_sessions(
         if on_batch is not None:
             on_batch(len(outcome), total)
     return outcome
+
+
+def materialize_distillations(
+    settings: Settings,
+    session_keys: Sequence[str],
+    instance: dg.DagsterInstance,
+    on_batch: Callable[[int, int], None] | None = None,
+) -> dict[str, str | None]:
+    """Distill ``session_keys`` again (the spine's last step only, their chunks and scores
+    as stored), as :func:`materialize_sessions` runs the spine: after a distillation
+    setting changed."""
+    return materialize_sessions(
+        settings, session_keys, instance, on_batch=on_batch, selection=DISTILL_SELECTION
+    )
 
 
 @dataclass

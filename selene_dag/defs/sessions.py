@@ -17,12 +17,13 @@ from typing import Any
 
 import dagster as dg
 
+from selene_dag.config import Settings
 from selene_dag.defs.conditions import FOLLOW_UPSTREAM
 from selene_dag.defs.metadata import duckdb_asset, markdown_table
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.llm import get_engine
 from selene_dag.llm.cli_assessors import available_assessors
-from selene_dag.sessions.distiller import SORT_MODES, DistillerConfig
+from selene_dag.sessions.distiller import DistillerConfig
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
 from selene_dag.sessions.steps import (
     ReadSession,
@@ -398,20 +399,24 @@ def chunk_scores(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
 
 
 class DistillConfig(dg.Config):
-    """Distillation knobs; ``platform`` empty = the source's platform."""
+    """Distillation knobs of one run; a knob left unset is the setting
+    (SELENE_DISTILL_TOKEN_BUDGET, SELENE_DISTILL_MIN_CONSENSUS, SELENE_DISTILL_SORT_MODE);
+    ``platform`` empty = the source's platform."""
 
-    max_tokens: int = 80_000
-    min_consensus: float = 5.0
-    sort_by: str = "hybrid"
+    max_tokens: int | None = None
+    min_consensus: float | None = None
+    sort_by: str | None = None
     platform: str = ""
 
-    def distiller(self) -> DistillerConfig:
-        """The distiller's configuration; a run fails with one line on an unknown sort mode."""
-        if self.sort_by not in SORT_MODES:
-            raise dg.Failure(
-                description=f"sort_by {self.sort_by!r}: expected one of {', '.join(SORT_MODES)}"
+    def distiller(self, settings: Settings) -> DistillerConfig:
+        """The distiller's configuration: this run's knobs, the settings for those unset. A
+        run fails with one line on an unknown sort mode or a budget below 1."""
+        try:
+            return DistillerConfig.from_settings(
+                settings, self.max_tokens, self.min_consensus, self.sort_by
             )
-        return DistillerConfig(self.max_tokens, self.min_consensus, self.sort_by)
+        except (ValueError, TypeError) as exc:
+            raise dg.Failure(description=str(exc)) from None
 
 
 @duckdb_asset(
@@ -422,8 +427,10 @@ class DistillConfig(dg.Config):
     code_version="1",
     description=(
         "A resumable session file per source session under $SELENE_HOME/distilled/<platform>/: "
-        "chunks with consensus ≥ 5.0 chosen by hybrid score (0.7 consensus + 0.3 recency) within "
-        "80,000 target-model tokens (preamble and wrappers included), in chronological order."
+        "the chunks whose consensus reaches SELENE_DISTILL_MIN_CONSENSUS (5.0), chosen by "
+        "SELENE_DISTILL_SORT_MODE (hybrid: 0.7 consensus + 0.3 recency) within "
+        "SELENE_DISTILL_TOKEN_BUDGET target-model tokens (80,000; preamble and wrappers "
+        "included), in chronological order."
     ),
 )
 def distilled_sessions(
@@ -431,7 +438,7 @@ def distilled_sessions(
 ) -> dg.MaterializeResult:
     """Write the distilled session file and its ``distilled_sessions`` row per session."""
     settings = selene.settings()
-    distiller = config.distiller()
+    distiller = config.distiller(settings)
     batch = _Batch(context)
     written: list[tuple] = []
     with selene.connection() as conn:
@@ -462,8 +469,9 @@ def distilled_sessions(
     metadata: dict[str, Any] = {
         "files": dg.MetadataValue.int(len(written)),
         "tokens": dg.MetadataValue.int(sum(r.tokens for _, r in written)),
-        "budget": dg.MetadataValue.int(config.max_tokens),
-        "sort_mode": dg.MetadataValue.text(config.sort_by),
+        "budget": dg.MetadataValue.int(distiller.max_tokens),
+        "min_consensus": dg.MetadataValue.float(distiller.min_consensus),
+        "sort_mode": dg.MetadataValue.text(distiller.sort_by),
     }
     if len(written) == 1:
         result = written[0][1]
@@ -484,14 +492,14 @@ def distilled_sessions(
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "One distilled session per project (working directory) across all of its scored "
-        "sessions: their chunks compete for one 80,000-token budget. Rows have "
-        "session_key 'project:<project>'."
+        "sessions: their chunks compete for one budget (SELENE_DISTILL_TOKEN_BUDGET, 80,000 "
+        "tokens). Rows have session_key 'project:<project>'."
     ),
 )
 def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.MaterializeResult:
     """Write one distilled file per project with scored sessions."""
     settings = selene.settings()
-    distiller = config.distiller()
+    distiller = config.distiller(settings)
     results = []
     with selene.connection() as conn:
         for project in project_names(conn):
@@ -511,7 +519,9 @@ def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.M
         metadata={
             "projects": dg.MetadataValue.int(len(results)),
             "files": markdown_table(["project", "platform", "chunks", "tokens", "file"], rows),
-            "budget": dg.MetadataValue.int(config.max_tokens),
+            "budget": dg.MetadataValue.int(distiller.max_tokens),
+            "min_consensus": dg.MetadataValue.float(distiller.min_consensus),
+            "sort_mode": dg.MetadataValue.text(distiller.sort_by),
         },
     )
 
@@ -519,6 +529,8 @@ def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.M
 SESSION_SPINE = [session_events, session_chunks, chunk_scores, distilled_sessions]
 SESSION_ROLLUPS = [project_distillations]
 SESSION_SPINE_SELECTION = dg.AssetSelection.assets(*SESSION_SPINE)
+# Choosing chunks again under other distillation settings: the last step of the spine only.
+DISTILL_SELECTION = dg.AssetSelection.assets(distilled_sessions)
 
 
 # Checks: ranges and budgets block downstream; coverage figures warn.

@@ -15,10 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from selene_dag.config import DISTILL_SORT_MODES, Settings
 from selene_dag.errors import check_budget
 from selene_dag.sessions.chunker import Chunk
 
-SORT_MODES: tuple[str, ...] = ("consensus", "chronological", "hybrid")
+SORT_MODES: tuple[str, ...] = DISTILL_SORT_MODES
 HYBRID_CONSENSUS_WEIGHT = 0.7
 HYBRID_RECENCY_WEIGHT = 0.3
 
@@ -43,6 +44,22 @@ class DistillerConfig:
         if self.sort_by not in SORT_MODES:
             raise ValueError(f"sort_by {self.sort_by!r}: expected one of {', '.join(SORT_MODES)}")
         check_budget(self.max_tokens, "max_tokens", minimum=1)
+
+    @classmethod
+    def from_settings(
+        cls,
+        settings: Settings,
+        max_tokens: int | None = None,
+        min_consensus: float | None = None,
+        sort_by: str | None = None,
+    ) -> DistillerConfig:
+        """The settings' distillation (SELENE_DISTILL_*), with each knob given here instead
+        of its setting. Raises ValueError as the constructor does."""
+        return cls(
+            settings.distill_token_budget if max_tokens is None else max_tokens,
+            settings.distill_min_consensus if min_consensus is None else min_consensus,
+            settings.distill_sort_mode if sort_by is None else sort_by,
+        )
 
 
 @dataclass(frozen=True)

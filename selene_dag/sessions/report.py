@@ -148,6 +148,23 @@ def distilled_paths_by_session(settings: Settings) -> dict[str, str] | None:
     return {row["session_key"]: row["path"] for row in rows}
 
 
+def distilled_with_other_settings(settings: Settings) -> set[str]:
+    """The sessions whose distilled file was chosen under other distillation settings than
+    ``settings``' (SELENE_DISTILL_*): they must be distilled again. Empty when there is no
+    database."""
+    from selene_dag.sessions.distiller import DistillerConfig
+    from selene_dag.sessions.store import distilled_otherwise
+
+    conn = read_conn(settings)
+    if conn is None:
+        return set()
+    config = DistillerConfig.from_settings(settings)
+    try:
+        return distilled_otherwise(conn, config.max_tokens, config.min_consensus, config.sort_by)
+    finally:
+        conn.close()
+
+
 def distill_status(settings: Settings) -> dict[str, Any]:
     """Pipeline state: files per state, rows per sessions table, distilled files, and
     ``source_gone``: ingested sessions whose file no longer exists (rows kept)."""
@@ -176,8 +193,9 @@ def distill_status(settings: Settings) -> dict[str, Any]:
 
 
 def distill_report(settings: Settings, session: str | None = None) -> list[dict[str, Any]]:
-    """Per session: events, chunks, mean importance, mean consensus, distilled tokens and
-    path, and whether the source file still exists (``source_exists``).
+    """Per session: events, chunks, mean importance, mean consensus, distilled tokens,
+    chunks and path, the minimum consensus its distillation used, and whether the source
+    file still exists (``source_exists``).
 
     Raises SessionNotFoundError when ``session`` matches no ingested session.
     """
@@ -195,7 +213,7 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
             "(SELECT round(avg(consensus), 2) FROM chunk_scores s "
             "WHERE s.session_key = f.session_key) AS consensus_avg, "
             "d.tokens AS distilled_tokens, d.budget, d.chunk_count AS distilled_chunks, "
-            "d.path AS distilled_path "
+            "d.min_consensus, d.path AS distilled_path "
             "FROM session_files f LEFT JOIN distilled_sessions d ON d.session_key = f.session_key "
             "ORDER BY f.session_key",
         )
@@ -269,12 +287,13 @@ def distill_seed(
     platform: str,
     session: str | None = None,
     out_dir: Path | None = None,
-    max_tokens: int = 80_000,
+    max_tokens: int | None = None,
 ) -> dict[str, Any]:
     """Write a fresh ``platform`` session file from a scored session (default: most recent).
 
-    The file goes to ``out_dir`` (default ``$SELENE_HOME/distilled/seeds``); returns its path
-    and token accounting. Only the file is written, not the database. Raises UsageError
+    Chunks are chosen as a distilled session's are (the SELENE_DISTILL_* settings), within
+    ``max_tokens`` when given. The file goes to ``out_dir`` (default
+    ``$SELENE_HOME/distilled/seeds``); returns its path and token accounting. Only the file is written, not the database. Raises UsageError
     for an unknown platform, SessionNotFoundError when there is no database or no scored
     session (matching ``session``).
     """
@@ -300,11 +319,12 @@ def distill_seed(
     finally:
         conn.close()
     meta = session_meta(chosen, f"{chosen.session_key}:{platform}:seed", scored)
+    config = DistillerConfig.from_settings(settings, max_tokens)
     result = write_distilled_file(
         scored,
         meta,
         platform,
-        DistillerConfig(max_tokens=max_tokens),
+        config,
         out_dir or settings.distilled_dir / "seeds",
         model=settings.model,
     )
@@ -314,7 +334,7 @@ def distill_seed(
         "path": str(result.path),
         "chunks": len(result.distilled.chunks),
         "tokens": result.tokens,
-        "budget": max_tokens,
+        "budget": config.max_tokens,
     }
 
 

@@ -476,6 +476,20 @@ def distilled_paths_many(
     return out
 
 
+def distilled_otherwise(
+    conn: duckdb.DuckDBPyConnection, max_tokens: int, min_consensus: float, sort_mode: str
+) -> set[str]:
+    """The sessions with a distilled file whose chunks were chosen with another budget,
+    minimum consensus or sort mode than these (projects' roll-ups left out)."""
+    rows = conn.execute(
+        "SELECT DISTINCT session_key FROM distilled_sessions "
+        "WHERE NOT starts_with(session_key, 'project:') "
+        "AND (budget <> ? OR min_consensus <> ? OR sort_mode <> ?)",
+        [max_tokens, min_consensus, sort_mode],
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
 def replace_distillations(conn: duckdb.DuckDBPyConnection, rows: Sequence[DistillationRow]) -> None:
     """Rewrite the ``distilled_sessions`` rows of each ``(session_key, platform)`` of
     ``rows``, in one transaction and two statements whatever their number."""

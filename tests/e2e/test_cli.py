@@ -162,6 +162,29 @@ def test_compact_takes_a_session_file_and_a_jsonl_file(tmp_path):
     )
 
 
+def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp_path):
+    # Every chunk of this real Codex session scores under the default minimum consensus.
+    root = tmp_path / "codex"
+    root.mkdir()
+    (root / "small.jsonl").write_bytes(
+        (FIXTURES / "codex" / "agent-sessions_small.jsonl").read_bytes()
+    )
+    env = {"SELENE_SESSION_ROOTS": f"codex={root}"}
+    assert run("distill", "run", "--all", env=env).returncode == 0
+    report = run("distill", "report", env=env)
+    assert report.returncode == 0
+    assert "1 session kept no chunk: none reached consensus 5;" in report.stderr
+    assert "SELENE_DISTILL_MIN_CONSENSUS" in report.stderr
+
+    lowered = {**env, "SELENE_DISTILL_MIN_CONSENSUS": "2.5"}
+    ran = run("distill", "run", "--all", env=lowered)
+    assert ran.returncode == 0 and "1 session file distilled" in ran.stdout, ran.stdout
+    after = run("distill", "report", "--json", env=lowered)
+    (row,) = json.loads(after.stdout)
+    assert row["min_consensus"] == 2.5 and row["distilled_chunks"] > 0
+    assert "kept no chunk" not in run("distill", "report", env=lowered).stderr
+
+
 def test_distill_scan_run_report_on_real_sessions(tmp_path):
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
     root = tmp_path / "codex"

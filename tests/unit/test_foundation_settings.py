@@ -15,6 +15,12 @@ def test_defaults():
     assert s.essence_limit is None
     assert [r.platform for r in s.session_roots] == ["claude", "codex", "gemini"]
     assert s.lock_wait == 60.0
+    # Seed 003's distiller defaults.
+    assert (s.distill_token_budget, s.distill_min_consensus, s.distill_sort_mode) == (
+        80_000,
+        5.0,
+        "hybrid",
+    )
     assert load_settings({"SELENE_LOCK_WAIT": "0"}).lock_wait == 0.0
 
 
@@ -35,6 +41,9 @@ def test_ollama_defaults_to_seed_limit_of_ten():
         ({"SELENE_ESSENCE_LIMIT": "-1"}, "SELENE_ESSENCE_LIMIT", "whole number"),
         ({"SELENE_ASK_MIN_RECALL": "2"}, "SELENE_ASK_MIN_RECALL", "0.0 to 1.0"),
         ({"SELENE_LOCK_WAIT": "-5"}, "SELENE_LOCK_WAIT", "0.0 to 86400.0"),
+        ({"SELENE_DISTILL_TOKEN_BUDGET": "0"}, "SELENE_DISTILL_TOKEN_BUDGET", "whole number"),
+        ({"SELENE_DISTILL_MIN_CONSENSUS": "11"}, "SELENE_DISTILL_MIN_CONSENSUS", "0.0 to 10.0"),
+        ({"SELENE_DISTILL_SORT_MODE": "newest"}, "SELENE_DISTILL_SORT_MODE", "hybrid, consensus"),
     ],
 )
 def test_invalid_values_give_one_line_naming_variable(env, name, allowed):

@@ -1,0 +1,117 @@
+"""Distillation settings (seed 003 §10: token budget, minimum consensus, sort mode) reach
+every distilled session, and changing one distills the sessions again on the next
+``distill run --all``: that step only, from the chunks and scores already stored."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+
+from selene_dag import service
+from selene_dag.config import Settings, load_settings
+from tests.support.sessions import FIXTURES
+
+# Two real transcripts: a Codex session whose chunks the offline assessors all score
+# under the default minimum consensus (5.0), and a Claude one.
+FILES = (
+    FIXTURES / "codex" / "agent-sessions_small.jsonl",
+    FIXTURES / "claude" / "agent-sessions_small.jsonl",
+)
+
+
+def _settings(tmp_path: Path, **distill: str) -> Settings:
+    return load_settings(
+        {
+            "SELENE_SESSION_ROOTS": str(tmp_path / "sessions"),
+            "SELENE_LLM": "extractive",
+            "SELENE_CLI_ASSESSORS": "",
+            "SELENE_NOW": "2026-05-01T00:00:00Z",
+            **{f"SELENE_DISTILL_{k.upper()}": v for k, v in distill.items()},
+        },
+        home=tmp_path / "home",
+    )
+
+
+def _copy_sessions(tmp_path: Path) -> None:
+    for source in FILES:
+        target = tmp_path / "sessions" / source.parent.name / source.name
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source, target)
+
+
+def _distilled(settings: Settings) -> dict[str, tuple]:
+    """Per session: chunks kept, tokens, budget, minimum consensus, sort mode, and the
+    chunks scored at or above that minimum."""
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        rows = conn.execute(
+            "SELECT d.session_key, d.chunk_count, d.tokens, d.budget, d.min_consensus, "
+            "d.sort_mode, (SELECT count(*) FROM chunk_scores s WHERE s.session_key = "
+            "d.session_key AND s.consensus >= d.min_consensus) "
+            "FROM distilled_sessions d ORDER BY 1"
+        ).fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+SPINE = ("session_events", "session_chunks", "chunk_scores", "distilled_sessions")
+
+
+def _last_run_assets(instance: dg.DagsterInstance) -> set[str]:
+    """The spine assets the newest run materialized."""
+    run_id = instance.get_run_records(limit=1)[0].dagster_run.run_id
+    return {
+        name
+        for name in SPINE
+        if (event := instance.get_latest_materialization_event(dg.AssetKey(name))) is not None
+        and event.run_id == run_id
+    }
+
+
+def test_a_changed_setting_distills_again_with_it(tmp_path: Path) -> None:
+    _copy_sessions(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    defaults = _settings(tmp_path)
+    first = service.distill_run(defaults, all_files=True, instance=instance)
+    assert len(first) == 2 and all(r["ok"] for r in first)
+    before = _distilled(defaults)
+    assert {row[2:5] for row in before.values()} == {(80_000, 5.0, "hybrid")}
+    # Only chunks at or above the minimum are kept; one session keeps none of its chunks.
+    assert all(kept == eligible for kept, *_, eligible in before.values())
+    assert min(kept for kept, *_ in before.values()) == 0
+    runs_before = len(instance.get_run_records())
+
+    lowered = _settings(tmp_path, min_consensus="0")
+    again = service.distill_run(lowered, all_files=True, instance=instance)
+    assert sorted(r["session_key"] for r in again) == sorted(before)
+    assert all(r["ok"] for r in again)
+    # Distilled again, from what was stored: the distillation step and nothing upstream.
+    assert len(instance.get_run_records()) == runs_before + 1
+    assert _last_run_assets(instance) == {"distilled_sessions"}
+    after = _distilled(lowered)
+    for key, (kept, _tokens, budget, minimum, mode, eligible) in after.items():
+        assert (budget, minimum, mode) == (80_000, 0.0, "hybrid")
+        assert kept == eligible > before[key][0] or kept == before[key][0] == eligible
+    assert min(kept for kept, *_ in after.values()) > 0  # every session keeps chunks now
+
+    # The same settings again: nothing to do.
+    assert service.distill_run(lowered, all_files=True, instance=instance) == []
+
+    small = _settings(tmp_path, min_consensus="0", token_budget="600", sort_mode="chronological")
+    assert len(service.distill_run(small, all_files=True, instance=instance)) == 2
+    for kept, tokens, budget, _minimum, mode, _eligible in _distilled(small).values():
+        assert (budget, mode) == (600, "chronological") and tokens <= 600
+        assert kept >= 1
+
+
+def test_a_run_config_wins_over_the_settings(tmp_path: Path) -> None:
+    _copy_sessions(tmp_path)
+    settings = _settings(tmp_path, min_consensus="0")
+    run_config = {"ops": {"distilled_sessions": {"config": {"max_tokens": 700}}}}
+    rows = service.distill_run(
+        settings, all_files=True, run_config=run_config, instance=dg.DagsterInstance.ephemeral()
+    )
+    assert len(rows) == 2
+    for _kept, tokens, budget, minimum, _mode, _eligible in _distilled(settings).values():
+        assert (budget, minimum) == (700, 0.0) and tokens <= 700
