@@ -834,6 +834,8 @@ def distill_run_command(
         + (", every other file up to date" if all_files else "")
         + f" ({time.perf_counter() - started:.1f} s)"
     )
+    if hint := service.kept_no_chunk_hint(rows):
+        err.print(hint, highlight=False)
     # Nothing ran: the roots are scanned again, only here, to say why.
     if all_files and not rows and (hint := service.idle_roots_hint(load_settings())):
         out.print(hint, highlight=False, soft_wrap=True)
@@ -915,15 +917,8 @@ def distill_report_command(
         highlight=False,
         soft_wrap=True,
     )
-    empty = [r for r in rows if r.get("distilled_chunks") == 0 and r["chunks"]]
-    if empty:
-        least = min(r["min_consensus"] for r in empty)
-        err.print(
-            f"{plural(len(empty), 'session')} kept no chunk: none reached consensus "
-            f"{least:g}; SELENE_DISTILL_MIN_CONSENSUS lowers it (then run "
-            "`selene-dag distill run --all`)",
-            highlight=False,
-        )
+    if hint := service.kept_no_chunk_hint(rows):
+        err.print(hint, highlight=False)
 
 
 @distill_app.command("assess")

@@ -13,7 +13,7 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -858,6 +858,20 @@ def distill_seed(
     )
 
 
+def kept_no_chunk_hint(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One line counting the sessions of ``rows`` (``distill run`` or ``distill report``
+    rows) whose distilled file kept none of their chunks because none reached the minimum
+    consensus, and the setting that decides; "" when there is none."""
+    empty = [r for r in rows if r.get("distilled_chunks") == 0 and r.get("chunks")]
+    if not empty:
+        return ""
+    least = min(r["min_consensus"] for r in empty)
+    return (
+        f"{plural(len(empty), 'session')} kept no chunk: none reached consensus {least:g}; "
+        "SELENE_DISTILL_MIN_CONSENSUS lowers it (then run `selene-dag distill run --all`)"
+    )
+
+
 def distill_run(
     settings: Settings,
     ids: Sequence[str] = (),
@@ -871,7 +885,9 @@ def distill_run(
     key, the tool's session id, or a path) always run; ``all_files`` runs only the files
     that are new, changed, never completed or computed by older code, and distills again
     (that step only) the files distilled under other SELENE_DISTILL_* settings. One row per
-    file that ran: key, platform, path, ok, error, distilled. ``on_batch(done, total)``
+    file that ran: key, platform, path, ok, error, distilled (the file's path), and the
+    chunks it kept of the session's with the minimum consensus that decided
+    (``distilled_chunks``, ``chunks``, ``min_consensus``). ``on_batch(done, total)``
     reports progress after each run."""
     files = sessions_report.resolve_sessions(settings, ids, all_files)
     # Dagster's last verdict that no file needs a run stands while nothing it rests on
@@ -910,18 +926,24 @@ def distill_run(
             settings, [f.session_key for f in again], instance, on_batch=on_batch
         )
         files += again
-    distilled = sessions_report.distilled_paths_by_session(settings) or {}
-    return [
-        {
-            "session_key": f.session_key,
-            "platform": f.platform,
-            "path": f.path,
-            "ok": outcome[f.session_key] is None,
-            "error": outcome[f.session_key],
-            "distilled": distilled.get(f.session_key),
-        }
-        for f in files
-    ]
+    distilled = sessions_report.distillations_by_session(settings) or {}
+    rows = []
+    for f in files:
+        row = distilled.get(f.session_key, {})
+        rows.append(
+            {
+                "session_key": f.session_key,
+                "platform": f.platform,
+                "path": f.path,
+                "ok": outcome[f.session_key] is None,
+                "error": outcome[f.session_key],
+                "distilled": row.get("distilled_path"),
+                "distilled_chunks": row.get("distilled_chunks"),
+                "chunks": row.get("chunks"),
+                "min_consensus": row.get("min_consensus"),
+            }
+        )
+    return rows
 
 
 # --- demo ----------------------------------------------------------------------------------

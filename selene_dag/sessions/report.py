@@ -136,16 +136,23 @@ def resolve_sessions(
     return list(chosen.values())
 
 
-def distilled_paths_by_session(settings: Settings) -> dict[str, str] | None:
-    """``session_key -> path`` of every distilled file; None when there is no database."""
+def distillations_by_session(settings: Settings) -> dict[str, dict[str, Any]] | None:
+    """Per session with a distilled file: its ``distilled_path``, ``distilled_chunks`` (the
+    chunks it kept), ``chunks`` (the session's chunks) and the ``min_consensus`` it was
+    distilled with; None when there is no database."""
     conn = read_conn(settings)
     if conn is None:
         return None
     try:
-        rows = fetch_dicts(conn, "SELECT session_key, path FROM distilled_sessions")
+        rows = fetch_dicts(
+            conn,
+            "SELECT d.session_key, d.path AS distilled_path, d.chunk_count AS distilled_chunks, "
+            "d.min_consensus, (SELECT count(*) FROM chunks c WHERE c.session_key = "
+            "d.session_key) AS chunks FROM distilled_sessions d",
+        )
     finally:
         conn.close()
-    return {row["session_key"]: row["path"] for row in rows}
+    return {row.pop("session_key"): row for row in rows}
 
 
 def distilled_with_other_settings(settings: Settings) -> set[str]:
@@ -344,7 +351,7 @@ __all__ = [
     "distill_scan",
     "distill_seed",
     "distill_status",
-    "distilled_paths_by_session",
+    "distillations_by_session",
     "read_conn",
     "resolve_sessions",
     "scan_listing",

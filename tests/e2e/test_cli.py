@@ -170,7 +170,8 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
         (FIXTURES / "codex" / "agent-sessions_small.jsonl").read_bytes()
     )
     env = {"SELENE_SESSION_ROOTS": f"codex={root}"}
-    assert run("distill", "run", "--all", env=env).returncode == 0
+    ran = run("distill", "run", "--all", env=env)
+    assert ran.returncode == 0 and "1 session kept no chunk" in ran.stderr
     report = run("distill", "report", env=env)
     assert report.returncode == 0
     assert "1 session kept no chunk: none reached consensus 5;" in report.stderr
@@ -179,6 +180,7 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
     lowered = {**env, "SELENE_DISTILL_MIN_CONSENSUS": "2.5"}
     ran = run("distill", "run", "--all", env=lowered)
     assert ran.returncode == 0 and "1 session file distilled" in ran.stdout, ran.stdout
+    assert "kept no chunk" not in ran.stderr
     after = run("distill", "report", "--json", env=lowered)
     (row,) = json.loads(after.stdout)
     assert row["min_consensus"] == 2.5 and row["distilled_chunks"] > 0
@@ -395,7 +397,8 @@ def test_distill_report_and_status_fit_80_columns_and_speak_json(tmp_path):
         f"{p}={FIXTURES / p}" for p in ("claude", "codex") if (FIXTURES / p).is_dir()
     )
     env = {"SELENE_SESSION_ROOTS": roots, "SELENE_HOME": str(tmp_path / "home"), "COLUMNS": "80"}
-    assert run("distill", "run", "--all", env=env).returncode == 0
+    ran = run("distill", "run", "--all", env=env)
+    assert ran.returncode == 0 and "1 session kept no chunk" in ran.stderr
     report = run("distill", "report", env=env)
     assert report.returncode == 0
     table = [line for line in report.stdout.splitlines() if line.startswith(("┃", "│"))]
