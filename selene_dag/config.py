@@ -202,6 +202,13 @@ class Settings(BaseSettings):
         description="CLI assessors tried when present on PATH (empty: none).",
         json_schema_extra=_shown(",".join(SESSION_PLATFORMS)),
     )
+    assessor_timeout: float = Field(
+        30.0,
+        description=(
+            "Seconds a CLI assessor (claude, codex, gemini) may take on one chunk before the "
+            "attempt counts as failed (it is tried twice)."
+        ),
+    )
     distill_token_budget: int = Field(
         80_000,
         description=(
@@ -332,6 +339,11 @@ class Settings(BaseSettings):
             if name not in SESSION_PLATFORMS:
                 raise _fail("SELENE_CLI_ASSESSORS", value, "a comma list of claude, codex, gemini")
         return names
+
+    @field_validator("assessor_timeout", mode="before")
+    @classmethod
+    def _assessor_timeout(cls, value: Any) -> float:
+        return 30.0 if _blank(value) else _number("SELENE_ASSESSOR_TIMEOUT", value, 0.1, 3600.0)
 
     @field_validator("distill_token_budget", mode="before")
     @classmethod

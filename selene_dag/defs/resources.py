@@ -43,6 +43,7 @@ class SeleneResource(dg.ConfigurableResource):
     daily_start: str | None = None
     ask_min_recall: float | None = None
     cli_assessors: str | None = None  # comma list; "" for none
+    assessor_timeout: float | None = None
     distill_token_budget: int | None = None
     distill_min_consensus: float | None = None
     distill_sort_mode: str | None = None
@@ -70,6 +71,7 @@ class SeleneResource(dg.ConfigurableResource):
             daily_start=settings.daily_start.isoformat() if settings.daily_start else None,
             ask_min_recall=settings.ask_min_recall,
             cli_assessors=",".join(settings.cli_assessors),
+            assessor_timeout=settings.assessor_timeout,
             distill_token_budget=settings.distill_token_budget,
             distill_min_consensus=settings.distill_min_consensus,
             distill_sort_mode=settings.distill_sort_mode,
@@ -93,6 +95,7 @@ class SeleneResource(dg.ConfigurableResource):
             "daily_start": self.daily_start,
             "ask_min_recall": self.ask_min_recall,
             "cli_assessors": self.cli_assessors,
+            "assessor_timeout": self.assessor_timeout,
             "distill_token_budget": self.distill_token_budget,
             "distill_min_consensus": self.distill_min_consensus,
             "distill_sort_mode": self.distill_sort_mode,

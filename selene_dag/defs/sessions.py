@@ -368,7 +368,12 @@ def chunk_scores(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
             for key in group:
                 views = chunk_views_of(events.get(key, []), stored.get(key, []))
                 scored = score_views(
-                    views, key, default_assessors(extractive, model_engine), settings.now(), clis
+                    views,
+                    key,
+                    default_assessors(extractive, model_engine),
+                    settings.now(),
+                    clis,
+                    cli_timeout=settings.assessor_timeout,
                 )
                 pending.append((key, scored))
             written, failed = _write_together(conn, pending, _replace_session_scores)

@@ -247,7 +247,9 @@ def _rating(assessor: str, assessment: Any) -> dict[str, Any]:
 
 
 def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
-    """Run every available assessor on one stored chunk now; returns ratings and consensus.
+    """Run every available assessor on one stored chunk now; returns ratings, consensus and
+    ``failed``: why each CLI assessor on PATH that gave no rating failed (it timed out after
+    SELENE_ASSESSOR_TIMEOUT twice, exited with an error, answered no rating).
 
     ``chunk_id`` may carry the ``chunk:`` prefix that ask's JSON gives its items. Nothing
     is written (the ``chunk_scores`` asset owns the stored scores). Raises
@@ -276,9 +278,12 @@ def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
         conn.close()
     ratings = [_rating(n.assessor, n.assessment) for n in named]
     clis = available_assessors(list(settings.cli_assessors)) if settings.cli_assessors else []
-    for r in assess_with_clis(view.text, clis) if clis else []:
+    failed = []
+    for r in assess_with_clis(view.text, clis, settings.assessor_timeout) if clis else []:
         if r.ok and r.assessment is not None:
             ratings.append(_rating(r.name, r.assessment))
+        elif r.error:
+            failed.append(r.error)
     consensus = compute_consensus([AssessmentScore(r["assessor"], r["overall"]) for r in ratings])
     return {
         "chunk_id": chunk_id,
@@ -286,6 +291,7 @@ def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
         "consensus": consensus.score,
         "sufficient": consensus.sufficient,
         "dropped": list(consensus.dropped),
+        "failed": failed,
     }
 
 

@@ -5,6 +5,7 @@ every distilled session, and changing one distills the sessions again on the nex
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import dagster as dg
@@ -115,3 +116,34 @@ def test_a_run_config_wins_over_the_settings(tmp_path: Path) -> None:
     assert len(rows) == 2
     for _kept, tokens, budget, minimum, _mode, _eligible in _distilled(settings).values():
         assert (budget, minimum) == (700, 0.0) and tokens <= 700
+
+
+SLOW_CLI = """
+import sys, time
+sys.stdin.read()
+time.sleep(30)
+"""
+
+
+def test_assess_says_which_cli_failed_and_why(tmp_path: Path, monkeypatch) -> None:
+    _copy_sessions(tmp_path)
+    settings = _settings(tmp_path)
+    service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        chunk_id = conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
+    # A codex that never answers, alone on PATH; the timeout is the setting's.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    fake = bin_dir / "codex"
+    fake.write_text(f"#!{sys.executable}\n{SLOW_CLI}", encoding="utf-8")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+    slow = load_settings(
+        {"SELENE_CLI_ASSESSORS": "codex", "SELENE_ASSESSOR_TIMEOUT": "0.5"},
+        home=settings.home,
+    )
+
+    result = service.distill_assess(slow, f"chunk:{chunk_id}")
+
+    assert result["failed"] == ["codex: timed out after 0.5 s"]
+    assert {a["assessor"] for a in result["assessments"]} == {"extractive", "importance"}

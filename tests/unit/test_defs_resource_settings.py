@@ -35,6 +35,7 @@ def test_settings_survive_the_resource_unchanged(tmp_path: Path) -> None:
             "SELENE_DAILY_START": "2024-01-01",
             "SELENE_ASK_MIN_RECALL": "0.4",
             "SELENE_CLI_ASSESSORS": "codex",
+            "SELENE_ASSESSOR_TIMEOUT": "12.5",
             "SELENE_DISTILL_TOKEN_BUDGET": "4000",
             "SELENE_DISTILL_MIN_CONSENSUS": "3.5",
             "SELENE_DISTILL_SORT_MODE": "consensus",

@@ -41,6 +41,7 @@ def test_ollama_defaults_to_seed_limit_of_ten():
         ({"SELENE_ESSENCE_LIMIT": "-1"}, "SELENE_ESSENCE_LIMIT", "whole number"),
         ({"SELENE_ASK_MIN_RECALL": "2"}, "SELENE_ASK_MIN_RECALL", "0.0 to 1.0"),
         ({"SELENE_LOCK_WAIT": "-5"}, "SELENE_LOCK_WAIT", "0.0 to 86400.0"),
+        ({"SELENE_ASSESSOR_TIMEOUT": "0"}, "SELENE_ASSESSOR_TIMEOUT", "0.1 to 3600.0"),
         ({"SELENE_DISTILL_TOKEN_BUDGET": "0"}, "SELENE_DISTILL_TOKEN_BUDGET", "whole number"),
         ({"SELENE_DISTILL_MIN_CONSENSUS": "11"}, "SELENE_DISTILL_MIN_CONSENSUS", "0.0 to 10.0"),
         ({"SELENE_DISTILL_SORT_MODE": "newest"}, "SELENE_DISTILL_SORT_MODE", "hybrid, consensus"),
