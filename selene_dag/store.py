@@ -8,9 +8,7 @@ previous migration left it, and raises :class:`MigrationError`.
 
 from __future__ import annotations
 
-import importlib.util
 import re
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, suppress
@@ -23,14 +21,6 @@ import duckdb
 
 from selene_dag.errors import SeleneError, make_folder
 from selene_dag.paths import sql_dir
-
-# DuckDB's Python client looks for pandas whenever it converts a Python value (each
-# element of a list parameter too) and, when pandas is not installed, tries to import it
-# again every time: about 80 µs each, 80 ms for a list of 1,000 ids. Marking it absent
-# makes each attempt fail at once. Nothing could import pandas here anyway; where it is
-# installed it is left alone (DuckDB then imports it at the first parameter).
-if importlib.util.find_spec("pandas") is None:
-    sys.modules.setdefault("pandas", None)
 
 _MIGRATION_NAME = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
 _LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
