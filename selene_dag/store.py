@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import duckdb
 
@@ -230,72 +229,6 @@ def transaction(conn: duckdb.DuckDBPyConnection) -> Iterator[duckdb.DuckDBPyConn
         conn.execute("ROLLBACK")
         raise
     conn.execute("COMMIT")
-
-
-@contextmanager
-def staged(
-    conn: duckdb.DuckDBPyConnection,
-    name: str,
-    columns: Mapping[str, Sequence[Any]],
-    types: Mapping[str, str],
-) -> Iterator[None]:
-    """Within the block, ``columns`` (equal-length sequences by column name) can be read as
-    the view ``name``, each column cast to its SQL type in ``types``: how many rows reach an
-    ``INSERT … SELECT`` or a join at once. Values go to DuckDB as they are (str, int, float,
-    bool, None, tz-aware datetime, list, numpy array); a numpy array column as is."""
-    import numpy as np
-
-    arrays: dict[str, Any] = {}
-    rows = 0
-    # DuckDB reads an object column's type from its first values (``pandas_analyze_sample``
-    # of them) and fails when those are all None: the sample is widened to reach each
-    # column's first value, and a column of None only becomes a NULL of its type.
-    reach = 0
-    for column, values in columns.items():
-        rows = len(values)
-        if isinstance(values, np.ndarray):
-            arrays[column] = values
-            continue
-        first = next((i for i, v in enumerate(values) if v is not None), None)
-        if first is None:
-            continue
-        reach = max(reach, first + 1)
-        array = np.empty(len(values), dtype=object)
-        array[:] = values if isinstance(values, list) else list(values)
-        arrays[column] = array
-    if not arrays:
-        arrays["_row"] = np.arange(rows)
-    sample = int(conn.execute("SELECT current_setting('pandas_analyze_sample')").fetchone()[0])
-    raw = f"{name}_values"
-    if reach > sample:
-        conn.execute(f"SET pandas_analyze_sample = {reach}")
-    try:
-        conn.register(raw, arrays)
-        sources = {c: f'"{c}"' if c in arrays else "NULL" for c in columns}
-        casts = ", ".join(f'CAST({sources[c]} AS {types[c]}) AS "{c}"' for c in columns)
-        conn.execute(f"CREATE OR REPLACE TEMP VIEW {name} AS SELECT {casts} FROM {raw}")
-        try:
-            yield
-        finally:
-            # In a transaction a failure aborted, the rollback removes the view instead.
-            with suppress(duckdb.Error):
-                conn.execute(f"DROP VIEW IF EXISTS {name}")
-    finally:
-        with suppress(duckdb.Error):
-            conn.unregister(raw)
-        if reach > sample:
-            with suppress(duckdb.Error):
-                conn.execute(f"SET pandas_analyze_sample = {sample}")
-
-
-def column_types(conn: duckdb.DuckDBPyConnection, table: str) -> dict[str, str]:
-    """``{column: SQL type}`` of the main schema's ``table`` (for :func:`staged`)."""
-    rows = conn.execute(
-        "SELECT column_name, data_type FROM duckdb_columns() "
-        "WHERE schema_name = 'main' AND table_name = ? ORDER BY column_index",
-        [table],
-    ).fetchall()
-    return dict(rows)
 
 
 def table_counts(conn: duckdb.DuckDBPyConnection) -> dict[str, int]:

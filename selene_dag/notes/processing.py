@@ -21,8 +21,10 @@ import duckdb
 
 from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, deferred_cache
 from selene_dag.paths import transform_sql
-from selene_dag.store import staged, transaction
+from selene_dag.store import transaction
 from selene_dag.text import hash_rows
+
+# pandas is imported where frames are built: the Dagster definitions load without it.
 
 COMMIT_EVERY_SECONDS = 0.5
 
@@ -55,16 +57,15 @@ def valid_essence(essence: str | None) -> str | None:
     return text if len(text) >= MIN_ESSENCE_CHARS else None
 
 
-# The staged analyses' columns and SQL types (what ``essence_upsert`` reads).
-_ESSENCE_COLUMNS = {
-    "note_id": "VARCHAR",
-    "concepts": "VARCHAR[]",
-    "primary_theme": "VARCHAR",
-    "essence": "VARCHAR",
-    "essence_at": "TIMESTAMPTZ",
-    "source_hash": "VARCHAR",
-    "engine": "VARCHAR",
-}
+_ESSENCE_COLUMNS = (
+    "note_id",
+    "concepts",
+    "primary_theme",
+    "essence",
+    "essence_at",
+    "source_hash",
+    "engine",
+)
 
 
 def analyse_notes(
@@ -88,14 +89,21 @@ def analyse_notes(
     last_commit = time.monotonic()
 
     def commit_pending() -> None:
+        import pandas as pd
+
         nonlocal last_commit
         batch = pending.copy()
         pending.clear()
         if batch:
             # One statement per batch: DuckDB pays milliseconds per executed statement.
-            columns = {name: [row[name] for row in batch] for name in _ESSENCE_COLUMNS}
-            with transaction(conn), staged(conn, "_essence_rows", columns, _ESSENCE_COLUMNS):
-                conn.execute(upsert)
+            frame = pd.DataFrame(batch, columns=_ESSENCE_COLUMNS)
+            frame["essence_at"] = pd.to_datetime(frame["essence_at"], utc=True)
+            with transaction(conn):
+                conn.register("_essence_rows", frame)
+                try:
+                    conn.execute(upsert)
+                finally:
+                    conn.unregister("_essence_rows")
         if cache is not None:
             cache.flush()  # the model calls' cache entries go with the notes they made
         last_commit = time.monotonic()

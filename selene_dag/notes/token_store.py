@@ -15,9 +15,8 @@ from collections.abc import Callable, Sequence
 import duckdb
 
 from selene_dag.context.tokens import count_tokens_batch
-from selene_dag.store import staged
 
-_HASH = {"hash": "VARCHAR"}
+# pandas is imported where frames are built: the Dagster definitions load without it.
 
 
 class StoredCounts:
@@ -43,11 +42,15 @@ class StoredCounts:
         ones, without tokenizing. ``derive``: called with the texts not stored (in the
         order of their md5), it returns exact counts for some of them in the same way;
         only what it leaves None is tokenized."""
+        import pandas as pd
+
         if not texts:
             return []
         keys = [hashlib.md5(t.encode("utf-8", "surrogatepass")).hexdigest() for t in texts]
         self.seen.update(keys)
-        with staged(self.conn, "_token_keys", {"hash": sorted(set(keys))}, _HASH):
+        frame = pd.DataFrame({"hash": sorted(set(keys))})
+        self.conn.register("_token_keys", frame)
+        try:
             known = dict(
                 self.conn.execute(
                     "SELECT c.hash, c.tokens FROM token_counts c JOIN _token_keys k "
@@ -55,6 +58,8 @@ class StoredCounts:
                     [self.model],
                 ).fetchall()
             )
+        finally:
+            self.conn.unregister("_token_keys")
         missing = {k: t for k, t in zip(keys, texts, strict=True) if k not in known}
         given = dict(zip(keys, derived, strict=True)) if derived is not None else {}
         if missing:
@@ -73,13 +78,16 @@ class StoredCounts:
                 )
             )
             counts = [counted[k] if k in counted else int(given[k]) for k in order]
-            new = {"hash": order, "tokens": counts}
-            with staged(self.conn, "_token_new", new, {**_HASH, "tokens": "INTEGER"}):
+            new = pd.DataFrame({"hash": order, "tokens": counts})
+            self.conn.register("_token_new", new)
+            try:
                 self.conn.execute(
                     "INSERT INTO token_counts SELECT hash, ?, tokens FROM _token_new "
                     "ON CONFLICT DO NOTHING",
                     [self.model],
                 )
+            finally:
+                self.conn.unregister("_token_new")
             known.update(zip(order, counts, strict=True))
         self.counted += len(missing)  # tokenized here or derived by the caller
         self.reused += len(set(keys)) - len(missing)
@@ -93,6 +101,8 @@ class StoredCounts:
         at most ``slack`` × the texts kept (hashing every kept text is not free; each query
         is counted on its own, which DuckDB does without computing the hashes). Returns how
         many rows were deleted."""
+        import pandas as pd
+
         queries = [keep_sql] if isinstance(keep_sql, str) else list(keep_sql or [])
         stored = self.conn.execute(
             "SELECT count(*) FROM token_counts WHERE model = ?", [self.model]
@@ -102,11 +112,15 @@ class StoredCounts:
             kept += self.conn.execute(f"SELECT count(*) FROM ({query})").fetchone()[0]
         if stored <= slack * kept:
             return 0
+        frame = pd.DataFrame({"hash": sorted(self.seen)})
         keep = f"AND t.hash NOT IN ({' UNION ALL '.join(queries)})" if queries else ""
-        with staged(self.conn, "_token_seen", {"hash": sorted(self.seen)}, _HASH):
+        self.conn.register("_token_seen", frame)
+        try:
             row = self.conn.execute(
                 f"DELETE FROM token_counts t WHERE t.model = ? AND NOT EXISTS (SELECT 1 FROM "
                 f"_token_seen s WHERE s.hash = t.hash) {keep}",
                 [self.model],
             ).fetchone()
+        finally:
+            self.conn.unregister("_token_seen")
         return int(row[0]) if row else 0

@@ -7,17 +7,21 @@ table as it was.
 
 from __future__ import annotations
 
-from contextlib import ExitStack
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import duckdb
 
 from selene_dag.notes.folders import IngestScope, nested_folders, register_folder
 from selene_dag.notes.ingest import IngestResult, NoteRecord, notes_data_version
 from selene_dag.paths import transform_sql
-from selene_dag.store import execute_script, staged, transaction
+from selene_dag.store import execute_script, transaction
+
+# pandas is imported where frames are built: the Dagster definitions load without it.
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass(frozen=True)
@@ -70,54 +74,49 @@ def _source_fields(note: NoteRecord, digest: str, known: tuple | None) -> tuple:
     )
 
 
-# The staged notes' columns and SQL types (the temp table ``incoming`` the transforms read).
-_INCOMING = {
-    "id": "VARCHAR",
-    "title": "VARCHAR",
-    "content": "VARCHAR",
-    "content_hash": "VARCHAR",
-    "created_at": "TIMESTAMPTZ",
-    "updated_at": "TIMESTAMPTZ",
-    "source": "VARCHAR",
-    "topic": "VARCHAR",
-    "tags": "VARCHAR[]",
-    "test_run": "BOOLEAN",
-    "modified_at": "TIMESTAMPTZ",
-}
-_ERRORS = {"source": "VARCHAR", "line": "INTEGER", "error": "VARCHAR"}
+def _incoming_frame(notes: list[tuple[NoteRecord, str]], stored: dict[str, tuple]) -> pd.DataFrame:
+    """``notes`` (each with its content hash) as rows to stage; a note whose content hash
+    equals its ``stored`` one carries no title or content: the hash covers both, so they
+    are not copied again to be found equal."""
+    import pandas as pd
 
-
-def _utc(value: datetime | None) -> datetime | None:
-    """``value`` with a time zone: one without is taken to be UTC."""
-    return value.replace(tzinfo=UTC) if value is not None and value.tzinfo is None else value
-
-
-def _incoming_columns(
-    notes: list[tuple[NoteRecord, str]], stored: dict[str, tuple]
-) -> dict[str, list]:
-    """``notes`` (each with its content hash) as columns to stage (see ``_INCOMING``); a
-    note whose content hash equals its ``stored`` one carries no title or content: the hash
-    covers both, so they are not copied again to be found equal."""
-    columns: dict[str, list] = {name: [] for name in _INCOMING}
+    columns = [
+        "id",
+        "title",
+        "content",
+        "content_hash",
+        "created_at",
+        "updated_at",
+        "source",
+        "topic",
+        "tags",
+        "test_run",
+        "modified_at",
+    ]
+    rows = []
     for n, digest in notes:
         known = stored.get(n.id)
         same = known is not None and known[0] == digest
-        row = (
-            n.id,
-            None if same else n.title,
-            None if same else n.content,
-            digest,
-            _utc(n.created_at),
-            _utc(n.updated_at),
-            n.source,
-            n.topic,
-            list(n.tags),
-            n.test_run,
-            _utc(n.modified_at),
+        rows.append(
+            (
+                n.id,
+                None if same else n.title,
+                None if same else n.content,
+                digest,
+                n.created_at,
+                n.updated_at,
+                n.source,
+                n.topic,
+                list(n.tags),
+                n.test_run,
+                n.modified_at,
+            )
         )
-        for name, value in zip(_INCOMING, row, strict=True):
-            columns[name].append(value)
-    return columns
+    frame = pd.DataFrame(rows, columns=columns)
+    for col in ("created_at", "updated_at", "modified_at"):
+        frame[col] = pd.to_datetime(frame[col], utc=True)
+    frame["tags"] = frame["tags"].astype(object)
+    return frame
 
 
 def write_notes(
@@ -131,14 +130,15 @@ def write_notes(
     folder's notes are never changed. Runs in one transaction; ingest errors replace the
     previous ones of the same files. Returns counts of what changed.
     """
+    import pandas as pd
+
     root_prefix = scope.source_prefix
     skip = [str(folder).rstrip("/") + "/" for folder in scope.skip]
-    errors = {
-        "source": [e.source for e in result.errors],
-        "line": [e.line for e in result.errors],
-        "error": [e.error for e in result.errors],
-    }
-    with transaction(conn), ExitStack() as views:
+    failed = pd.DataFrame({"source": pd.Series(result.files_failed, dtype="object")})
+    errors = pd.DataFrame(
+        [(e.source, e.line, e.error) for e in result.errors], columns=["source", "line", "error"]
+    ).astype({"source": "object", "line": "Int64", "error": "object"})
+    with transaction(conn):
         stored = _stored_fields(conn, scope.id_prefix)
         # A note whose every field equals the stored row's is not staged at all: one edit
         # in a folder of 10,000 notes stages one row, not 10,000 to be found equal.
@@ -147,19 +147,27 @@ def write_notes(
             (n, h) for n, h in hashed if stored.get(n.id) != _source_fields(n, h, stored.get(n.id))
         ]
         untouched = len(hashed) - len(todo)
-        views.enter_context(staged(conn, "incoming_df", _incoming_columns(todo, stored), _INCOMING))
-        views.enter_context(
-            staged(conn, "seen_df", {"id": [n.id for n in result.notes]}, {"id": "VARCHAR"})
-        )
-        views.enter_context(
-            staged(conn, "failed_df", {"source": result.files_failed}, {"source": "VARCHAR"})
-        )
-        views.enter_context(staged(conn, "errors_df", errors, _ERRORS))
+        incoming = _incoming_frame(todo, stored)
+        seen = pd.DataFrame({"id": pd.Series([n.id for n in result.notes], dtype="object")})
+        conn.register("incoming_df", incoming)
+        conn.register("seen_df", seen)
+        conn.register("failed_df", failed)
+        conn.register("errors_df", errors)
         try:
-            conn.execute("CREATE OR REPLACE TEMP TABLE seen_ids AS SELECT id FROM seen_df")
-            conn.execute("CREATE OR REPLACE TEMP TABLE incoming AS SELECT * FROM incoming_df")
             conn.execute(
-                "CREATE OR REPLACE TEMP TABLE failed_files AS SELECT source FROM failed_df"
+                "CREATE OR REPLACE TEMP TABLE seen_ids AS SELECT id::VARCHAR AS id FROM seen_df"
+            )
+            # Typed temp tables: an empty DataFrame would otherwise lose its column types.
+            conn.execute(
+                "CREATE OR REPLACE TEMP TABLE incoming AS SELECT "
+                "id::VARCHAR AS id, title::VARCHAR AS title, content::VARCHAR AS content, "
+                "content_hash::VARCHAR AS content_hash, created_at::TIMESTAMPTZ AS created_at, "
+                "updated_at::TIMESTAMPTZ AS updated_at, source::VARCHAR AS source, "
+                "topic::VARCHAR AS topic, tags::VARCHAR[] AS tags, test_run::BOOLEAN AS test_run, "
+                "modified_at::TIMESTAMPTZ AS modified_at FROM incoming_df"
+            )
+            conn.execute(
+                "CREATE OR REPLACE TEMP TABLE failed_files AS SELECT source::VARCHAR AS source FROM failed_df"
             )
             register_folder(conn, scope)
             inserted, changed, unchanged = conn.execute(transform_sql("notes_changes")).fetchone()
@@ -184,6 +192,8 @@ def write_notes(
                 {"now": now},
             )
         finally:
+            for name in ("incoming_df", "seen_df", "failed_df", "errors_df"):
+                conn.unregister(name)
             for table in ("incoming", "seen_ids", "failed_files"):
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
     return NotesWriteStats(

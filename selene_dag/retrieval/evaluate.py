@@ -34,7 +34,8 @@ from selene_dag.errors import UsageError, check_budget
 from selene_dag.retrieval.index import index_state, load_fts
 from selene_dag.retrieval.pack import ask
 from selene_dag.retrieval.search import SOURCES, Candidate, newest_notes, parse_sources, search
-from selene_dag.store import staged
+
+# pandas is imported where frames are built: the Dagster definitions load without it.
 
 METHODS = ("ask", "newest_first", "bm25_topk", "bm25_passages")
 # Target size of a baseline passage, in the target model's tokens (title line included).
@@ -205,6 +206,8 @@ class PassageIndex:
     table under its own BM25 index (porter stemmer, English stopwords, as the search index)."""
 
     def __init__(self, docs: Sequence[tuple[str, str, str]], model: str) -> None:
+        import pandas as pd
+
         kinds: list[str] = []
         texts: list[str] = []
         for kind, title, body in docs:
@@ -218,12 +221,12 @@ class PassageIndex:
         self._lock = threading.Lock()
         self._db = duckdb.connect(":memory:")
         load_fts(self._db)
+        frame = pd.DataFrame({"id": range(len(texts)), "kind": kinds, "text": texts})
         self._db.execute("CREATE TABLE passages (id INTEGER, kind VARCHAR, text VARCHAR)")
         if texts:
-            rows = {"id": list(range(len(texts))), "kind": kinds, "text": texts}
-            types = {"id": "INTEGER", "kind": "VARCHAR", "text": "VARCHAR"}
-            with staged(self._db, "_passages", rows, types):
-                self._db.execute("INSERT INTO passages SELECT id, kind, text FROM _passages")
+            self._db.register("_frame", frame)
+            self._db.execute("INSERT INTO passages SELECT id, kind, text FROM _frame")
+            self._db.unregister("_frame")
             self._db.execute(
                 "PRAGMA create_fts_index('passages', 'id', 'text', stemmer='porter', "
                 "stopwords='english', strip_accents=1, lower=1)"

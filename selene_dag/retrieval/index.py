@@ -40,21 +40,10 @@ from selene_dag.retrieval import bm25
 from selene_dag.retrieval import passages as passages_module
 from selene_dag.retrieval.embed import EMBED_MODEL, embed_texts
 from selene_dag.retrieval.passages import cut_passages
-from selene_dag.store import execute_script, staged, transaction
+from selene_dag.store import execute_script, transaction
 from selene_dag.text import content_hash
 
-# The staged passages' columns (in the order ``_write_passages`` builds its rows) and types.
-_PASSAGE_COLUMNS = {
-    "passage_id": "VARCHAR",
-    "doc_id": "VARCHAR",
-    "kind": "VARCHAR",
-    "ordinal": "INTEGER",
-    "title": "VARCHAR",
-    "text": "VARCHAR",
-    "a": "INTEGER",
-    "b": "INTEGER",
-    "h": "VARCHAR",
-}
+# pandas is imported where frames are built: the Dagster definitions load without it.
 
 DOCS_TABLE = "search_docs"
 POSTINGS_TABLE = "search_postings"
@@ -345,6 +334,8 @@ def _write_passages(
     the index holds; the documents cut here whose passages hold all their text, with the
     words their cuts split (``bm25.split_words``): their BM25 postings can be summed from
     their passages'; and the body counts derived from the passages' (``count_tiled``)."""
+    import pandas as pd
+
     conn.execute(
         f"DELETE FROM {PASSAGES_TABLE} WHERE list_contains(?, doc_id) OR doc_id NOT IN "
         f"(SELECT doc_id FROM {DOCS_TABLE})",
@@ -389,13 +380,19 @@ def _write_passages(
                 whole = count_tiled(body, spans, tokens[first : first + len(spans)], model)
                 if whole is not None:
                     derived[doc_id] = whole
-        columns = {name: [row[i] for row in out] for i, name in enumerate(_PASSAGE_COLUMNS)}
-        columns["tokens"] = tokens
-        with staged(conn, "_passages_rows", columns, {**_PASSAGE_COLUMNS, "tokens": "INTEGER"}):
+        frame = pd.DataFrame(
+            out,
+            columns=["passage_id", "doc_id", "kind", "ordinal", "title", "text", "a", "b", "h"],
+        )
+        frame["tokens"] = tokens
+        conn.register("_passages_frame", frame)
+        try:
             conn.execute(
                 f"INSERT INTO {PASSAGES_TABLE} SELECT passage_id, doc_id, kind, ordinal, title, "
-                "text, a, b, tokens, h FROM _passages_rows"
+                "text, a, b, tokens, h FROM _passages_frame"
             )
+        finally:
+            conn.unregister("_passages_frame")
     count = int(conn.execute(f"SELECT count(*) FROM {PASSAGES_TABLE}").fetchone()[0])
     return count, covered, derived
 
@@ -411,6 +408,8 @@ def _passage_ids(conn: duckdb.DuckDBPyConnection, docs: list[str]) -> list[str]:
 def _write_embeddings(conn: duckdb.DuckDBPyConnection) -> int:
     """Embed the passages whose content hash has no vector yet; drop vectors no passage
     uses any more. Returns how many were embedded."""
+    import pandas as pd
+
     conn.execute(
         f"DELETE FROM {EMBEDDINGS_TABLE} WHERE model <> ? OR hash NOT IN "
         f"(SELECT hash FROM {PASSAGES_TABLE})",
@@ -429,12 +428,16 @@ def _write_embeddings(conn: duckdb.DuckDBPyConnection) -> int:
         [[r[0] for r in hashes]],
     ).fetchall()
     vectors = embed_texts([passage_text(title, text) for _, title, text in todo])
-    rows = {"hash": [r[0] for r in todo], "vec": list(vectors)}
-    with staged(conn, "_embedding_rows", rows, {"hash": "VARCHAR", "vec": "FLOAT[256]"}):
+    frame = pd.DataFrame({"hash": [r[0] for r in todo], "vec": list(vectors)})
+    conn.register("_embeddings_frame", frame)
+    try:
         conn.execute(
-            f"INSERT INTO {EMBEDDINGS_TABLE} SELECT hash, ?, vec FROM _embedding_rows",
+            f"INSERT INTO {EMBEDDINGS_TABLE} SELECT hash, ?, vec::FLOAT[256] "
+            "FROM _embeddings_frame",
             [EMBED_MODEL],
         )
+    finally:
+        conn.unregister("_embeddings_frame")
     return len(todo)
 
 

@@ -11,13 +11,17 @@ and gives the same numbers (property-tested).
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from selene_dag.sessions.parsers.model import SessionEvent
+
+# pandas is imported where frames are built: the Dagster definitions load without it.
+if TYPE_CHECKING:
+    import pandas as pd
 
 EDIT_TOOLS = frozenset(
     {
@@ -113,21 +117,19 @@ def score_arrays(
     return np.clip(score, 0, 100)
 
 
-def score_frame(
-    columns: Mapping[str, Sequence[Any]], config: ScoringConfig = DEFAULT_SCORING
-) -> np.ndarray:
-    """Scores of every row of ``columns`` (equal-length sequences by name: kind, is_error,
-    text, tool_name; None for a missing text, tool or flag), vectorized.
+def score_frame(frame: pd.DataFrame, config: ScoringConfig = DEFAULT_SCORING) -> np.ndarray:
+    """Scores of every row of ``frame`` (columns kind, is_error, text, tool_name), vectorized.
 
     Agrees with :func:`score_event` row by row. Raises ValueError when a column is missing.
     """
-    missing = {"kind", "is_error", "text", "tool_name"} - set(columns)
+    missing = {"kind", "is_error", "text", "tool_name"} - set(frame.columns)
     if missing:
         raise ValueError(f"score_frame() needs columns {sorted(missing)}")
-    kind = np.array(list(columns["kind"]), dtype=object)
-    # Plain Python over the list, and a compiled literal pattern rather than ``in``:
-    # substring search is nearly the whole cost of the features.
-    texts = [t if isinstance(t, str) else "" if t is None else str(t) for t in columns["text"]]
+    kind = frame["kind"].to_numpy(dtype=object)
+    # Plain Python over the list beats pandas' str accessor (without pyarrow it calls a
+    # lambda per row), and a compiled literal pattern beats ``in``: substring search is
+    # nearly the whole cost of the features.
+    texts = frame["text"].fillna("").astype(str).tolist()
     n = len(texts)
     text_len = np.fromiter(map(len, texts), dtype=np.int64, count=n)
     code = _CODE_FENCE_RE.search
@@ -135,16 +137,14 @@ def score_frame(
     tool_use = kind == "tool_use"
     file_edit = np.zeros(n, dtype=bool)
     if tool_use.any():  # only tool calls can be file edits: test just those rows
-        rows = np.flatnonzero(tool_use).tolist()
-        names = list(columns["tool_name"])
-        tools = np.array(
-            [isinstance(names[i], str) and names[i].lower() in EDIT_TOOLS for i in rows],
-            dtype=bool,
-        )
+        rows = np.flatnonzero(tool_use)
+        tools = (
+            frame["tool_name"].iloc[rows].fillna("").astype(str).str.lower().isin(EDIT_TOOLS)
+        ).to_numpy()
         patch = _PATCH_RE.search
-        patched = np.array([patch(texts[i]) is not None for i in rows], dtype=bool)
+        patched = np.array([patch(texts[i]) is not None for i in rows.tolist()], dtype=bool)
         file_edit[rows] = tools | patched
-    is_error = np.array([bool(e) for e in columns["is_error"]], dtype=bool)
+    is_error = frame["is_error"].fillna(False).to_numpy(dtype=bool)
     return score_arrays(kind, is_error, text_len, has_code, file_edit, config)
 
 
@@ -152,15 +152,19 @@ def score_events(
     events: Sequence[SessionEvent], config: ScoringConfig = DEFAULT_SCORING
 ) -> list[int]:
     """Score a list of events in place (sets ``event.importance``) and return the scores."""
+    import pandas as pd
+
     if not events:
         return []
-    columns = {
-        "kind": [e.kind for e in events],
-        "is_error": [e.is_error for e in events],
-        "text": [e.text for e in events],
-        "tool_name": [e.tool_name for e in events],
-    }
-    scores = score_frame(columns, config).tolist()
+    frame = pd.DataFrame(
+        {
+            "kind": [e.kind for e in events],
+            "is_error": [e.is_error for e in events],
+            "text": [e.text for e in events],
+            "tool_name": [e.tool_name for e in events],
+        }
+    )
+    scores = score_frame(frame, config).tolist()
     for event, value in zip(events, scores, strict=True):
         event.importance = int(value)
     return scores

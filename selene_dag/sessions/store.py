@@ -10,18 +10,23 @@ and a crash leaves either the old rows or the new ones, never a mix. No Dagster 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import duckdb
 
 from selene_dag.sessions.chunker import Chunk
 from selene_dag.sessions.distiller import ScoredChunk
 from selene_dag.sessions.parsers.model import SessionEvent
-from selene_dag.store import column_types, staged, transaction
+from selene_dag.store import transaction
+
+# pandas is imported where frames are built: the Dagster definitions load without it.
+if TYPE_CHECKING:
+    import pandas as pd
 
 # Table column -> dataclass field, where the names differ.
 _EVENT_FIELDS = {"ts": "timestamp"}
@@ -153,7 +158,9 @@ def _insert(
     """Insert dataclass rows (all of one type) into ``table`` by their field names
     (``renames``: column -> field); tuples are written as lists (DuckDB arrays). One
     statement either way (DuckDB's executemany costs one per row): a multi-row VALUES list
-    up to ``_VALUES_ROWS`` rows, staged columns beyond."""
+    up to ``_VALUES_ROWS`` rows, a registered frame beyond."""
+    import pandas as pd
+
     if not rows:
         return
     fields = _columns(type(rows[0]))
@@ -168,13 +175,22 @@ def _insert(
             [v for row in values for v in row],
         )
         return
-    staged_rows = {name: [row[i] for row in values] for i, name in enumerate(columns)}
-    with staged(conn, "_rows", staged_rows, column_types(conn, table)):
-        conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _rows")
+    frame = pd.DataFrame(values, columns=columns)
+    with _registered(conn, "_rows_frame", frame):
+        conn.execute(f"INSERT INTO {table} ({names}) SELECT {names} FROM _rows_frame")
 
 
 def _value(value: object) -> object:
     return list(value) if isinstance(value, tuple) else value
+
+
+@contextmanager
+def _registered(conn: duckdb.DuckDBPyConnection, name: str, frame: pd.DataFrame) -> Iterator[None]:
+    conn.register(name, frame)
+    try:
+        yield
+    finally:
+        conn.unregister(name)
 
 
 # --- session_files and session_events --------------------------------------------------
@@ -225,22 +241,23 @@ def replace_sessions(
 ) -> None:
     """Rewrite the ``session_files`` and ``session_events`` rows of every session given, in
     one transaction and a handful of statements whatever their number."""
+    import pandas as pd
+
     if not sessions:
         return
     keys = [file_row.session_key for file_row, _ in sessions]
-    records = [
-        _event_record(file_row.session_key, e) for file_row, events in sessions for e in events
-    ]
+    frame = pd.DataFrame(
+        [_event_record(file_row.session_key, e) for file_row, events in sessions for e in events],
+        columns=list(EVENT_COLUMNS),
+    )
     with transaction(conn):
         conn.execute("DELETE FROM session_events WHERE list_contains(?, session_key)", [keys])
         conn.execute("DELETE FROM session_files WHERE list_contains(?, session_key)", [keys])
-        if records:
+        if len(frame):
             columns = ", ".join(EVENT_COLUMNS)
-            staged_rows = {name: [r[name] for r in records] for name in EVENT_COLUMNS}
-            types = column_types(conn, "session_events")
-            with staged(conn, "_events", staged_rows, types):
+            with _registered(conn, "_events_frame", frame):
                 conn.execute(
-                    f"INSERT INTO session_events ({columns}) SELECT {columns} FROM _events"
+                    f"INSERT INTO session_events ({columns}) SELECT {columns} FROM _events_frame"
                 )
         _insert(conn, "session_files", [file_row for file_row, _ in sessions])
 

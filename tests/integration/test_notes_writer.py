@@ -87,9 +87,9 @@ def test_only_notes_that_differ_are_staged_and_unseen_ones_are_marked_deleted(
             f"---\nupdated: 2026-0{k + 1}-02\n---\n# R{k}\nStep {k}.\n"
         )
     staged: list[int] = []
-    columns = writer._incoming_columns
+    frame = writer._incoming_frame
     monkeypatch.setattr(
-        writer, "_incoming_columns", lambda n, s: staged.append(len(n)) or columns(n, s)
+        writer, "_incoming_frame", lambda n, s: staged.append(len(n)) or frame(n, s)
     )
 
     def ingest() -> NotesWriteStats:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -67,13 +68,15 @@ event_strategy = st.builds(
 @settings(max_examples=60, deadline=None)
 @given(st.lists(event_strategy, min_size=1, max_size=40))
 def test_vectorized_agrees_with_per_event(events: list[SessionEvent]) -> None:
-    columns = {
-        "kind": [e.kind for e in events],
-        "is_error": [e.is_error for e in events],
-        "text": [e.text for e in events],
-        "tool_name": [e.tool_name for e in events],
-    }
-    assert score_frame(columns).tolist() == [score_event(e) for e in events]
+    frame = pd.DataFrame(
+        {
+            "kind": [e.kind for e in events],
+            "is_error": [e.is_error for e in events],
+            "text": [e.text for e in events],
+            "tool_name": [e.tool_name for e in events],
+        }
+    )
+    assert score_frame(frame).tolist() == [score_event(e) for e in events]
 
 
 @pytest.mark.parametrize("path", ALL_FILES[:4], ids=lambda p: p.name[:30])
@@ -89,4 +92,4 @@ def test_bad_input() -> None:
     with pytest.raises(TypeError):
         score_event({"kind": "x"})  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="columns"):
-        score_frame({"kind": ["x"]})
+        score_frame(pd.DataFrame({"kind": ["x"]}))
