@@ -861,8 +861,13 @@ def distill_seed(
 def kept_no_chunk_hint(rows: Sequence[Mapping[str, Any]]) -> str:
     """One line counting the sessions of ``rows`` (``distill run`` or ``distill report``
     rows) whose distilled file kept none of their chunks because none reached the minimum
-    consensus, and the setting that decides; "" when there is none."""
-    empty = [r for r in rows if r.get("distilled_chunks") == 0 and r.get("chunks")]
+    consensus (none was left out for the budget), and the setting that decides; "" when
+    there is none."""
+    empty = [
+        r
+        for r in rows
+        if r.get("distilled_chunks") == 0 and r.get("dropped_chunks") == 0 and r.get("chunks")
+    ]
     if not empty:
         return ""
     least = min(r["min_consensus"] for r in empty)
@@ -886,9 +891,9 @@ def distill_run(
     that are new, changed, never completed or computed by older code, and distills again
     (that step only) the files distilled under other SELENE_DISTILL_* settings. One row per
     file that ran: key, platform, path, ok, error, distilled (the file's path), and the
-    chunks it kept of the session's with the minimum consensus that decided
-    (``distilled_chunks``, ``chunks``, ``min_consensus``). ``on_batch(done, total)``
-    reports progress after each run."""
+    chunks it kept, left out for the budget, and had, with the minimum consensus that
+    decided (``distilled_chunks``, ``dropped_chunks``, ``chunks``, ``min_consensus``).
+    ``on_batch(done, total)`` reports progress after each run."""
     files = sessions_report.resolve_sessions(settings, ids, all_files)
     # Dagster's last verdict that no file needs a run stands while nothing it rests on
     # moved (see selene_dag.last_verdict): then Dagster is not loaded.
@@ -939,6 +944,7 @@ def distill_run(
                 "error": outcome[f.session_key],
                 "distilled": row.get("distilled_path"),
                 "distilled_chunks": row.get("distilled_chunks"),
+                "dropped_chunks": row.get("dropped_chunks"),
                 "chunks": row.get("chunks"),
                 "min_consensus": row.get("min_consensus"),
             }

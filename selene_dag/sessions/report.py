@@ -138,8 +138,9 @@ def resolve_sessions(
 
 def distillations_by_session(settings: Settings) -> dict[str, dict[str, Any]] | None:
     """Per session with a distilled file: its ``distilled_path``, ``distilled_chunks`` (the
-    chunks it kept), ``chunks`` (the session's chunks) and the ``min_consensus`` it was
-    distilled with; None when there is no database."""
+    chunks it kept), ``dropped_chunks`` (those left out for the budget), ``chunks`` (the
+    session's chunks) and the ``min_consensus`` it was distilled with; None when there is
+    no database."""
     conn = read_conn(settings)
     if conn is None:
         return None
@@ -147,7 +148,7 @@ def distillations_by_session(settings: Settings) -> dict[str, dict[str, Any]] | 
         rows = fetch_dicts(
             conn,
             "SELECT d.session_key, d.path AS distilled_path, d.chunk_count AS distilled_chunks, "
-            "d.min_consensus, (SELECT count(*) FROM chunks c WHERE c.session_key = "
+            "d.dropped_chunks, d.min_consensus, (SELECT count(*) FROM chunks c WHERE c.session_key = "
             "d.session_key) AS chunks FROM distilled_sessions d",
         )
     finally:
@@ -201,8 +202,9 @@ def distill_status(settings: Settings) -> dict[str, Any]:
 
 def distill_report(settings: Settings, session: str | None = None) -> list[dict[str, Any]]:
     """Per session: events, chunks, mean importance, mean consensus, distilled tokens,
-    chunks and path, the minimum consensus its distillation used, and whether the source
-    file still exists (``source_exists``).
+    chunks (kept, and ``dropped_chunks``: left out for the budget) and path, the minimum
+    consensus its distillation used, and whether the source file still exists
+    (``source_exists``).
 
     Raises SessionNotFoundError when ``session`` matches no ingested session.
     """
@@ -220,7 +222,7 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
             "(SELECT round(avg(consensus), 2) FROM chunk_scores s "
             "WHERE s.session_key = f.session_key) AS consensus_avg, "
             "d.tokens AS distilled_tokens, d.budget, d.chunk_count AS distilled_chunks, "
-            "d.min_consensus, d.path AS distilled_path "
+            "d.dropped_chunks, d.min_consensus, d.path AS distilled_path "
             "FROM session_files f LEFT JOIN distilled_sessions d ON d.session_key = f.session_key "
             "ORDER BY f.session_key",
         )

@@ -147,3 +147,13 @@ def test_assess_says_which_cli_failed_and_why(tmp_path: Path, monkeypatch) -> No
 
     assert result["failed"] == ["codex: timed out after 0.5 s"]
     assert {a["assessor"] for a in result["assessments"]} == {"extractive", "importance"}
+
+
+def test_the_hint_names_a_session_only_when_no_chunk_reached_the_minimum() -> None:
+    # The budget left a chunk out: not the minimum consensus's doing.
+    by_budget = {"distilled_chunks": 0, "dropped_chunks": 2, "chunks": 3, "min_consensus": 5.0}
+    by_minimum = {"distilled_chunks": 0, "dropped_chunks": 0, "chunks": 3, "min_consensus": 5.0}
+    no_chunks = {"distilled_chunks": 0, "dropped_chunks": 0, "chunks": 0, "min_consensus": 5.0}
+    assert service.kept_no_chunk_hint([by_budget, no_chunks]) == ""
+    hint = service.kept_no_chunk_hint([by_budget, by_minimum, by_minimum])
+    assert hint.startswith("2 sessions kept no chunk: none reached consensus 5;")
