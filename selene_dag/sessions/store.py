@@ -479,12 +479,13 @@ def distilled_paths_many(
 def distilled_otherwise(
     conn: duckdb.DuckDBPyConnection, max_tokens: int, min_consensus: float, sort_mode: str
 ) -> set[str]:
-    """The sessions with a distilled file whose chunks were chosen with another budget,
-    minimum consensus or sort mode than these (projects' roll-ups left out)."""
+    """The sessions whose distilled file in their own platform's format (the one a
+    distillation writes unless a run asks for another) was chosen with another budget,
+    minimum consensus or sort mode than these."""
     rows = conn.execute(
-        "SELECT DISTINCT session_key FROM distilled_sessions "
-        "WHERE NOT starts_with(session_key, 'project:') "
-        "AND (budget <> ? OR min_consensus <> ? OR sort_mode <> ?)",
+        "SELECT DISTINCT d.session_key FROM distilled_sessions d JOIN session_files f "
+        "ON f.session_key = d.session_key AND f.platform = d.platform "
+        "WHERE d.budget <> ? OR d.min_consensus <> ? OR d.sort_mode <> ?",
         [max_tokens, min_consensus, sort_mode],
     ).fetchall()
     return {row[0] for row in rows}

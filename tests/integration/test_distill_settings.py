@@ -157,3 +157,20 @@ def test_the_hint_names_a_session_only_when_no_chunk_reached_the_minimum() -> No
     assert service.kept_no_chunk_hint([by_budget, no_chunks]) == ""
     hint = service.kept_no_chunk_hint([by_budget, by_minimum, by_minimum])
     assert hint.startswith("2 sessions kept no chunk: none reached consensus 5;")
+
+
+def test_a_file_in_another_format_does_not_make_every_run_distill_again(tmp_path: Path) -> None:
+    _copy_sessions(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    settings = _settings(tmp_path)
+    service.distill_run(settings, all_files=True, instance=instance)
+    # A run that asked for Gemini files (the Dagster launchpad's config) adds rows in that
+    # format, with their own budget; then a setting changes.
+    as_gemini = {
+        "ops": {"distilled_sessions": {"config": {"platform": "gemini", "max_tokens": 900}}}
+    }
+    keys = [r["session_key"] for r in service.distill_report(settings)]
+    service.distill_run(settings, keys, run_config=as_gemini, instance=instance)
+    lowered = _settings(tmp_path, min_consensus="0")
+    assert len(service.distill_run(lowered, all_files=True, instance=instance)) == 2
+    assert service.distill_run(lowered, all_files=True, instance=instance) == []
