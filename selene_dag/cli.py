@@ -939,10 +939,25 @@ def distill_seed_command(
         int | None,
         typer.Option(help="Budget of the seeded session (default: SELENE_DISTILL_TOKEN_BUDGET)."),
     ] = None,
+    question: Annotated[
+        str | None,
+        typer.Option(
+            help="Build it from the chunks of every session (or of SESSION) that best answer "
+            "this question."
+        ),
+    ] = None,
 ) -> None:
-    """Write a fresh, resumable session file for PLATFORM from a distilled session."""
+    """Write a fresh, resumable session file for PLATFORM from a distilled session.
+
+    With --question, the session holds the chunks that best answer the question, from every
+    session: each scored 0.6 × its relevance to the question + 0.4 × its consensus."""
     result = service.distill_seed(
-        load_settings(), platform, session, out_dir=out_dir, max_tokens=max_tokens
+        load_settings(),
+        platform,
+        session,
+        out_dir=out_dir,
+        max_tokens=max_tokens,
+        question=question,
     )
     out.print_json(json.dumps(result, default=str))
 

@@ -848,14 +848,76 @@ def distill_seed(
     *,
     out_dir: Path | None = None,
     max_tokens: int | None = None,
+    question: str | None = None,
 ) -> dict[str, Any]:
     """A fresh, resumable session file for ``platform`` from a distilled session, within
-    ``max_tokens`` (default: the SELENE_DISTILL_TOKEN_BUDGET setting)."""
+    ``max_tokens`` (default: the SELENE_DISTILL_TOKEN_BUDGET setting). With ``question``,
+    from the chunks of every session (of ``session`` only, when given) that answer it
+    best: see :mod:`selene_dag.retrieval.question_seed`. Raises NotFoundError when no
+    scored chunk matches the question."""
     if max_tokens is not None:
         check_budget(max_tokens, "--max-tokens")
-    return sessions_report.distill_seed(
-        settings, platform, session, out_dir=out_dir, max_tokens=max_tokens
-    )
+    if question is None:
+        return sessions_report.distill_seed(
+            settings, platform, session, out_dir=out_dir, max_tokens=max_tokens
+        )
+    return _seed_for_question(settings, platform, question, session, out_dir, max_tokens)
+
+
+def _seed_for_question(
+    settings: Settings,
+    platform: str,
+    question: str,
+    session: str | None,
+    out_dir: Path | None,
+    max_tokens: int | None,
+) -> dict[str, Any]:
+    from selene_dag.retrieval.question_seed import seed_for_question
+    from selene_dag.sessions.distiller import DistillerConfig
+    from selene_dag.sessions.generators import check_platform
+    from selene_dag.sessions.store import scored_session_files
+
+    check_platform(platform)
+    if not question.strip():
+        raise UsageError("--question is empty: ask what the new session should know about")
+    refresh_index_if_stale(settings)
+    with existing_store(settings) as conn:
+        key = None
+        if session:
+            matches = [
+                row.session_key
+                for row in scored_session_files(conn)
+                if session in (row.session_key, row.source_session_id)
+            ]
+            if not matches:
+                raise NotFoundError(f"no scored session matches {session!r}: run distill first")
+            key = matches[0]
+        seeded = seed_for_question(
+            conn,
+            question,
+            platform,
+            out_dir or settings.distilled_dir / "seeds",
+            DistillerConfig.from_settings(settings, max_tokens),
+            settings.now(),
+            model=settings.model,
+            session_key=key,
+        )
+    if seeded is None:
+        raise NotFoundError(
+            f"no scored session chunk matches {question!r}: run `selene-dag distill run --all` "
+            "first, or ask with other words"
+        )
+    result = seeded.result
+    return {
+        "question": question,
+        "platform": platform,
+        "path": str(result.path),
+        "sessions": list(seeded.sessions),
+        "candidates": seeded.candidates,
+        "chunks": len(result.distilled.chunks),
+        "tokens": result.tokens,
+        "budget": result.distilled.max_tokens,
+    }
 
 
 def kept_no_chunk_hint(rows: Sequence[Mapping[str, Any]]) -> str:

@@ -203,6 +203,9 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     assert "True" in ran.stdout
     report = run("distill", "report", env=env)
     assert report.returncode == 0 and "codex" in report.stdout
+    seeded = run("distill", "seed", "claude", "--question", "which files changed", env=env)
+    assert seeded.returncode == 0, seeded.stderr
+    assert Path(json.loads(seeded.stdout)["path"]).is_file()
     assert "done" in run("distill", "scan", env=env).stdout
     again = run("distill", "run", "--all", env=env)
     assert "0 session files distilled" in again.stdout

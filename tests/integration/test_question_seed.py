@@ -1,0 +1,101 @@
+"""``distill seed PLATFORM --question Q`` (seed 003 §5.12): a fresh, resumable session
+assembled from the chunks of every session that best answer a question, scored 0.6 ×
+relevance + 0.4 × consensus, written in the resuming agent's format. Real transcripts,
+real distillation, the file read back with the parser of its platform."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import pytest
+
+from selene_dag import service
+from selene_dag.config import Settings, load_settings
+from selene_dag.errors import NotFoundError, UsageError
+from selene_dag.retrieval.question_seed import QUESTION_WEIGHT, STATIC_WEIGHT, question_chunks
+from selene_dag.sessions.parsers import parse_file
+from selene_dag.store import connect
+from tests.support.sessions import FIXTURES
+
+CLAUDE = FIXTURES / "claude" / "claude-code-log_326189cf-5676-4237-8cde-1ce80aae4a9f.jsonl"
+CODEX = (
+    FIXTURES / "codex" / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
+)
+QUESTION = "What happens to the cache when get_library_version reports a new version?"
+
+
+@pytest.fixture(scope="module")
+def home(tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    root = tmp_path_factory.mktemp("q")
+    for source in (CLAUDE, CODEX):
+        target = root / "sessions" / source.parent.name / source.name
+        target.parent.mkdir(parents=True)
+        shutil.copy(source, target)
+    settings = load_settings(
+        {
+            "SELENE_SESSION_ROOTS": str(root / "sessions"),
+            "SELENE_LLM": "extractive",
+            "SELENE_CLI_ASSESSORS": "",
+            "SELENE_NOW": "2026-05-01T00:00:00Z",
+        },
+        home=root / "home",
+    )
+    rows = service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
+    assert len(rows) == 2 and all(r["ok"] for r in rows)
+    return settings
+
+
+def _keys(settings: Settings) -> dict[str, str]:
+    return {r["platform"]: r["session_key"] for r in service.distill_report(settings)}
+
+
+def test_the_session_holds_the_chunks_that_answer_the_question(
+    home: Settings, tmp_path: Path
+) -> None:
+    out = service.distill_seed(home, "codex", question=QUESTION, out_dir=tmp_path)
+    assert out["sessions"][0] == _keys(home)["claude"]  # the answer is in the Claude session
+    assert 0 < out["chunks"] <= out["candidates"] and out["tokens"] <= out["budget"] == 80_000
+    written = parse_file(out["path"], "codex")
+    assert written.errors == 0
+    text = "\n".join(e.text or "" for e in written.events)
+    assert "get_library_version" in text
+
+
+def test_scores_weigh_relevance_and_consensus(home: Settings) -> None:
+    service.refresh_index_if_stale(home)
+    conn = connect(home.db_path)
+    try:
+        chunks = question_chunks(conn, QUESTION)
+        consensus = dict(conn.execute("SELECT chunk_id, consensus FROM chunk_scores").fetchall())
+    finally:
+        conn.close()
+    assert chunks
+    for scored in chunks:
+        static = STATIC_WEIGHT * consensus[scored.chunk.id]
+        assert static <= scored.consensus <= static + QUESTION_WEIGHT * 10 + 1e-9
+    # The best match gets the whole relevance share.
+    assert any(
+        abs(s.consensus - (QUESTION_WEIGHT * 10 + STATIC_WEIGHT * consensus[s.chunk.id])) < 1e-3
+        for s in chunks
+    )
+    times = [s.chunk.first_timestamp or "" for s in chunks]
+    assert times == sorted(times)  # chronological, as a resumed session reads
+
+
+def test_one_session_only_and_the_errors(home: Settings, tmp_path: Path) -> None:
+    codex_key = _keys(home)["codex"]
+    out = service.distill_seed(
+        home, "claude", codex_key, question="rollout session tokens", out_dir=tmp_path
+    )
+    assert out["sessions"] == [codex_key]
+    assert parse_file(out["path"], "claude").events
+    with pytest.raises(NotFoundError, match="no scored session chunk matches"):
+        service.distill_seed(home, "claude", question="xylophone quasar", out_dir=tmp_path)
+    with pytest.raises(NotFoundError, match="no scored session matches"):
+        service.distill_seed(home, "claude", "nope", question=QUESTION, out_dir=tmp_path)
+    with pytest.raises(UsageError, match="empty"):
+        service.distill_seed(home, "claude", question="  ", out_dir=tmp_path)
+    with pytest.raises(UsageError):
+        service.distill_seed(home, "cursor", question=QUESTION, out_dir=tmp_path)
