@@ -882,6 +882,7 @@ def _seed_for_question(
         raise UsageError("--question is empty: ask what the new session should know about")
     refresh_index_if_stale(settings)
     with existing_store(settings) as conn:
+        ranker, problems = _passage_ranker(conn, settings, None)
         key = None
         if session:
             matches = [
@@ -901,6 +902,7 @@ def _seed_for_question(
             settings.now(),
             model=settings.model,
             session_key=key,
+            ranker=ranker,
         )
     if seeded is None:
         raise NotFoundError(
@@ -917,6 +919,11 @@ def _seed_for_question(
         "chunks": len(result.distilled.chunks),
         "tokens": result.tokens,
         "budget": result.distilled.max_tokens,
+        **(
+            {"rerank": _rerank_note({"reranked": list(seeded.reranked)}, problems, "")}
+            if ranker is not None
+            else {}
+        ),
     }
 
 

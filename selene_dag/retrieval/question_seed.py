@@ -5,8 +5,10 @@ distillation): the session chunks full-text search finds for the question, each 
 within the budget like any distilled session, and written in chronological order in the
 format of the agent that will resume it.
 
-Offline, relevance is the full-text score alone; the seed's re-assessment of each candidate
-against the question by model assessors is not done here.
+With a model server, the model reads the best candidates beside the question (as it reads
+ask's passages: ``rerank_passages``); those it picks get a relevance of 10 for the first and
+one less for each next (not under 6), or keep their full-text relevance when that is higher.
+Offline, relevance is the full-text score alone.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from pathlib import Path
 
 import duckdb
 
+from selene_dag.retrieval.pack import RERANK_CHARS, RERANK_TOP, PassageRanker
 from selene_dag.retrieval.search import search
 from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk
 from selene_dag.sessions.generators import SeedMeta
@@ -31,8 +34,10 @@ from selene_dag.sessions.store import load_chunks_many, load_session_files_many
 # general consensus.
 QUESTION_WEIGHT = 0.6
 STATIC_WEIGHT = 0.4
-# Chunks the full-text search hands over as candidates.
+# Chunks the full-text search hands over as candidates; for one session, the search reads
+# this many times more, so that other sessions' matches do not crowd out its own.
 CANDIDATES = 40
+_ONE_SESSION_WIDENING = 10
 
 
 @dataclass(frozen=True)
@@ -42,6 +47,7 @@ class QuestionSeed:
     result: DistillResult
     sessions: tuple[str, ...]
     candidates: int
+    reranked: tuple[int, ...] = ()  # full-text ranks (1-based) the model put first, in order
 
 
 def question_chunks(
@@ -49,38 +55,54 @@ def question_chunks(
     question: str,
     session_key: str | None = None,
     limit: int = CANDIDATES,
-) -> list[ScoredChunk]:
-    """The scored chunks full-text search finds for ``question`` (at most ``limit``; those of
+    ranker: PassageRanker | None = None,
+) -> tuple[list[ScoredChunk], list[int]]:
+    """The scored chunks full-text search finds for ``question`` (the ``limit`` best; of
     ``session_key`` only when given), each with its question-weighted score in place of its
     consensus, in chronological order (by their first event's time, then session and
-    position). Needs a built search index; empty when nothing matches."""
-    found = [
-        c for c in search(conn, question, ["sessions"], limit=limit) if c.consensus is not None
-    ]
+    position); and the full-text ranks (1-based) ``ranker`` put first, when given (see the
+    module docstring). Needs a built search index; empty when nothing matches."""
+    wide = limit if session_key is None else limit * _ONE_SESSION_WIDENING
+    found = [c for c in search(conn, question, ["sessions"], limit=wide) if c.consensus is not None]
+    session_of = _sessions_of(conn, [c.ref for c in found])
+    if session_key is not None:
+        found = [c for c in found if session_of.get(c.ref) == session_key]
+    found = found[:limit]
     if not found:
-        return []
+        return [], []
     best = max(c.bm25 for c in found) or 1.0
+    relevance = {c.ref: 10.0 * c.bm25 / best for c in found}
+    picked: list[int] = []
+    if ranker is not None:
+        shown = found[:RERANK_TOP]  # best first, as the search returns them
+        answer = ranker(question, [c.body[:RERANK_CHARS] for c in shown])
+        picked = [i for i in dict.fromkeys(answer) if isinstance(i, int) and 0 <= i < len(shown)]
+        for n, i in enumerate(picked):
+            ref = shown[i].ref
+            relevance[ref] = max(relevance[ref], 10.0 - n, 6.0)
     score = {
-        c.ref: QUESTION_WEIGHT * 10.0 * c.bm25 / best + STATIC_WEIGHT * float(c.consensus or 0.0)
+        c.ref: QUESTION_WEIGHT * relevance[c.ref] + STATIC_WEIGHT * float(c.consensus or 0.0)
         for c in found
     }
-    keys = sorted({key for (key,) in _sessions_of(conn, list(score))})
-    if session_key is not None:
-        keys = [key for key in keys if key == session_key]
+    keys = sorted({session_of[ref] for ref in score})
     chunks = [
         chunk
-        for key, stored in load_chunks_many(conn, keys).items()
+        for stored in load_chunks_many(conn, keys).values()
         for chunk in stored
         if chunk.id in score
     ]
     chunks.sort(key=lambda c: (c.first_timestamp or "", c.session_key, c.chunk_index))
-    return [ScoredChunk(c, round(score[c.id], 4)) for c in chunks]
+    return [ScoredChunk(c, round(score[c.id], 4)) for c in chunks], [i + 1 for i in picked]
 
 
-def _sessions_of(conn: duckdb.DuckDBPyConnection, chunk_ids: Sequence[str]) -> list[tuple[str]]:
-    return conn.execute(
-        "SELECT DISTINCT session_key FROM chunks WHERE list_contains(?, id)", [list(chunk_ids)]
+def _sessions_of(conn: duckdb.DuckDBPyConnection, chunk_ids: Sequence[str]) -> dict[str, str]:
+    """``chunk id -> session key`` of ``chunk_ids``."""
+    if not chunk_ids:
+        return {}
+    rows = conn.execute(
+        "SELECT id, session_key FROM chunks WHERE list_contains(?, id)", [list(chunk_ids)]
     ).fetchall()
+    return dict(rows)
 
 
 def seed_for_question(
@@ -92,13 +114,15 @@ def seed_for_question(
     now: datetime,
     model: str | None = None,
     session_key: str | None = None,
+    ranker: PassageRanker | None = None,
 ) -> QuestionSeed | None:
     """Write a ``platform`` session file under ``out_dir`` from the chunks of
     :func:`question_chunks`, chosen by their question-weighted score (``config``'s budget
     and minimum apply to that score; its sort mode is taken as ``consensus``); the file's
-    time is its newest chunk's, or ``now``. None when no scored chunk matches the question.
+    time is its newest chunk's, or ``now``; ``ranker``: a model's reading of the best
+    candidates (see the module docstring). None when no scored chunk matches the question.
     Writes only the file."""
-    scored = question_chunks(conn, question, session_key)
+    scored, reranked = question_chunks(conn, question, session_key, ranker=ranker)
     if not scored:
         return None
     sessions = load_session_files_many(conn, sorted({s.chunk.session_key for s in scored}))
@@ -118,4 +142,4 @@ def seed_for_question(
     )
     chosen = DistillerConfig(config.max_tokens, config.min_consensus, "consensus")
     result = write_distilled_file(scored, meta, platform, chosen, out_dir, model=model)
-    return QuestionSeed(result, tuple(sorted(sessions)), len(scored))
+    return QuestionSeed(result, tuple(sorted(sessions)), len(scored), tuple(reranked))

@@ -14,6 +14,7 @@ import pytest
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import NotFoundError, UsageError
+from selene_dag.retrieval.pack import RERANK_TOP
 from selene_dag.retrieval.question_seed import QUESTION_WEIGHT, STATIC_WEIGHT, question_chunks
 from selene_dag.sessions.parsers import parse_file
 from selene_dag.store import connect
@@ -67,11 +68,11 @@ def test_scores_weigh_relevance_and_consensus(home: Settings) -> None:
     service.refresh_index_if_stale(home)
     conn = connect(home.db_path)
     try:
-        chunks = question_chunks(conn, QUESTION)
+        chunks, reranked = question_chunks(conn, QUESTION)
         consensus = dict(conn.execute("SELECT chunk_id, consensus FROM chunk_scores").fetchall())
     finally:
         conn.close()
-    assert chunks
+    assert chunks and reranked == []
     for scored in chunks:
         static = STATIC_WEIGHT * consensus[scored.chunk.id]
         assert static <= scored.consensus <= static + QUESTION_WEIGHT * 10 + 1e-9
@@ -99,3 +100,26 @@ def test_one_session_only_and_the_errors(home: Settings, tmp_path: Path) -> None
         service.distill_seed(home, "claude", question="  ", out_dir=tmp_path)
     with pytest.raises(UsageError):
         service.distill_seed(home, "cursor", question=QUESTION, out_dir=tmp_path)
+
+
+def test_a_model_reading_the_candidates_raises_those_it_picks(home: Settings) -> None:
+    service.refresh_index_if_stale(home)
+    conn = connect(home.db_path)
+    try:
+        offline, _ = question_chunks(conn, QUESTION)
+        seen: list[int] = []
+
+        def pick_the_last(question: str, texts) -> list[int]:
+            assert question == QUESTION and 1 < len(texts) <= RERANK_TOP
+            seen.append(len(texts))
+            return [len(texts) - 1, 99, -1]  # invented numbers are dropped
+
+        ranked, reranked = question_chunks(conn, QUESTION, ranker=pick_the_last)
+    finally:
+        conn.close()
+    assert reranked == [seen[0]]
+    before = {s.chunk.id: s.consensus for s in offline}
+    after = {s.chunk.id: s.consensus for s in ranked}
+    raised = [c for c in after if after[c] > before[c] + 1e-9]
+    assert len(raised) == 1 and after[raised[0]] >= QUESTION_WEIGHT * 10 - 1e-9
+    assert all(after[c] == before[c] for c in after if c not in raised)
