@@ -919,12 +919,16 @@ def _seed_for_question(
         "chunks": len(result.distilled.chunks),
         "tokens": result.tokens,
         "budget": result.distilled.max_tokens,
-        **(
-            {"rerank": _rerank_note({"reranked": list(seeded.reranked)}, problems, "")}
-            if ranker is not None
-            else {}
-        ),
+        **({"rerank": _seed_rerank_note(seeded.reranked, problems)} if ranker else {}),
     }
+
+
+def _seed_rerank_note(reranked: Sequence[int], problems: list[str]) -> str:
+    if problems:
+        return f"not reranked ({problems[0]})"
+    if not reranked:
+        return "the model picked none of the best candidates: full-text order kept"
+    return "candidates the model put first (full-text ranks): " + ", ".join(map(str, reranked))
 
 
 def kept_no_chunk_hint(rows: Sequence[Mapping[str, Any]]) -> str:

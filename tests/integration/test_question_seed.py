@@ -18,6 +18,7 @@ from selene_dag.retrieval.pack import RERANK_TOP
 from selene_dag.retrieval.question_seed import QUESTION_WEIGHT, STATIC_WEIGHT, question_chunks
 from selene_dag.sessions.parsers import parse_file
 from selene_dag.store import connect
+from tests.support.fake_ollama import FakeOllama, free_port
 from tests.support.sessions import FIXTURES
 
 CLAUDE = FIXTURES / "claude" / "claude-code-log_326189cf-5676-4237-8cde-1ce80aae4a9f.jsonl"
@@ -123,3 +124,22 @@ def test_a_model_reading_the_candidates_raises_those_it_picks(home: Settings) ->
     raised = [c for c in after if after[c] > before[c] + 1e-9]
     assert len(raised) == 1 and after[raised[0]] >= QUESTION_WEIGHT * 10 - 1e-9
     assert all(after[c] == before[c] for c in after if c not in raised)
+
+
+def test_with_a_model_server_the_model_reads_the_candidates(home: Settings, tmp_path: Path) -> None:
+    with FakeOllama() as server:
+        settings = home.replace(llm="ollama", ollama_host=server.url)
+        out = service.distill_seed(settings, "gemini", question=QUESTION, out_dir=tmp_path)
+        assert server.requests["/api/chat"] + server.requests["/api/generate"] == 1
+        assert "get_library_version" in " ".join(str(b) for b in server.bodies)
+    assert out["rerank"].startswith("candidates the model put first (full-text ranks)"), out
+    assert parse_file(out["path"], "gemini").events
+    # A server that is down leaves the seed on its offline path, and says so.
+    down = home.replace(
+        llm="ollama", ollama_host=f"http://127.0.0.1:{free_port()}", ollama_timeout=2
+    )
+    # (another question: the model's answer to the first is cached, and stands)
+    offline = service.distill_seed(
+        down, "gemini", question="how are cached sessions read back", out_dir=tmp_path
+    )
+    assert offline["rerank"].startswith("not reranked") and offline["chunks"] > 0
