@@ -1004,6 +1004,12 @@ def distill_run(
             settings, [f.session_key for f in again], instance, on_batch=on_batch
         )
         files += again
+    # The projects of the sessions that ran get their distilled session again (every
+    # project's own chunks compete in one file), and only those.
+    ran = [key for key, error in outcome.items() if error is None]
+    projects = sessions_report.projects_of(settings, ran) if ran else set()
+    if projects and (failure := runs.materialize_projects(settings, sorted(projects), instance)):
+        raise RunFailedError(f"distilling the sessions' projects failed: {failure}")
     distilled = sessions_report.distillations_by_session(settings) or {}
     rows = []
     for f in files:

@@ -28,6 +28,7 @@ from selene_dag.defs.notes import FORGOTTEN_FOLDER, daily_summaries, notes_sourc
 from selene_dag.defs.resources import default_resources, resources_for
 from selene_dag.defs.sessions import (
     DISTILL_SELECTION,
+    PROJECTS_SELECTION,
     SESSION_PARTITIONS,
     SESSION_SPINE_SELECTION,
 )
@@ -296,6 +297,21 @@ def materialize_distillations(
     return materialize_sessions(
         settings, session_keys, instance, on_batch=on_batch, selection=DISTILL_SELECTION
     )
+
+
+def materialize_projects(
+    settings: Settings, projects: Sequence[str], instance: dg.DagsterInstance
+) -> str | None:
+    """Distill ``projects`` again (``project_distillations`` for those projects only): after
+    their sessions ran. None, or the failure line."""
+    result = materialize(
+        PROJECTS_SELECTION,
+        instance,
+        raise_on_error=False,
+        settings=settings,
+        run_config={"ops": {"project_distillations": {"config": {"projects": sorted(projects)}}}},
+    )
+    return None if result.success else failure_message(result)
 
 
 @dataclass

@@ -42,6 +42,7 @@ from selene_dag.sessions.steps import (
 from selene_dag.sessions.store import (
     load_chunks_many,
     load_events_many,
+    project_distillation_rows,
     project_names,
     replace_chunks_many,
     replace_scores_many,
@@ -412,6 +413,8 @@ class DistillConfig(dg.Config):
     min_consensus: float | None = None
     sort_by: str | None = None
     platform: str = ""
+    # project_distillations only: the projects to distill again (None: every project).
+    projects: list[str] | None = None
 
     def distiller(self, settings: Settings) -> DistillerConfig:
         """The distiller's configuration: this run's knobs, the settings for those unset. A
@@ -498,16 +501,20 @@ def distilled_sessions(
     description=(
         "One distilled session per project (working directory) across all of its scored "
         "sessions: their chunks compete for one budget (SELENE_DISTILL_TOKEN_BUDGET, 80,000 "
-        "tokens). Rows have session_key 'project:<project>'."
+        "tokens). Rows have session_key 'project:<project>'. `distill run` rewrites those of "
+        "the projects whose sessions it ran."
     ),
 )
 def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.MaterializeResult:
-    """Write one distilled file per project with scored sessions."""
+    """Write one distilled file per project with scored sessions (those of
+    ``config.projects`` only, when given: the projects whose sessions just ran)."""
     settings = selene.settings()
     distiller = config.distiller(settings)
     results = []
     with selene.connection() as conn:
-        for project in project_names(conn):
+        known = project_names(conn)
+        wanted = set(config.projects) if config.projects is not None else set(known)
+        for project in [p for p in known if p in wanted]:
             result = distill_project(
                 conn,
                 project,
@@ -518,9 +525,11 @@ def project_distillations(config: DistillConfig, selene: SeleneResource) -> dg.M
                 model=settings.model,
             )
             results.append((project, result))
+        # Every project's file as it stands, those not written this time included.
+        stored = project_distillation_rows(conn)
     rows = [(p, r.platform, len(r.distilled.chunks), r.tokens, r.path.name) for p, r in results]
     return dg.MaterializeResult(
-        data_version=dg.DataVersion(content_hash(*(r.data_version for _, r in results))),
+        data_version=dg.DataVersion(content_hash(*(":".join(map(str, row)) for row in stored))),
         metadata={
             "projects": dg.MetadataValue.int(len(results)),
             "files": markdown_table(["project", "platform", "chunks", "tokens", "file"], rows),
@@ -536,6 +545,7 @@ SESSION_ROLLUPS = [project_distillations]
 SESSION_SPINE_SELECTION = dg.AssetSelection.assets(*SESSION_SPINE)
 # Choosing chunks again under other distillation settings: the last step of the spine only.
 DISTILL_SELECTION = dg.AssetSelection.assets(distilled_sessions)
+PROJECTS_SELECTION = dg.AssetSelection.assets(project_distillations)
 
 
 # Checks: ranges and budgets block downstream; coverage figures warn.

@@ -156,6 +156,19 @@ def distillations_by_session(settings: Settings) -> dict[str, dict[str, Any]] | 
     return {row.pop("session_key"): row for row in rows}
 
 
+def projects_of(settings: Settings, session_keys: Sequence[str]) -> set[str]:
+    """The projects (working directories) of ``session_keys``; empty without a database."""
+    from selene_dag.sessions.store import session_projects
+
+    conn = read_conn(settings)
+    if conn is None:
+        return set()
+    try:
+        return session_projects(conn, session_keys)
+    finally:
+        conn.close()
+
+
 def distilled_with_other_settings(settings: Settings) -> set[str]:
     """The sessions whose distilled file was chosen under other distillation settings than
     ``settings``' (SELENE_DISTILL_*): they must be distilled again. Empty when there is no

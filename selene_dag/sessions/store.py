@@ -476,6 +476,25 @@ def distilled_paths_many(
     return out
 
 
+def project_distillation_rows(conn: duckdb.DuckDBPyConnection) -> list[tuple]:
+    """Every project's distilled file as recorded: (key, platform, path, tokens, chunks),
+    in key and platform order."""
+    return conn.execute(
+        "SELECT session_key, platform, path, tokens, chunk_count FROM distilled_sessions "
+        "WHERE starts_with(session_key, 'project:') ORDER BY session_key, platform"
+    ).fetchall()
+
+
+def session_projects(conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]) -> set[str]:
+    """The projects (working directories) of ``session_keys`` that have one."""
+    rows = conn.execute(
+        "SELECT DISTINCT project FROM session_files WHERE list_contains(?, session_key) "
+        "AND project IS NOT NULL",
+        [list(session_keys)],
+    ).fetchall()
+    return {row[0] for row in rows}
+
+
 def distilled_otherwise(
     conn: duckdb.DuckDBPyConnection, max_tokens: int, min_consensus: float, sort_mode: str
 ) -> set[str]:

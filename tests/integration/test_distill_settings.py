@@ -51,22 +51,26 @@ def _distilled(settings: Settings) -> dict[str, tuple]:
             "SELECT d.session_key, d.chunk_count, d.tokens, d.budget, d.min_consensus, "
             "d.sort_mode, (SELECT count(*) FROM chunk_scores s WHERE s.session_key = "
             "d.session_key AND s.consensus >= d.min_consensus) "
-            "FROM distilled_sessions d ORDER BY 1"
+            "FROM distilled_sessions d WHERE NOT starts_with(d.session_key, 'project:') ORDER BY 1"
         ).fetchall()
     return {r[0]: r[1:] for r in rows}
 
 
-SPINE = ("session_events", "session_chunks", "chunk_scores", "distilled_sessions")
+ASSETS = (
+    "session_events",
+    "session_chunks",
+    "chunk_scores",
+    "distilled_sessions",
+    "project_distillations",
+)
 
 
-def _last_run_assets(instance: dg.DagsterInstance) -> set[str]:
-    """The spine assets the newest run materialized."""
-    run_id = instance.get_run_records(limit=1)[0].dagster_run.run_id
+def _latest_runs(instance: dg.DagsterInstance) -> dict[str, str | None]:
+    """The run of each sessions asset's latest materialization."""
     return {
-        name
-        for name in SPINE
-        if (event := instance.get_latest_materialization_event(dg.AssetKey(name))) is not None
-        and event.run_id == run_id
+        name: event.run_id if event is not None else None
+        for name in ASSETS
+        for event in [instance.get_latest_materialization_event(dg.AssetKey(name))]
     }
 
 
@@ -81,15 +85,17 @@ def test_a_changed_setting_distills_again_with_it(tmp_path: Path) -> None:
     # Only chunks at or above the minimum are kept; one session keeps none of its chunks.
     assert all(kept == eligible for kept, *_, eligible in before.values())
     assert min(kept for kept, *_ in before.values()) == 0
-    runs_before = len(instance.get_run_records())
+    runs_before = _latest_runs(instance)
 
     lowered = _settings(tmp_path, min_consensus="0")
     again = service.distill_run(lowered, all_files=True, instance=instance)
     assert sorted(r["session_key"] for r in again) == sorted(before)
     assert all(r["ok"] for r in again)
-    # Distilled again, from what was stored: the distillation step and nothing upstream.
-    assert len(instance.get_run_records()) == runs_before + 1
-    assert _last_run_assets(instance) == {"distilled_sessions"}
+    # Distilled again, from what was stored: the distillation step and nothing upstream
+    # (then the projects of those sessions).
+    runs_after = _latest_runs(instance)
+    moved = {name for name in ASSETS if runs_after[name] != runs_before[name]}
+    assert moved == {"distilled_sessions", "project_distillations"}
     after = _distilled(lowered)
     for key, (kept, _tokens, budget, minimum, mode, eligible) in after.items():
         assert (budget, minimum, mode) == (80_000, 0.0, "hybrid")
@@ -174,3 +180,30 @@ def test_a_file_in_another_format_does_not_make_every_run_distill_again(tmp_path
     lowered = _settings(tmp_path, min_consensus="0")
     assert len(service.distill_run(lowered, all_files=True, instance=instance)) == 2
     assert service.distill_run(lowered, all_files=True, instance=instance) == []
+
+
+def test_only_the_projects_of_the_sessions_that_ran_are_distilled_again(tmp_path: Path) -> None:
+    _copy_sessions(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    settings = _settings(tmp_path)
+    service.distill_run(settings, all_files=True, instance=instance)
+
+    def project_files() -> dict[str, tuple[str, int]]:
+        with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+            rows = conn.execute(
+                "SELECT session_key, path FROM distilled_sessions "
+                "WHERE starts_with(session_key, 'project:')"
+            ).fetchall()
+        return {key: (path, Path(path).stat().st_mtime_ns) for key, path in rows}
+
+    before = project_files()
+    assert sorted(before) == ["project:/tmp", "project:/tmp/repo"]  # the two sessions' cwd
+    # The Codex session grows (its last record again): it runs, and only its project.
+    grown = tmp_path / "sessions" / "codex" / FILES[0].name
+    with grown.open("a", encoding="utf-8") as handle:
+        handle.write(FILES[0].read_text(encoding="utf-8").splitlines()[-1] + "\n")
+    again = service.distill_run(settings, all_files=True, instance=instance)
+    assert [r["platform"] for r in again] == ["codex"]
+    after = project_files()
+    assert after["project:/tmp"] == before["project:/tmp"]  # not written again
+    assert after["project:/tmp/repo"][1] != before["project:/tmp/repo"][1]

@@ -89,7 +89,7 @@ def test_all_runs_only_what_changed(tmp_path: Path) -> None:
     first = service.distill_run(settings, all_files=True, instance=instance)
     assert len(first) == 3 and all(r["ok"] for r in first)
     runs_after_first = len(instance.get_run_records())
-    assert runs_after_first == 1
+    assert runs_after_first == 2  # one for the three files, one for their project
     assert service.distill_run(settings, all_files=True, instance=instance) == []
     assert len(instance.get_run_records()) == runs_after_first
     grown = root / "-proj01" / "s01.jsonl"
