@@ -140,8 +140,10 @@ def build_chunks(
                 importance_avg=round(sum(scores) / len(scores), 3),
                 event_count=len(members),
                 seqs=tuple(m.seq for m in members),
-                first_timestamp=members[0].timestamp,
-                last_timestamp=members[-1].timestamp,
+                # The first and last times among its events: an event without one (a tool's
+                # record some transcripts leave undated) does not blank the chunk's.
+                first_timestamp=next((m.timestamp for m in members if m.timestamp), None),
+                last_timestamp=next((m.timestamp for m in reversed(members) if m.timestamp), None),
             )
         )
     return chunks

@@ -30,6 +30,22 @@ def test_threshold_filters_low_importance_and_empty_text() -> None:
     assert chunks[0].seqs == (0, 2, 4, 5)
 
 
+def test_a_chunk_takes_the_times_its_dated_events_give() -> None:
+    evs = events(5)
+    stamps = [None, "2026-08-03T10:48:56.000Z", None, "2026-08-03T11:00:00.000Z", None]
+    for e, ts in zip(evs, stamps, strict=True):
+        e.timestamp = ts
+    (chunk,) = build_chunks(evs, "k")
+    assert (chunk.first_timestamp, chunk.last_timestamp) == (
+        "2026-08-03T10:48:56.000Z",
+        "2026-08-03T11:00:00.000Z",
+    )
+    for e in evs:
+        e.timestamp = None
+    (undated,) = build_chunks(evs, "k")
+    assert (undated.first_timestamp, undated.last_timestamp) == (None, None)
+
+
 def test_event_limit_and_overlap() -> None:
     chunks = build_chunks(events(45), "k", ChunkConfig(max_events=20, overlap=2))
     assert [c.event_count for c in chunks] == [20, 20, 9]
