@@ -875,7 +875,8 @@ def _seed_for_question(
     from selene_dag.retrieval.question_seed import seed_for_question
     from selene_dag.sessions.distiller import DistillerConfig
     from selene_dag.sessions.generators import check_platform
-    from selene_dag.sessions.store import scored_session_files
+    from selene_dag.sessions.steps import SessionNotFoundError
+    from selene_dag.sessions.store import scored_sessions_named
 
     check_platform(platform)
     if not question.strip():
@@ -885,14 +886,12 @@ def _seed_for_question(
         ranker, problems = _passage_ranker(conn, settings, None)
         key = None
         if session:
-            matches = [
-                row.session_key
-                for row in scored_session_files(conn)
-                if session in (row.session_key, row.source_session_id)
-            ]
+            matches = scored_sessions_named(conn, session)
             if not matches:
-                raise NotFoundError(f"no scored session matches {session!r}: run distill first")
-            key = matches[0]
+                raise SessionNotFoundError(
+                    f"no scored session matches {session!r}: run distill first"
+                )
+            key = matches[0].session_key
         seeded = seed_for_question(
             conn,
             question,

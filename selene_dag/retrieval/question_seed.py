@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 
@@ -26,8 +26,7 @@ from selene_dag.retrieval.pack import RERANK_CHARS, RERANK_TOP, PassageRanker
 from selene_dag.retrieval.search import search
 from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk
 from selene_dag.sessions.generators import SeedMeta
-from selene_dag.sessions.parsers.timestamps import format_utc
-from selene_dag.sessions.steps import DistillResult, write_distilled_file
+from selene_dag.sessions.steps import DistillResult, newest_time, write_distilled_file
 from selene_dag.sessions.store import load_chunks_many, load_session_files_many
 
 # Seed 003's question-weighted consensus: 60% relevance to the question, 40% the chunk's
@@ -129,7 +128,6 @@ def seed_for_question(
     platforms = [sessions[s.chunk.session_key].platform for s in scored]
     projects = [sessions[s.chunk.session_key].project or "/" for s in scored]
     digest = hashlib.sha256(question.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    stamps = [s.chunk.last_timestamp for s in scored if s.chunk.last_timestamp]
     meta = SeedMeta(
         key=f"question:{digest}:{platform}",
         source_platform=Counter(platforms).most_common(1)[0][0],
@@ -137,9 +135,9 @@ def seed_for_question(
             row.source_session_id or row.session_key for _, row in sorted(sessions.items())
         ),
         cwd=Counter(projects).most_common(1)[0][0],
-        created_at=max(stamps) if stamps else format_utc(now),
+        created_at=newest_time(scored, now),
         title=f"Distilled for the question: {' '.join(question.split())[:80]}",
     )
-    chosen = DistillerConfig(config.max_tokens, config.min_consensus, "consensus")
-    result = write_distilled_file(scored, meta, platform, chosen, out_dir, model=model)
+    by_score = replace(config, sort_by="consensus")
+    result = write_distilled_file(scored, meta, platform, by_score, out_dir, model=model)
     return QuestionSeed(result, tuple(sorted(sessions)), len(scored), tuple(reranked))

@@ -321,23 +321,22 @@ def distill_seed(
 
     Chunks are chosen as a distilled session's are (the SELENE_DISTILL_* settings), within
     ``max_tokens`` when given. The file goes to ``out_dir`` (default
-    ``$SELENE_HOME/distilled/seeds``); returns its path and token accounting. Only the file is written, not the database. Raises UsageError
-    for an unknown platform, SessionNotFoundError when there is no database or no scored
-    session (matching ``session``).
+    ``$SELENE_HOME/distilled/seeds``); returns its path and token accounting. Only the file
+    is written, not the database. Raises UsageError for an unknown platform,
+    SessionNotFoundError when there is no database or no scored session (matching
+    ``session``).
     """
     from selene_dag.sessions.distiller import DistillerConfig
     from selene_dag.sessions.generators import check_platform
     from selene_dag.sessions.steps import session_meta, write_distilled_file
-    from selene_dag.sessions.store import load_scored, scored_session_files
+    from selene_dag.sessions.store import load_scored, scored_session_files, scored_sessions_named
 
     check_platform(platform)
     conn = read_conn(settings)
     if conn is None:
         raise SessionNotFoundError(_NO_DATABASE)
     try:
-        rows = scored_session_files(conn)
-        if session:
-            rows = [r for r in rows if session in (r.session_key, r.source_session_id)]
+        rows = scored_sessions_named(conn, session) if session else scored_session_files(conn)
         if not rows:
             raise SessionNotFoundError(
                 f"no scored session{' matches ' + repr(session) if session else ''}: run distill first"

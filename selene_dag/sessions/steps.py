@@ -407,7 +407,9 @@ class DistillResult:
     data_version: str
 
 
-def _created_at(chunks: Sequence[ScoredChunk], fallback: datetime) -> str:
+def newest_time(chunks: Sequence[ScoredChunk], fallback: datetime) -> str:
+    """The newest of ``chunks``' last times (ISO-8601 UTC), or ``fallback`` formatted so when
+    none has one: a distilled file's time."""
     stamps = [s.chunk.last_timestamp for s in chunks if s.chunk.last_timestamp]
     if stamps:
         return max(stamps)
@@ -425,7 +427,7 @@ def session_meta(session: SessionFileRow, key: str, scored: Sequence[ScoredChunk
         source_platform=session.platform,
         source_sessions=(source,),
         cwd=session.project or "/",
-        created_at=_created_at(scored, datetime.fromtimestamp(session.mtime, tz=UTC)),
+        created_at=newest_time(scored, datetime.fromtimestamp(session.mtime, tz=UTC)),
         title=f"Distilled {session.platform} session {source}",
     )
 
@@ -551,7 +553,7 @@ def distill_project(
         source_platform=source_platform,
         source_sessions=tuple(s.source_session_id or s.session_key for s in sessions),
         cwd=project or "/",
-        created_at=_created_at(
+        created_at=newest_time(
             scored, datetime.fromtimestamp(max(s.mtime for s in sessions), tz=UTC)
         ),
         title=f"Distilled project {project} ({len(sessions)} sessions)",

@@ -302,6 +302,13 @@ def scored_session_files(
     return [SessionFileRow(**row) for row in fetch_dicts(conn, sql, params)]
 
 
+def scored_sessions_named(conn: duckdb.DuckDBPyConnection, session: str) -> list[SessionFileRow]:
+    """The scored sessions (newest file first) whose key or tool's session id is ``session``."""
+    return [
+        r for r in scored_session_files(conn) if session in (r.session_key, r.source_session_id)
+    ]
+
+
 def project_names(conn: duckdb.DuckDBPyConnection) -> list[str]:
     """Projects (working directories) with at least one scored session."""
     rows = fetch_dicts(
