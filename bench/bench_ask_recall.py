@@ -21,7 +21,10 @@ and blurred the comparison of two versions of ask.
 - ``sessions_dev3``: nine more real transcripts (assets/eval/sessions_dev3/), distilled the
   same way, for sessions_dev3.jsonl and sessions_dev5.jsonl (dev sets);
 - ``sessions_blind4``: thirteen more real transcripts (assets/eval/sessions_blind4/, never
-  looked at while tuning), distilled the same way, for sessions_blind4.jsonl.
+  looked at while tuning), distilled the same way, for sessions_blind4.jsonl;
+- ``locomo`` (with ``--locomo PATH`` only): the 272 sessions of LoCoMo's ten long
+  conversations as notes and its questions with a word-for-word answer (``bench/locomo.py``;
+  not shipped: its repository states no license), an unseen set.
 
 Besides one line per set and budget, the blind and unseen sets of each kind of text (notes,
 conversations, agent sessions) are pooled question by question: the paired difference of
@@ -87,6 +90,7 @@ BLIND = {
     "sessions_blind2",
     "sessions_blind3",
     "sessions_blind4",
+    "locomo",
 }
 
 
@@ -98,6 +102,7 @@ class Corpus:
     source: Path
     sets: tuple[str, ...]
     build: Callable[[Path, Path], Settings]
+    questions: Path = EVAL
 
 
 def _settings(home: Path, now: datetime, roots: str) -> Settings:
@@ -211,16 +216,31 @@ def _build_dir(name: str) -> Iterator[Path]:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def measure(chosen: set[str] | None = None) -> tuple[list[SetResult], dict[str, float]]:
+def locomo_corpus(path: Path) -> Corpus:
+    """The LoCoMo conversations at ``path`` converted (``bench/locomo.py``) into
+    ``BUILD_ROOT/locomo-source``: a notes corpus with its unseen question set ``locomo``."""
+    from bench import locomo
+
+    notes, questions, n_notes, n_questions = locomo.write(path, BUILD_ROOT / "locomo-source")
+    print(
+        f"bench_ask_recall: LoCoMo from {path}: {n_notes} sessions, {n_questions} questions",
+        file=sys.stderr,
+    )
+    return Corpus("locomo", notes, ("locomo",), _notes_store, questions.parent)
+
+
+def measure(
+    chosen: set[str] | None = None, corpora: Sequence[Corpus] = CORPORA
+) -> tuple[list[SetResult], dict[str, float]]:
     """Build each corpus that has a chosen set and evaluate its sets at every budget.
     Returns the results and the build seconds per corpus."""
     results: list[SetResult] = []
     builds: dict[str, float] = {}
-    for corpus in CORPORA:
+    for corpus in corpora:
         sets = [s for s in corpus.sets if chosen is None or corpus.name in chosen or s in chosen]
-        present = [s for s in sets if (EVAL / f"{s}.jsonl").is_file()]
+        present = [s for s in sets if (corpus.questions / f"{s}.jsonl").is_file()]
         for s in sorted(set(sets) - set(present)):
-            print(f"bench_ask_recall: skip {s}: no {EVAL / s}.jsonl", file=sys.stderr)
+            print(f"bench_ask_recall: skip {s}: no {corpus.questions / s}.jsonl", file=sys.stderr)
         if not present:
             continue
         if not corpus.source.exists():
@@ -236,7 +256,7 @@ def measure(chosen: set[str] | None = None) -> tuple[list[SetResult], dict[str, 
             conn = connect(settings.db_path)
             try:
                 for name in present:
-                    usable = applicable(conn, load_questions(EVAL / f"{name}.jsonl"))
+                    usable = applicable(conn, load_questions(corpus.questions / f"{name}.jsonl"))
                     if not usable:
                         print(
                             f"bench_ask_recall: skip {name}: no question applies", file=sys.stderr
@@ -434,13 +454,24 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--against", type=Path, help="compare ask with a run saved by --save (other code)"
     )
+    parser.add_argument(
+        "--locomo",
+        type=Path,
+        help="also measure on LoCoMo's conversations (its data/locomo10.zip, the folder it "
+        "unpacks to, or locomo10.json): an unseen set, see bench/locomo.py",
+    )
     args = parser.parse_args(argv)
     chosen = {s.strip() for s in args.sets.split(",") if s.strip()} if args.sets else None
     if args.dev:
         dev = {s for corpus in CORPORA for s in corpus.sets if s not in BLIND}
         chosen = dev if chosen is None else {s for s in dev if s in chosen}
+    corpora = list(CORPORA)
+    if args.locomo:
+        corpora.append(locomo_corpus(args.locomo))
+        if chosen is not None and not args.dev:
+            chosen.add("locomo")
     started = time.perf_counter()
-    results, builds = measure(chosen)
+    results, builds = measure(chosen, corpora)
     print_matrix(results)
     print()
     print_pooled(pooled_blind(results))
