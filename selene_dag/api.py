@@ -52,6 +52,11 @@ class CompactRequest(BaseModel):
 
     messages: list[dict[str, Any]] = Field(description="Chat messages {role, content, ...}.")
     window: int = Field(gt=0, description="Context window in tokens.")
+    digest: list[dict[str, Any]] = Field(
+        default_factory=list,
+        description="Memory digest, {stage, decision, superseded?} entries: the result "
+        "always carries the decisions not superseded, in one system message.",
+    )
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
 
 
@@ -155,7 +160,12 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         settings = settings_provider()
         model = body.model or settings.model
         report = service.compact(
-            settings, body.messages, body.window, model, summarize_with_engine=False
+            settings,
+            body.messages,
+            body.window,
+            model,
+            summarize_with_engine=False,
+            digest=body.digest,
         )
         return {
             "window": report.window,

@@ -25,8 +25,8 @@ import duckdb
 from selene_dag import last_verdict
 from selene_dag.config import Settings
 from selene_dag.context.builder import pack_notes
-from selene_dag.context.compaction import CompactionReport, compact_messages
-from selene_dag.context.messages import Conversation, load_conversation, validate_messages
+from selene_dag.context.compaction import CompactionReport, SummaryUnavailable, compact_messages
+from selene_dag.context.messages import Conversation, load_conversation, parse_messages
 from selene_dag.context.tokens import count_tokens
 from selene_dag.errors import NotFoundError, SeleneError, UsageError, check_budget
 from selene_dag.llm import get_engine
@@ -447,10 +447,11 @@ def compact(
     model: str | None = None,
     *,
     summarize_with_engine: bool = True,
+    digest: Sequence[Mapping[str, Any]] = (),
 ) -> CompactionReport:
     """Compact a conversation (a file ``read_conversation`` reads, a conversation read
-    already, or a list of messages) for a ``window``-token context. With
-    ``summarize_with_engine`` the configured engine writes the summaries."""
+    already, or a list of messages with its memory ``digest``) for a ``window``-token
+    context. With ``summarize_with_engine`` the configured engine writes the summaries."""
     check_budget(window, "--window")
     model = model or settings.model
     if isinstance(messages, Path):
@@ -459,7 +460,7 @@ def compact(
         conversation, digest = messages.messages, messages.digest
     else:
         try:
-            conversation, digest = validate_messages(list(messages)), []
+            conversation, digest = parse_messages({"messages": list(messages), "digest": digest})
         except (TypeError, ValueError) as exc:  # the input's shape, named by the validator
             raise UsageError(str(exc)) from exc
     if not summarize_with_engine:
@@ -467,7 +468,12 @@ def compact(
     engine = get_engine(settings)
 
     def summarizer(text: str, max_tokens: int) -> str:
-        return engine.summarize(text, max_tokens, model, kind="conversation")
+        # A model server that is down skips the summary; the other steps still fit the
+        # conversation to its window.
+        try:
+            return engine.summarize(text, max_tokens, model, kind="conversation")
+        except EngineError as exc:
+            raise SummaryUnavailable(str(exc)) from exc
 
     return compact_messages(conversation, window, model=model, summarizer=summarizer, digest=digest)
 

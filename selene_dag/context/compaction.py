@@ -7,12 +7,18 @@ above the compaction threshold and stopping as soon as they are under it:
 * P1 strip chitchat: user messages of at most 50 characters whose trimmed text is
   shorter than 15 characters and has no ``?`` or ``!``;
 * P2 drop the oldest completed stages (messages with ``stage`` and ``completed: true``),
-  one stage at a time, and inject a memory digest of their decisions (superseded ones
-  skipped) after the system messages;
+  one stage at a time, and name them in the memory digest;
 * P3 summarize the oldest conversation messages (staged: 30 %, at most 30; otherwise
   min(20, 40 %); only when more than 2) through the summarizer into one system message;
+  a summarizer that cannot answer (``SummaryUnavailable``: a model server that is down)
+  or answers nothing leaves the step skipped, saying why, and the chain goes on;
 * P4 staged conversations: tell the caller to shrink its per-stage detail
   (``report.shrink_stage_detail``).
+
+Whenever a digest holds decisions (``{stage, decision, superseded?}`` entries), the result
+carries them, superseded ones left out, in one system message after the system messages:
+the memory anchor that keeps a model from contradicting what was decided, compacted or
+not (a digest message already in the input is replaced, not repeated).
 
 Then the seed's brute prune is the safety net: above the prune threshold only the system
 messages and the last 50 others are kept, and if the result still exceeds the window the
@@ -46,6 +52,11 @@ P3_SUMMARY_TOKENS = 200
 MESSAGE_OVERHEAD = 4  # role markers of a chat template, per message
 
 Summarizer = Callable[[str, int], str]
+
+
+class SummaryUnavailable(Exception):
+    """Raised by a summarizer that cannot write a summary now (its model server is down,
+    or answered unusably): P3 is skipped with this message and the chain goes on."""
 
 
 @dataclass(frozen=True)
@@ -116,22 +127,38 @@ def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
     return [m for m in messages if not is_chitchat(m)]
 
 
-def format_memory_digest(digest: Sequence[Mapping[str, Any]], stages: Sequence[str]) -> str:
-    """The digest message text for compacted ``stages`` ("" when no entry applies)."""
-    if not stages:
-        return ""
+MEMORY_DIGEST_HEADER = "[MEMORY DIGEST: decisions kept per stage; do not contradict them]"
+
+
+def format_memory_digest(digest: Sequence[Mapping[str, Any]], stages: Sequence[str] = ()) -> str:
+    """The memory digest message: ``MEMORY_DIGEST_HEADER``, then one line per decision
+    that is not superseded (``- stage: decision``), in the digest's order; when ``stages``
+    were compacted, a closing paragraph naming them. "" when no decision applies."""
     entries = [
         f"- {d.get('stage')}: {d.get('decision')}"
         for d in digest
-        if not d.get("superseded") and d.get("stage") in stages and d.get("decision")
+        if not d.get("superseded") and d.get("decision")
     ]
     if not entries:
         return ""
-    return (
-        f"[CONTEXT COMPACTION: {len(stages)} earlier stage(s) compacted]\n"
-        + "\n".join(entries)
-        + "\n\nDetails live in the stage data; the original messages remain stored."
-    )
+    text = MEMORY_DIGEST_HEADER + "\n" + "\n".join(entries)
+    if stages:
+        text += (
+            f"\n\n[CONTEXT COMPACTION: {len(stages)} earlier stage(s) compacted: "
+            f"{', '.join(stages)}]\nDetails live in the stage data; the original messages "
+            "remain stored."
+        )
+    return text
+
+
+def _with_digest(messages: list[Message], text: str) -> list[Message]:
+    """``messages`` carrying the digest ``text``: an earlier digest message replaced, or a
+    new one after the system messages."""
+    message: Message = {"role": "system", "content": text}
+    for i, m in enumerate(messages):
+        if m["role"] == "system" and str(m.get("content", "")).startswith(MEMORY_DIGEST_HEADER):
+            return [*messages[:i], message, *messages[i + 1 :]]
+    return _insert_after_system(messages, message)
 
 
 def completed_stages(messages: Sequence[Message]) -> list[str]:
@@ -252,9 +279,10 @@ def compact_messages(
 
     Each step re-counts and the chain stops once the total is under the compaction
     threshold (85 %). ``summarizer(text, max_tokens) -> str`` (default: extractive leading
-    sentences) writes the P3 summary; ``digest`` entries ``{stage, decision, superseded?}``
-    feed P2's memory digest. The returned messages always fit ``window``. Raises
-    TypeError/ValueError on bad input.
+    sentences) writes the P3 summary; a summarizer raising ``SummaryUnavailable`` skips it.
+    ``digest`` entries ``{stage, decision, superseded?}``: their decisions are always
+    carried in the memory digest message, which also names the stages P2 compacted. The
+    returned messages always fit ``window``. Raises TypeError/ValueError on bad input.
     """
     msgs = validate_messages(messages)
     check_context_budget(0, window)  # validates window
@@ -262,7 +290,10 @@ def compact_messages(
         raise TypeError("summarizer must be a callable (text, max_tokens) -> str")
     summarize = summarizer or _default_summarizer(model)
     before = message_tokens(msgs, model)
-    budget = check_context_budget(before, window)
+    anchor = format_memory_digest(digest)
+    if anchor:
+        msgs = _with_digest(msgs, anchor)
+    budget = check_context_budget(message_tokens(msgs, model) if anchor else before, window)
     threshold = budget.compaction_threshold
     steps: list[CompactionStep] = []
     compacted: list[str] = []
@@ -273,7 +304,7 @@ def compact_messages(
     def under(tokens: int) -> bool:
         return tokens < threshold
 
-    tokens = before
+    tokens = budget.total_tokens
     if budget.should_compact:
         resolved = "unresolved"
         # P1
@@ -296,9 +327,9 @@ def compact_messages(
                 tokens = message_tokens(msgs, model)
                 if under(tokens):
                     break
-            text = format_memory_digest(digest, compacted)
+            text = format_memory_digest(digest, compacted) if compacted else ""
             if text:
-                msgs = _insert_after_system(msgs, {"role": "system", "content": text})
+                msgs = _with_digest(msgs, text)
                 tokens = message_tokens(msgs, model)
             if stages:
                 steps.append(
@@ -307,7 +338,8 @@ def compact_messages(
                         removed,
                         start,
                         tokens,
-                        f"stages {', '.join(compacted)}; digest {'added' if text else 'empty'}",
+                        f"stages {', '.join(compacted)}; "
+                        + ("their decisions in the memory digest" if text else "no digest"),
                     )
                 )
             if under(tokens):
@@ -322,11 +354,19 @@ def compact_messages(
                 n = min(P3_GENERAL_MAX, math.floor(len(conversation) * P3_GENERAL_RATIO))
             if n > 2:
                 transcript = "\n".join(f"[{m['role']}]: {m['content']}" for m in conversation[:n])
-                summary = summarize(transcript, P3_SUMMARY_TOKENS)
+                try:
+                    summary = summarize(transcript, P3_SUMMARY_TOKENS)
+                    skipped = "the summarizer answered nothing"
+                except SummaryUnavailable as exc:
+                    summary, skipped = "", str(exc) or "the summarizer is unavailable"
                 if not isinstance(summary, str):
                     raise TypeError("summarizer must return a str")
                 summary = truncate_to_tokens(summary.strip(), P3_SUMMARY_TOKENS, model)
-                if summary:
+                if not summary:
+                    steps.append(
+                        CompactionStep("P3 summarize", 0, tokens, tokens, f"skipped: {skipped}")
+                    )
+                else:
                     note = {
                         "role": "system",
                         "content": "[SUMMARY OF EARLIER DISCUSSION]\n"

@@ -82,6 +82,10 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
     compact = api.post("/compact", json={"messages": messages, "window": 600}).json()
     assert compact["tokens_after"] <= 600 < compact["tokens_before"]
     assert compact["messages"][-1]["content"] == "the last question, kept as text"
+    # A memory digest's decisions are always carried, compacted or not.
+    digest = [{"stage": "plan", "decision": "ship on Friday"}]
+    kept = api.post("/compact", json={"messages": messages[:3], "window": 600, "digest": digest})
+    assert kept.json()["messages"][1]["content"].endswith("- plan: ship on Friday")
 
     assert api.get("/docs").status_code == 200
     assert "/ask" in api.get("/openapi.json").json()["paths"]
@@ -98,6 +102,7 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
 @pytest.mark.parametrize(
     ("path", "body", "needle"),
     [
+        ("/compact", {"messages": [], "window": 100, "digest": ["not an entry"]}, "digest"),
         ("/ask", {"question": "docker", "budget": 0}, "budget"),
         ("/ask", {"budget": 10}, "question"),
         ("/ask", {"question": "docker", "budget": 10, "sources": ["web"]}, "unknown source"),

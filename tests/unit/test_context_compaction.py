@@ -13,7 +13,12 @@ from selene_dag.context import (
     message_tokens,
     strip_chitchat,
 )
-from selene_dag.context.compaction import brute_prune, format_memory_digest
+from selene_dag.context.compaction import (
+    MEMORY_DIGEST_HEADER,
+    SummaryUnavailable,
+    brute_prune,
+    format_memory_digest,
+)
 from selene_dag.context.messages import load_conversation
 
 M = "gpt-4"
@@ -147,7 +152,11 @@ def test_p2_drops_oldest_completed_stage_and_injects_digest() -> None:
     assert r.resolved_at == "P2" and r.compacted_stages == ["topic"]
     assert r.messages[1]["role"] == "system"
     assert "Write about DuckDB." in r.messages[1]["content"]
+    assert "Three sections." in r.messages[1]["content"]
     assert "Old idea" not in r.messages[1]["content"]
+    assert "compacted: topic]" in r.messages[1]["content"]
+    assert sum(m["content"].startswith(MEMORY_DIGEST_HEADER) for m in r.messages) == 1
+    assert r.steps[-1].detail == "stages topic; their decisions in the memory digest"
     assert not any(m.get("stage") == "topic" for m in r.messages)
     assert any(m.get("stage") == "outline" for m in r.messages)
 
@@ -169,6 +178,34 @@ def test_p3_summarizes_oldest_messages_with_injected_summarizer() -> None:
     assert r.messages[0]["content"] == "You are a helpful assistant."
     assert "decided to use DuckDB" in r.messages[1]["content"]
     assert r.resolved_at == "P3"
+
+
+@pytest.mark.parametrize(
+    ("answer", "reason"),
+    [
+        (SummaryUnavailable("cannot reach Ollama at http://127.0.0.1:9"), "cannot reach Ollama"),
+        ("   ", "the summarizer answered nothing"),
+    ],
+)
+def test_p3_without_a_summary_is_skipped_and_the_chain_goes_on(answer: object, reason: str) -> None:
+    # Seed 004 (llmSummarize): a summarization that fails returns null, P3 logs that it
+    # skips, and the chain continues: the conversation still fits its window.
+    msgs = _conversation(30)
+
+    def summarizer(text: str, max_tokens: int) -> str:
+        if isinstance(answer, Exception):
+            raise answer
+        return str(answer)
+
+    tokens = message_tokens(msgs, M)
+    window = int(tokens / 0.85 * 0.75)
+    r = compact_messages(msgs, window, M, summarizer=summarizer)
+    p3 = next(s for s in r.steps if s.name.startswith("P3"))
+    assert p3.removed == 0 and p3.tokens_before == p3.tokens_after
+    assert p3.detail.startswith("skipped: ") and reason in p3.detail
+    assert r.steps[-1].name == "brute prune" and r.resolved_at == "prune"
+    assert message_tokens(r.messages, M) <= window
+    assert not any("[SUMMARY" in m["content"] for m in r.messages)
 
 
 def test_p4_signals_caller_for_staged_conversations_and_prune_guarantees_window() -> None:
@@ -195,10 +232,36 @@ def test_brute_prune_keeps_last_50_and_fits_window() -> None:
 
 
 def test_memory_digest_format() -> None:
-    text = format_memory_digest([{"stage": "a", "decision": "yes"}], ["a"])
-    assert text.startswith("[CONTEXT COMPACTION: 1 earlier stage(s) compacted]\n- a: yes")
+    digest = [{"stage": "a", "decision": "yes"}, {"stage": "b", "decision": "no"}]
+    assert format_memory_digest(digest) == f"{MEMORY_DIGEST_HEADER}\n- a: yes\n- b: no"
+    text = format_memory_digest(digest, ["a"])
+    assert text.startswith(f"{MEMORY_DIGEST_HEADER}\n- a: yes\n- b: no\n\n")
+    assert "[CONTEXT COMPACTION: 1 earlier stage(s) compacted: a]" in text
     assert format_memory_digest([{"stage": "a", "decision": "y", "superseded": True}], ["a"]) == ""
     assert format_memory_digest([], []) == ""
+
+
+def test_the_memory_digest_is_always_carried_and_never_twice() -> None:
+    # Seed 004 Task 4: the digest is "always injected — memory anchor", not only when
+    # P2 compacts a stage.
+    msgs = _conversation(3)
+    digest = [
+        {"stage": "topic", "decision": "Write about DuckDB."},
+        {"stage": "topic", "decision": "Old idea", "superseded": True},
+    ]
+    r = compact_messages(msgs, 100_000, M, digest=digest)
+    assert r.steps == [] and r.resolved_at == "none"
+    assert r.messages[0] == msgs[0] and r.messages[2:] == msgs[1:]
+    assert r.messages[1] == {
+        "role": "system",
+        "content": f"{MEMORY_DIGEST_HEADER}\n- topic: Write about DuckDB.",
+    }
+    assert r.tokens_after == message_tokens(r.messages, M) > r.tokens_before
+    # Compacting the result again replaces its digest message instead of adding one.
+    again = compact_messages(r.messages, 100_000, M, digest=digest)
+    assert again.messages == r.messages
+    # Without decisions there is nothing to carry.
+    assert compact_messages(msgs, 100_000, M, digest=digest[1:]).messages == msgs
 
 
 # --------------------------------------------------------------------------- loading
