@@ -137,6 +137,7 @@ def seed_for_question(
         cwd=Counter(projects).most_common(1)[0][0],
         created_at=newest_time(scored, now),
         title=f"Distilled for the question: {' '.join(question.split())[:80]}",
+        question=question,
     )
     by_score = replace(config, sort_by="consensus")
     result = write_distilled_file(scored, meta, platform, by_score, out_dir, model=model)

@@ -63,6 +63,9 @@ def test_the_session_holds_the_chunks_that_answer_the_question(
     assert written.errors == 0
     text = "\n".join(e.text or "" for e in written.events)
     assert "get_library_version" in text
+    # Seed 003 §5.14: the preamble says what question the session was assembled for.
+    preamble = next(e.text for e in written.events if "assembled from" in (e.text or ""))
+    assert f"chunks relevant to: {QUESTION}" in preamble
 
 
 def test_scores_weigh_relevance_and_consensus(home: Settings) -> None:

@@ -25,6 +25,7 @@ class SeedMeta:
     cwd: str
     created_at: str
     title: str = "Distilled session"
+    question: str = ""
 
     @property
     def session_id(self) -> str:
@@ -37,11 +38,14 @@ class SeedMeta:
 
 
 def preamble(meta: SeedMeta, n_chunks: int) -> str:
-    """First message: what the session is and where its content comes from."""
+    """First message: what the session is, the question it was assembled for (when it
+    was), and where its content comes from."""
     sources = ", ".join(meta.source_sessions) or "(none)"
+    question = " ".join(meta.question.split())
+    relevant = f" relevant to: {question}\n\nThey come from" if question else " of"
     return (
-        f"This session was assembled from {n_chunks} distilled conversation chunks of "
-        f"{meta.source_platform} session(s) {sources}, selected by selene-dag. "
+        f"This session was assembled from {n_chunks} distilled conversation chunks"
+        f"{relevant} {meta.source_platform} session(s) {sources}, selected by selene-dag. "
         "Treat them as prior context."
     )
 
