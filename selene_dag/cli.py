@@ -816,13 +816,21 @@ def distill_run_command(
 ) -> None:
     """Parse, chunk, score and distill sessions (materializes the sessions spine in batches).
 
-    With --all only files that are new, changed or never completed run."""
+    Without SESSIONS or --all, the most recently modified session file runs. With --all
+    only files that are new, changed or never completed run."""
     started = time.perf_counter()
     with _progress("distilling sessions") as report:
         rows = service.distill_run(
             load_settings(), sessions or [], all_files=all_files, on_batch=report
         )
     failed = sum(1 for row in rows if not row["ok"])
+    if rows and not sessions and not all_files:
+        err.print(
+            f"the most recent session file, {rows[0]['path']} (name sessions, or --all, to "
+            "choose others)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if rows:
         out.print(
             _rows_table(

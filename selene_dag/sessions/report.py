@@ -95,16 +95,24 @@ def distill_scan(settings: Settings) -> list[dict[str, Any]]:
 def resolve_sessions(
     settings: Settings, ids: Sequence[str], all_files: bool = False
 ) -> list[ScannedFile]:
-    """Scanned files matching ``ids`` (session key, the tool's session id, or a path) or all.
+    """Scanned files matching ``ids`` (session key, the tool's session id, or a path), all
+    of them with ``all_files``, or with neither the most recently modified one (seed 003
+    §5.11: ``run`` defaults to the most recent session).
 
-    Raises UsageError when neither ids nor ``all_files`` are given, SessionNotFoundError
-    naming the first id that matches nothing.
+    Raises UsageError when neither is given and the roots hold no session file,
+    SessionNotFoundError naming the first id that matches nothing.
     """
     files = scan_roots(settings.session_roots)
     if all_files:
         return files
     if not ids:
-        raise UsageError("give session ids, keys or paths, or --all")
+        if not files:
+            raise UsageError(
+                "no session file under SELENE_SESSION_ROOTS to take as the most recent "
+                "(`selene-dag distill scan` lists the roots, the files found and those "
+                "skipped, and why)"
+            )
+        return [max(files, key=lambda f: (f.mtime, f.path))]
     by_source: dict[str, str] = {}
     conn = read_conn(settings)
     if conn is not None:

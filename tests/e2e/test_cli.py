@@ -211,7 +211,12 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     assert "0 session files distilled" in again.stdout
     assert "1 file under SELENE_SESSION_ROOTS left out" in again.stdout
     assert_one_line_error(run("distill", "run", "nope", env=env), "no session file matches")
+    # No session named and no --all: the most recent file runs (it is done: it runs again).
+    latest = run("distill", "run", env=env)
+    assert latest.returncode == 0 and "the most recent session file" in latest.stderr
+    assert "1 session file distilled" in latest.stdout and "codex-" in latest.stdout
     missing = {"SELENE_SESSION_ROOTS": f"claude={tmp_path / 'none'}"}
+    assert_one_line_error(run("distill", "run", env=missing), "no session file under")
     nothing = run("distill", "run", "--all", env=missing)
     assert f"no session file under SELENE_SESSION_ROOTS: claude={tmp_path / 'none'} (missing)" in (
         nothing.stdout

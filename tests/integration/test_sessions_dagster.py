@@ -239,6 +239,10 @@ def test_cli_functions(world, first_run) -> None:
     assert distill_assess(settings, f"chunk:{chunk_id}")["assessments"] == assessed["assessments"]
     with pytest.raises(ValueError, match="no session file matches"):
         resolve_sessions(settings, ["does-not-exist"])
+    # Neither ids nor --all: the most recently modified file (seed 003 §5.11).
+    files = {f["path"]: f for f in scan}
+    newest = max(files, key=lambda p: (os.stat(p).st_mtime, p))
+    assert [f.path for f in resolve_sessions(settings, [])] == [newest]
 
 
 def test_project_distillation_spans_a_projects_sessions(world, first_run) -> None:

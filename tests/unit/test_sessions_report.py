@@ -17,7 +17,7 @@ from selene_dag.sessions.report import (
 from selene_dag.sessions.steps import SessionNotFoundError, find_session_file
 
 
-def test_errors_without_a_database() -> None:
+def test_errors_without_a_database(tmp_path) -> None:
     settings = load_settings()
     for call in (lambda: distill_assess(settings, "c"), lambda: distill_seed(settings, "codex")):
         with pytest.raises(SessionNotFoundError, match="no database yet") as caught:
@@ -25,8 +25,8 @@ def test_errors_without_a_database() -> None:
         assert isinstance(caught.value, NotFoundError) and isinstance(caught.value, ValueError)
     with pytest.raises(UsageError, match="platform 'vim'"):
         distill_seed(settings, "vim")
-    with pytest.raises(UsageError, match="--all"):
-        resolve_sessions(settings, [])
+    with pytest.raises(UsageError, match="no session file under SELENE_SESSION_ROOTS"):
+        resolve_sessions(settings.replace(session_roots=str(tmp_path)), [])
     with pytest.raises(SeleneError, match="no session file matches 'x'"):
         resolve_sessions(settings, ["x"])
     with pytest.raises(SessionNotFoundError, match="it was moved or deleted"):
