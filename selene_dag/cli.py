@@ -874,8 +874,12 @@ def distill_status_command(
         "chunk_scores": "chunks with a consensus",
         "distilled_sessions": "distilled sessions",
         "distilled_projects": "distilled projects",
+        "last_parsed_at": "last file parsed at",
     }
-    rows = [{"figure": labels.get(k, k), "value": f"{v:,}"} for k, v in status.items()]
+    rows = [
+        {"figure": labels.get(k, k), "value": f"{v:,}" if isinstance(v, int) else str(v or "-")}
+        for k, v in status.items()
+    ]
     out.print(_rows_table(rows, "distill status"))
 
 
@@ -893,8 +897,9 @@ def distill_report_command(
     """Per session: events, chunks, importance, consensus and distilled tokens.
 
     Mean importance (imp, 0–100) and consensus (cons, 0–10); distilled tokens of the
-    budget. SESSION is the key in the first column (or the tool's session id, or a path);
-    --json prints every field."""
+    budget. SESSION is the key in the first column (or the tool's session id, or a path):
+    its best chunks are listed too. --json prints every field, each session's best chunks
+    included."""
     rows = service.distill_report(load_settings(), session)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
@@ -919,6 +924,17 @@ def distill_report_command(
         for row in rows
     ]
     out.print(_rows_table(short, "distill report", list(REPORT_COLUMNS)))
+    if session and rows[0]["top_chunks"]:
+        top = [
+            {
+                "chunk": c["citation"],
+                "cons": c["consensus"],
+                "imp": c["importance"],
+                "begins": c["preview"],
+            }
+            for c in rows[0]["top_chunks"]
+        ]
+        out.print(_rows_table(top, "its best chunks (`selene-dag show` prints one whole)"))
     out.print(
         "distilled files: "
         + ", ".join(Path(r["distilled_path"]).name for r in rows if r.get("distilled_path")),

@@ -97,6 +97,11 @@ def migrate(
                 f"migration {migration.version:03d}_{migration.name} failed and was rolled back: {exc}"
             ) from exc
         applied.append(migration.version)
+    if applied:
+        # A schema change is folded into the file at once rather than replayed from the
+        # log by every later process (DuckDB's replay of some DDL has had bugs of its own).
+        with suppress(duckdb.Error):  # another transaction of this process is open
+            conn.execute("CHECKPOINT")
     return applied
 
 

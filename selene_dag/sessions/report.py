@@ -195,8 +195,9 @@ def distilled_with_other_settings(settings: Settings) -> set[str]:
 
 
 def distill_status(settings: Settings) -> dict[str, Any]:
-    """Pipeline state: files per state, rows per sessions table, distilled files, and
-    ``source_gone``: ingested sessions whose file no longer exists (rows kept)."""
+    """Pipeline state: files per state, rows per sessions table, distilled files,
+    ``source_gone``: ingested sessions whose file no longer exists (rows kept), and
+    ``last_parsed_at``: when the newest run parsed a file (ISO-8601; None before any)."""
     scan = distill_scan(settings)
     status: dict[str, Any] = {"files": len(scan)}
     for state in ("new", "grown", "done"):
@@ -216,16 +217,36 @@ def distill_status(settings: Settings) -> dict[str, Any]:
             paths = [r["path"] for r in fetch_dicts(conn, "SELECT path FROM session_files")]
             # Ingested sessions whose file is gone: their rows are the archive and stay.
             status["source_gone"] = sum(not Path(p).is_file() for p in paths)
+            last = fetch_dicts(conn, "SELECT max(parsed_at) AS t FROM session_files")[0]["t"]
+            status["last_parsed_at"] = last.isoformat() if last is not None else None
         finally:
             conn.close()
     return status
 
 
+TOP_CHUNKS = 3
+PREVIEW_CHARS = 100
+# Each session's best chunks: the highest consensus first (a chunk not yet scored last),
+# then the higher mean importance, then the earlier chunk.
+_TOP_CHUNKS_SQL = """
+SELECT session_key, id, first_seq, last_seq, consensus, importance, text FROM (
+    SELECT c.session_key, c.id, c.first_seq, c.last_seq, round(s.consensus, 2) AS consensus,
+           round(c.importance_avg, 1) AS importance, left(c.text, 400) AS text,
+           row_number() OVER (PARTITION BY c.session_key
+                              ORDER BY s.consensus DESC NULLS LAST, c.importance_avg DESC,
+                                       c.chunk_index) AS place
+    FROM chunks c LEFT JOIN chunk_scores s ON s.chunk_id = c.id
+) WHERE place <= ? ORDER BY session_key, place
+"""
+
+
 def distill_report(settings: Settings, session: str | None = None) -> list[dict[str, Any]]:
     """Per session: events, chunks, mean importance, mean consensus, distilled tokens,
     chunks (kept, and ``dropped_chunks``: left out for the budget) and path, the minimum
-    consensus its distillation used, and whether the source file still exists
-    (``source_exists``).
+    consensus its distillation used, whether the source file still exists
+    (``source_exists``), and ``top_chunks``: its ``TOP_CHUNKS`` best chunks by consensus
+    (then mean importance), each ``{id, citation, consensus, importance, preview}``, the
+    citation as ask prints it (``<key> events a-b``, which ``show`` reads back).
 
     Raises SessionNotFoundError when ``session`` matches no ingested session.
     """
@@ -247,10 +268,23 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
             "FROM session_files f LEFT JOIN distilled_sessions d ON d.session_key = f.session_key "
             "ORDER BY f.session_key",
         )
+        top = fetch_dicts(conn, _TOP_CHUNKS_SQL, [TOP_CHUNKS])
     finally:
         conn.close()
+    best: dict[str, list[dict[str, Any]]] = {}
+    for chunk in top:
+        best.setdefault(chunk["session_key"], []).append(
+            {
+                "id": f"chunk:{chunk['id']}",
+                "citation": f"{chunk['session_key']} events {chunk['first_seq']}-{chunk['last_seq']}",
+                "consensus": chunk["consensus"],
+                "importance": chunk["importance"],
+                "preview": " ".join((chunk["text"] or "").split())[:PREVIEW_CHARS],
+            }
+        )
     for row in out:
         row["source_exists"] = Path(row["path"]).is_file()
+        row["top_chunks"] = best.get(row["session_key"], [])
     if session:
         out = [r for r in out if session in (r["session_key"], r["session_id"], r["path"])]
         if not out:

@@ -12,6 +12,7 @@ from selene_dag.context import count_tokens
 
 EXE = Path(sys.executable).parent / "selene-dag"
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
+ASSETS = Path(__file__).resolve().parents[2] / "assets"
 
 
 def run(*args, env=None, cwd=None, timeout=300):
@@ -187,6 +188,38 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
     assert "kept no chunk" not in run("distill", "report", env=lowered).stderr
 
 
+def test_sessions_stay_found_after_another_process_folds_the_log(tmp_path):
+    # A process that opens the store after `distill run` (another command, or a user's
+    # DuckDB shell reading the tables) folds the write-ahead log the run left into the
+    # file; DuckDB wrote plain indexes corrupt then (duckdb#23788): `show` said a session
+    # "holds no events", the report lost its means, and storing a grown session failed.
+    root = tmp_path / "gemini" / "chats"
+    root.mkdir(parents=True)
+    name = "VibeCodingTracker_gemini.jsonl"
+    (root / name).write_bytes(
+        (ASSETS / "demo" / "sessions" / "gemini" / "chats" / name).read_bytes()
+    )
+    env = {"SELENE_SESSION_ROOTS": f"gemini={tmp_path / 'gemini'}"}
+    assert run("distill", "run", "--all", env=env).returncode == 0
+    db = Path(os.environ["SELENE_HOME"]) / "selene.duckdb"
+    assert Path(f"{db}.wal").is_file()  # the run's rows wait in the log
+    fold = "import duckdb, sys; duckdb.connect(sys.argv[1]).close()"  # DuckDB's own shutdown
+    subprocess.run([sys.executable, "-c", fold, str(db)], check=True, timeout=120)
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# A note\n\nwritten after the sessions\n")
+    assert run("ingest", str(notes), env=env).returncode == 0
+    row = json.loads(run("distill", "report", "--json", env=env).stdout)[0]
+    assert row["importance_avg"] is not None and row["consensus_avg"] is not None
+    key = row["session_key"]
+    shown = run("show", f"{key} events 3-4", env=env)
+    assert shown.returncode == 0 and shown.stdout.startswith(f"[{key} events 3-4]"), shown.stderr
+    with (root / name).open("a") as grown:  # a grown transcript is stored again
+        grown.write((root / name).read_text().splitlines()[-1] + "\n")
+    again = run("distill", "run", key, env=env)
+    assert again.returncode == 0, again.stdout + again.stderr
+
+
 def test_distill_scan_run_report_on_real_sessions(tmp_path):
     fixtures = Path(__file__).resolve().parents[1] / "fixtures" / "sessions"
     root = tmp_path / "codex"
@@ -203,6 +236,12 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     assert "True" in ran.stdout
     report = run("distill", "report", env=env)
     assert report.returncode == 0 and "codex" in report.stdout
+    assert "its best chunks" not in report.stdout  # listed for one session only
+    key = json.loads(run("distill", "report", "--json", env=env).stdout)[0]["session_key"]
+    one = run("distill", "report", key, env=env)
+    assert "its best chunks" in one.stdout and f"{key} events" in one.stdout
+    status = run("distill", "status", env=env)
+    assert "last file parsed at" in status.stdout
     seeded = run("distill", "seed", "claude", "--question", "which files changed", env=env)
     assert seeded.returncode == 0, seeded.stderr
     assert Path(json.loads(seeded.stdout)["path"]).is_file()

@@ -213,6 +213,7 @@ def test_cli_functions(world, first_run) -> None:
         distill_scan,
         distill_seed,
         distill_status,
+        show,
     )
     from selene_dag.sessions.report import resolve_sessions
 
@@ -224,6 +225,29 @@ def test_cli_functions(world, first_run) -> None:
     report = distill_report(settings)
     assert {r["platform"] for r in report} == {"claude", "codex", "gemini"}
     assert all(r["distilled_tokens"] <= r["budget"] for r in report)
+    # Seed 003 item 71: the report shows each session's best chunks, best first, each
+    # cited as ask cites it, so that `show` prints it whole.
+    conn = duckdb.connect(str(settings.db_path), read_only=True)
+    scored = {
+        row["session_key"]: conn.execute(
+            "SELECT c.first_seq, c.last_seq, s.consensus FROM chunks c "
+            "JOIN chunk_scores s ON s.chunk_id = c.id WHERE c.session_key = ? "
+            "ORDER BY s.consensus DESC, c.importance_avg DESC, c.chunk_index",
+            [row["session_key"]],
+        ).fetchall()
+        for row in report
+    }
+    conn.close()
+    for row in report:
+        top, best = row["top_chunks"], scored[row["session_key"]]
+        assert 0 < len(top) == min(3, len(best))
+        assert [t["consensus"] for t in top] == pytest.approx([c for *_, c in best[:3]], abs=0.006)
+        first, last, _ = best[0]
+        assert top[0]["citation"] == f"{row['session_key']} events {first}-{last}"
+        shown = show(settings, top[0]["citation"])
+        assert shown.text.startswith(f"[{row['session_key']} events {first}-")
+        assert top[0]["preview"] and len(top[0]["preview"]) <= 100
+    assert status["last_parsed_at"] is not None
     codex_id = next(r["session_id"] for r in report if r["platform"] == "codex")
     assert [f.platform for f in resolve_sessions(settings, [codex_id])] == ["codex"]
     seed = distill_seed(settings, "gemini", session=codex_id, max_tokens=3000)

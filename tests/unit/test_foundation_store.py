@@ -116,3 +116,44 @@ def test_a_big_wal_is_checkpointed_when_the_store_closes(tmp_path):
     assert not (tmp_path / "s.duckdb.wal").exists()
     with open_store(db, read_only=True) as conn:
         assert conn.execute("SELECT count(*) FROM kept").fetchone()[0] == 2000
+
+
+def test_no_plain_index_and_a_store_they_broke_is_repaired(tmp_path):
+    # DuckDB 1.4–1.5 writes a plain (non-constraint) index corrupt when a process
+    # checkpoints a write-ahead log it replayed (duckdb/duckdb#23788): lookups through it
+    # find no row. Migration 013 drops every such index; the rows were never lost.
+    db = tmp_path / "s.duckdb"
+    old = [m for m in discover_migrations() if m.version < 13]
+    writer = """
+import sys
+import duckdb
+from selene_dag.store import discover_migrations, migrate
+conn = duckdb.connect(sys.argv[1])
+conn.execute("PRAGMA disable_checkpoint_on_shutdown")
+migrate(conn, [m for m in discover_migrations() if m.version < 13])
+conn.execute("CHECKPOINT")
+conn.execute(
+    "INSERT INTO chunk_scores SELECT 'c' || i, 's' || (i % 5), 5.0, 2, ['a'], [], true "
+    "FROM range(50) t(i)"
+)
+conn.close()
+"""
+    import subprocess
+    import sys
+
+    subprocess.run([sys.executable, "-c", writer, str(db)], check=True, timeout=120)
+    assert (tmp_path / "s.duckdb.wal").exists() and old[-1].version == 12
+    # Another process replays the log and folds it in at its shutdown (DuckDB's default).
+    subprocess.run(
+        [sys.executable, "-c", "import duckdb, sys; duckdb.connect(sys.argv[1]).close()", str(db)],
+        check=True,
+        timeout=120,
+    )
+    conn = connect(db)  # applies 013
+    assert conn.execute("SELECT count(*) FROM duckdb_indexes()").fetchone()[0] == 0
+    assert conn.execute(
+        "SELECT count(*) FROM chunk_scores WHERE session_key = 's3'"
+    ).fetchone() == (10,)
+    conn.execute("DELETE FROM chunk_scores WHERE session_key = 's3'")  # failed on a broken index
+    assert conn.execute("SELECT count(*) FROM chunk_scores").fetchone() == (40,)
+    conn.close()
