@@ -158,8 +158,14 @@ def materialize(
         )
 
 
+FAILURE_CHARS = 300
+
+
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
-    """The root cause of a failed run's first step failure, as one line."""
+    """The root cause of a failed run's first step failure, as one line: the first line of
+    its message that says something (the line after it when it only introduces the next
+    with a colon), cut at ``FAILURE_CHARS``. A database error's message goes on with a
+    dump of the rows it held, ending in a lone quote: the first line names the error."""
     for event in result.all_events:
         if not event.is_step_failure:
             continue
@@ -168,8 +174,17 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
             error.cause is not None and error.cls_name and "DagsterExecutionStep" in error.cls_name
         ):
             error = error.cause
-        lines = [line for line in error.message.strip().splitlines() if line.strip()]
-        return f"step {event.step_key}: {lines[-1] if lines else error.cls_name}"
+        lines = [
+            line.strip()
+            for line in error.message.strip().splitlines()
+            if any(ch.isalnum() for ch in line)
+        ]
+        if not lines:
+            return f"step {event.step_key}: {error.cls_name}"
+        text = lines[1] if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+        if len(text) > FAILURE_CHARS:
+            text = text[: FAILURE_CHARS - 1] + "…"
+        return f"step {event.step_key}: {text}"
     return "run failed"
 
 
