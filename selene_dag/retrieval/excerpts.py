@@ -29,7 +29,9 @@ from selene_dag.retrieval.terms import CoverageMatcher
 class PassageSummarizer:
     """``(text, max_tokens) -> str``: ``text`` itself when it fits, else its pieces most
     relevant to the question (``passages.piece_relevance``) in reading order within
-    ``max_tokens``; a text holding no question word falls back to its essence when known.
+    ``max_tokens``; a text holding no question word falls back to its essence when known,
+    and one none of whose pieces fits to the words around the question's first word in its
+    most relevant piece (``window``; not with ``window=False``).
 
     Also the shared cache of ask's packing: each text is segmented and scored once, each
     distinct piece counted once.
@@ -85,7 +87,7 @@ class PassageSummarizer:
             len(text) // CHARS_PER_TOKEN_BOUND <= max_tokens and self.count(text) <= max_tokens
         )
 
-    def __call__(self, text: str, max_tokens: int) -> str:
+    def __call__(self, text: str, max_tokens: int, *, window: bool = True) -> str:
         if max_tokens < 1 or not text:
             return ""
         if self.fits(text, max_tokens):
@@ -95,7 +97,35 @@ class PassageSummarizer:
             return extractive_summary(self.essences[text], max_tokens, self.model)
         plan = DocPlan(Level.FULL, 1.0, pieces, relevance, header_cost=0, line_cost=0)
         allocate([plan], max_tokens, self.count, LevelConfig())
-        return fit_excerpt(plan, text, max_tokens, self.model)
+        out = fit_excerpt(plan, text, max_tokens, self.model)
+        if out or not pieces or not window:
+            return out
+        # No piece fits whole (a paragraph with no sentence end: a pasted log, minified
+        # JSON): the words around the question's first word in the most relevant piece.
+        best = max(range(len(pieces)), key=lambda i: (relevance[i], -i))
+        return self.window(pieces[best].text, max_tokens)
+
+    def window(self, text: str, max_tokens: int) -> str:
+        """Part of ``text`` within ``max_tokens``: from a little before the first question
+        word it holds (its start when it holds none), at a word start, marked "… " when
+        it does not start the text, and cut at the end to fit."""
+        low = text.lower()
+        hits = [low.find(s) for s in self.matcher.stems if s and low.find(s) >= 0]
+        at = min(hits) if hits else 0
+        # About a third of the room goes before the word (what leads to it): the latest
+        # word start whose words up to the hit count no more than that.
+        starts = [0] + [i + 1 for i in range(max(0, at - 4000), at) if text[i] == " "]
+        starts = [i for i in starts if i <= at]
+        lo, hi = 0, len(starts) - 1
+        while lo < hi:  # the first start whose lead fits (leads shrink as starts grow)
+            mid = (lo + hi) // 2
+            if self.count(text[starts[mid] : at]) <= max_tokens // 3:
+                hi = mid
+            else:
+                lo = mid + 1
+        start = starts[lo]
+        piece = ("… " if start else "") + text[start:]
+        return truncate_to_tokens(piece, max_tokens, self.model)
 
     def run(self, text: str, max_tokens: int) -> str:
         """``text`` itself when it fits, else one unbroken run of its pieces within
@@ -115,7 +145,9 @@ class PassageSummarizer:
         first = max(range(len(pieces)), key=lambda i: (relevance[i], -i))
         last, used = first, self.count(pieces[first].text)
         if used > max_tokens:  # one line longer than the room: no run holds it
-            return self(text, max_tokens)
+            # (Not a window of that line: on the session dev sets the room went better
+            # to the next passage.)
+            return self(text, max_tokens, window=False)
         while last + 1 < len(pieces) and used + self.count(pieces[last + 1].text) <= max_tokens:
             last += 1
             used += self.count(pieces[last].text)

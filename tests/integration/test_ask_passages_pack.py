@@ -94,3 +94,23 @@ def test_dominance_is_judged_before_the_documents_rank_lifts_their_passages(
     result = ask(conversations, question, 500, model=MODEL, now=NOW)
     assert result.stats["mode"] == "passages"
     assert result.total_tokens <= 500
+
+
+def test_a_paragraph_with_no_sentence_end_is_shown_around_the_question(tmp_path: Path) -> None:
+    # A pasted log or minified JSON: one line of 30,000 characters. Every passage of it
+    # was one piece longer than the room, so the pack held only the note's title.
+    conn = connect(tmp_path / "selene.duckdb")
+    words = " ".join(f"w{i} filler" for i in range(1500))
+    content = f"{words} the tracing flag is --otel-endpoint {words}"
+    conn.execute(
+        "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source) "
+        "VALUES ('log.md', 'A pasted log', ?, md5(?), ?, ?, 'test')",
+        [content, content, NOW, NOW],
+    )
+    conn.execute("INSERT INTO processed_notes (note_id, fidelity_tier) VALUES ('log.md', 'full')")
+    build_index(conn, NOW)
+    for budget in (300, 1_000):
+        result = ask(conn, "which tracing flag", budget, model=MODEL, now=NOW)
+        assert "--otel-endpoint" in result.text, result.text[:300]
+        assert result.total_tokens == count_tokens(result.text, MODEL) <= budget
+    conn.close()

@@ -170,6 +170,21 @@ def test_passage_summarizer_keeps_question_sentences_within_budget() -> None:
     assert fallback == "The essence."
 
 
+@pytest.mark.parametrize("budget", [40, 96, 200])
+def test_a_paragraph_with_no_sentence_end_shows_the_words_around_the_question(
+    budget: int,
+) -> None:
+    # A pasted log or minified JSON is one piece longer than the room: the pack showed
+    # nothing of the note but its title. Now the words around the question's first word.
+    words = " ".join(f"w{i} filler" for i in range(300))
+    text = words + " the spellfix option is --levenshtein " + words
+    summarize = passage_summarizer(["spellfix", "option"], {}, {}, MODEL)
+    out = summarize(text, budget)
+    assert "spellfix" in out and out.startswith("… ")
+    assert count_tokens(out, MODEL) <= budget
+    assert text.find(out.removeprefix("… ").split(" ")[0]) >= 0  # starts at a word
+
+
 def test_focused_excerpt_fills_room_with_the_lines_after_a_match() -> None:
     lines = [f"Unrelated remark number {i} about gardening." for i in range(40)]
     lines[20] = "Next I built the spellfix module like this:"
