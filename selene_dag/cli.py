@@ -348,7 +348,7 @@ def ingest(
         highlight=False,
         soft_wrap=True,
     )
-    if report.other_files:
+    if report.other_files or report.empty_folder:
         err.print(service.unread_files_hint(report), highlight=False, soft_wrap=True)
     if report.documents_left_out:
         err.print(service.documents_left_out_hint(report), highlight=False, soft_wrap=True)

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.dataclasses import dataclass
 from pydantic.fields import FieldInfo
 from pydantic_settings import (
@@ -240,9 +240,10 @@ class Settings(BaseSettings):
 
     @field_validator("home", "db_path", "notes_dir", mode="before")
     @classmethod
-    def _path(cls, value: Any) -> Any:
+    def _path(cls, value: Any, info: ValidationInfo) -> Any:
         if _blank(value):
-            return None
+            # A blank SELENE_HOME (set but empty) is the default home, as when unset.
+            return Path(DEFAULT_HOME) if info.field_name == "home" else None
         return Path(str(value).strip()).expanduser()
 
     @field_validator("llm", mode="before")

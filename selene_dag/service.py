@@ -138,6 +138,8 @@ class IngestReport:
     documents_left_out: dict[str, int] = field(default_factory=dict)
     # When the ingest ran: files and folders its .seleneignore files list (a folder once).
     passed_over: int = 0
+    # A folder that gave no note and holds no other file either.
+    empty_folder: bool = False
 
 
 SKIPPED_SHOWN = 20
@@ -146,12 +148,16 @@ INGEST_READS = "markdown, plain text, Org, HTML, JSON, JSONL, Evernote and canva
 
 
 def unread_files_hint(report: IngestReport) -> str:
-    """One line for a folder that gave no note but holds other files: what ingest reads,
-    and what it found instead (most common suffixes first)."""
+    """One line for a folder that gave no note: what ingest reads, and what the folder
+    holds instead (most common suffixes first), or that it holds no file."""
     kinds = sorted(report.other_files.items(), key=lambda kv: (-kv[1], kv[0]))
     found = ", ".join(f"{count:,} {suffix or 'without a suffix'}" for suffix, count in kinds[:5])
     more = " …" if len(kinds) > 5 else ""
     reads = ", ".join(NOTE_SUFFIXES)
+    if not kinds:
+        return (
+            f"no note file in {report.path}: the folder holds no file (ingest reads {INGEST_READS})"
+        )
     return (
         f"no note file in {report.path}: ingest reads {INGEST_READS} ({reads}); "
         f"the folder holds {plural(sum(report.other_files.values()), 'other file')} "
@@ -279,6 +285,7 @@ def _ingest_report(
         home_notes=int(home_notes),
         moved_from=str(meta.get("moved_from", "")),
         other_files=others if unread else {},
+        empty_folder=unread and not others and path.is_dir(),
         documents_left_out=(
             {k: n for k, n in others.items() if k in DOCUMENT_SUFFIXES}
             if folder_notes and ran

@@ -692,7 +692,8 @@ def _note_of_page(
     fields of its ``header``) and its text ``body``; the problem met (a setting ignored,
     or no text at all)."""
     if not body.strip():
-        return None, IngestError(source, None, f"empty note: no text after the {header}")
+        where = f"no text after the {header}" if meta else "the file holds no text"
+        return None, IngestError(source, None, f"empty note: {where}")
     fields = _Fields(meta)
     title = fields.read(_clean_str, "title") or _first_heading(body) or _file_title(rel)
     created = fields.read(_as_datetime, *_CREATED) or _date_in_name(Path(rel).stem)

@@ -20,6 +20,7 @@ from selene_dag.errors import NotFoundError, UsageError
 from selene_dag.retrieval.select import line_ranges
 from selene_dag.sessions.chunker import render_event
 from selene_dag.sessions.store import load_events
+from selene_dag.text import plural
 
 __all__ = ["Citation", "Shown", "cut_lines", "parse_citation", "parse_ranges", "show", "widen"]
 
@@ -125,11 +126,22 @@ class Shown:
     source: str
     records: str = ""
 
+    @property
+    def shown(self) -> str:
+        """The citation of what ``text`` shows (its first line's, context included)."""
+        first = self.text.split("\n", 1)[0]
+        end = first.find("] ") if first.startswith("[") else -1
+        if end < 0 and first.startswith("[") and first.endswith("]"):
+            end = len(first) - 1
+        return first[1:end] if end > 0 else ""
+
     def to_json(self, citation: str) -> dict[str, str]:
-        """``{citation, text, source, records}``: what ``POST /show`` and ``show --format
-        json`` answer for ``citation`` (as asked)."""
+        """``{citation, shown, text, source, records}``: what ``POST /show`` and ``show
+        --format json`` answer for ``citation`` (as asked; ``shown`` names what the text
+        holds, the lines or events ``--around`` added included)."""
         return {
             "citation": citation,
+            "shown": self.shown,
             "text": self.text,
             "source": self.source,
             "records": self.records,
@@ -172,7 +184,7 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
     ranges = widen(cited.ranges, around, 1, count) if cited.ranges else []
     if cited.ranges and not ranges:
         raise NotFoundError(
-            f"note {cited.ref} has {count} lines: none in {line_ranges(cited.ranges)}"
+            f"note {cited.ref} has {plural(count, 'line')}: none in {line_ranges(cited.ranges)}"
         )
     where = f"note {cited.ref}" + (f" lines {line_ranges(ranges)}" if ranges else "")
     header = f"[{where}] {title}" if title else f"[{where}]"

@@ -77,6 +77,7 @@ from selene_dag.retrieval.select import (
     select_passages,
 )
 from selene_dag.retrieval.terms import query_terms
+from selene_dag.text import plural
 
 JSON_SCHEMA_VERSION = 1
 # Relative relevance (final / best final) → level: the best items go in full, the next
@@ -712,7 +713,9 @@ def ask(
         result.total_tokens = count_tokens(text, model) if text else 0
         stats["levels"] = levels
         if not items:
-            stats["note"] = f"the budget of {budget} tokens cannot hold even one citation line"
+            stats["note"] = (
+                f"the budget of {plural(budget, 'token')} cannot hold even one citation line"
+            )
     else:
         stats["note"] = NOTHING_MATCHED
     stats["search_ms"] = round((searched - started) * 1000, 1)

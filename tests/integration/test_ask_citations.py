@@ -203,6 +203,11 @@ def test_the_show_command(store, monkeypatch: pytest.MonkeyPatch) -> None:
     doc = json.loads(as_json.stdout)
     assert doc["citation"] == f"chunk:{chunks[0].id}" and doc["text"].startswith(f"[{key} events")
     assert doc["source"].endswith(REAL_CODEX.name) and doc["records"]
+    assert doc["shown"] == doc["text"].split("]", 1)[0].removeprefix("[")
+    around = CliRunner().invoke(
+        cli.app, ["show", key, "events", "2-3", "--around", "1", "--format", "json"]
+    )
+    assert json.loads(around.stdout)["shown"] == f"{key} events 1-4"  # what --around added
     bad = CliRunner().invoke(cli.app, ["show", "what", "is", "this?"])
     assert bad.exit_code == 1 and bad.stdout == ""
     assert bad.stderr.startswith("error: not a citation") and bad.stderr.count("\n") == 1

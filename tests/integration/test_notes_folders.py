@@ -441,6 +441,12 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
     outcome = CliRunner().invoke(app, ["ingest", str(folder)])
     assert outcome.exit_code == 0, outcome.output
     assert "no note file in" in outcome.output and "2 .rst" in outcome.output
+    # An empty folder says so too (it said only "0 notes").
+    empty = tmp_path / "nothing"
+    empty.mkdir()
+    said = CliRunner().invoke(app, ["ingest", str(empty)])
+    assert said.exit_code == 0 and service.ingest(load_settings(), empty).empty_folder
+    assert f"no note file in {empty}: the folder holds no file" in " ".join(said.output.split())
 
     # A folder that gives notes is not listed; its documents of kinds ingest does not read
     # are named once per ingest that ran, not on one that changed nothing.

@@ -210,7 +210,7 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     reasons = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors if e.line is None}
     assert reasons["broken.md"].startswith("note kept, front-matter ignored")
     assert reasons["latin1.md"].startswith("note kept, invalid UTF-8 replaced")
-    assert reasons["empty.md"].startswith("empty note")
+    assert reasons["empty.md"] == "empty note: no text after the front-matter"
 
 
 def test_data_version_depends_only_on_ids_and_content(tmp_path):

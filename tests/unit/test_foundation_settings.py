@@ -73,6 +73,14 @@ def test_now_and_roots_parse(tmp_path):
     assert s.db_path == tmp_path / "selene.duckdb"
 
 
+def test_a_blank_home_is_the_default_home():
+    # SELENE_HOME set but empty (`SELENE_HOME= selene-dag …`) said "SELENE_HOME=None is
+    # invalid"; it is the default, as when unset.
+    for blank in ("", "  "):
+        s = load_settings({"SELENE_HOME": blank})
+        assert s.home == Path(".selene") and s.db_path == Path(".selene/selene.duckdb")
+
+
 def test_readme_settings_table_is_generated_from_the_settings():
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     assert settings_table_markdown() in readme, "regenerate the README table from settings"
