@@ -114,6 +114,19 @@ def _whole(name: str, value: Any, minimum: int) -> int:
     return number
 
 
+_TRUE = frozenset({"1", "true", "yes", "on"})
+_FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def _flag(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in _TRUE or text in _FALSE:
+        return text in _TRUE
+    raise _fail(name, value, "1 or 0 (true or false)")
+
+
 def _number(name: str, value: Any, low: float, high: float) -> float:
     try:
         number = float(str(value).strip())
@@ -209,6 +222,10 @@ class Settings(BaseSettings):
             "attempt counts as failed (it is tried twice)."
         ),
     )
+    assessor_concurrency: int = Field(
+        3,
+        description="How many CLI assessors may rate one chunk at the same time (1: one after another).",
+    )
     distill_token_budget: int = Field(
         80_000,
         description=(
@@ -223,6 +240,27 @@ class Settings(BaseSettings):
         description=(
             "Which chunks a distilled session keeps when not all fit: `hybrid` "
             "(0.7 consensus + 0.3 recency), `consensus` or `chronological`."
+        ),
+    )
+    distill_question_weight: float = Field(
+        0.6,
+        description=(
+            "`distill seed --question`: weight of a chunk's relevance to the question (0–10) "
+            "in its score."
+        ),
+    )
+    distill_static_weight: float = Field(
+        0.4,
+        description=(
+            "`distill seed --question`: weight of a chunk's consensus (0–10) in its score."
+        ),
+    )
+    distill_rerank: bool = Field(
+        True,
+        json_schema_extra=_shown("1"),
+        description=(
+            "`distill seed --question` with `SELENE_LLM=ollama`: whether the model reads the "
+            "best candidates and lifts those it picks (`0` leaves the full-text order)."
         ),
     )
 
@@ -345,6 +383,29 @@ class Settings(BaseSettings):
     @classmethod
     def _assessor_timeout(cls, value: Any) -> float:
         return 30.0 if _blank(value) else _number("SELENE_ASSESSOR_TIMEOUT", value, 0.1, 3600.0)
+
+    @field_validator("assessor_concurrency", mode="before")
+    @classmethod
+    def _assessor_concurrency(cls, value: Any) -> int:
+        if _blank(value):
+            return 3
+        count = _whole("SELENE_ASSESSOR_CONCURRENCY", value, 1)
+        if count > 16:
+            raise _fail("SELENE_ASSESSOR_CONCURRENCY", value, "a whole number from 1 to 16")
+        return count
+
+    @field_validator("distill_question_weight", "distill_static_weight", mode="before")
+    @classmethod
+    def _seed_weight(cls, value: Any, info: ValidationInfo) -> float:
+        name = f"SELENE_{str(info.field_name).upper()}"
+        if _blank(value):
+            return 0.6 if info.field_name == "distill_question_weight" else 0.4
+        return _number(name, value, 0.0, 10.0)
+
+    @field_validator("distill_rerank", mode="before")
+    @classmethod
+    def _distill_rerank(cls, value: Any) -> bool:
+        return True if _blank(value) else _flag("SELENE_DISTILL_RERANK", value)
 
     @field_validator("distill_token_budget", mode="before")
     @classmethod

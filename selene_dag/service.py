@@ -896,7 +896,10 @@ def _seed_for_question(
         raise UsageError("--question is empty: ask what the new session should know about")
     refresh_index_if_stale(settings)
     with existing_store(settings) as conn:
-        ranker, problems = _passage_ranker(conn, settings, None)
+        # SELENE_DISTILL_RERANK=0 keeps the full-text order even with a model server.
+        ranker, problems = (
+            _passage_ranker(conn, settings, None) if settings.distill_rerank else (None, [])
+        )
         key = None
         if session:
             matches = scored_sessions_named(conn, session)
@@ -915,6 +918,7 @@ def _seed_for_question(
             model=settings.model,
             session_key=key,
             ranker=ranker,
+            weights=(settings.distill_question_weight, settings.distill_static_weight),
         )
     if seeded is None:
         raise NotFoundError(

@@ -44,9 +44,13 @@ class SeleneResource(dg.ConfigurableResource):
     ask_min_recall: float | None = None
     cli_assessors: str | None = None  # comma list; "" for none
     assessor_timeout: float | None = None
+    assessor_concurrency: int | None = None
     distill_token_budget: int | None = None
     distill_min_consensus: float | None = None
     distill_sort_mode: str | None = None
+    distill_question_weight: float | None = None
+    distill_static_weight: float | None = None
+    distill_rerank: bool | None = None
 
     @classmethod
     def from_settings(cls, settings: Settings) -> SeleneResource:
@@ -72,9 +76,13 @@ class SeleneResource(dg.ConfigurableResource):
             ask_min_recall=settings.ask_min_recall,
             cli_assessors=",".join(settings.cli_assessors),
             assessor_timeout=settings.assessor_timeout,
+            assessor_concurrency=settings.assessor_concurrency,
             distill_token_budget=settings.distill_token_budget,
             distill_min_consensus=settings.distill_min_consensus,
             distill_sort_mode=settings.distill_sort_mode,
+            distill_question_weight=settings.distill_question_weight,
+            distill_static_weight=settings.distill_static_weight,
+            distill_rerank=settings.distill_rerank,
         )
 
     def settings(self) -> Settings:
@@ -96,9 +104,13 @@ class SeleneResource(dg.ConfigurableResource):
             "ask_min_recall": self.ask_min_recall,
             "cli_assessors": self.cli_assessors,
             "assessor_timeout": self.assessor_timeout,
+            "assessor_concurrency": self.assessor_concurrency,
             "distill_token_budget": self.distill_token_budget,
             "distill_min_consensus": self.distill_min_consensus,
             "distill_sort_mode": self.distill_sort_mode,
+            "distill_question_weight": self.distill_question_weight,
+            "distill_static_weight": self.distill_static_weight,
+            "distill_rerank": self.distill_rerank,
         }
         return load_settings(**overrides)
 

@@ -55,6 +55,7 @@ def question_chunks(
     session_key: str | None = None,
     limit: int = CANDIDATES,
     ranker: PassageRanker | None = None,
+    weights: tuple[float, float] = (QUESTION_WEIGHT, STATIC_WEIGHT),
 ) -> tuple[list[ScoredChunk], list[int]]:
     """The scored chunks full-text search finds for ``question`` (the ``limit`` best; of
     ``session_key`` only when given), each with its question-weighted score in place of its
@@ -79,8 +80,9 @@ def question_chunks(
         for n, i in enumerate(picked):
             ref = shown[i].ref
             relevance[ref] = max(relevance[ref], 10.0 - n, 6.0)
+    question_weight, static_weight = weights
     score = {
-        c.ref: QUESTION_WEIGHT * relevance[c.ref] + STATIC_WEIGHT * float(c.consensus or 0.0)
+        c.ref: question_weight * relevance[c.ref] + static_weight * float(c.consensus or 0.0)
         for c in found
     }
     keys = sorted({session_of[ref] for ref in score})
@@ -114,14 +116,16 @@ def seed_for_question(
     model: str | None = None,
     session_key: str | None = None,
     ranker: PassageRanker | None = None,
+    weights: tuple[float, float] = (QUESTION_WEIGHT, STATIC_WEIGHT),
 ) -> QuestionSeed | None:
     """Write a ``platform`` session file under ``out_dir`` from the chunks of
     :func:`question_chunks`, chosen by their question-weighted score (``config``'s budget
     and minimum apply to that score; its sort mode is taken as ``consensus``); the file's
-    time is its newest chunk's, or ``now``; ``ranker``: a model's reading of the best
+    time is its newest chunk's, or ``now``; ``weights``: of relevance and of consensus in
+    the score; ``ranker``: a model's reading of the best
     candidates (see the module docstring). None when no scored chunk matches the question.
     Writes only the file."""
-    scored, reranked = question_chunks(conn, question, session_key, ranker=ranker)
+    scored, reranked = question_chunks(conn, question, session_key, ranker=ranker, weights=weights)
     if not scored:
         return None
     sessions = load_session_files_many(conn, sorted({s.chunk.session_key for s in scored}))

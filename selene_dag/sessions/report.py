@@ -336,7 +336,14 @@ def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
     ratings = [_rating(n.assessor, n.assessment) for n in named]
     clis = available_assessors(list(settings.cli_assessors)) if settings.cli_assessors else []
     failed = []
-    for r in assess_with_clis(view.text, clis, settings.assessor_timeout) if clis else []:
+    rated = (
+        assess_with_clis(
+            view.text, clis, settings.assessor_timeout, max_workers=settings.assessor_concurrency
+        )
+        if clis
+        else []
+    )
+    for r in rated:
         if r.ok and r.assessment is not None:
             ratings.append(_rating(r.name, r.assessment))
         elif r.error:

@@ -326,6 +326,7 @@ def score_views(
     cli_names: Sequence[str] = (),
     consensus: ConsensusConfig = ConsensusConfig(),
     cli_timeout: float = 30.0,
+    cli_concurrency: int = 3,
 ) -> SessionScores:
     """Assess ``views`` (one session's chunks) and compute their consensus, without
     writing: a step writes many sessions' rows at once (``replace_scores_many``).
@@ -342,7 +343,9 @@ def score_views(
         if cli_names:
             from selene_dag.llm.cli_assessors import assess_with_clis
 
-            for result in assess_with_clis(view.text, list(cli_names), timeout=cli_timeout):
+            for result in assess_with_clis(
+                view.text, list(cli_names), timeout=cli_timeout, max_workers=cli_concurrency
+            ):
                 if result.ok and result.assessment is not None:
                     named.append(NamedAssessment(result.name, result.assessment))
                 elif result.error:

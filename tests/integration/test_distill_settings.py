@@ -155,6 +155,54 @@ def test_assess_says_which_cli_failed_and_why(tmp_path: Path, monkeypatch) -> No
     assert {a["assessor"] for a in result["assessments"]} == {"extractive", "importance"}
 
 
+LOGGING_CLI = """
+import os, sys, time
+sys.stdin.read()
+with open(os.environ["CLI_LOG"], "a") as log:
+    log.write(f"{time.monotonic()} start\\n")
+time.sleep(0.4)
+with open(os.environ["CLI_LOG"], "a") as log:
+    log.write(f"{time.monotonic()} end\\n")
+"""
+
+
+def test_assessor_concurrency_limits_the_clis_running_at_once(tmp_path: Path, monkeypatch) -> None:
+    # Seed 003 §10: at most SELENE_ASSESSOR_CONCURRENCY assessments in flight.
+    _copy_sessions(tmp_path)
+    settings = _settings(tmp_path)
+    service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        chunk_id = conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("claude", "codex", "gemini"):
+        fake = bin_dir / name
+        fake.write_text(f"#!{sys.executable}\n{LOGGING_CLI}", encoding="utf-8")
+        fake.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bin_dir))
+
+    def most_at_once(concurrency: str) -> int:
+        log = tmp_path / f"cli-{concurrency}.log"
+        monkeypatch.setenv("CLI_LOG", str(log))
+        limited = load_settings(
+            {
+                "SELENE_CLI_ASSESSORS": "claude,codex,gemini",
+                "SELENE_ASSESSOR_CONCURRENCY": concurrency,
+            },
+            home=settings.home,
+        )
+        result = service.distill_assess(limited, chunk_id)
+        assert len(result["failed"]) == 3  # none answered a rating
+        running = peak = 0
+        for line in sorted(log.read_text().splitlines(), key=lambda x: float(x.split()[0])):
+            running += 1 if line.endswith("start") else -1
+            peak = max(peak, running)
+        return peak
+
+    assert most_at_once("1") == 1
+    assert most_at_once("3") >= 2
+
+
 def test_the_hint_names_a_session_only_when_no_chunk_reached_the_minimum() -> None:
     # The budget left a chunk out: not the minimum consensus's doing.
     by_budget = {"distilled_chunks": 0, "dropped_chunks": 2, "chunks": 3, "min_consensus": 5.0}

@@ -87,6 +87,14 @@ def test_scores_weigh_relevance_and_consensus(home: Settings) -> None:
     )
     times = [s.chunk.first_timestamp or "" for s in chunks]
     assert times == sorted(times)  # chronological, as a resumed session reads
+    # The weights are settings (seed 003 §10): relevance alone puts the best match at 10.
+    conn = connect(home.db_path)
+    try:
+        alone, _ = question_chunks(conn, QUESTION, weights=(1.0, 0.0))
+    finally:
+        conn.close()
+    assert max(s.consensus for s in alone) == 10.0
+    assert all(0 < s.consensus <= 10.0 for s in alone)
 
 
 def test_one_session_only_and_the_errors(home: Settings, tmp_path: Path) -> None:
@@ -146,3 +154,11 @@ def test_with_a_model_server_the_model_reads_the_candidates(home: Settings, tmp_
         down, "gemini", question="how are cached sessions read back", out_dir=tmp_path
     )
     assert offline["rerank"].startswith("not reranked") and offline["chunks"] > 0
+    # SELENE_DISTILL_RERANK=0: the model is not asked at all.
+    with FakeOllama() as server:
+        plain = home.replace(llm="ollama", ollama_host=server.url, distill_rerank=False)
+        kept = service.distill_seed(
+            plain, "gemini", question="which cache is cleared", out_dir=tmp_path
+        )
+        assert sum(server.requests.values()) == 0
+    assert "rerank" not in kept and kept["chunks"] > 0

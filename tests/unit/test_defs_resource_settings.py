@@ -39,6 +39,10 @@ def test_settings_survive_the_resource_unchanged(tmp_path: Path) -> None:
             "SELENE_DISTILL_TOKEN_BUDGET": "4000",
             "SELENE_DISTILL_MIN_CONSENSUS": "3.5",
             "SELENE_DISTILL_SORT_MODE": "consensus",
+            "SELENE_ASSESSOR_CONCURRENCY": "1",
+            "SELENE_DISTILL_QUESTION_WEIGHT": "1.0",
+            "SELENE_DISTILL_STATIC_WEIGHT": "0",
+            "SELENE_DISTILL_RERANK": "0",
         }
     )
     defaults = load_settings({})

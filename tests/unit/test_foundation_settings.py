@@ -45,6 +45,11 @@ def test_ollama_defaults_to_seed_limit_of_ten():
         ({"SELENE_DISTILL_TOKEN_BUDGET": "0"}, "SELENE_DISTILL_TOKEN_BUDGET", "whole number"),
         ({"SELENE_DISTILL_MIN_CONSENSUS": "11"}, "SELENE_DISTILL_MIN_CONSENSUS", "0.0 to 10.0"),
         ({"SELENE_DISTILL_SORT_MODE": "newest"}, "SELENE_DISTILL_SORT_MODE", "hybrid, consensus"),
+        ({"SELENE_ASSESSOR_CONCURRENCY": "0"}, "SELENE_ASSESSOR_CONCURRENCY", "whole number"),
+        ({"SELENE_ASSESSOR_CONCURRENCY": "99"}, "SELENE_ASSESSOR_CONCURRENCY", "1 to 16"),
+        ({"SELENE_DISTILL_QUESTION_WEIGHT": "-1"}, "SELENE_DISTILL_QUESTION_WEIGHT", "0.0 to 10"),
+        ({"SELENE_DISTILL_STATIC_WEIGHT": "x"}, "SELENE_DISTILL_STATIC_WEIGHT", "0.0 to 10"),
+        ({"SELENE_DISTILL_RERANK": "maybe"}, "SELENE_DISTILL_RERANK", "1 or 0"),
     ],
 )
 def test_invalid_values_give_one_line_naming_variable(env, name, allowed):
