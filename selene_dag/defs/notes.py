@@ -266,13 +266,17 @@ def processed_notes(
     model=True,
     deps=[processed_notes],
     code_version=code_version(
-        "1", prompts=("detect_threads",), sql=("threads_by_topic", "threads_refresh_model")
+        "1",
+        prompts=("detect_threads", "reconsolidate_thread"),
+        sql=("threads_by_topic", "threads_refresh_model"),
     ),
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Notes grouped into threads: one per topic / primary theme by default; with a model "
-        "engine, the model's thread detection over the 30 newest unthreaded notes adds more. "
-        "A thread is active while a member was updated or used within SELENE_THREAD_ACTIVE_DAYS."
+        "engine, the model's thread detection over the 30 newest unthreaded notes adds more, "
+        "and each active thread whose newest notes changed is read again: its summary and "
+        "motivation rewritten, its direction and whether it shifted recorded. A thread is "
+        "active while a member was updated or used within SELENE_THREAD_ACTIVE_DAYS."
     ),
 )
 def threads(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.MaterializeResult:
@@ -291,6 +295,8 @@ def threads(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.Mat
         "active": dg.MetadataValue.int(stats.active),
         "archived": dg.MetadataValue.int(stats.threads - stats.active),
         "model_threads_added": dg.MetadataValue.int(stats.model_threads_added),
+        "threads_reconsolidated": dg.MetadataValue.int(stats.reconsolidated),
+        "threads_shifted": dg.MetadataValue.int(stats.shifted),
         "largest": markdown_table(["thread", "status", "notes", "last activity"], top),
         "dagster/row_count": dg.MetadataValue.int(stats.threads),
     }

@@ -56,6 +56,17 @@ class ThreadProposal:
 
 
 @dataclass(frozen=True)
+class ThreadRevision:
+    """A thread seen again with its newest notes: its summary and motivation as they read
+    now, its direction (exploring, emerging or clear) and whether that direction shifted."""
+
+    summary: str
+    why: str
+    direction: str
+    shifted: bool
+
+
+@dataclass(frozen=True)
 class Assessment:
     """Seed 003's three 1–10 ratings of a chunk and a one-line reason."""
 
@@ -99,6 +110,13 @@ class Engine(Protocol):
 
     def digest_thread(self, name: str, why: str, essences: Sequence[str]) -> str:
         """A 3–5 sentence digest of a thread from its notes' essences."""
+        ...
+
+    def reconsolidate_thread(
+        self, name: str, summary: str, why: str, context: str
+    ) -> ThreadRevision:
+        """The thread ``name`` read again: ``context`` renders its newest notes; ``summary``
+        and ``why`` are what it said before."""
         ...
 
     def summarize(

@@ -40,6 +40,7 @@ from selene_dag.llm.engine import (
     EngineUnavailable,
     NoteAnalysis,
     ThreadProposal,
+    ThreadRevision,
     note_ids_of,
     require_kind,
     require_text,
@@ -77,6 +78,17 @@ THREADS_SCHEMA: dict[str, Any] = {
     },
     "required": ["threads"],
 }
+DIRECTIONS = ("exploring", "emerging", "clear")
+REVISION_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "summary": {"type": "string"},
+        "why": {"type": "string"},
+        "direction": {"type": "string", "enum": list(DIRECTIONS)},
+        "shifted": {"type": "boolean"},
+    },
+    "required": ["summary", "why", "direction", "shifted"],
+}
 _RATING = {"type": "integer", "minimum": 1, "maximum": 10}
 ASSESSMENT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -94,6 +106,7 @@ ANSWER_TOKENS = {
     "analyze_note": 512,
     "detect_threads": 2048,
     "digest_thread": 400,
+    "reconsolidate_thread": 512,
     "assess_chunk": 256,
     "answer": 1024,
     "rewrite_question": 64,
@@ -365,6 +378,32 @@ class OllamaEngine(BaseEngine):
             _parse_digest,
         )
 
+    def reconsolidate_thread(
+        self, name: str, summary: str, why: str, context: str
+    ) -> ThreadRevision:
+        """The thread read again over its newest notes (reconsolidate_thread.md): summary,
+        motivation, direction and whether it shifted."""
+        require_text(name, "name", allow_empty=False)
+        require_text(summary, "summary")
+        require_text(why, "why")
+        require_text(context, "context", allow_empty=False)
+        template = load_prompt("reconsolidate_thread")
+        prompt = template.render(
+            name=name,
+            summary=summary.strip() or "(none)",
+            why=why.strip() or "(none)",
+            notes=context.strip(),
+        )
+        out = self._op(
+            "reconsolidate_thread",
+            template,
+            {"name": name, "summary": summary, "why": why, "context": context, "seed": self.seed},
+            prompt,
+            _parse_revision,
+            schema=REVISION_SCHEMA,
+        )
+        return ThreadRevision(**out)
+
     def summarize(
         self, text: str, max_tokens: int, model: str | None = None, *, kind: str = "text"
     ) -> str:
@@ -589,6 +628,25 @@ def _parse_digest(content: str) -> str:
     if len(digest) < MIN_DIGEST_CHARS:
         raise _Malformed(f"digest is {len(digest)} characters, needs at least {MIN_DIGEST_CHARS}")
     return digest
+
+
+def _parse_revision(content: str) -> dict[str, Any]:
+    data = _load_object(content)
+    out: dict[str, Any] = {}
+    for field in ("summary", "why"):
+        value = data.get(field)
+        if not isinstance(value, str) or not value.strip():
+            raise _Malformed(f"{field} is not a non-empty string")
+        out[field] = _text.shorten(" ".join(value.split()), 600)
+    direction = str(data.get("direction", "")).strip().lower()
+    if direction not in DIRECTIONS:
+        raise _Malformed(f"direction={direction!r} is not one of {', '.join(DIRECTIONS)}")
+    out["direction"] = direction
+    shifted = data.get("shifted")
+    if not isinstance(shifted, bool):
+        raise _Malformed("shifted is not true or false")
+    out["shifted"] = shifted
+    return out
 
 
 def _parse_assessment(content: str) -> dict[str, Any]:

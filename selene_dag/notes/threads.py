@@ -2,7 +2,10 @@
 
 Topic threads come from set-based SQL (``threads_by_topic.sql``). With a model engine, seed
 000's detect-threads also runs over the 30 newest notes not yet in a model thread, rendered
-through a ``ContextBuilder(3000)``; its proposals become ``origin='model'`` threads.
+through a ``ContextBuilder(3000)``; its proposals become ``origin='model'`` threads. Then
+its reconsolidate-threads reads each active thread again whose 30 newest notes changed
+since it was last read (their ids and essences, hashed): summary and "why" rewritten,
+direction and whether it shifted recorded.
 """
 
 from __future__ import annotations
@@ -23,6 +26,10 @@ DETECT_NOTE_LIMIT = 30
 DETECT_BUDGET_TOKENS = 3000
 
 
+RECONSOLIDATE_NOTE_LIMIT = 30
+RECONSOLIDATE_BUDGET_TOKENS = 3000
+
+
 @dataclass
 class ThreadStats:
     """Outcome of one threads run."""
@@ -30,6 +37,8 @@ class ThreadStats:
     threads: int
     active: int
     model_threads_added: int
+    reconsolidated: int = 0
+    shifted: int = 0
 
 
 def _slug(text: str) -> str:
@@ -78,13 +87,81 @@ def detect_model_threads(conn: duckdb.DuckDBPyConnection, engine: Engine, now: d
     return added
 
 
+_MEMBERS_SQL = f"""
+SELECT tn.thread_id, n.id, n.title, n.content, n.created_at, p.essence, p.primary_theme,
+       p.concepts, p.fidelity_tier
+FROM thread_notes tn
+JOIN threads t ON t.id = tn.thread_id
+JOIN notes n ON n.id = tn.note_id
+LEFT JOIN processed_notes p ON p.note_id = n.id
+WHERE t.status = 'active' AND n.deleted_at IS NULL AND NOT n.test_run
+QUALIFY row_number() OVER (PARTITION BY tn.thread_id ORDER BY n.created_at DESC, n.id)
+        <= {RECONSOLIDATE_NOTE_LIMIT}
+ORDER BY tn.thread_id, n.created_at DESC, n.id
+"""
+
+
+def reconsolidate_threads(
+    conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime
+) -> tuple[int, int]:
+    """Read again every active thread of at least two notes whose 30 newest notes (ids and
+    essences) changed since it was last read: the engine sees them newest first, titled
+    with their creation time, in a context of 3000 tokens of its model, beside the
+    thread's summary and "why", and its revision replaces them. Returns how many threads
+    were read and how many of them shifted direction."""
+    rows = conn.execute(_MEMBERS_SQL).fetchall()
+    keys = ("id", "title", "content", "created_at", "essence", "primary_theme", "concepts")
+    members: dict[str, list[dict[str, object]]] = {}
+    for thread_id, *values in rows:
+        note = dict(zip((*keys, "fidelity_tier"), values, strict=True))
+        members.setdefault(thread_id, []).append(note)
+    known = {
+        r[0]: r[1:]
+        for r in conn.execute(
+            "SELECT id, name, coalesce(summary, ''), coalesce(why, ''), reconsolidated_source "
+            "FROM threads WHERE status = 'active'"
+        ).fetchall()
+    }
+    read = shifted = 0
+    for thread_id, notes in sorted(members.items()):
+        if len(notes) < 2 or thread_id not in known:
+            continue
+        name, summary, why, source = known[thread_id]
+        now_source = hash_rows([(n["id"], n["essence"]) for n in notes])
+        if now_source == source:
+            continue
+        builder = ContextBuilder(RECONSOLIDATE_BUDGET_TOKENS, model=engine.model)
+        for note in notes:
+            created = note["created_at"]
+            day = created.date().isoformat() if isinstance(created, datetime) else str(created)
+            builder.add_note({**note, "title": f"{note['title']} ({day})"})
+        revision = engine.reconsolidate_thread(str(name), str(summary), str(why), builder.build())
+        conn.execute(
+            "UPDATE threads SET summary = ?, why = ?, direction = ?, shifted = ?, "
+            "reconsolidated_at = ?, reconsolidated_source = ? WHERE id = ?",
+            [
+                revision.summary,
+                revision.why,
+                revision.direction,
+                revision.shifted,
+                now,
+                now_source,
+                thread_id,
+            ],
+        )
+        read += 1
+        shifted += int(revision.shifted)
+    return read, shifted
+
+
 def refresh_threads(
     conn: duckdb.DuckDBPyConnection,
     now: datetime,
     active_days: int,
     engine: Engine | None = None,
 ) -> ThreadStats:
-    """Rebuild topic threads, optionally detect model threads, and set every status.
+    """Rebuild topic threads; with ``engine``, detect model threads and read active
+    threads again (``reconsolidate_threads``); set every status.
 
     A thread is active when its newest member activity (update or access) is within
     ``active_days`` of ``now``, else archived.
@@ -94,10 +171,17 @@ def refresh_threads(
         execute_script(conn, transform_sql("threads_by_topic"), params)
     added = detect_model_threads(conn, engine, now) if engine is not None else 0
     conn.execute(transform_sql("threads_refresh_model"), params)
+    read, shifted = reconsolidate_threads(conn, engine, now) if engine is not None else (0, 0)
     total, active = conn.execute(
         "SELECT count(*), count(*) FILTER (WHERE status = 'active') FROM threads"
     ).fetchone()
-    return ThreadStats(threads=int(total), active=int(active), model_threads_added=added)
+    return ThreadStats(
+        threads=int(total),
+        active=int(active),
+        model_threads_added=added,
+        reconsolidated=read,
+        shifted=shifted,
+    )
 
 
 def threads_version(conn: duckdb.DuckDBPyConnection) -> str:

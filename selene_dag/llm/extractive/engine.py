@@ -19,6 +19,7 @@ from selene_dag.llm.engine import (
     EngineUnavailable,
     NoteAnalysis,
     ThreadProposal,
+    ThreadRevision,
     note_ids_of,
     require_kind,
     require_text,
@@ -180,6 +181,18 @@ class ExtractiveEngine(BaseEngine):
 
         payload = {"name": name, "why": why, "essences": cleaned}
         return self._cached("digest_thread", ALGORITHM_VERSIONS["digest_thread"], payload, compute)
+
+    def reconsolidate_thread(
+        self, name: str, summary: str, why: str, context: str
+    ) -> ThreadRevision:
+        """The thread as it stands: reading a thread's direction again takes a model, so
+        offline the summary and motivation are kept, the direction is ``exploring`` and
+        nothing shifted. (Threads are not reconsolidated with this engine.)"""
+        require_text(name, "name", allow_empty=False)
+        require_text(summary, "summary")
+        require_text(why, "why")
+        require_text(context, "context")
+        return ThreadRevision(summary.strip(), why.strip(), "exploring", False)
 
     # -- text -----------------------------------------------------------------------------
 
