@@ -44,6 +44,7 @@ from selene_dag.sessions.parsers._common import (
     to_text,
     type_of,
 )
+from selene_dag.sessions.parsers.headless import codex_exec_events, is_codex_exec
 from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
 
 _CONTEXT_PREFIXES = ("<environment_context>", "<user_instructions>", "# AGENTS.md", "<permissions")
@@ -356,6 +357,17 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 kind="system",
                 text="Codex session (legacy format)",
                 raw_type="legacy_meta",
+                **common,
+            )
+        elif is_codex_exec(obj):  # `codex exec --json` printed to a file
+            yield from guarded_events(codex_exec_events(obj, b, stats, line), line, stats)
+        elif rtype == "error" and isinstance(obj.get("message"), str) and len(obj) == 2:
+            yield b.make(
+                role="system",
+                kind="error",
+                text=obj["message"],
+                is_error=True,
+                raw_type=rtype,
                 **common,
             )
         elif "record_type" in obj:

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from selene_dag.sessions.parsers.headless import is_codex_exec, is_gemini_stream
 from selene_dag.sessions.parsers.model import PLATFORMS
 
 _HEAD_BYTES = 65536
@@ -45,6 +46,10 @@ def _classify(obj: dict[str, Any], first: bool) -> str | None:
     rtype = obj.get("type")
     if "payload" in obj and rtype in _CODEX_TYPES:
         return "codex"
+    if is_codex_exec(obj):
+        return "codex"
+    if is_gemini_stream(obj):
+        return "gemini"
     if "projectHash" in obj or "$set" in obj:
         return "gemini"
     if "parentUuid" in obj or "leafUuid" in obj or ("sessionId" in obj and rtype in _CLAUDE_TYPES):

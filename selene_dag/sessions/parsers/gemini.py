@@ -40,6 +40,7 @@ from selene_dag.sessions.parsers._common import (
     to_text,
     type_of,
 )
+from selene_dag.sessions.parsers.headless import gemini_stream_events, is_gemini_stream
 from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
 
 _EXIT_CODE = re.compile(r"Exit Code: (\d+)")
@@ -223,6 +224,9 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                     first = None
                 break
     ordered: list[tuple[int, dict[str, Any]]]
+    if isinstance(first, dict) and is_gemini_stream(first):  # `--output-format stream-json`
+        yield from gemini_stream_events(iter_json_lines(path, stats), b, stats)
+        return
     if isinstance(first, dict) and "messages" not in first:
         ordered = _collect_jsonl(path, stats, b)
     else:
