@@ -242,9 +242,10 @@ def read_notes(
     result = IngestResult()
     seen: dict[str, str] = {}
     files = note_files(root, scope.skip if scope else ())
-    # os.walk enters no linked folder, so below a root that is its own real path only a
-    # file that is itself a link needs resolving (resolving each file cost a tenth of a
-    # vault's read).
+    # os.walk enters no linked folder, so below a root that is its own real path a file's
+    # path is its source (resolving each file cost a tenth of a vault's read). A file that
+    # is a link keeps its path in the folder as its source too: resolved to its target
+    # elsewhere, the note was neither counted with the folder nor deleted with the link.
     real_root = root.is_dir() and str(root) == os.path.realpath(root)
     # A file named alone is parsed again when it changes; only a folder's unchanged files
     # are worth keeping parsed.
@@ -254,7 +255,7 @@ def read_notes(
         if str(file) in joplin:  # an item of a Joplin export folder, read with the others
             _take(result, seen, scope, *joplin[str(file)])
             continue
-        resolved = str(file) if real_root and not file.is_symlink() else str(file.resolve())
+        resolved = str(file) if real_root else str(file.resolve())
         source = _text.path_text(resolved)
         rel = _text.path_text(file.relative_to(base).as_posix())
         read_members = _archive_reader(file.name) if file == root else None

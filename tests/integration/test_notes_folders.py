@@ -530,3 +530,23 @@ def test_a_seleneignore_file_passes_over_what_it_lists(tmp_path: Path, home: Pat
     (folder / ".seleneignore").write_text("site/\n*.tmp.md\ndrafts/\n")
     report = service.ingest(load_settings(), folder)
     assert (report.notes, report.deleted) == (1, 1)
+
+
+def test_a_linked_note_belongs_to_its_folder_and_leaves_with_its_link(
+    tmp_path: Path, home: Path
+) -> None:
+    # A file that is a link to a note kept elsewhere (a shared folder linked into a vault)
+    # was stored under its target's path: the folder's count left it out, and deleting the
+    # link never deleted the note.
+    folder = _write(tmp_path / "vault", {"a.md": "# A\n\nalpha"})
+    elsewhere = _write(tmp_path / "shared", {"o.md": "# Shared\n\nomega lives elsewhere"})
+    (folder / "linked.md").symlink_to(elsewhere / "o.md")
+    settings = load_settings()
+    first = service.ingest(settings, folder)
+    assert (first.notes, first.inserted, first.home_notes) == (2, 2, 2)
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        source = conn.execute("SELECT source FROM notes WHERE id = 'vault/linked.md'").fetchone()
+    assert source == (str(folder.resolve() / "linked.md"),)
+    (folder / "linked.md").unlink()
+    second = service.ingest(settings, folder)
+    assert (second.notes, second.deleted, second.home_notes) == (1, 1, 1)
