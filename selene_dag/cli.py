@@ -935,9 +935,13 @@ def distill_report_command(
             for c in rows[0]["top_chunks"]
         ]
         out.print(_rows_table(top, "its best chunks (`selene-dag show` prints one whole)"))
+    paths = [Path(r["distilled_path"]) for r in rows if r.get("distilled_path")]
+    folders = sorted({str(p.parent) for p in paths})
     out.print(
-        "distilled files: "
-        + ", ".join(Path(r["distilled_path"]).name for r in rows if r.get("distilled_path")),
+        "distilled files"
+        + (f" (in {folders[0]})" if len(folders) == 1 else "")
+        + ": "
+        + ", ".join(p.name if len(folders) == 1 else str(p) for p in paths),
         highlight=False,
         soft_wrap=True,
     )
