@@ -48,6 +48,13 @@ concurrency:
     default_limit: 1
 telemetry:
   enabled: false
+# The session sensor ticks every 5 s: its skipped ticks (nothing new) are kept one day.
+retention:
+  sensor:
+    purge_after_days:
+      skipped: 1
+      failure: 30
+      success: -1
 # Dagster's SQLite event log, with one open connection per database file.
 event_log_storage:
   module: selene_dag.defs.event_log
@@ -92,6 +99,13 @@ concurrency:
     default_limit: 1
 telemetry:
   enabled: false
+# The session sensor ticks every 5 s: its skipped ticks (nothing new) are kept one day.
+retention:
+  sensor:
+    purge_after_days:
+      skipped: 1
+      failure: 30
+      success: -1
 """
 
 

@@ -728,10 +728,12 @@ SENSOR_BATCH = 100
 @dg.sensor(
     target=SESSION_SPINE_SELECTION,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    minimum_interval_seconds=60,
+    # A new session is picked up within seconds, as a file watcher would (the scan is a
+    # listing and a stat per file; the daemon keeps one day of its skipped ticks).
+    minimum_interval_seconds=5,
     description=(
-        "Scans SELENE_SESSION_ROOTS; new or grown session files get a partition and go "
-        "through the spine in batches (one run per range of files)."
+        "Scans SELENE_SESSION_ROOTS every 5 s; new or grown session files get a partition "
+        "and go through the spine in batches (one run per range of files)."
     ),
 )
 def session_files_sensor(

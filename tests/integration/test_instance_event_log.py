@@ -55,6 +55,10 @@ def test_home_instance_uses_the_connected_event_log(tmp_path: Path) -> None:
     # The files Dagster's default layout uses, so a plain instance reads the same history.
     expected = (settings.dagster_home / "history" / "runs").resolve()
     assert Path(storage._base_dir) == expected
+    # The session sensor ticks every 5 s: a day of its skipped ticks is kept, not Dagster's
+    # default week.
+    retention = instance.get_settings("retention")["sensor"]["purge_after_days"]
+    assert retention["skipped"] == 1
 
 
 def test_dagster_yaml_is_upgraded_unless_the_user_owns_it(tmp_path: Path) -> None:
