@@ -99,13 +99,6 @@ concurrency:
     default_limit: 1
 telemetry:
   enabled: false
-# The session sensor ticks every 5 s: its skipped ticks (nothing new) are kept one day.
-retention:
-  sensor:
-    purge_after_days:
-      skipped: 1
-      failure: 30
-      success: -1
 """
 
 

@@ -131,19 +131,31 @@ time.sleep(30)
 """
 
 
-def test_assess_says_which_cli_failed_and_why(tmp_path: Path, monkeypatch) -> None:
+def _distilled_chunk(tmp_path: Path) -> tuple[Settings, str]:
+    """A home whose sessions are distilled, and the id of one of its chunks."""
     _copy_sessions(tmp_path)
     settings = _settings(tmp_path)
     service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
     with duckdb.connect(str(settings.db_path), read_only=True) as conn:
         chunk_id = conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
-    # A codex that never answers, alone on PATH; the timeout is the setting's.
+    return settings, chunk_id
+
+
+def _fake_clis(tmp_path: Path, monkeypatch, script: str, names: tuple[str, ...]) -> None:
+    """``names`` as CLIs running the Python ``script``, alone on PATH."""
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    fake = bin_dir / "codex"
-    fake.write_text(f"#!{sys.executable}\n{SLOW_CLI}", encoding="utf-8")
-    fake.chmod(0o755)
+    for name in names:
+        fake = bin_dir / name
+        fake.write_text(f"#!{sys.executable}\n{script}", encoding="utf-8")
+        fake.chmod(0o755)
     monkeypatch.setenv("PATH", str(bin_dir))
+
+
+def test_assess_says_which_cli_failed_and_why(tmp_path: Path, monkeypatch) -> None:
+    settings, chunk_id = _distilled_chunk(tmp_path)
+    # A codex that never answers, alone on PATH; the timeout is the setting's.
+    _fake_clis(tmp_path, monkeypatch, SLOW_CLI, ("codex",))
     slow = load_settings(
         {"SELENE_CLI_ASSESSORS": "codex", "SELENE_ASSESSOR_TIMEOUT": "0.5"},
         home=settings.home,
@@ -168,18 +180,8 @@ with open(os.environ["CLI_LOG"], "a") as log:
 
 def test_assessor_concurrency_limits_the_clis_running_at_once(tmp_path: Path, monkeypatch) -> None:
     # Seed 003 §10: at most SELENE_ASSESSOR_CONCURRENCY assessments in flight.
-    _copy_sessions(tmp_path)
-    settings = _settings(tmp_path)
-    service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
-    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
-        chunk_id = conn.execute("SELECT id FROM chunks ORDER BY id LIMIT 1").fetchone()[0]
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    for name in ("claude", "codex", "gemini"):
-        fake = bin_dir / name
-        fake.write_text(f"#!{sys.executable}\n{LOGGING_CLI}", encoding="utf-8")
-        fake.chmod(0o755)
-    monkeypatch.setenv("PATH", str(bin_dir))
+    settings, chunk_id = _distilled_chunk(tmp_path)
+    _fake_clis(tmp_path, monkeypatch, LOGGING_CLI, ("claude", "codex", "gemini"))
 
     def most_at_once(concurrency: str) -> int:
         log = tmp_path / f"cli-{concurrency}.log"
