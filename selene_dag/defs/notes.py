@@ -268,7 +268,7 @@ def processed_notes(
     code_version=code_version(
         "1",
         prompts=("detect_threads", "reconsolidate_thread"),
-        sql=("threads_by_topic", "threads_refresh_model"),
+        sql=("threads_by_topic", "threads_refresh_model", "thread_members"),
     ),
     automation_condition=FOLLOW_UPSTREAM,
     description=(

@@ -87,20 +87,6 @@ def detect_model_threads(conn: duckdb.DuckDBPyConnection, engine: Engine, now: d
     return added
 
 
-_MEMBERS_SQL = f"""
-SELECT tn.thread_id, n.id, n.title, n.content, n.created_at, p.essence, p.primary_theme,
-       p.concepts, p.fidelity_tier
-FROM thread_notes tn
-JOIN threads t ON t.id = tn.thread_id
-JOIN notes n ON n.id = tn.note_id
-LEFT JOIN processed_notes p ON p.note_id = n.id
-WHERE t.status = 'active' AND n.deleted_at IS NULL AND NOT n.test_run
-QUALIFY row_number() OVER (PARTITION BY tn.thread_id ORDER BY n.created_at DESC, n.id)
-        <= {RECONSOLIDATE_NOTE_LIMIT}
-ORDER BY tn.thread_id, n.created_at DESC, n.id
-"""
-
-
 def reconsolidate_threads(
     conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime
 ) -> tuple[int, int]:
@@ -109,7 +95,9 @@ def reconsolidate_threads(
     with their creation time, in a context of 3000 tokens of its model, beside the
     thread's summary and "why", and its revision replaces them. Returns how many threads
     were read and how many of them shifted direction."""
-    rows = conn.execute(_MEMBERS_SQL).fetchall()
+    rows = conn.execute(
+        transform_sql("thread_members"), {"limit": RECONSOLIDATE_NOTE_LIMIT}
+    ).fetchall()
     keys = ("id", "title", "content", "created_at", "essence", "primary_theme", "concepts")
     members: dict[str, list[dict[str, object]]] = {}
     for thread_id, *values in rows:
