@@ -978,9 +978,14 @@ def distill_seed_command(
     """Write a fresh, resumable session file for PLATFORM from a distilled session.
 
     With --question, the session holds the chunks that best answer the question, from every
-    session: each scored 0.6 × its relevance to the question + 0.4 × its consensus."""
+    session: each scored 0.6 × its relevance to the question + 0.4 × its consensus. A model
+    server (SELENE_LLM=ollama), or else the CLI assessors on PATH, rate the best candidates
+    for the question first (SELENE_DISTILL_RERANK=0 skips that)."""
+    settings = load_settings()
+    if question and (notice := service.seed_rerank_notice(settings)):
+        err.print(notice, highlight=False, soft_wrap=True)
     result = service.distill_seed(
-        load_settings(),
+        settings,
         platform,
         session,
         out_dir=out_dir,

@@ -896,10 +896,14 @@ def _seed_for_question(
         raise UsageError("--question is empty: ask what the new session should know about")
     refresh_index_if_stale(settings)
     with existing_store(settings) as conn:
-        # SELENE_DISTILL_RERANK=0 keeps the full-text order even with a model server.
-        ranker, problems = (
-            _passage_ranker(conn, settings, None) if settings.distill_rerank else (None, [])
-        )
+        # SELENE_DISTILL_RERANK=0 keeps the full-text order. A model server reads the
+        # best candidates; without one, the CLI assessors on PATH rate them.
+        ranker, problems, who = None, [], "model"
+        if settings.distill_rerank:
+            ranker, problems = _passage_ranker(conn, settings, None)
+            if ranker is None:
+                ranker, problems = _cli_ranker(settings)
+                who = "CLI assessors"
         key = None
         if session:
             matches = scored_sessions_named(conn, session)
@@ -935,16 +939,73 @@ def _seed_for_question(
         "chunks": len(result.distilled.chunks),
         "tokens": result.tokens,
         "budget": result.distilled.max_tokens,
-        **({"rerank": _seed_rerank_note(seeded.reranked, problems)} if ranker else {}),
+        **({"rerank": _seed_rerank_note(seeded.reranked, problems, who)} if ranker else {}),
     }
 
 
-def _seed_rerank_note(reranked: Sequence[int], problems: list[str]) -> str:
+# A candidate the CLI assessors rate at least this relevant to the question (their mean,
+# 1–10) is lifted; the most relevant first.
+CLI_RELEVANT = 6.0
+
+
+def _cli_ranker(settings: Settings) -> tuple[PassageRanker | None, list[str]]:
+    """The CLI assessors on PATH (SELENE_CLI_ASSESSORS) rating candidates for a question
+    (seed 003's question-aware re-assessment): each candidate's mean relevance over the
+    CLIs that rated it; those at ``CLI_RELEVANT`` or more come first, most relevant first.
+    None when no CLI assessor is on PATH. The list receives why no CLI rated anything."""
+    from selene_dag.llm.cli_assessors import assess_with_clis, available_assessors
+
+    names = available_assessors(list(settings.cli_assessors)) if settings.cli_assessors else []
+    if not names:
+        return None, []
+    problems: list[str] = []
+
+    def rank(question: str, passages: Sequence[str]) -> list[int]:
+        scores: dict[int, float] = {}
+        for i, text in enumerate(passages):
+            rated = [
+                r.assessment.relevance
+                for r in assess_with_clis(
+                    text,
+                    names,
+                    settings.assessor_timeout,
+                    context=question,
+                    max_workers=settings.assessor_concurrency,
+                )
+                if r.ok and r.assessment is not None
+            ]
+            if rated:
+                scores[i] = sum(rated) / len(rated)
+        if not scores:
+            problems.append(f"no CLI assessor ({', '.join(names)}) gave a rating")
+        lifted = [i for i, score in scores.items() if score >= CLI_RELEVANT]
+        return sorted(lifted, key=lambda i: (-scores[i], i))
+
+    return rank, problems
+
+
+def seed_rerank_notice(settings: Settings) -> str:
+    """One line saying that the CLI assessors will rate a question seed's candidates (they
+    take seconds each), or "" when they will not (a model server does it, or it is off)."""
+    from selene_dag.llm.cli_assessors import available_assessors
+
+    if not settings.distill_rerank or settings.llm != "extractive" or not settings.cli_assessors:
+        return ""
+    names = available_assessors(list(settings.cli_assessors))
+    if not names:
+        return ""
+    return (
+        f"rating the best candidates for the question with {', '.join(names)} "
+        "(SELENE_DISTILL_RERANK=0 skips that)"
+    )
+
+
+def _seed_rerank_note(reranked: Sequence[int], problems: list[str], who: str = "model") -> str:
     if problems:
         return f"not reranked ({problems[0]})"
     if not reranked:
-        return "the model picked none of the best candidates: full-text order kept"
-    return "candidates the model put first (full-text ranks): " + ", ".join(map(str, reranked))
+        return f"the {who} picked none of the best candidates: full-text order kept"
+    return f"candidates the {who} put first (full-text ranks): " + ", ".join(map(str, reranked))
 
 
 def kept_no_chunk_hint(rows: Sequence[Mapping[str, Any]]) -> str:

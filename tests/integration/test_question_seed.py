@@ -5,7 +5,9 @@ real distillation, the file read back with the parser of its platform."""
 
 from __future__ import annotations
 
+import json
 import shutil
+import sys
 from pathlib import Path
 
 import dagster as dg
@@ -162,3 +164,45 @@ def test_with_a_model_server_the_model_reads_the_candidates(home: Settings, tmp_
         )
         assert sum(server.requests.values()) == 0
     assert "rerank" not in kept and kept["chunks"] > 0
+
+
+RATING_CLI = """
+import json, os, sys
+prompt = sys.stdin.read()
+with open(os.environ["CLI_LOG"], "a") as log:
+    log.write(json.dumps(prompt) + "\\n")
+chunk = prompt.split("Conversation chunk:")[-1].split("Rate this chunk")[0]
+relevant = "version" in chunk
+print(json.dumps({"relevance": 9 if relevant else 2, "signal_density": 5, "reusability": 5,
+                  "reason": "fake"}))
+"""
+
+
+def test_without_a_model_the_cli_assessors_rate_the_candidates_for_the_question(
+    home: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Seed 003 §5.12: candidates re-ranked by question-aware assessment of the providers.
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    for name in ("claude", "codex"):
+        fake = bin_dir / name
+        fake.write_text(f"#!{sys.executable}\n{RATING_CLI}", encoding="utf-8")
+        fake.chmod(0o755)
+    log = tmp_path / "prompts.jsonl"
+    monkeypatch.setenv("PATH", str(bin_dir))
+    monkeypatch.setenv("CLI_LOG", str(log))
+    rated = home.replace(cli_assessors=("claude", "codex"))
+    assert service.seed_rerank_notice(rated).startswith(
+        "rating the best candidates for the question with claude, codex"
+    )
+    out = service.distill_seed(rated, "claude", question=QUESTION, out_dir=tmp_path)
+    assert out["rerank"].startswith("candidates the CLI assessors put first (full-text ranks)")
+    prompts = [json.loads(line) for line in log.read_text().splitlines()]
+    assert prompts and all(QUESTION in p for p in prompts)  # rated for the question
+    assert len(prompts) == 2 * min(RERANK_TOP, out["candidates"])  # both CLIs, each candidate
+    # Switched off, no CLI runs.
+    log.unlink()
+    plain = rated.replace(distill_rerank=False)
+    assert service.seed_rerank_notice(plain) == ""
+    kept = service.distill_seed(plain, "claude", question=QUESTION, out_dir=tmp_path)
+    assert "rerank" not in kept and not log.exists()
