@@ -308,3 +308,24 @@ def test_every_field_of_real_records_may_hold_a_wrong_type(platform: str, tmp_pa
     result = parse_file(path, platform)  # must not raise
 
     assert result.stats.lines == len(lines)
+
+
+@pytest.mark.parametrize("platform", ["codex", "gemini"])
+def test_every_field_of_a_headless_stream_may_hold_a_wrong_type(
+    platform: str, tmp_path: Path
+) -> None:
+    # `codex exec --json` and `gemini --output-format stream-json` saved to a file.
+    from tests.unit.test_parsers_headless import CODEX_EXEC, GEMINI_STREAM
+
+    records = [
+        r for r in (CODEX_EXEC if platform == "codex" else GEMINI_STREAM) if isinstance(r, dict)
+    ]
+    lines = [orjson.dumps(records[0])] + [
+        orjson.dumps(mutated) for record in records for mutated in _mutations(record)
+    ]
+    path = tmp_path / f"headless-{platform}.jsonl"
+    path.write_bytes(b"\n".join(lines) + b"\n")
+
+    result = parse_file(path)  # detected from content; must not raise
+
+    assert result.platform == platform and result.stats.lines == len(lines)

@@ -43,7 +43,8 @@ _CLAUDE_TYPES = {
 
 
 def _classify(obj: dict[str, Any], first: bool) -> str | None:
-    rtype = obj.get("type")
+    raw = obj.get("type")
+    rtype = raw if isinstance(raw, str) else None  # a list or an object is no record type
     if "payload" in obj and rtype in _CODEX_TYPES:
         return "codex"
     if is_codex_exec(obj):
@@ -54,7 +55,7 @@ def _classify(obj: dict[str, Any], first: bool) -> str | None:
         return "gemini"
     if "parentUuid" in obj or "leafUuid" in obj or ("sessionId" in obj and rtype in _CLAUDE_TYPES):
         return "claude"
-    if first and rtype is None and "id" in obj and ("instructions" in obj or "git" in obj):
+    if first and raw is None and "id" in obj and ("instructions" in obj or "git" in obj):
         return "codex"
     if "record_type" in obj:
         return "codex"

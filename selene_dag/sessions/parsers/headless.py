@@ -25,7 +25,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from selene_dag.sessions.parsers._common import dumps, paths_from_input, to_text
+from selene_dag.sessions.parsers._common import dumps, guarded_events, paths_from_input, to_text
 from selene_dag.sessions.parsers.model import EventBuilder, ParseStats, SessionEvent
 
 CODEX_EXEC_TYPES = frozenset(
@@ -45,12 +45,15 @@ _FAILED = ("failed", "declined")
 
 def is_codex_exec(obj: dict[str, Any]) -> bool:
     """Whether a record is an event of ``codex exec --json``."""
-    return obj.get("type") in CODEX_EXEC_TYPES and "payload" not in obj
+    kind = obj.get("type")
+    return isinstance(kind, str) and kind in CODEX_EXEC_TYPES and "payload" not in obj
 
 
 def is_gemini_stream(obj: dict[str, Any]) -> bool:
     """Whether a record is an event of ``gemini --output-format stream-json``."""
     kind = obj.get("type")
+    if not isinstance(kind, str):
+        return False
     if kind == "init":
         return "session_id" in obj and "model" in obj
     if kind in ("tool_use", "tool_result"):
@@ -64,8 +67,20 @@ def is_gemini_stream(obj: dict[str, Any]) -> bool:
 
 def codex_exec_events(
     obj: dict[str, Any], b: EventBuilder, stats: ParseStats, line: int
+) -> Iterator[SessionEvent]:
+    """The events of one ``codex exec --json`` record (see the module docstring), made as
+    they are read: a record of unexpected shape raises while its events are taken, which
+    ``guarded_events`` counts as that record's error."""
+    yield from _codex_exec_events(obj, b, stats, line)
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def _codex_exec_events(
+    obj: dict[str, Any], b: EventBuilder, stats: ParseStats, line: int
 ) -> list[SessionEvent]:
-    """The events of one ``codex exec --json`` record (see the module docstring)."""
     kind = str(obj.get("type"))
     common: dict[str, Any] = {"line": line, "timestamp": None, "raw_type": kind}
     if kind == "thread.started":
@@ -114,7 +129,7 @@ def codex_exec_events(
             ),
         ]
     if itype == "file_change":
-        changes = [c for c in item.get("changes") or [] if isinstance(c, dict)]
+        changes = [c for c in _list(item.get("changes")) if isinstance(c, dict)]
         lines = [f"{c.get('kind', 'update')} {c.get('path', '')}".strip() for c in changes]
         paths = tuple(str(c["path"]) for c in changes if isinstance(c.get("path"), str))
         return [
@@ -158,7 +173,7 @@ def codex_exec_events(
             b.make(role="assistant", kind="tool_use", text=query, tool_name="web_search", **common)
         ]
     if itype == "todo_list":
-        steps = [s for s in item.get("items") or [] if isinstance(s, dict)]
+        steps = [s for s in _list(item.get("items")) if isinstance(s, dict)]
         text = "\n".join(
             f"[{'x' if s.get('completed') else ' '}] {to_text(s.get('text'))}" for s in steps
         )
@@ -172,100 +187,109 @@ def codex_exec_events(
 def gemini_stream_events(
     records: Iterator[tuple[int, dict[str, Any]]], b: EventBuilder, stats: ParseStats
 ) -> Iterator[SessionEvent]:
-    """The events of a ``gemini --output-format stream-json`` file's records."""
+    """The events of a ``gemini --output-format stream-json`` file's records; a record of
+    unexpected shape is counted as an error and costs that record only."""
     tools: dict[str, str] = {}
     pending: tuple[int, Any, list[str]] | None = None  # an answer's delta chunks so far
 
-    def flush() -> Iterator[SessionEvent]:
+    def flush() -> list[SessionEvent]:
         nonlocal pending
-        if pending is not None:
-            line, when, parts = pending
-            pending = None
-            text = "".join(parts).strip()
-            if text:
-                yield b.make(
-                    role="assistant",
-                    kind="assistant_text",
-                    text=text,
-                    line=line,
-                    timestamp=when,
-                    raw_type="message/assistant",
-                )
+        if pending is None:
+            return []
+        line, when, parts = pending
+        pending = None
+        text = "".join(parts).strip()
+        if not text:
+            return []
+        made = b.make(
+            role="assistant",
+            kind="assistant_text",
+            text=text,
+            line=line,
+            timestamp=when,
+            raw_type="message/assistant",
+        )
+        return [made]
 
     for line, obj in records:
-        kind = obj.get("type")
-        when = obj.get("timestamp")
-        common: dict[str, Any] = {"line": line, "timestamp": when, "raw_type": str(kind)}
-        if kind == "message" and obj.get("role") == "assistant" and obj.get("delta"):
+        if obj.get("type") == "message" and obj.get("role") == "assistant" and obj.get("delta"):
             text = to_text(obj.get("content"))
             if pending is None:
-                pending = (line, when, [text])
+                pending = (line, obj.get("timestamp"), [text])
             else:
                 pending[2].append(text)
             continue
         yield from flush()
-        if kind == "init":
-            session = obj.get("session_id")
-            if isinstance(session, str) and stats.session_id is None:
-                stats.session_id = b.session_id = session
-            model = obj.get("model", "?")
-            yield b.make(
-                role="system",
-                kind="system",
-                text=f"Gemini CLI headless session, model {model}",
-                **common,
-            )
-        elif kind == "message":
-            text = to_text(obj.get("content"))
-            user = obj.get("role") == "user"
-            common["raw_type"] = f"message/{obj.get('role')}"
-            if text:
-                yield b.make(
-                    role="user" if user else "assistant",
-                    kind="user_prompt" if user else "assistant_text",
-                    text=text,
-                    **common,
-                )
-        elif kind == "tool_use":
-            name = str(obj.get("tool_name") or "?")
-            tools[str(obj.get("tool_id"))] = name
-            parameters = obj.get("parameters")
-            yield b.make(
-                role="assistant",
-                kind="tool_use",
-                text=dumps(parameters) if parameters is not None else "",
-                tool_name=name,
-                file_paths=paths_from_input(parameters),
-                **common,
-            )
-        elif kind == "tool_result":
-            error = obj.get("error") if isinstance(obj.get("error"), dict) else None
-            output = to_text(obj.get("output"))
-            if error and not output:
-                output = to_text(error.get("message"))
-            yield b.make(
-                role="tool",
-                kind="tool_result",
-                text=output,
-                tool_name=tools.get(str(obj.get("tool_id"))),
-                is_error=obj.get("status") == "error" or error is not None,
-                **common,
-            )
-        elif kind == "error":
-            text = to_text(obj.get("message")) or "error"
-            yield b.make(role="system", kind="error", text=text, is_error=True, **common)
-        elif kind == "result":
-            status = str(obj.get("status", ""))
-            failed = bool(status) and status != "success"
-            error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
-            text = to_text(error.get("message")) if failed else ""
-            yield b.make(
-                role="system",
-                kind="error" if failed else "other",
-                text=text or (f"result: {status}" if status else ""),
-                is_error=failed,
-                **common,
-            )
-        else:
-            yield b.make(role="system", kind="other", text="", **common)
+        yield from guarded_events(_gemini_record(obj, line, b, stats, tools), line, stats)
     yield from flush()
+
+
+def _gemini_record(
+    obj: dict[str, Any], line: int, b: EventBuilder, stats: ParseStats, tools: dict[str, str]
+) -> Iterator[SessionEvent]:
+    """The events of one stream-json record other than an answer's delta chunk."""
+    kind = obj.get("type")
+    common: dict[str, Any] = {
+        "line": line,
+        "timestamp": obj.get("timestamp"),
+        "raw_type": str(kind),
+    }
+    if kind == "init":
+        session = obj.get("session_id")
+        if isinstance(session, str) and stats.session_id is None:
+            stats.session_id = b.session_id = session
+        text = f"Gemini CLI headless session, model {obj.get('model', '?')}"
+        yield b.make(role="system", kind="system", text=text, **common)
+    elif kind == "message":
+        text = to_text(obj.get("content"))
+        user = obj.get("role") == "user"
+        common["raw_type"] = f"message/{obj.get('role')}"
+        if text:
+            yield b.make(
+                role="user" if user else "assistant",
+                kind="user_prompt" if user else "assistant_text",
+                text=text,
+                **common,
+            )
+    elif kind == "tool_use":
+        name = str(obj.get("tool_name") or "?")
+        tools[str(obj.get("tool_id"))] = name
+        parameters = obj.get("parameters")
+        yield b.make(
+            role="assistant",
+            kind="tool_use",
+            text=dumps(parameters) if parameters is not None else "",
+            tool_name=name,
+            file_paths=paths_from_input(parameters),
+            **common,
+        )
+    elif kind == "tool_result":
+        error = obj.get("error") if isinstance(obj.get("error"), dict) else None
+        output = to_text(obj.get("output"))
+        if error and not output:
+            output = to_text(error.get("message"))
+        yield b.make(
+            role="tool",
+            kind="tool_result",
+            text=output,
+            tool_name=tools.get(str(obj.get("tool_id"))),
+            is_error=obj.get("status") == "error" or error is not None,
+            **common,
+        )
+    elif kind == "error":
+        text = to_text(obj.get("message")) or "error"
+        yield b.make(role="system", kind="error", text=text, is_error=True, **common)
+    elif kind == "result":
+        status = to_text(obj.get("status"))
+        failed = bool(status) and status != "success"
+        error = obj.get("error") if isinstance(obj.get("error"), dict) else {}
+        text = to_text(error.get("message")) if failed else ""
+        yield b.make(
+            role="system",
+            kind="error" if failed else "other",
+            text=text or (f"result: {status}" if status else ""),
+            is_error=failed,
+            **common,
+        )
+    else:
+        yield b.make(role="system", kind="other", text="", **common)
