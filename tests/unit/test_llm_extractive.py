@@ -59,6 +59,19 @@ def test_code_only_note_falls_back_to_the_title() -> None:
     assert len(short.essence) > 10
 
 
+def test_a_huge_paragraph_after_a_heading_gets_an_essence_from_its_words() -> None:
+    # Beyond ANALYSIS_MAX_CHARS a note is analysed on its beginning, cut at a line break:
+    # for a heading and then one pasted line of 400,000 words, that left the heading alone
+    # and the essence said "A short note: Huge line.".
+    from selene_dag.llm.extractive.essence import ANALYSIS_MAX_CHARS, analyze_note
+
+    words = " ".join(f"replica{i % 50} lag" for i in range(40_000))
+    content = "# Huge line\n\n" + words
+    assert len(content) > ANALYSIS_MAX_CHARS
+    essence = analyze_note("Huge line", content, 5)["essence"]
+    assert not essence.startswith("A short note") and "replica" in essence
+
+
 def test_analysis_is_deterministic_and_cached() -> None:
     engine = ExtractiveEngine()
     first = engine.analyze_note("Title", NOTE)

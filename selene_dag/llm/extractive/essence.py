@@ -51,10 +51,16 @@ ANALYSIS_MAX_CHARS = 200_000
 def analyze_note(title: str, content: str, concepts_k: int) -> dict[str, Any]:
     """``{"concepts", "primary_theme", "essence"}`` of a note (see the module docstring);
     a note longer than ``ANALYSIS_MAX_CHARS`` is analysed on its first that many
-    characters, up to the last line break among them."""
+    characters, up to the last line break among them (the last space when that break
+    comes before their middle)."""
     if len(content) > ANALYSIS_MAX_CHARS:
         head = content[:ANALYSIS_MAX_CHARS]
-        content = head[: head.rfind("\n")] if "\n" in head else head
+        # At a line break, unless the last one is early on (a heading, then a paragraph with
+        # no break: a pasted log): then at a space, else anywhere.
+        cut = head.rfind("\n")
+        if cut < ANALYSIS_MAX_CHARS // 2:
+            cut = max(cut, head.rfind(" "))
+        content = head[:cut] if cut > 0 else head
     body = _text.strip_markdown(content)
     concepts = key_phrases(title, body, concepts_k)
     lowered_title = title.lower()
