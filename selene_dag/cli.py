@@ -545,6 +545,10 @@ def health(
 def _accounting(result: Any) -> str:
     stats = result.stats
     levels = ", ".join(f"{k} {v}" for k, v in stats.get("levels", {}).items() if v)
+    # An item shown in part is an excerpt whatever its level: say how many are.
+    excerpts = sum(1 for item in result.items if item.excerpt)
+    if excerpts:
+        levels += f"; {plural(excerpts, 'excerpt')}"
     parts = [
         f"ask: {plural(len(result.items), 'item')} ({levels or 'none'})",
         f"{result.total_tokens:,}/{result.budget:,} tokens of {result.model}",

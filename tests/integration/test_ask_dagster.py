@@ -139,6 +139,9 @@ def test_ask_command_refreshes_stale_index_and_prints_only_the_pack(notes_home: 
     md = runner.invoke(_cli(), ["ask", "zsh prompt", "--budget", "200"])
     assert md.exit_code == 0
     assert doc["text"] + "\n" == md.stdout
+    # The accounting line counts the items shown in part, whatever their level.
+    cut = sum(1 for item in doc["items"] if item["excerpt"])
+    assert (f"; {cut} excerpt" in md.stderr) == (cut > 0)
     assert set(doc["items"][0]) >= {
         "id",
         "kind",
