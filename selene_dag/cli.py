@@ -335,7 +335,9 @@ def ingest(
     home_total = f" (the home holds {report.home_notes:,} in all)" if others > 0 else ""
     err.print(
         f"ingested {path}: {plural(report.notes, 'note')} ({report.inserted:,} new, "
-        f"{report.changed:,} changed, {report.deleted:,} deleted, "
+        f"{report.changed:,} changed, "
+        + (f"{report.restored:,} restored, " if report.restored else "")
+        + f"{report.deleted:,} deleted, "
         f"{plural(report.skipped_total, 'input')} with problems){home_total}; {ran}; "
         f"{report.seconds:.1f} s",
         highlight=False,

@@ -140,6 +140,8 @@ class IngestReport:
     passed_over: int = 0
     # A folder that gave no note and holds no other file either.
     empty_folder: bool = False
+    # Notes deleted (or their folder forgotten) before that this ingest brought back.
+    restored: int = 0
 
 
 SKIPPED_SHOWN = 20
@@ -275,6 +277,7 @@ def _ingest_report(
         notes=int(folder_notes),
         inserted=meta.get("inserted", 0),
         changed=meta.get("changed", 0),
+        restored=meta.get("restored", 0),
         deleted=meta.get("marked_deleted", 0),
         bad_inputs=meta.get("bad_inputs", skipped_total),
         seconds=time.perf_counter() - started,

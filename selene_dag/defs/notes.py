@@ -168,6 +168,7 @@ def raw_notes(
         "folder": dg.MetadataValue.text(f"{scope.folder} (note ids {scope.id_prefix}…)"),
         "inserted": dg.MetadataValue.int(stats.inserted),
         "changed": dg.MetadataValue.int(stats.changed),
+        "restored": dg.MetadataValue.int(stats.restored),
         "unchanged": dg.MetadataValue.int(stats.unchanged),
         "marked_deleted": dg.MetadataValue.int(stats.deleted),
         "bad_inputs": dg.MetadataValue.int(stats.errors),

@@ -33,6 +33,7 @@ class NotesWriteStats:
     unchanged: int
     deleted: int
     errors: int
+    restored: int = 0  # deleted (or forgotten) notes that came back (not counted as changed)
 
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -171,6 +172,10 @@ def write_notes(
             )
             register_folder(conn, scope)
             inserted, changed, unchanged = conn.execute(transform_sql("notes_changes")).fetchone()
+            restored = conn.execute(
+                "SELECT count(*) FROM incoming JOIN notes USING (id) "
+                "WHERE notes.deleted_at IS NOT NULL"
+            ).fetchone()[0]
             conn.execute(transform_sql("notes_upsert"), {"now": now})
             deleted = conn.execute(
                 transform_sql("notes_mark_deleted"),
@@ -198,10 +203,11 @@ def write_notes(
                 conn.execute(f"DROP TABLE IF EXISTS {table}")
     return NotesWriteStats(
         inserted=int(inserted or 0),
-        changed=int(changed or 0),
+        changed=int(changed or 0) - int(restored or 0),
         unchanged=int(unchanged or 0) + untouched,
         deleted=int(deleted or 0),
         errors=len(result.errors),
+        restored=int(restored or 0),
     )
 
 

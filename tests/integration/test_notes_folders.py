@@ -173,6 +173,7 @@ def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
     # Ingested again, its notes come back under the same ids.
     again = service.ingest(settings, a)
     assert again.id_prefix == "a/" and again.notes == 1
+    assert (again.inserted, again.changed, again.restored) == (0, 0, 1)  # not "1 changed"
     assert service.ask(settings, "rhubarb pie", 200).items[0].citation.startswith("note a/pie.md")
 
     # Forgotten by a run launched as the UI launches it (raw_notes alone, with its config),

@@ -69,7 +69,8 @@ def test_a_deleted_note_that_comes_back_unchanged_is_restored_whole(tmp_path: Pa
     (folder / "other.md").unlink()
     _note(folder, "cooking")
     stats, row = _ingest(db, folder)
-    assert stats.changed == 1 and row == ("Paella", BODY, ["cooking"], False)
+    # It came back: restored, not counted as changed.
+    assert (stats.changed, stats.restored) == (0, 1) and row == ("Paella", BODY, ["cooking"], False)
 
 
 def test_only_notes_that_differ_are_staged_and_unseen_ones_are_marked_deleted(
@@ -115,7 +116,7 @@ def test_only_notes_that_differ_are_staged_and_unseen_ones_are_marked_deleted(
     assert rows["r2.md"][1] == "2026-09-09"
     (folder / "r3.md").write_text("---\nupdated: 2026-03-02\n---\n# R3\nStep 3.\n")
     stats = ingest()
-    assert (stats.changed, stats.unchanged, staged[-1]) == (1, 5, 1)
+    assert (stats.changed, stats.restored, stats.unchanged, staged[-1]) == (0, 1, 5, 1)
 
 
 def test_a_jsonl_note_without_dates_is_dated_when_first_seen(tmp_path: Path) -> None:
