@@ -591,6 +591,33 @@ def model_order(
     return reordered + list(hits[RERANK_TOP:]), picked
 
 
+# Up to a budget of 10,000 tokens ask weighs 40 candidate documents, packs at most 20 and
+# ranks 50 passages per list; a larger budget (a model with a long context) widens all
+# three with it, so that the pack can fill what it is given with more of what matches.
+CANDIDATES_PER_TOKEN = 1 / 250
+ITEMS_PER_TOKEN = 1 / 500
+PASSAGES_PER_TOKEN = 1 / 200
+
+
+def search_limits(
+    budget: int,
+    candidate_limit: int | None = None,
+    max_items: int | None = None,
+    passage_limit: int | None = None,
+) -> tuple[int, int, int]:
+    """``(candidates, items, passages)`` for ``budget``: each given value as given, else
+    40 / 20 / ``PASSAGE_LIMIT`` (50), or more for a budget past 10,000 tokens."""
+    return (
+        candidate_limit
+        if candidate_limit is not None
+        else max(40, int(budget * CANDIDATES_PER_TOKEN)),
+        max_items if max_items is not None else max(20, int(budget * ITEMS_PER_TOKEN)),
+        passage_limit
+        if passage_limit is not None
+        else max(PASSAGE_LIMIT, int(budget * PASSAGES_PER_TOKEN)),
+    )
+
+
 def ask(
     conn: duckdb.DuckDBPyConnection,
     question: str,
@@ -601,9 +628,9 @@ def ask(
     now: datetime | None = None,
     rerank_config: RerankConfig | None = None,
     level_config: LevelConfig = ASK_LEVELS,
-    candidate_limit: int = 40,
-    max_items: int = 20,
-    passage_limit: int = PASSAGE_LIMIT,
+    candidate_limit: int | None = None,
+    max_items: int | None = None,
+    passage_limit: int | None = None,
     expansion: str = "",
     passage_ranker: PassageRanker | None = None,
 ) -> AskResult:
@@ -625,6 +652,9 @@ def ask(
     if not isinstance(question, str):
         raise TypeError(f"question must be a str, got {type(question).__name__}")
     budget = check_budget(budget, "budget", minimum=1)
+    candidate_limit, max_items, passage_limit = search_limits(
+        budget, candidate_limit, max_items, passage_limit
+    )
     model = model or default_model()
     kinds = parse_sources(sources)
     now = now or datetime.now(UTC)

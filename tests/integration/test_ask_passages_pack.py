@@ -13,7 +13,7 @@ from selene_dag.context.tokens import count_tokens
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.evaluate import evaluate, load_questions
 from selene_dag.retrieval.index import build_index
-from selene_dag.retrieval.pack import PASSAGE_RRF_K, ask, fuse_documents
+from selene_dag.retrieval.pack import PASSAGE_RRF_K, ask, fuse_documents, search_limits
 from selene_dag.retrieval.search import hybrid_passages, search
 from selene_dag.store import connect
 from tests.support.ask import NOW
@@ -114,3 +114,20 @@ def test_a_paragraph_with_no_sentence_end_is_shown_around_the_question(tmp_path:
         assert "--otel-endpoint" in result.text, result.text[:300]
         assert result.total_tokens == count_tokens(result.text, MODEL) <= budget
     conn.close()
+
+
+def test_a_budget_past_ten_thousand_tokens_widens_the_search(conversations) -> None:
+    # 40 candidates, 20 items and 50 passages a list held a 100,000-token pack to about
+    # 20,000 tokens; up to 10,000 tokens nothing changes.
+    assert search_limits(2_000) == search_limits(10_000) == (40, 20, 50)
+    assert search_limits(100_000) == (400, 200, 500)
+    assert search_limits(100_000, 10, 5, 7) == (10, 5, 7)
+    small = ask(
+        conversations, "who owns the release and what was decided", 10_000, model=MODEL, now=NOW
+    )
+    large = ask(
+        conversations, "who owns the release and what was decided", 60_000, model=MODEL, now=NOW
+    )
+    assert len(small.items) < len(large.items)
+    assert small.total_tokens < large.total_tokens <= 60_000
+    assert large.total_tokens == count_tokens(large.text, MODEL)
