@@ -5,12 +5,14 @@ Topic threads come from set-based SQL (``threads_by_topic.sql``). With a model e
 through a ``ContextBuilder(3000)``; its proposals become ``origin='model'`` threads. Then
 its reconsolidate-threads reads each active thread again whose 30 newest notes changed
 since it was last read (their ids and essences, hashed): summary and "why" rewritten,
-direction and whether it shifted recorded.
+direction and whether it shifted recorded. A thread the detection just wrote counts as
+read (its summary, why and direction are the detection's).
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -45,8 +47,12 @@ def _slug(text: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:60] or "thread"
 
 
-def detect_model_threads(conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime) -> int:
-    """Run the engine's thread detection over up to 30 newest unthreaded notes; return added.
+def detect_model_threads(
+    conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime
+) -> list[str]:
+    """Run the engine's thread detection over up to 30 newest unthreaded notes; return the
+    ids of the threads it added or updated (their summary, why and direction are the
+    detection's).
 
     The notes reach the engine as a context of 3000 tokens of the engine's model (the model
     that reads it), besides the notes themselves.
@@ -60,41 +66,54 @@ def detect_model_threads(conn: duckdb.DuckDBPyConnection, engine: Engine, now: d
         f"ORDER BY n.created_at DESC LIMIT {DETECT_NOTE_LIMIT}"
     ).fetchall()
     if len(rows) < 3:
-        return 0
+        return []
     keys = ("id", "title", "content", "essence", "primary_theme", "concepts", "fidelity_tier")
     notes = [dict(zip(keys, row, strict=True)) for row in rows]
     builder = ContextBuilder(DETECT_BUDGET_TOKENS, model=engine.model)
     for note in notes:
         builder.add_note(note)
     known = {n["id"] for n in notes}
-    added = 0
+    added: list[str] = []
     for proposal in engine.detect_threads(builder.build(), notes):
         members = [i for i in proposal.note_ids if i in known]
         if len(members) < 2:
             continue
         thread_id = f"model:{_slug(proposal.name)}"
         conn.execute(
-            "INSERT INTO threads (id, name, why, summary, status, last_activity_at, note_count, origin) "
-            "VALUES (?, ?, ?, ?, 'active', ?, ?, 'model') ON CONFLICT (id) DO UPDATE SET "
-            "why = excluded.why, summary = excluded.summary",
-            [thread_id, proposal.name, proposal.why, proposal.summary or None, now, len(members)],
+            "INSERT INTO threads (id, name, why, summary, status, last_activity_at, note_count, "
+            "origin, direction) VALUES (?, ?, ?, ?, 'active', ?, ?, 'model', ?) "
+            "ON CONFLICT (id) DO UPDATE SET why = excluded.why, summary = excluded.summary, "
+            "direction = excluded.direction",
+            [
+                thread_id,
+                proposal.name,
+                proposal.why,
+                proposal.summary or None,
+                now,
+                len(members),
+                proposal.direction,
+            ],
         )
         conn.executemany(
             "INSERT INTO thread_notes (thread_id, note_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
             [[thread_id, m] for m in members],
         )
-        added += 1
+        added.append(thread_id)
     return added
 
 
 def reconsolidate_threads(
-    conn: duckdb.DuckDBPyConnection, engine: Engine, now: datetime
+    conn: duckdb.DuckDBPyConnection,
+    engine: Engine,
+    now: datetime,
+    fresh: Sequence[str] = (),
 ) -> tuple[int, int]:
     """Read again every active thread of at least two notes whose 30 newest notes (ids and
     essences) changed since it was last read: the engine sees them newest first, titled
     with their creation time, in a context of 3000 tokens of its model, beside the
-    thread's summary and "why", and its revision replaces them. Returns how many threads
-    were read and how many of them shifted direction."""
+    thread's summary and "why", and its revision replaces them. ``fresh`` threads (just
+    written by the detection) are taken as read now, without a call. Returns how many
+    threads were read and how many of them shifted direction."""
     rows = conn.execute(
         transform_sql("thread_members"), {"limit": RECONSOLIDATE_NOTE_LIMIT}
     ).fetchall()
@@ -117,6 +136,13 @@ def reconsolidate_threads(
         name, summary, why, source = known[thread_id]
         now_source = hash_rows([(n["id"], n["essence"]) for n in notes])
         if now_source == source:
+            continue
+        if thread_id in fresh:
+            conn.execute(
+                "UPDATE threads SET shifted = false, reconsolidated_at = ?, "
+                "reconsolidated_source = ? WHERE id = ?",
+                [now, now_source, thread_id],
+            )
             continue
         builder = ContextBuilder(RECONSOLIDATE_BUDGET_TOKENS, model=engine.model)
         for note in notes:
@@ -157,16 +183,18 @@ def refresh_threads(
     params = {"now": now, "active_days": active_days}
     with transaction(conn):
         execute_script(conn, transform_sql("threads_by_topic"), params)
-    added = detect_model_threads(conn, engine, now) if engine is not None else 0
+    added = detect_model_threads(conn, engine, now) if engine is not None else []
     conn.execute(transform_sql("threads_refresh_model"), params)
-    read, shifted = reconsolidate_threads(conn, engine, now) if engine is not None else (0, 0)
+    read, shifted = (
+        reconsolidate_threads(conn, engine, now, fresh=added) if engine is not None else (0, 0)
+    )
     total, active = conn.execute(
         "SELECT count(*), count(*) FILTER (WHERE status = 'active') FROM threads"
     ).fetchone()
     return ThreadStats(
         threads=int(total),
         active=int(active),
-        model_threads_added=added,
+        model_threads_added=len(added),
         reconsolidated=read,
         shifted=shifted,
     )
