@@ -62,6 +62,7 @@ from selene_dag.notes.app_exports import (
 )
 from selene_dag.notes.canvas import canvas_text, is_canvas
 from selene_dag.notes.chat_exports import export_kind, exported_chats
+from selene_dag.notes.comments import strip_comments
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.file_cache import Entry, FileCache, stamp_of
@@ -677,6 +678,8 @@ def _parse_markdown(
         body = drawing_text(body)
         if not body:  # a drawing without words: nothing to read, nothing wrong
             return None, problem
+    elif PurePosixPath(rel).suffix.lower() != ".txt":
+        body = strip_comments(body)  # Obsidian's %%comments%%: the author's, never shown
     note, ignored = _note_of_page(meta, body, rel, source, mtime)
     return note, ignored or problem
 

@@ -1,0 +1,75 @@
+"""Obsidian's comments: text between ``%%`` marks, shown in the editor and hidden everywhere
+else (reading view, export, publish). A note's comments are its author's private remarks,
+so ingest leaves them out of what a model reads.
+
+A comment may sit inside a line or span lines. ``%%`` inside a fenced code block or an
+inline code span is code, not a comment. A ``%%`` never closed is kept as written: Obsidian
+would hide the rest of the note, but a stray ``%%`` in prose is likelier than a comment
+left open, and dropping text is the worse mistake.
+"""
+
+from __future__ import annotations
+
+import re
+
+MARK = "%%"
+_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+
+
+def _line_parts(line: str, in_comment: bool) -> tuple[str, bool]:
+    """``line`` without its comment parts, and whether a comment is still open after it."""
+    out: list[str] = []
+    pos = 0
+    while pos < len(line):
+        if in_comment:
+            end = line.find(MARK, pos)
+            if end < 0:
+                return "".join(out), True
+            in_comment, pos = False, end + len(MARK)
+            continue
+        tick = line.find("`", pos)
+        mark = line.find(MARK, pos)
+        if mark < 0:
+            out.append(line[pos:])
+            break
+        if 0 <= tick < mark:  # an inline code span: kept whole, %% and all
+            close = line.find("`", tick + 1)
+            stop = close + 1 if close >= 0 else len(line)
+            out.append(line[pos:stop])
+            pos = stop
+            continue
+        out.append(line[pos:mark])
+        in_comment, pos = True, mark + len(MARK)
+    return "".join(out), in_comment
+
+
+def strip_comments(text: str) -> str:
+    """``text`` without its ``%%comments%%`` (see the module docstring); a line that held
+    only a comment is dropped. ``text`` itself when it holds no ``%%``."""
+    if MARK not in text:
+        return text
+    lines = text.split("\n")
+    out: list[str] = []
+    in_fence = in_comment = False
+    opened_at = 0  # index in ``out`` and in ``lines`` where the open comment began
+    opened_line = 0
+    for n, line in enumerate(lines):
+        if not in_comment and _FENCE.match(line):
+            in_fence = not in_fence
+            out.append(line)
+            continue
+        if in_fence:
+            out.append(line)
+            continue
+        was_open = in_comment
+        if not was_open:
+            opened_at, opened_line = len(out), n
+        touched = was_open or MARK in line
+        kept, in_comment = _line_parts(line, in_comment)
+        if not touched:
+            out.append(line)
+        elif kept.strip():  # the line's own text, its comment left out
+            out.append(kept.rstrip())
+    if in_comment:  # never closed: keep what followed the last opening as written
+        return "\n".join(out[:opened_at] + lines[opened_line:])
+    return "\n".join(out)
