@@ -522,9 +522,16 @@ def compact(
     err.print(
         _rows_table(rows, title, ["step", "removed", "tokens before", "tokens after", "detail"])
     )
+    fits = (
+        " (the result fits the window, above the threshold compaction aims under: "
+        f"{report.compaction_threshold:,} tokens)"
+        if report.resolved_at == "unresolved" and report.tokens_after <= window
+        else ""
+    )
     err.print(
         f"resolved at: {report.resolved_at}"
         + (" — shrink stage detail" if report.shrink_stage_detail else "")
+        + fits
     )
 
 

@@ -151,12 +151,21 @@ def format_memory_digest(digest: Sequence[Mapping[str, Any]], stages: Sequence[s
     return text
 
 
+def _is_digest(message: Mapping[str, Any]) -> bool:
+    return message["role"] == "system" and str(message.get("content", "")).startswith(
+        MEMORY_DIGEST_HEADER
+    )
+
+
+SUMMARY_HEADER = "[SUMMARY OF EARLIER DISCUSSION]"
+
+
 def _with_digest(messages: list[Message], text: str) -> list[Message]:
     """``messages`` carrying the digest ``text``: an earlier digest message replaced, or a
     new one after the system messages."""
     message: Message = {"role": "system", "content": text}
     for i, m in enumerate(messages):
-        if m["role"] == "system" and str(m.get("content", "")).startswith(MEMORY_DIGEST_HEADER):
+        if _is_digest(m):
             return [*messages[:i], message, *messages[i + 1 :]]
     return _insert_after_system(messages, message)
 
@@ -245,8 +254,11 @@ def brute_prune(
     counts = count_tokens_batch([counted_text(m) for m in msgs], model) if msgs else []
     costs = [c + MESSAGE_OVERHEAD for c in counts]
     total = sum(costs)
+    # Oldest conversation first, then system messages; the memory digest last of all (its
+    # decisions are what a compacted conversation must not lose).
     order = [i for i, m in enumerate(msgs) if m["role"] != "system"]
-    order += [i for i, m in enumerate(msgs) if m["role"] == "system"]
+    order += [i for i, m in enumerate(msgs) if m["role"] == "system" and not _is_digest(m)]
+    order += [i for i, m in enumerate(msgs) if m["role"] == "system" and _is_digest(m)]
     dropped: set[int] = set()
     for i in order[:-1]:
         if total <= window:
@@ -291,11 +303,15 @@ def compact_messages(
     summarize = summarizer or _default_summarizer(model)
     before = message_tokens(msgs, model)
     anchor = format_memory_digest(digest)
+    steps: list[CompactionStep] = []
     if anchor:
         msgs = _with_digest(msgs, anchor)
+        carried = message_tokens(msgs, model)
+        steps.append(
+            CompactionStep("memory digest", 0, before, carried, "decisions in one system message")
+        )
     budget = check_context_budget(message_tokens(msgs, model) if anchor else before, window)
     threshold = budget.compaction_threshold
-    steps: list[CompactionStep] = []
     compacted: list[str] = []
     staged = any(m.get("stage") is not None for m in msgs)
     resolved = "none"
@@ -346,14 +362,27 @@ def compact_messages(
                 resolved = "P2"
         # P3
         if resolved == "unresolved":
-            system = [m for m in msgs if m["role"] == "system"]
+            # A summary from an earlier compaction is summarized again with the messages
+            # after it, and the new summary takes its place (summaries do not stack).
+            earlier = [
+                m
+                for m in msgs
+                if m["role"] == "system" and str(m["content"]).startswith(SUMMARY_HEADER)
+            ]
+            system = [m for m in msgs if m["role"] == "system" and m not in earlier]
             conversation = [m for m in msgs if m["role"] != "system"]
             if staged:
                 n = min(math.floor(len(conversation) * P3_STAGED_RATIO), P3_STAGED_MAX)
             else:
                 n = min(P3_GENERAL_MAX, math.floor(len(conversation) * P3_GENERAL_RATIO))
             if n > 2:
-                transcript = "\n".join(f"[{m['role']}]: {m['content']}" for m in conversation[:n])
+                transcript = "\n".join(
+                    [
+                        "[summary]: " + str(m["content"]).removeprefix(SUMMARY_HEADER).strip()
+                        for m in earlier
+                    ]
+                    + [f"[{m['role']}]: {m['content']}" for m in conversation[:n]]
+                )
                 try:
                     summary = summarize(transcript, P3_SUMMARY_TOKENS)
                     skipped = "the summarizer answered nothing"
@@ -369,7 +398,7 @@ def compact_messages(
                 else:
                     note = {
                         "role": "system",
-                        "content": "[SUMMARY OF EARLIER DISCUSSION]\n"
+                        "content": f"{SUMMARY_HEADER}\n"
                         f"{summary}\n\nThe conversation continues from here.",
                     }
                     start = tokens

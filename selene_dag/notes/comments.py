@@ -2,8 +2,8 @@
 else (reading view, export, publish). A note's comments are its author's private remarks,
 so ingest leaves them out of what a model reads.
 
-A comment may sit inside a line or span lines. ``%%`` inside a fenced code block or an
-inline code span is code, not a comment. A ``%%`` never closed is kept as written: Obsidian
+A comment may sit inside a line or span lines. ``%%`` inside a fenced or indented code
+block or an inline code span (of any number of backticks) is code, not a comment. A ``%%`` never closed is kept as written: Obsidian
 would hide the rest of the note, but a stray ``%%`` in prose is likelier than a comment
 left open, and dropping text is the worse mistake.
 """
@@ -14,6 +14,24 @@ import re
 
 MARK = "%%"
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
+
+
+def _code_span_end(line: str, tick: int) -> int:
+    """Where the inline code span opening at ``tick`` ends: after the next run of as many
+    backticks as opened it (CommonMark), or just after the opening run when none closes it
+    (then those backticks are plain text)."""
+    run = len(line[tick:]) - len(line[tick:].lstrip("`"))
+    at = tick + run
+    while True:
+        close = line.find("`" * run, at)
+        if close < 0:
+            return tick + run
+        after = close + run
+        alone_after = after >= len(line) or line[after] != "`"
+        alone_before = close == 0 or line[close - 1] != "`"
+        if alone_after and alone_before:  # a run of exactly that many backticks
+            return after
+        at = after + len(line[after:]) - len(line[after:].lstrip("`"))
 
 
 def _line_parts(line: str, in_comment: bool) -> tuple[str, bool]:
@@ -33,8 +51,7 @@ def _line_parts(line: str, in_comment: bool) -> tuple[str, bool]:
             out.append(line[pos:])
             break
         if 0 <= tick < mark:  # an inline code span: kept whole, %% and all
-            close = line.find("`", tick + 1)
-            stop = close + 1 if close >= 0 else len(line)
+            stop = _code_span_end(line, tick)
             out.append(line[pos:stop])
             pos = stop
             continue
@@ -53,12 +70,20 @@ def strip_comments(text: str) -> str:
     in_fence = in_comment = False
     opened_at = 0  # index in ``out`` and in ``lines`` where the open comment began
     opened_line = 0
+    prev_blank, in_indented = True, False
     for n, line in enumerate(lines):
         if not in_comment and _FENCE.match(line):
             in_fence = not in_fence
             out.append(line)
             continue
         if in_fence:
+            out.append(line)
+            continue
+        # An indented code block: four spaces or a tab, after a blank line or more of it.
+        indented = line.startswith(("    ", "\t")) and bool(line.strip())
+        in_indented = not in_comment and indented and (prev_blank or in_indented)
+        prev_blank = not line.strip()
+        if in_indented:
             out.append(line)
             continue
         was_open = in_comment

@@ -207,7 +207,11 @@ def find_folder(conn: duckdb.DuckDBPyConnection, target: str) -> tuple[str, Path
     )
     raise UsageError(
         f"{target}: no ingested folder has this key or path; "
-        + (f"the home holds {known}" if known else "no folder was ingested into this home")
+        + (
+            f"the home holds {known}"
+            if known
+            else "the home holds no ingested folder now (a forgotten one is not)"
+        )
     )
 
 

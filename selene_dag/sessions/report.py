@@ -241,7 +241,9 @@ SELECT session_key, id, first_seq, last_seq, consensus, importance, text FROM (
 
 
 def distill_report(settings: Settings, session: str | None = None) -> list[dict[str, Any]]:
-    """Per session: events, chunks, mean importance, mean consensus, distilled tokens,
+    """Per session (``session``: a key, the tool's session id, a path or a file name; all
+    the sessions a file name matches): events, chunks, mean importance, mean consensus,
+    distilled tokens,
     chunks (kept, and ``dropped_chunks``: left out for the budget) and path, the minimum
     consensus its distillation used, whether the source file still exists
     (``source_exists``), and ``top_chunks``: its ``TOP_CHUNKS`` best chunks by consensus
@@ -286,7 +288,11 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
         row["source_exists"] = Path(row["path"]).is_file()
         row["top_chunks"] = best.get(row["session_key"], [])
     if session:
-        out = [r for r in out if session in (r["session_key"], r["session_id"], r["path"])]
+        out = [
+            r
+            for r in out
+            if session in (r["session_key"], r["session_id"], r["path"], Path(r["path"]).name)
+        ]
         if not out:
             raise SessionNotFoundError(f"no ingested session matches {session!r}")
     return out

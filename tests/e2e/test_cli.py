@@ -240,6 +240,8 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     key = json.loads(run("distill", "report", "--json", env=env).stdout)[0]["session_key"]
     one = run("distill", "report", key, env=env)
     assert "its best chunks" in one.stdout and f"{key} events" in one.stdout
+    by_name = run("distill", "report", name, env=env)  # the file name, as `distill run` takes
+    assert by_name.returncode == 0 and f"{key} events" in by_name.stdout
     status = run("distill", "status", env=env)
     assert "last file parsed at" in status.stdout
     seeded = run("distill", "seed", "claude", "--question", "which files changed", env=env)

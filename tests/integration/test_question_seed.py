@@ -68,6 +68,9 @@ def test_the_session_holds_the_chunks_that_answer_the_question(
     # Seed 003 §5.14: the preamble says what question the session was assembled for.
     preamble = next(e.text for e in written.events if "assembled from" in (e.text or ""))
     assert f"chunks relevant to: {QUESTION}" in preamble
+    # It names every platform its chunks come from, not the most common one alone.
+    platforms = sorted({key.split("-")[0] for key in out["sessions"]})
+    assert f"They come from {' and '.join(platforms)} session(s)" in preamble
 
 
 def test_scores_weigh_relevance_and_consensus(home: Settings) -> None:

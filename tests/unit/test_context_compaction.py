@@ -208,6 +208,32 @@ def test_p3_without_a_summary_is_skipped_and_the_chain_goes_on(answer: object, r
     assert not any("[SUMMARY" in m["content"] for m in r.messages)
 
 
+def test_the_digest_outlives_the_prune_at_a_tiny_window() -> None:
+    # Brute prune drops system messages last, and the digest last of all.
+    msgs = _conversation(6)
+    digest = [{"stage": "plan", "decision": "Ship on Friday"}]
+    r = compact_messages(msgs, 150, M, digest=digest)
+    assert message_tokens(r.messages, M) <= 150
+    assert any(m["content"].startswith(MEMORY_DIGEST_HEADER) for m in r.messages)
+
+
+def test_compacting_a_compacted_conversation_does_not_stack_summaries() -> None:
+    msgs = _conversation(30)
+    window = int(message_tokens(msgs, M) / 0.85 * 0.75)
+    seen: list[str] = []
+
+    def summarizer(text: str, max_tokens: int) -> str:
+        seen.append(text)
+        return f"- summary {len(seen)}"
+
+    first = compact_messages(msgs, window, M, summarizer=summarizer)
+    more = first.messages + _conversation(30)[1:]  # the conversation went on
+    second = compact_messages(more, window, M, summarizer=summarizer)
+    summaries = [m for m in second.messages if m["content"].startswith("[SUMMARY OF EARLIER")]
+    assert len(summaries) == 1 and "summary 2" in summaries[0]["content"]
+    assert seen[1].startswith("[summary]: - summary 1")  # the earlier summary is read again
+
+
 def test_p4_signals_caller_for_staged_conversations_and_prune_guarantees_window() -> None:
     msgs = [{"role": "system", "content": "System."}]
     msgs += [{"role": "user", "content": f"{i} {PARA}?", "stage": "draft"} for i in range(80)]
@@ -250,7 +276,8 @@ def test_the_memory_digest_is_always_carried_and_never_twice() -> None:
         {"stage": "topic", "decision": "Old idea", "superseded": True},
     ]
     r = compact_messages(msgs, 100_000, M, digest=digest)
-    assert r.steps == [] and r.resolved_at == "none"
+    assert [s.name for s in r.steps] == ["memory digest"] and r.resolved_at == "none"
+    assert r.steps[0].tokens_before == r.tokens_before < r.steps[0].tokens_after
     assert r.messages[0] == msgs[0] and r.messages[2:] == msgs[1:]
     assert r.messages[1] == {
         "role": "system",

@@ -248,3 +248,19 @@ def test_saved_streams_are_found_in_a_session_folder(tmp_path: Path) -> None:
         ("codex-exec.jsonl", "codex"),
         ("gemini-stream.jsonl", "gemini"),
     ]
+
+
+def test_a_banner_line_or_a_byte_order_mark_before_the_stream(tmp_path: Path) -> None:
+    # The CLI may print a line before its events ("Loaded cached credentials."), and an
+    # editor may save a byte-order mark: the stream is still read as one (the whole file
+    # was read as empty records before).
+    lines = "\n".join(json.dumps(r) for r in GEMINI_STREAM) + "\n"
+    banner = tmp_path / "banner.jsonl"
+    banner.write_text("Loaded cached credentials.\n" + lines, encoding="utf-8")
+    parsed = parse_file(banner)
+    assert parsed.platform == "gemini" and parsed.stats.errors == 1  # the banner
+    assert [e.kind for e in parsed.events][:2] == ["system", "user_prompt"]
+    marked = tmp_path / "bom.jsonl"
+    marked.write_bytes(b"\xef\xbb\xbf" + lines.encode())
+    parsed = parse_file(marked)
+    assert parsed.stats.errors == 0 and len(parsed.events) == 9

@@ -25,6 +25,8 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
     loads = orjson.loads
     with path.open("rb", buffering=1 << 20) as handle:
         for number, raw in enumerate(handle, 1):
+            if number == 1:  # a byte-order mark (a file saved by an editor, or by PowerShell)
+                raw = raw.removeprefix(b"\xef\xbb\xbf")
             if len(raw) < 3 and not raw.strip():  # strip() copies: only test short lines
                 continue
             try:

@@ -211,6 +211,23 @@ def _has_jsonl_records(path: Path) -> bool:
     return False
 
 
+_STREAM_SNIFF_LINES = 5
+
+
+def _first_record_is_stream(path: Path) -> bool:
+    """Whether the first JSON object among the file's first lines is a stream-json event."""
+    with path.open("rb") as handle:
+        for n, raw in enumerate(handle):
+            if n >= _STREAM_SNIFF_LINES:
+                break
+            try:
+                obj = orjson.loads(raw.removeprefix(b"\xef\xbb\xbf"))
+            except orjson.JSONDecodeError:
+                continue
+            return isinstance(obj, dict) and is_gemini_stream(obj)
+    return False
+
+
 def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     """Yield the events of a Gemini chat file (single JSON or JSONL; read whole, see above)."""
     b = EventBuilder("gemini", path.stem)
@@ -224,7 +241,9 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                     first = None
                 break
     ordered: list[tuple[int, dict[str, Any]]]
-    if isinstance(first, dict) and is_gemini_stream(first):  # `--output-format stream-json`
+    # `--output-format stream-json` saved to a file: told by its first JSON record, which
+    # may follow a line the CLI printed first (a banner) or a byte-order mark.
+    if _first_record_is_stream(path):
         yield from gemini_stream_events(iter_json_lines(path, stats), b, stats)
         return
     if isinstance(first, dict) and "messages" not in first:
