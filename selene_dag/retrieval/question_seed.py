@@ -134,8 +134,8 @@ def seed_for_question(
     digest = hashlib.sha256(question.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     meta = SeedMeta(
         key=f"question:{digest}:{platform}",
-        # The preamble names where the chunks come from: every platform among them.
-        source_platform=" and ".join(sorted(set(platforms))),
+        source_platform=Counter(platforms).most_common(1)[0][0],
+        source_platforms=tuple(sorted(set(platforms))),
         source_sessions=tuple(
             row.source_session_id or row.session_key for _, row in sorted(sessions.items())
         ),

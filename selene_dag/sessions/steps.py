@@ -554,6 +554,7 @@ def distill_project(
     meta = SeedMeta(
         key=f"{key}:{target}",
         source_platform=source_platform,
+        source_platforms=tuple(sorted(set(platforms))),
         source_sessions=tuple(s.source_session_id or s.session_key for s in sessions),
         cwd=project or "/",
         created_at=newest_time(

@@ -294,6 +294,12 @@ def test_project_distillation_spans_a_projects_sessions(world, first_run) -> Non
                 "WHERE s.consensus >= 5.0 GROUP BY 1"
             ).fetchall()
         )
+        platforms = dict(
+            conn.execute(
+                "SELECT project, list(DISTINCT platform ORDER BY platform) FROM session_files "
+                "GROUP BY 1"
+            ).fetchall()
+        )
     finally:
         conn.close()
     assert {r[1] for r in rows} == {p[0] for p in projects}
@@ -301,3 +307,6 @@ def test_project_distillation_spans_a_projects_sessions(world, first_run) -> Non
         assert key == f"project:{project}" and tokens <= budget
         assert Path(path).is_file() and parse_file(path).errors == 0
         assert count == chunks.get(project, 0)  # far under budget: every good chunk is kept
+        # The first message names every platform the project's sessions come from.
+        opening = next(e.text for e in parse_file(path).events if "assembled from" in e.text)
+        assert f"of {' and '.join(platforms[project])} session(s)" in opening

@@ -26,6 +26,8 @@ class SeedMeta:
     created_at: str
     title: str = "Distilled session"
     question: str = ""
+    # Every platform the source sessions come from, when several (the preamble names them).
+    source_platforms: tuple[str, ...] = ()
 
     @property
     def session_id(self) -> str:
@@ -45,7 +47,8 @@ def preamble(meta: SeedMeta, n_chunks: int) -> str:
     relevant = f" relevant to: {question}\n\nThey come from" if question else " of"
     return (
         f"This session was assembled from {n_chunks} distilled conversation chunks"
-        f"{relevant} {meta.source_platform} session(s) {sources}, selected by selene-dag. "
+        f"{relevant} {' and '.join(meta.source_platforms) or meta.source_platform} "
+        f"session(s) {sources}, selected by selene-dag. "
         "Treat them as prior context."
     )
 
