@@ -304,13 +304,14 @@ def compact_messages(
     before = message_tokens(msgs, model)
     anchor = format_memory_digest(digest)
     steps: list[CompactionStep] = []
+    carried = before
     if anchor:
         msgs = _with_digest(msgs, anchor)
         carried = message_tokens(msgs, model)
         steps.append(
             CompactionStep("memory digest", 0, before, carried, "decisions in one system message")
         )
-    budget = check_context_budget(message_tokens(msgs, model) if anchor else before, window)
+    budget = check_context_budget(carried, window)
     threshold = budget.compaction_threshold
     compacted: list[str] = []
     staged = any(m.get("stage") is not None for m in msgs)

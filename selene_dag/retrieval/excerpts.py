@@ -110,8 +110,8 @@ class PassageSummarizer:
         word it holds (its start when it holds none), at a word start, marked "… " when
         it does not start the text, and cut at the end to fit."""
         low = text.lower()
-        hits = [low.find(s) for s in self.matcher.stems if s and low.find(s) >= 0]
-        at = min(hits) if hits else 0
+        hits = [at for at in (low.find(s) for s in self.matcher.stems if s) if at >= 0]
+        at = min(hits, default=0)
         # About a third of the room goes before the word (what leads to it): the latest
         # word start whose words up to the hit count no more than that.
         starts = [0] + [i + 1 for i in range(max(0, at - 4000), at) if text[i] == " "]
