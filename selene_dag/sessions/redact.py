@@ -1,115 +1,205 @@
 """Replace secrets in transcript text with ``[REDACTED:<kind>]`` before anything is stored.
 
-One compiled alternation, one pass per text that holds a trigger literal. Kinds:
-``anthropic_key`` (``sk-ant-``), ``openai_key`` (``sk-``, ``sk-proj-``), ``aws_access_key``
-(``AKIA``/``ASIA``), ``github_token`` (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``,
-``github_pat_``), ``google_api_key`` (``AIza``), ``slack_token`` (``xox?-``), ``bearer``
-(``Bearer <token>``), ``private_key`` (PEM blocks) and ``env_secret`` (``NAME=value``
-where NAME contains PASSWORD, SECRET, TOKEN, API_KEY, ...).
+Kinds: ``private_key`` (PEM blocks), ``anthropic_key`` (``sk-ant-``), ``openai_key``
+(``sk-``, ``sk-proj-``), ``stripe_key`` (``sk_live_``, ``rk_test_``, ...),
+``aws_access_key`` (``AKIA``/``ASIA``), ``github_token`` (``ghp_``/``gho_``/``ghu_``/
+``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key`` (``AIza``), ``slack_token``
+(``xox?-``), ``bearer`` (``Bearer <token>``), ``basic_auth`` (``Authorization: Basic
+<credentials>``), ``url_password`` (the password of ``scheme://user:password@host``),
+``env_secret`` (``NAME=value`` where NAME is upper case and contains PASSWORD, SECRET,
+TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a config file, a
+JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
+``aws_secret_access_key = wJalr…``).
 
-To stay quiet on ordinary code, ``env_secret`` fires only for UPPER_CASE names written
-``NAME=value`` (no spaces, as in .env files and shell) or ``NAME = "literal"`` (a quoted
-literal), where the value has at least 6 characters, is not only digits, and is not a
-reference such as ``$VAR``, ``os.environ[...]`` or ``None``.
+To stay quiet on ordinary code, a ``config_secret`` name must end with the secret word
+(``max_tokens``, ``tokenizer`` and ``password_hash`` are not secrets), and a value must have
+at least 6 characters, not be only digits, and not be a reference such as ``$VAR``,
+``os.environ[...]``, a call or ``None``. ``env_secret`` takes such a value written
+``NAME=value`` (no spaces, as in .env files and shell) or a quoted literal; ``config_secret``
+takes a quoted literal, or an unquoted value that holds a digit or a symbol (so
+``password = user_password`` stays, ``password: hunter22`` goes). A value ends at a
+backslash, so a secret inside JSON-escaped text (``API_TOKEN=abc123\\nPORT=8080``) takes
+only itself with it.
+
+Each kind runs only on a text holding its trigger (a literal such as ``sk-``, or a secret's
+name followed by ``:`` or ``=``), found by plain substring searches: most events of a
+transcript hold none, and a regular expression tried at every position of a long tool
+output costs ten times more than looking. The assignment kinds are matched only where such
+a name starts.
 """
 
 from __future__ import annotations
 
 import re
 from collections import Counter
+from dataclasses import dataclass
 
 _ENV_NAME = (
     r"(?:[A-Z][A-Z0-9_]*?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)"
     r"(?:_[A-Z0-9_]*)?"
 )
-_PATTERN = re.compile(
-    r"(?P<private_key>-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----)"
-    r"|(?P<anthropic_key>\bsk-ant-[A-Za-z0-9_\-]{20,})"
-    r"|(?P<openai_key>\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,})"
-    r"|(?P<aws_access_key>\b(?:AKIA|ASIA)[0-9A-Z]{16}\b)"
-    r"|(?P<github_token>\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,}))"
-    r"|(?P<google_api_key>\bAIza[0-9A-Za-z_\-]{35})"
-    r"|(?P<slack_token>\bxox[abposr]-[A-Za-z0-9\-]{10,})"
-    r"|(?P<bearer_head>\b[Bb]earer\s+)(?P<bearer>[A-Za-z0-9\-._~+/]{16,}=*)"
-    rf"|(?P<env_head>\b{_ENV_NAME}(?:=|\s*[:=]\s*(?=[\"'])))"
-    r"(?P<env_q>[\"']?)(?!(?:None|null|true|false|True|False|undefined)\b)(?![0-9]+\b)"
-    r"(?P<env_secret>[^\s\"'`$(){}\[\]<>,;]{6,})(?P=env_q)(?![(\[.\w])"
+# Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret.
+_CONFIG_NAME = (
+    r"[A-Za-z0-9_\-]*?"
+    r"(?i:password|passwd|secret|token|api_?key|access_?key|private_?key|auth_?key)"
 )
-# Every secret the pattern matches holds one of these literals. A text holding none (almost
-# every event of a transcript) is returned as it is without running the alternation, which
-# costs about ten times more than looking for them.
-_TRIGGERS = re.compile(
-    "|".join(
-        re.escape(literal)
-        for literal in (
-            "PRIVATE",  # PEM blocks, PRIVATE_KEY
-            "sk-",
-            "AKIA",
-            "ASIA",
-            "ghp_",
-            "gho_",
-            "ghu_",
-            "ghs_",
-            "ghr_",
-            "github_pat_",
-            "AIza",
-            "xox",
-            "earer",  # Bearer, bearer
-            "PASSW",  # PASSWORD, PASSWD
-            "SECRET",
-            "TOKEN",
-            "API_KEY",
-            "APIKEY",
-            "ACCESS_KEY",
-            "AUTH_KEY",
-        )
-    )
-)
+_NOT_A_VALUE = r"(?!(?:None|null|nil|true|false|True|False|undefined)\b)(?![0-9]+\b)(?!\[REDACTED)"
+# An unquoted value: up to a space, a quote, a bracket, a separator or a backslash.
+_BARE = r"[^\s\"'`$(){}\[\]<>,;\\]"
 
-_KINDS = (
-    "private_key",
-    "anthropic_key",
-    "openai_key",
-    "aws_access_key",
-    "github_token",
-    "google_api_key",
-    "slack_token",
-    "bearer",
+
+@dataclass(frozen=True)
+class _Rule:
+    """One kind: its pattern (groups ``head`` and ``q`` stay around the replaced value) and
+    the substrings one of which every match holds."""
+
+    kind: str
+    pattern: re.Pattern[str]
+    triggers: tuple[str, ...]
+
+
+def _rule(kind: str, pattern: str, *triggers: str) -> _Rule:
+    return _Rule(kind, re.compile(pattern), triggers)
+
+
+# In this order: a key inside an assignment is named by its own kind, and an Anthropic key
+# is not taken for an OpenAI one.
+_KEY_RULES = (
+    _rule(
+        "private_key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
+        "PRIVATE KEY-----",
+    ),
+    _rule("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", "sk-ant-"),
+    _rule("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", "sk-"),
+    _rule("stripe_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", "k_live_", "k_test_"),
+    _rule("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "AKIA", "ASIA"),
+    _rule(
+        "github_token",
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
+        "ghp_",
+        "gho_",
+        "ghu_",
+        "ghs_",
+        "ghr_",
+        "github_pat_",
+    ),
+    _rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", "AIza"),
+    _rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "xox"),
+    _rule("bearer", r"(?P<head>\b[Bb]earer\s+)[A-Za-z0-9\-._~+/]{16,}=*", "earer"),
+    _rule(
+        "basic_auth",
+        r"(?P<head>(?i:authorization)\W{0,4}Basic\s+)[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])",
+        "Basic",
+    ),
+    _rule(
+        "url_password",
+        r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>\\]+:)(?![$*{<\[])"
+        r"[^\s@/\"'<>\\]+(?=@[A-Za-z0-9\[])",
+        "://",
+    ),
+)
+_ENV_RULE = _rule(
     "env_secret",
+    rf"(?P<head>{_ENV_NAME}(?:=|\s*[:=]\s*(?=[\"'])))(?P<q>[\"']?){_NOT_A_VALUE}"
+    rf"{_BARE}{{6,}}(?P=q)(?![(\[.\w])",
 )
+_CONFIG_RULE = _rule(
+    "config_secret",
+    rf"(?P<head>(?P<kq>\\?[\"'])?{_CONFIG_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"'])\s*[:=]\s*)"
+    rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
+    r"(?(q)[^\s\"'\\`$<>{}]{6,}(?P=q)"
+    rf"|(?={_BARE}*[0-9!@#%^&*+/=~]){_BARE}{{6,}}(?![(\[.\w]))",
+)
+_KINDS = tuple(rule.kind for rule in _KEY_RULES) + ("env_secret", "config_secret")
+
+# Where an assignment may start: a secret word (lower case, in the lowered text) followed,
+# after the rest of its name and an optional closing quote, by ``:`` or ``=``.
+_NAME_WORDS = (
+    "passw",
+    "secret",
+    "token",
+    "apikey",
+    "api_key",
+    "accesskey",
+    "access_key",
+    "privatekey",
+    "private_key",
+    "authkey",
+    "auth_key",
+)
+_ASSIGNED = {
+    word: re.compile(re.escape(word) + r"[a-z0-9_\-]*\\?[\"']?\s*[:=]") for word in _NAME_WORDS
+}
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
-def _replace(match: re.Match[str], counts: Counter[str] | None) -> str:
-    kind = match.lastgroup
-    if kind == "env_q" or kind is None:  # lastgroup can name the closing quote group
-        kind = "env_secret"
-    if counts is not None:
-        counts[kind] += 1
-    if kind == "bearer":
-        return f"{match.group('bearer_head')}[REDACTED:bearer]"
-    if kind == "env_secret":
-        quote = match.group("env_q") or ""
-        return f"{match.group('env_head')}{quote}[REDACTED:env_secret]{quote}"
-    return f"[REDACTED:{kind}]"
+def _replacement(match: re.Match[str], kind: str) -> str:
+    groups = match.groupdict()
+    head, quote = groups.get("head") or "", groups.get("q") or ""
+    return f"{head}{quote}[REDACTED:{kind}]{quote}"
+
+
+def _name_starts(text: str) -> list[int]:
+    """Where a name that may be assigned a secret starts: the name, and a quote before it."""
+    lowered = text.lower()
+    if len(lowered) != len(text):  # a character whose lower case is longer: look everywhere
+        return list(range(len(text)))
+    starts: set[int] = set()
+    for word in _NAME_WORDS:
+        if word not in lowered:
+            continue
+        for hit in _ASSIGNED[word].finditer(lowered):
+            start = hit.start()
+            while start > 0 and text[start - 1] in _NAME_CHARS:
+                start -= 1
+            starts.add(start)
+            if start > 0 and text[start - 1] in "\"'":  # a quoted key: "apiKey": "…"
+                start -= 1
+                if start > 0 and text[start - 1] == "\\":
+                    start -= 1
+                starts.add(start)
+    return sorted(starts)
+
+
+def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
+    pieces: list[str] = []
+    done = 0
+    for start in _name_starts(text):
+        if start < done or (start > 0 and text[start - 1] in _NAME_CHARS):
+            continue
+        for rule in (_ENV_RULE, _CONFIG_RULE):
+            match = rule.pattern.match(text, start)
+            if match is not None:
+                pieces += [text[done:start], _replacement(match, rule.kind)]
+                done = match.end()
+                if counts is not None:
+                    counts[rule.kind] += 1
+                break
+    return "".join(pieces) + text[done:] if pieces else text
+
+
+def _redact(text: str, counts: Counter[str] | None) -> str:
+    if not isinstance(text, str):
+        raise TypeError(f"redact() expects str, got {type(text).__name__}")
+    for rule in _KEY_RULES:
+        if any(trigger in text for trigger in rule.triggers):
+            text, found = rule.pattern.subn(lambda m, kind=rule.kind: _replacement(m, kind), text)
+            if counts is not None and found:
+                counts[rule.kind] += found
+    return _redact_assignments(text, counts)
 
 
 def redact(text: str) -> str:
-    """Return ``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``."""
-    if not isinstance(text, str):
-        raise TypeError(f"redact() expects str, got {type(text).__name__}")
-    if _TRIGGERS.search(text) is None:
-        return text
-    return _PATTERN.sub(lambda m: _replace(m, None), text)
+    """Return ``text`` with every recognised secret replaced by ``[REDACTED:<kind>]``; a text
+    holding none is returned as it is (the same object)."""
+    return _redact(text, None)
 
 
 def redact_counts(text: str) -> tuple[str, Counter[str]]:
     """Like :func:`redact`, also returning how many secrets of each kind were replaced."""
-    if not isinstance(text, str):
-        raise TypeError(f"redact_counts() expects str, got {type(text).__name__}")
     counts: Counter[str] = Counter()
-    if _TRIGGERS.search(text) is None:
-        return text, counts
-    return _PATTERN.sub(lambda m: _replace(m, counts), text), counts
+    return _redact(text, counts), counts
 
 
 SECRET_KINDS: tuple[str, ...] = _KINDS

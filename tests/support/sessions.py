@@ -29,6 +29,10 @@ PLANTED = {
     + "q" * 40
     + "\n-----END RSA PRIVATE KEY-----",
     "env_secret": "DB_PASSWORD=" + "hunter2" + "Secret99",
+    "stripe_key": "sk_" + "live_" + "51Hx" * 6,
+    "basic_auth": "Authorization: Basic " + "dXNlcjpw" + "YXNzd29yZA==",
+    "url_password": "postgres://admin:" + "Zq9" + "hunter22" + "@db.example.com/app",
+    "config_secret": "aws_secret_access_key = " + "wJalrXUtnFEMI/" + "K7MDENGbPxRfiCY",
 }
 
 
@@ -38,8 +42,12 @@ def secret_values() -> list[str]:
     for kind, text in PLANTED.items():
         if kind == "bearer":
             values.append(text.split(" ", 1)[1])
-        elif kind == "env_secret":
-            values.append(text.split("=", 1)[1])
+        elif kind == "basic_auth":
+            values.append(text.rsplit(" ", 1)[1])
+        elif kind == "url_password":
+            values.append(text.split(":")[2].split("@")[0])
+        elif kind in ("env_secret", "config_secret"):
+            values.append(text.split("=", 1)[1].strip())
         elif kind == "private_key":
             values.append("MIIEpAIBAAKCAQEA")
         else:
