@@ -111,7 +111,7 @@ _CONFIG_RULE = _rule(
     r"(?(q)[^\s\"'\\`$<>{}]{6,}(?P=q)"
     rf"|(?={_BARE}*[0-9!@#%^&*+/=~]){_BARE}{{6,}}(?![(\[.\w]))",
 )
-_KINDS = tuple(rule.kind for rule in _KEY_RULES) + ("env_secret", "config_secret")
+_KINDS = (*(rule.kind for rule in _KEY_RULES), "env_secret", "config_secret")
 
 # Where an assignment may start: a secret word (lower case, in the lowered text) followed,
 # after the rest of its name and an optional closing quote, by ``:`` or ``=``.
