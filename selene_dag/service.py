@@ -473,19 +473,28 @@ def compact(
             conversation, digest = parse_messages({"messages": list(messages), "digest": digest})
         except (TypeError, ValueError) as exc:  # the input's shape, named by the validator
             raise UsageError(str(exc)) from exc
-    if not summarize_with_engine:
-        return compact_messages(conversation, window, model=model, digest=digest)
-    engine = get_engine(settings)
+    summarizer: Callable[[str, int], str] | None = None
+    if summarize_with_engine:
+        engine = get_engine(settings)
 
-    def summarizer(text: str, max_tokens: int) -> str:
-        # A model server that is down skips the summary; the other steps still fit the
-        # conversation to its window.
-        try:
-            return engine.summarize(text, max_tokens, model, kind="conversation")
-        except EngineError as exc:
-            raise SummaryUnavailable(str(exc)) from exc
+        def summarize(text: str, max_tokens: int) -> str:
+            # A model server that is down skips the summary; the other steps still fit the
+            # conversation to its window.
+            try:
+                return engine.summarize(text, max_tokens, model, kind="conversation")
+            except EngineError as exc:
+                raise SummaryUnavailable(str(exc)) from exc
 
-    return compact_messages(conversation, window, model=model, summarizer=summarizer, digest=digest)
+        summarizer = summarize
+    report = compact_messages(
+        conversation, window, model=model, summarizer=summarizer, digest=digest
+    )
+    if conversation and not report.messages:
+        raise SeleneError(
+            f"a window of {plural(window, 'token')} holds no message of this "
+            "conversation: give a larger --window"
+        )
+    return report
 
 
 # --- ask -----------------------------------------------------------------------------------

@@ -21,9 +21,13 @@ the memory anchor that keeps a model from contradicting what was decided, compac
 not (a digest message already in the input is replaced, not repeated).
 
 Then the seed's brute prune is the safety net: above the prune threshold only the system
-messages and the last 50 others are kept, and if the result still exceeds the window the
-oldest messages go (the last one is truncated if it alone is too large). Tokens are
-counted in the target model's tokens, plus ``MESSAGE_OVERHEAD`` per message.
+messages and the last 50 others are kept, and if the result still exceeds the window it
+keeps what matters most while it fits: the memory digest, the latest user message, the
+instructions (the first system message), a summary of earlier discussion, the last
+message, then the rest newest first (a message too large for the room left, such as a
+pasted document, is passed over for the turns before it, and the room left at the end gets
+its start). P3 is skipped when its summary would not be shorter than what it replaces.
+Tokens are counted in the target model's tokens, plus ``MESSAGE_OVERHEAD`` per message.
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ P3_GENERAL_RATIO = 0.4
 P3_GENERAL_MAX = 20
 P3_SUMMARY_TOKENS = 200
 MESSAGE_OVERHEAD = 4  # role markers of a chat template, per message
+MIN_CUT_TOKENS = 50  # the least room the prune fills with the start of a message cut to fit
 
 Summarizer = Callable[[str, int], str]
 
@@ -145,8 +150,7 @@ def format_memory_digest(digest: Sequence[Mapping[str, Any]], stages: Sequence[s
     if stages:
         text += (
             f"\n\n[CONTEXT COMPACTION: {len(stages)} earlier stage(s) compacted: "
-            f"{', '.join(stages)}]\nDetails live in the stage data; the original messages "
-            "remain stored."
+            f"{', '.join(stages)}]\nTheir messages are left out of this context."
         )
     return text
 
@@ -233,6 +237,34 @@ class CompactionReport:
         return sum(s.removed for s in self.steps)
 
 
+def _fitted(message: Message, room: int, model: str | None) -> Message | None:
+    """``message`` cut to ``room`` tokens (its tool calls whole, its content cut), or None
+    when nothing of its content fits."""
+    room -= MESSAGE_OVERHEAD
+    calls = call_text(message)
+    if calls:  # the calls stay whole; the content gets what they leave (+1: the line break)
+        room -= count_tokens_batch([calls], model)[0] + 1
+    content = truncate_to_tokens(str(message["content"]), room, model) if room > 0 else ""
+    return {**message, "content": content} if content else None
+
+
+def _prune_priority(messages: Sequence[Message]) -> list[int]:
+    """Indices of the messages a pruned conversation keeps first, most precious first: the
+    memory digest, the latest user message, the first system message (the instructions),
+    a summary of earlier discussion, the last message."""
+    order = [i for i, m in enumerate(messages) if _is_digest(m)]
+    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
+    order += users[-1:]
+    order += [i for i, m in enumerate(messages) if m["role"] == "system" and not _is_digest(m)][:1]
+    order += [
+        i
+        for i, m in enumerate(messages)
+        if m["role"] == "system" and str(m["content"]).startswith(SUMMARY_HEADER)
+    ]
+    order += [len(messages) - 1] if messages else []
+    return list(dict.fromkeys(order))
+
+
 def brute_prune(
     messages: Sequence[Message],
     window: int,
@@ -241,8 +273,14 @@ def brute_prune(
     prune_ratio: float = PRUNE_RATIO,
 ) -> list[Message]:
     """Safety net: above the prune threshold keep the system messages and the last
-    ``keep_last_n`` others; then drop the oldest non-system messages (then system ones)
-    until the total fits ``window``, truncating the last message if it alone is too big."""
+    ``keep_last_n`` others. If they still exceed ``window``, keep what matters most while it
+    fits: the memory digest, the latest user message, the first system message, a summary
+    of earlier discussion, the last message, then the other messages newest first (one too
+    large for the room left is passed over for older ones that fit), in their order. One of
+    the first five that does not fit whole is cut to the room left (its tool calls kept
+    whole), or left out when nothing of it fits; room left at the end (``MIN_CUT_TOKENS``
+    or more) goes to the newest message passed over, cut to fit. The result never exceeds
+    ``window``."""
     msgs = validate_messages(messages)
     total = message_tokens(msgs, model)
     if not check_context_budget(total, window, prune_ratio=prune_ratio).should_prune:
@@ -251,33 +289,37 @@ def brute_prune(
     others = [i for i, m in enumerate(msgs) if m["role"] != "system"]
     keep = set(system) | set(others[-keep_last_n:] if keep_last_n > 0 else [])
     msgs = [m for i, m in enumerate(msgs) if i in keep]
-    counts = count_tokens_batch([counted_text(m) for m in msgs], model) if msgs else []
-    costs = [c + MESSAGE_OVERHEAD for c in counts]
-    total = sum(costs)
-    # Oldest conversation first, then system messages; the memory digest last of all (its
-    # decisions are what a compacted conversation must not lose).
-    order = [i for i, m in enumerate(msgs) if m["role"] != "system"]
-    order += [i for i, m in enumerate(msgs) if m["role"] == "system" and not _is_digest(m)]
-    order += [i for i, m in enumerate(msgs) if m["role"] == "system" and _is_digest(m)]
-    dropped: set[int] = set()
-    for i in order[:-1]:
-        if total <= window:
-            break
-        dropped.add(i)
-        total -= costs[i]
-    msgs = [m for i, m in enumerate(msgs) if i not in dropped]
-    while msgs and message_tokens(msgs, model) > window:
-        last = msgs[-1]
-        room = window - message_tokens(msgs[:-1], model) - MESSAGE_OVERHEAD
-        calls = call_text(last)
-        if calls:  # the calls stay whole; the content gets what they leave (+1: the line break)
-            room -= count_tokens_batch([calls], model)[0] + 1
-        content = truncate_to_tokens(last["content"], room, model) if room > 0 else ""
-        if content and content != last["content"]:
-            msgs[-1] = {**last, "content": content}
+    costs = [
+        c + MESSAGE_OVERHEAD for c in count_tokens_batch([counted_text(m) for m in msgs], model)
+    ]
+    if sum(costs) <= window:
+        return msgs
+    chosen: dict[int, Message] = {}
+    room = window
+    first = _prune_priority(msgs)
+    for i in first:
+        fitted = msgs[i] if costs[i] <= room else _fitted(msgs[i], room, model)
+        if fitted is None:
+            continue
+        cost = costs[i] if fitted is msgs[i] else message_tokens([fitted], model)
+        if cost <= room:
+            chosen[i] = fitted
+            room -= cost
+    passed_over = []
+    for i in reversed(range(len(msgs))):
+        if i in chosen or i in first:
+            continue
+        if costs[i] <= room:
+            chosen[i] = msgs[i]
+            room -= costs[i]
         else:
-            msgs = msgs[:-1]
-    return msgs
+            passed_over.append(i)
+    # The room left goes to the newest message passed over, cut to fit.
+    if passed_over and room >= MIN_CUT_TOKENS:
+        fitted = _fitted(msgs[passed_over[0]], room, model)
+        if fitted is not None and message_tokens([fitted], model) <= room:
+            chosen[passed_over[0]] = fitted
+    return [chosen[i] for i in sorted(chosen)]
 
 
 def compact_messages(
@@ -402,14 +444,26 @@ def compact_messages(
                         "content": f"{SUMMARY_HEADER}\n"
                         f"{summary}\n\nThe conversation continues from here.",
                     }
-                    start = tokens
-                    msgs = [*system, note, *conversation[n:]]
-                    tokens = message_tokens(msgs, model)
-                    steps.append(
-                        CompactionStep("P3 summarize", n, start, tokens, f"{n} oldest messages")
-                    )
-                    if under(tokens):
-                        resolved = "P3"
+                    summarized = [*system, note, *conversation[n:]]
+                    after = message_tokens(summarized, model)
+                    if after >= tokens:
+                        steps.append(
+                            CompactionStep(
+                                "P3 summarize",
+                                0,
+                                tokens,
+                                tokens,
+                                f"skipped: the summary would not be shorter than the "
+                                f"{n} oldest messages",
+                            )
+                        )
+                    else:
+                        steps.append(
+                            CompactionStep("P3 summarize", n, tokens, after, f"{n} oldest messages")
+                        )
+                        msgs, tokens = summarized, after
+                        if under(tokens):
+                            resolved = "P3"
         # P4
         if resolved == "unresolved" and staged:
             resolved = "P4"
@@ -421,7 +475,14 @@ def compact_messages(
         start = tokens
         pruned = brute_prune(msgs, window, model)
         tokens = message_tokens(pruned, model)
-        steps.append(CompactionStep("brute prune", len(msgs) - len(pruned), start, tokens))
+        cut = [m for m in pruned if m not in msgs]
+        notes = [f"{len(cut)} cut to fit"] if cut else []
+        if any(_is_digest(m) for m in cut) or (
+            any(_is_digest(m) for m in msgs) and not any(_is_digest(m) for m in pruned)
+        ):
+            notes.append("the memory digest does not fit whole")
+        removed = len(msgs) - len(pruned) + len(cut)
+        steps.append(CompactionStep("brute prune", removed, start, tokens, "; ".join(notes)))
         msgs = pruned
         # The report names the last step that actually changed the messages.
         if steps[-1].removed:

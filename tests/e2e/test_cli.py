@@ -134,6 +134,10 @@ def test_compact_reports_each_step_and_fits_the_window(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert_one_line_error(run("compact", str(bad), "--window", "100"), "invalid JSON")
+    assert_one_line_error(
+        run("compact", str(path), "--window", "3"),
+        "a window of 3 tokens holds no message of this conversation: give a larger --window",
+    )
 
 
 def test_compact_takes_a_session_file_and_a_jsonl_file(tmp_path):

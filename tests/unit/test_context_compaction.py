@@ -257,6 +257,64 @@ def test_brute_prune_keeps_last_50_and_fits_window() -> None:
     assert message_tokens(tiny, M) <= 50
 
 
+def test_a_large_system_message_does_not_push_out_the_conversation() -> None:
+    # A 4,000-token document in a system message used to make the prune drop every turn
+    # (oldest conversation first, then system messages), leaving a tenth of the window.
+    doc = {"role": "system", "content": "Reference manual. " + PARA * 40}
+    msgs = [{"role": "system", "content": "Be brief."}, doc, *_conversation(10)[1:]]
+    window = 1_000
+    assert message_tokens([doc], M) > 2 * window
+    r = compact_messages(msgs, window, M)
+    out = r.messages
+    assert message_tokens(out, M) <= window
+    assert message_tokens(out, M) >= 0.9 * window  # the room goes to the document's start
+    assert out[0] == msgs[0]  # the instructions
+    assert out[-1] == msgs[-1] and out[-2] == msgs[-2]  # the latest turn
+    assert sum(m["role"] != "system" for m in out) >= 4
+    prune = r.steps[-1]
+    assert prune.name == "brute prune" and "1 cut to fit" in prune.detail
+    assert r.resolved_at == "prune"
+
+
+def test_the_prune_keeps_the_question_and_instructions_before_older_turns() -> None:
+    msgs = _conversation(8)
+    question = {"role": "user", "content": "Now: which retry policy should the invoices use?"}
+    msgs.append(question)
+    pruned = brute_prune(msgs, 200, M)
+    assert message_tokens(pruned, M) <= 200
+    assert pruned[0] == msgs[0] and pruned[-1] == question
+    # Older turns are taken newest first while they fit (one more cut to the room left),
+    # in their order.
+    middle = pruned[1:-1]
+    whole = [m for m in middle if m in msgs]
+    assert len(middle) - len(whole) <= 1 and whole
+    cut = [m for m in middle if m not in msgs]
+    assert all(any(o["content"].startswith(m["content"][:40]) for o in msgs) for m in cut)
+    assert [msgs.index(m) for m in whole] == sorted(msgs.index(m) for m in whole)
+
+
+def test_the_report_says_when_the_digest_does_not_fit_whole() -> None:
+    msgs = _conversation(6)
+    digest = [{"stage": f"s{i}", "decision": f"Decision {i}: {PARA}"} for i in range(4)]
+    r = compact_messages(msgs, 80, M, digest=digest)
+    assert message_tokens(r.messages, M) <= 80
+    assert "the memory digest does not fit whole" in r.steps[-1].detail
+
+
+def test_p3_is_skipped_when_its_summary_is_not_shorter() -> None:
+    short = [{"role": "system", "content": "Rules."}]
+    for i in range(10):
+        short += [
+            {"role": "user", "content": f"Step {i}?"},
+            {"role": "assistant", "content": "Done."},
+        ]
+    short.append({"role": "system", "content": "Appendix. " + PARA * 20})
+    r = compact_messages(short, 300, M, summarizer=lambda text, n: "A long summary. " * 40)
+    p3 = next(s for s in r.steps if s.name.startswith("P3"))
+    assert p3.removed == 0 and "would not be shorter" in p3.detail
+    assert p3.tokens_after == p3.tokens_before
+
+
 def test_memory_digest_format() -> None:
     digest = [{"stage": "a", "decision": "yes"}, {"stage": "b", "decision": "no"}]
     assert format_memory_digest(digest) == f"{MEMORY_DIGEST_HEADER}\n- a: yes\n- b: no"
