@@ -897,7 +897,7 @@ def _seed_for_question(
     out_dir: Path | None,
     max_tokens: int | None,
 ) -> dict[str, Any]:
-    from selene_dag.retrieval.question_seed import seed_for_question
+    from selene_dag.retrieval.question_seed import NoChunkChosenError, seed_for_question
     from selene_dag.sessions.distiller import DistillerConfig
     from selene_dag.sessions.generators import check_platform
     from selene_dag.sessions.steps import SessionNotFoundError
@@ -924,18 +924,30 @@ def _seed_for_question(
                     f"no scored session matches {session!r}: run distill first"
                 )
             key = matches[0].session_key
-        seeded = seed_for_question(
-            conn,
-            question,
-            platform,
-            out_dir or settings.distilled_dir / "seeds",
-            DistillerConfig.from_settings(settings, max_tokens),
-            settings.now(),
-            model=settings.model,
-            session_key=key,
-            ranker=ranker,
-            weights=(settings.distill_question_weight, settings.distill_static_weight),
-        )
+        try:
+            seeded = seed_for_question(
+                conn,
+                question,
+                platform,
+                out_dir or settings.distilled_dir / "seeds",
+                DistillerConfig.from_settings(settings, max_tokens),
+                settings.now(),
+                model=settings.model,
+                session_key=key,
+                ranker=ranker,
+                weights=(settings.distill_question_weight, settings.distill_static_weight),
+            )
+        except NoChunkChosenError as exc:
+            found = f"{plural(exc.candidates, 'session chunk')} found for {question!r}"
+            if exc.below_minimum == exc.candidates:
+                raise NotFoundError(
+                    f"{found}, none with a score of at least {exc.min_consensus:g} "
+                    "(SELENE_DISTILL_MIN_CONSENSUS): lower it, or ask with other words"
+                ) from exc
+            raise NotFoundError(
+                f"{found}, none fits in {plural(exc.max_tokens, 'token')} with the session's "
+                "opening message: give a larger --max-tokens"
+            ) from exc
     if seeded is None:
         raise NotFoundError(
             f"no scored session chunk matches {question!r}: run `selene-dag distill run --all` "

@@ -14,8 +14,9 @@ Offline, relevance is the full-text score alone.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -24,10 +25,10 @@ import duckdb
 
 from selene_dag.retrieval.pack import RERANK_CHARS, RERANK_TOP, PassageRanker
 from selene_dag.retrieval.search import search
-from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk
-from selene_dag.sessions.generators import SeedMeta
+from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk, distill
+from selene_dag.sessions.generators import SeedMeta, overhead_tokens
 from selene_dag.sessions.steps import DistillResult, newest_time, write_distilled_file
-from selene_dag.sessions.store import load_chunks_many, load_session_files_many
+from selene_dag.sessions.store import SessionFileRow, load_chunks_many, load_session_files_many
 
 # Seed 003's question-weighted consensus: 60% relevance to the question, 40% the chunk's
 # general consensus.
@@ -37,6 +38,8 @@ STATIC_WEIGHT = 0.4
 # this many times more, so that other sessions' matches do not crowd out its own.
 CANDIDATES = 40
 _ONE_SESSION_WIDENING = 10
+# Gemini CLI names a session's project by the SHA-256 of its folder.
+_PROJECT_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -123,27 +126,80 @@ def seed_for_question(
     and minimum apply to that score; its sort mode is taken as ``consensus``); the file's
     time is its newest chunk's, or ``now``; ``weights``: of relevance and of consensus in
     the score; ``ranker``: a model's reading of the best
-    candidates (see the module docstring). None when no scored chunk matches the question.
-    Writes only the file."""
+    candidates (see the module docstring). The file names the sessions and platforms of the
+    chunks it holds. None when no scored chunk matches the question; raises
+    :class:`NoChunkChosenError` when chunks match but none is chosen. Writes only the file."""
     scored, reranked = question_chunks(conn, question, session_key, ranker=ranker, weights=weights)
     if not scored:
         return None
+    by_score = replace(config, sort_by="consensus")
+    # The chunks are chosen with the provenance of every candidate in the preamble (the
+    # longest it can be); the file then names only the sessions of the chunks it holds.
     sessions = load_session_files_many(conn, sorted({s.chunk.session_key for s in scored}))
+    widest = _seed_meta(question, platform, scored, sessions, now)
+    reserve, per_chunk = overhead_tokens(platform, widest, len(scored), model=model)
+    chosen = distill(scored, by_score, reserve_tokens=reserve, per_chunk_tokens=per_chunk)
+    kept = list(chosen.chunks)
+    if not kept:
+        raise NoChunkChosenError(
+            len(scored), chosen.below_consensus, by_score.min_consensus, by_score.max_tokens
+        )
+    kept_sessions = {key: sessions[key] for key in sorted({s.chunk.session_key for s in kept})}
+    meta = _seed_meta(question, platform, kept, kept_sessions, now)
+    result = write_distilled_file(kept, meta, platform, by_score, out_dir, model=model)
+    distilled = replace(
+        result.distilled,
+        dropped_chunks=chosen.dropped_chunks,
+        below_consensus=chosen.below_consensus,
+    )
+    return QuestionSeed(
+        replace(result, distilled=distilled),
+        tuple(kept_sessions),
+        len(scored),
+        tuple(reranked),
+    )
+
+
+class NoChunkChosenError(LookupError):
+    """Chunks match the question, but none is written: each scores under the minimum, or
+    none fits the budget."""
+
+    def __init__(
+        self, candidates: int, below_minimum: int, min_consensus: float, max_tokens: int
+    ) -> None:
+        self.candidates = candidates
+        self.below_minimum = below_minimum
+        self.min_consensus = min_consensus
+        self.max_tokens = max_tokens
+        super().__init__(
+            f"{candidates} chunk(s) match the question: {below_minimum} under the minimum "
+            f"score {min_consensus:g}, the others too large for {max_tokens} tokens"
+        )
+
+
+def _seed_meta(
+    question: str,
+    platform: str,
+    scored: Sequence[ScoredChunk],
+    sessions: Mapping[str, SessionFileRow],
+    now: datetime,
+) -> SeedMeta:
+    """The identity of the session written for ``question`` from ``scored``: its sources'
+    sessions and platforms, and the project it resumes in (the most common project that is
+    a folder; a Gemini session knows its project only by a hash of it)."""
     platforms = [sessions[s.chunk.session_key].platform for s in scored]
-    projects = [sessions[s.chunk.session_key].project or "/" for s in scored]
+    projects = [sessions[s.chunk.session_key].project or "" for s in scored]
+    folders = [p for p in projects if p and not _PROJECT_HASH.fullmatch(p)]
     digest = hashlib.sha256(question.encode("utf-8", "surrogatepass")).hexdigest()[:12]
-    meta = SeedMeta(
+    return SeedMeta(
         key=f"question:{digest}:{platform}",
         source_platform=Counter(platforms).most_common(1)[0][0],
         source_platforms=tuple(sorted(set(platforms))),
         source_sessions=tuple(
             row.source_session_id or row.session_key for _, row in sorted(sessions.items())
         ),
-        cwd=Counter(projects).most_common(1)[0][0],
+        cwd=Counter(folders or projects).most_common(1)[0][0] or "/",
         created_at=newest_time(scored, now),
         title=f"Distilled for the question: {' '.join(question.split())[:80]}",
         question=question,
     )
-    by_score = replace(config, sort_by="consensus")
-    result = write_distilled_file(scored, meta, platform, by_score, out_dir, model=model)
-    return QuestionSeed(result, tuple(sorted(sessions)), len(scored), tuple(reranked))

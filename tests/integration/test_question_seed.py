@@ -119,6 +119,36 @@ def test_one_session_only_and_the_errors(home: Settings, tmp_path: Path) -> None
         service.distill_seed(home, "cursor", question=QUESTION, out_dir=tmp_path)
 
 
+def test_the_file_names_only_the_sessions_of_the_chunks_it_holds(
+    home: Settings, tmp_path: Path
+) -> None:
+    wide = service.distill_seed(home, "claude", question=QUESTION, out_dir=tmp_path / "wide")
+    assert len(wide["sessions"]) == 2 and wide["chunks"] >= 2
+    with pytest.raises(NotFoundError, match="none fits in 100 tokens with the session's"):
+        service.distill_seed(home, "claude", question=QUESTION, out_dir=tmp_path, max_tokens=100)
+    low, high = 100, wide["tokens"]  # the least budget that holds a chunk, by bisection
+    while high - low > 10:
+        try:
+            service.distill_seed(
+                home, "claude", question=QUESTION, out_dir=tmp_path, max_tokens=(low + high) // 2
+            )
+            high = (low + high) // 2
+        except NotFoundError:
+            low = (low + high) // 2
+    narrow = service.distill_seed(
+        home, "claude", question=QUESTION, out_dir=tmp_path / "narrow", max_tokens=high
+    )
+    assert narrow["chunks"] == 1 and len(narrow["sessions"]) == 1
+    written = parse_file(narrow["path"], "claude")
+    preamble = next(e.text for e in written.events if "assembled from" in (e.text or ""))
+    other = next(key for key in wide["sessions"] if key not in narrow["sessions"])
+    assert other.split("-", 1)[1][:8] not in preamble
+    # Every chunk found but none scoring the minimum: said, with the setting that decides.
+    strict = home.model_copy(update={"distill_min_consensus": 9.99})
+    with pytest.raises(NotFoundError, match="none with a score of at least 9.99"):
+        service.distill_seed(strict, "claude", question=QUESTION, out_dir=tmp_path / "strict")
+
+
 def test_a_model_reading_the_candidates_raises_those_it_picks(home: Settings) -> None:
     service.refresh_index_if_stale(home)
     conn = connect(home.db_path)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -77,6 +79,13 @@ def test_codex_shape(distilled) -> None:
     real_meta = raw_lines(REAL_CODEX)[0]["payload"]
     assert set(real_meta) - {"git"} <= set(lines[0]["payload"])
     assert all(set(line) == {"timestamp", "type", "payload"} for line in lines)
+    # `codex resume` lists a rollout only with a user_message event in its first 10 records.
+    head = [line["payload"].get("type") for line in lines[:10] if line["type"] == "event_msg"]
+    assert "user_message" in head
+    events = [line["payload"] for line in lines if line["type"] == "event_msg"]
+    assert [e["message"] for e in events if e["type"] == "user_message"] == message_texts(
+        distilled, META
+    )
 
 
 def test_gemini_shape(distilled) -> None:
@@ -86,6 +95,13 @@ def test_gemini_shape(distilled) -> None:
     assert set(header) <= set(doc)
     assert name.startswith("session-2026-01-02T03-04-")
     assert [m["type"] for m in doc["messages"]][-1] == "gemini"
+    assert doc["projectHash"] == hashlib.sha256(META.cwd.encode()).hexdigest()
+    # A Gemini source knows its project by the hash alone: kept as it is, not hashed again.
+    known_by_hash = replace(META, cwd=doc["projectHash"])
+    assert (
+        json.loads(render_session("gemini", distilled, known_by_hash)[1])["projectHash"]
+        == (doc["projectHash"])
+    )
 
 
 def test_deterministic_and_bad_platform(distilled) -> None:

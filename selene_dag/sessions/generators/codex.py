@@ -2,7 +2,9 @@
 
 Lines use the current envelope ``{timestamp, type, payload}``: one ``session_meta``, then
 ``response_item`` messages (the preamble and one user message per chunk, ``input_text``
-content) and a closing assistant message (``output_text``).
+content, each followed by its ``user_message`` event, as Codex writes them: its session
+picker lists a rollout only when one of its first records is such an event) and a closing
+assistant message (``output_text``) with its ``agent_message`` event.
 """
 
 from __future__ import annotations
@@ -52,6 +54,15 @@ def render(texts: list[str], meta: SeedMeta) -> str:
                 },
             }
         )
+        # Codex writes each prompt twice, as the model saw it and as an event; its session
+        # picker lists only rollouts with a user_message event in their first records.
+        lines.append(
+            {
+                "timestamp": ts,
+                "type": "event_msg",
+                "payload": {"type": "user_message", "message": text, "images": []},
+            }
+        )
     lines.append(
         {
             "timestamp": ts,
@@ -61,6 +72,13 @@ def render(texts: list[str], meta: SeedMeta) -> str:
                 "role": "assistant",
                 "content": [{"type": "output_text", "text": ACK_TEXT}],
             },
+        }
+    )
+    lines.append(
+        {
+            "timestamp": ts,
+            "type": "event_msg",
+            "payload": {"type": "agent_message", "message": ACK_TEXT},
         }
     )
     return b"\n".join(orjson.dumps(line) for line in lines).decode() + "\n"

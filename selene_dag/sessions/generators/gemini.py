@@ -2,7 +2,8 @@
 
 ``{sessionId, projectHash, startTime, lastUpdated, kind: "main", messages}`` with the
 preamble and one ``user`` message per chunk (``content: [{text}]``) and a closing ``gemini``
-message. ``projectHash`` is the SHA-256 of the project directory, as Gemini CLI computes it.
+message. ``projectHash`` is the SHA-256 of the project directory, as Gemini CLI computes it
+(the source's own hash when the project is known only by it).
 """
 
 from __future__ import annotations
@@ -20,6 +21,14 @@ def file_name(meta: SeedMeta) -> str:
     """Gemini names chats ``session-YYYY-MM-DDTHH-MM-<first 8 of id>.json``."""
     stamp = meta.created_at[:16].replace(":", "-")
     return f"session-{stamp}-{meta.session_id[:8]}{EXTENSION}"
+
+
+def project_hash(cwd: str) -> str:
+    """The SHA-256 of the project folder ``cwd``; a ``cwd`` that is such a hash already (a
+    Gemini source session knows its project only by it) as it is."""
+    if len(cwd) == 64 and all(c in "0123456789abcdef" for c in cwd):
+        return cwd
+    return hashlib.sha256(cwd.encode("utf-8")).hexdigest()
 
 
 def render(texts: list[str], meta: SeedMeta) -> str:
@@ -42,7 +51,7 @@ def render(texts: list[str], meta: SeedMeta) -> str:
     )
     doc = {
         "sessionId": meta.session_id,
-        "projectHash": hashlib.sha256(meta.cwd.encode("utf-8")).hexdigest(),
+        "projectHash": project_hash(meta.cwd),
         "startTime": ts,
         "lastUpdated": ts,
         "kind": "main",
