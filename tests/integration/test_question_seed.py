@@ -145,7 +145,7 @@ def test_the_file_names_only_the_sessions_of_the_chunks_it_holds(
     assert other.split("-", 1)[1][:8] not in preamble
     # Every chunk found but none scoring the minimum: said, with the setting that decides.
     strict = home.model_copy(update={"distill_min_consensus": 9.99})
-    with pytest.raises(NotFoundError, match="none with a score of at least 9.99"):
+    with pytest.raises(NotFoundError, match=r"none with a score of at least 9\.99"):
         service.distill_seed(strict, "claude", question=QUESTION, out_dir=tmp_path / "strict")
 
 
