@@ -33,7 +33,9 @@ from selene_dag.sessions.steps import (
     default_assessors,
     distill_project,
     distill_sessions,
+    events_to_chunk,
     file_content_tokens,
+    known_tokens,
     read_session,
     scanned_by_key,
     score_views,
@@ -210,7 +212,7 @@ def _read_one(
         )
         return None
     try:
-        read = read_session(scanned, now, model=model)
+        read = read_session(scanned, now, model=model, known=known_tokens(conn, key, model))
     except Exception as exc:  # one unreadable file must not cost the rest of the batch
         batch.fail(key, f"{scanned.path}: {type(exc).__name__}: {exc}")
         return None
@@ -225,7 +227,7 @@ def _read_one(
     "sessions",
     partitions_def=SESSION_PARTITIONS,
     backfill_policy=SESSION_BACKFILL,
-    code_version="4",
+    code_version="5",  # 5: the redaction of URL passwords and assigned secrets
     description=(
         "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "
@@ -306,7 +308,7 @@ def session_chunks(
         todo = [key for key in batch.keys if key in ingested]
         for at in range(0, len(todo), _WRITE_FILES):
             group = todo[at : at + _WRITE_FILES]
-            events = load_events_many(conn, group)
+            events = events_to_chunk(conn, group, settings.model)
             pending = [
                 (key, (key, *session_chunks_of(events.get(key, []), key, model=settings.model)))
                 for key in group

@@ -73,6 +73,22 @@ def render_event(event: SessionEvent) -> str:
     return f"[{label}] {event.text.strip()}"
 
 
+def chunk_line(event: SessionEvent) -> str:
+    """The event's line in a chunk's text: :func:`render_event` and a line break."""
+    return render_event(event) + "\n"
+
+
+def is_chunked(event: SessionEvent, config: ChunkConfig) -> bool:
+    """Whether ``config`` keeps ``event`` in a chunk (scored events only; see the module
+    docstring)."""
+    return (
+        not event.abandoned
+        and bool(event.text.strip())
+        and event.importance is not None
+        and event.importance >= config.min_importance
+    )
+
+
 def build_chunks(
     events: Sequence[SessionEvent],
     session_key: str,
@@ -81,7 +97,8 @@ def build_chunks(
 ) -> list[Chunk]:
     """Chunks of ``events`` (in seq order) for ``session_key``; see the module docstring.
 
-    Events whose ``importance`` is None are scored with :func:`score_event` first.
+    Events whose ``importance`` is None are scored with :func:`score_event` first. An
+    event's ``line_tokens``, when set, is taken as the count of its line in ``model``.
     """
     if not session_key:
         raise ValueError("build_chunks() needs a non-empty session_key")
@@ -94,8 +111,11 @@ def build_chunks(
             kept.append(event)
     if not kept:
         return []
-    lines = [render_event(e) + "\n" for e in kept]
-    counts = count_tokens_batch(lines, model=model)
+    lines = [chunk_line(e) for e in kept]
+    todo = [i for i, e in enumerate(kept) if e.line_tokens is None]
+    counts = [e.line_tokens or 0 for e in kept]
+    for i, n in zip(todo, count_tokens_batch([lines[i] for i in todo], model=model), strict=True):
+        counts[i] = n
     for i, n in enumerate(counts):
         if n > config.max_tokens:
             lines[i] = truncate_to_tokens(lines[i], config.max_tokens - 1, model=model) + "\n"

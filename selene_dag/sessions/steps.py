@@ -29,7 +29,7 @@ from selene_dag.sessions.assessors import (
     importance_assessment,
     run_assessors,
 )
-from selene_dag.sessions.chunker import Chunk, ChunkConfig, build_chunks
+from selene_dag.sessions.chunker import Chunk, ChunkConfig, build_chunks, chunk_line, is_chunked
 from selene_dag.sessions.consensus import AssessmentScore, ConsensusConfig, compute_consensus
 from selene_dag.sessions.distiller import DistilledSession, DistillerConfig, ScoredChunk, distill
 from selene_dag.sessions.generators import SeedMeta, overhead_tokens, write_session
@@ -48,6 +48,7 @@ from selene_dag.sessions.store import (
     distilled_paths_many,
     load_chunks,
     load_events,
+    load_events_many,
     load_scored,
     load_scored_many,
     load_session_file,
@@ -111,10 +112,36 @@ class IngestResult:
     own_assessment: bool = False
 
 
+@dataclass(frozen=True)
+class KnownTokens:
+    """Token counts a session's stored events already hold, in one model: by event text,
+    and by chunk line (``render_event`` + a line break)."""
+
+    texts: dict[str, int] = field(default_factory=dict)
+    lines: dict[str, int] = field(default_factory=dict)
+
+
+def known_tokens(conn: duckdb.DuckDBPyConnection, session_key: str, model: str) -> KnownTokens:
+    """The counts of ``session_key``'s stored events when they are in ``model``'s tokens
+    (empty otherwise): a transcript that grew is re-read counting only its new events."""
+    row = load_session_file(conn, session_key)
+    if row is None or row.token_model != model:
+        return KnownTokens()
+    known = KnownTokens()
+    for event in load_events(conn, session_key):
+        if event.tokens is not None:
+            known.texts[event.text] = event.tokens
+        if event.line_tokens is not None:
+            known.lines[chunk_line(event)] = event.line_tokens
+    return known
+
+
 def normalize_events(
-    scanned: ScannedFile, model: str | None = None
+    scanned: ScannedFile, model: str | None = None, known: KnownTokens | None = None
 ) -> tuple[list[SessionEvent], ParseStats, Counter[str]]:
-    """Parse (streaming), redact every text, score importance and count tokens."""
+    """Parse (streaming), redact every text, score importance and count tokens: of each
+    event's text, and of its chunk line when the chunker keeps it by default (a count in
+    ``known`` is taken as it is)."""
     stats = ParseStats()
     redactions: Counter[str] = Counter()
     events: list[SessionEvent] = []
@@ -124,11 +151,16 @@ def normalize_events(
             redactions.update(counts)
         events.append(event)
     score_events(events)
-    if events:
-        for event, n in zip(
-            events, count_tokens_batch([e.text for e in events], model=model), strict=True
-        ):
-            event.tokens = n
+    known = known or KnownTokens()
+    chunked = [e for e in events if is_chunked(e, ChunkConfig())]
+    lines = [chunk_line(e) for e in chunked]
+    texts = [e.text for e in events]
+    todo = [t for t in texts if t not in known.texts] + [x for x in lines if x not in known.lines]
+    counted = dict(zip(todo, count_tokens_batch(todo, model=model), strict=True)) if todo else {}
+    for event, text in zip(events, texts, strict=True):
+        event.tokens = known.texts.get(text, counted.get(text))
+    for event, line in zip(chunked, lines, strict=True):
+        event.line_tokens = known.lines.get(line, counted.get(line))
     return events, stats, redactions
 
 
@@ -165,14 +197,20 @@ class ReadSession:
     result: IngestResult
 
 
-def read_session(scanned: ScannedFile, now: datetime, model: str | None = None) -> ReadSession:
+def read_session(
+    scanned: ScannedFile,
+    now: datetime,
+    model: str | None = None,
+    known: KnownTokens | None = None,
+) -> ReadSession:
     """Parse, redact and score one file, without writing: :func:`ingest_session` without
-    the store, for a step that writes many files at once (``replace_sessions``).
+    the store, for a step that writes many files at once (``replace_sessions``). ``known``:
+    token counts of its stored events (:func:`known_tokens`), taken instead of counting.
 
     A transcript of selene-dag's own assessment run (:func:`is_own_assessment`) keeps its
     ``session_files`` row with no events (``IngestResult.own_assessment``)."""
     sha = file_sha256(scanned.path)
-    events, stats, redactions = normalize_events(scanned, model)
+    events, stats, redactions = normalize_events(scanned, model, known)
     own = is_own_assessment(events)
     if own:
         events = []
@@ -193,6 +231,7 @@ def read_session(scanned: ScannedFile, now: datetime, model: str | None = None) 
         scanned_at=now,
         parsed_at=now,
         parent_session_id=stats.parent_session_id,
+        token_model=model,
     )
     result = IngestResult(
         session_key=scanned.session_key,
@@ -239,6 +278,22 @@ def archived_session(conn: duckdb.DuckDBPyConnection, session_key: str) -> Inges
 
 
 # --- chunk -------------------------------------------------------------------------------
+
+
+def events_to_chunk(
+    conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str], model: str | None
+) -> dict[str, list[SessionEvent]]:
+    """The stored events of ``session_keys`` (:func:`load_events_many`), their chunk-line
+    counts kept only where they are in ``model``'s tokens (the chunker counts the others)."""
+    events = load_events_many(conn, session_keys)
+    counted_in = {
+        k: row.token_model for k, row in load_session_files_many(conn, session_keys).items()
+    }
+    for key, stored in events.items():
+        if counted_in.get(key) != model:
+            for event in stored:
+                event.line_tokens = None
+    return events
 
 
 def session_chunks_of(
@@ -637,6 +692,7 @@ __all__ = [
     "DistillBatch",
     "DistillResult",
     "IngestResult",
+    "KnownTokens",
     "ScoreResult",
     "SessionNotFoundError",
     "SessionScores",
@@ -646,12 +702,14 @@ __all__ = [
     "default_assessors",
     "distill_project",
     "distill_sessions",
+    "events_to_chunk",
     "events_version",
     "file_content_tokens",
     "file_sha256",
     "find_session_file",
     "ingest_session",
     "is_own_assessment",
+    "known_tokens",
     "normalize_events",
     "project_names",
     "read_session",

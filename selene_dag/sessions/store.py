@@ -50,6 +50,7 @@ EVENT_COLUMNS = (
     "raw_type",
     "line",
     "abandoned",
+    "line_tokens",
 )
 
 
@@ -73,6 +74,8 @@ class SessionFileRow:
     scanned_at: datetime
     parsed_at: datetime
     parent_session_id: str | None = None
+    # The model the events' token counts are in (None: unknown, count them again).
+    token_model: str | None = None
 
 
 @dataclass(frozen=True)
@@ -223,6 +226,7 @@ def _event_record(key: str, e: SessionEvent) -> dict[str, object]:
         "raw_type": e.raw_type,
         "line": e.line,
         "abandoned": e.abandoned,
+        "line_tokens": e.line_tokens,
     }
 
 

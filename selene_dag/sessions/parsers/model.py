@@ -39,8 +39,8 @@ class SessionEvent:
     line of the source record (for single-JSON Gemini files: the message index + 1).
     ``timestamp`` is ISO-8601 UTC (see :mod:`.timestamps`) or None. ``abandoned`` marks an
     event of a branch the user rewound away from: it is stored, but not chunked or scored
-    as part of the conversation. ``tokens`` and ``importance`` are filled after parsing
-    (chunker / scorer).
+    as part of the conversation. ``tokens``, ``line_tokens`` and ``importance`` are filled
+    after parsing (chunker / scorer).
     """
 
     session_id: str
@@ -59,6 +59,9 @@ class SessionEvent:
     line: int = 0
     importance: int | None = None
     abandoned: bool = False
+    # The tokens of the event's line in a chunk's text (``chunker.render_event``), counted
+    # with ``tokens`` when the event is likely to be chunked.
+    line_tokens: int | None = None
 
     def as_row(self) -> dict[str, Any]:
         """Return the event as a plain dict (column name -> value), file paths as a list."""
@@ -79,6 +82,7 @@ class SessionEvent:
             "line": self.line,
             "importance": self.importance,
             "abandoned": self.abandoned,
+            "line_tokens": self.line_tokens,
         }
 
 
