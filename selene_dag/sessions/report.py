@@ -379,7 +379,8 @@ def distill_seed(
     ``$SELENE_HOME/distilled/seeds``); returns its path and token accounting. Only the file
     is written, not the database. Raises UsageError for an unknown platform,
     SessionNotFoundError when there is no database or no scored session (matching
-    ``session``).
+    ``session``), when the session kept no chunk (unnamed: when none did), or when none
+    fits ``max_tokens``.
     """
     from selene_dag.sessions.distiller import DistillerConfig
     from selene_dag.sessions.generators import check_platform
@@ -396,12 +397,25 @@ def distill_seed(
             raise SessionNotFoundError(
                 f"no scored session{' matches ' + repr(session) if session else ''}: run distill first"
             )
-        chosen = rows[0]
-        scored = load_scored(conn, chosen.session_key)
+        config = DistillerConfig.from_settings(settings, max_tokens)
+        # Unnamed, the most recent session that kept a chunk: a seed of none is no seed.
+        for chosen in rows:
+            scored = load_scored(conn, chosen.session_key)
+            if any(s.consensus >= config.min_consensus for s in scored) or session:
+                break
     finally:
         conn.close()
+    if not any(s.consensus >= config.min_consensus for s in scored):
+        which = (
+            f"session {chosen.session_key} kept no chunk"
+            if session
+            else ("no scored session kept a chunk")
+        )
+        raise SessionNotFoundError(
+            f"{which}: every chunk scores under {config.min_consensus:g} "
+            "(SELENE_DISTILL_MIN_CONSENSUS)"
+        )
     meta = session_meta(chosen, f"{chosen.session_key}:{platform}:seed", scored)
-    config = DistillerConfig.from_settings(settings, max_tokens)
     result = write_distilled_file(
         scored,
         meta,
@@ -410,6 +424,13 @@ def distill_seed(
         out_dir or settings.distilled_dir / "seeds",
         model=settings.model,
     )
+    if not result.distilled.chunks:
+        result.path.unlink(missing_ok=True)
+        raise SessionNotFoundError(
+            f"no chunk of session {chosen.session_key} fits in "
+            f"{config.max_tokens:,} tokens with the session's opening message: give a larger "
+            "--max-tokens"
+        )
     return {
         "session_key": chosen.session_key,
         "platform": platform,

@@ -102,10 +102,8 @@ def _inside(path: str, root_real: str) -> bool:
     return real == root_real or real.startswith(root_real.rstrip(os.sep) + os.sep)
 
 
-def _judge(path: str, size: int, platform: str | None) -> tuple[str | None, str]:
+def _judge(path: str, platform: str | None) -> tuple[str | None, str]:
     """(platform taken, "") or (None, reason) for a file whose name does not settle it."""
-    if size == 0:
-        return None, "empty file"
     try:
         found = detect_platform_file(path)
     except OSError as exc:
@@ -124,7 +122,7 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
     and Codex ``*.jsonl``, Gemini ``session-*`` or ``chats/*``) is taken from its name alone.
     Any other ``*.json``/``*.jsonl`` file is read and taken when its content detects as the
     root's platform (any platform for a bare root); otherwise it is skipped with the reason.
-    Missing roots are ignored.
+    An empty file is skipped (until its agent writes to it). Missing roots are ignored.
     """
     found: dict[str, ScannedFile] = {}
     skipped: dict[str, SkippedFile] = {}
@@ -148,8 +146,11 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
             except OSError:
                 continue
             platform: str | None = root.platform
+            if st.st_size == 0:  # an agent creates its transcript before writing to it
+                skipped.setdefault(entry.path, SkippedFile(entry.path, base, "empty file"))
+                continue
             if not _conventional(entry.name, parent, root.platform):
-                platform, reason = _judge(entry.path, st.st_size, root.platform)
+                platform, reason = _judge(entry.path, root.platform)
                 if platform is None:
                     skipped.setdefault(entry.path, SkippedFile(entry.path, base, reason))
                     continue

@@ -181,6 +181,13 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
     assert report.returncode == 0
     assert "1 session kept no chunk: none reached consensus 5;" in report.stderr
     assert "SELENE_DISTILL_MIN_CONSENSUS" in report.stderr
+    # A seed of no chunk is no seed: said, and no file written.
+    seeds = tmp_path / "seeds"
+    assert_one_line_error(
+        run("distill", "seed", "claude", "--out-dir", str(seeds), env=env),
+        "no scored session kept a chunk: every chunk scores under 5 (SELENE_DISTILL_MIN_CONSENSUS)",
+    )
+    assert not seeds.exists() or not any(seeds.iterdir())
 
     lowered = {**env, "SELENE_DISTILL_MIN_CONSENSUS": "2.5"}
     ran = run("distill", "run", "--all", env=lowered)
@@ -190,6 +197,16 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
     (row,) = json.loads(after.stdout)
     assert row["min_consensus"] == 2.5 and row["distilled_chunks"] > 0
     assert "kept no chunk" not in run("distill", "report", env=lowered).stderr
+    assert_one_line_error(
+        run(
+            "distill", "seed", "claude", "--out-dir", str(seeds), "--max-tokens", "60", env=lowered
+        ),
+        "fits in 60 tokens with the session's opening message: give a larger --max-tokens",
+    )
+    assert not any(seeds.iterdir())
+    seeded = run("distill", "seed", "claude", "--out-dir", str(seeds), env=lowered)
+    assert seeded.returncode == 0, seeded.stderr
+    assert len(list(seeds.iterdir())) == 1
 
 
 def test_sessions_stay_found_after_another_process_folds_the_log(tmp_path):

@@ -141,6 +141,8 @@ def test_explicit_root_takes_any_name_whose_content_is_that_platform(tmp_path: P
     shutil.copy(REAL_GEMINI, other / "my-chat.jsonl")
     shutil.copy(REAL_CODEX, other / "stray-codex.jsonl")
     (other / "empty.json").write_text("")
+    # A transcript its agent has created but not written to yet is left for later.
+    (sub.parent / "session-2026-04-20T08-00-abcd1234.json").write_text("")
     (root / "9da8b3" / "logs.json").write_text("[]")
     result = scan_report([SessionRoot(root, "gemini")])
     assert sorted((Path(f.path).name, f.platform) for f in result.files) == [
@@ -150,6 +152,7 @@ def test_explicit_root_takes_any_name_whose_content_is_that_platform(tmp_path: P
     reasons = {Path(s.path).name: s.reason for s in result.skipped}
     assert reasons == {
         "empty.json": "empty file",
+        "session-2026-04-20T08-00-abcd1234.json": "empty file",
         "logs.json": "not a Claude Code, Codex CLI or Gemini CLI transcript",
         "stray-codex.jsonl": "content is a Codex CLI transcript, under a gemini= root",
     }
