@@ -480,7 +480,8 @@ def compact(
     messages: Annotated[
         Path,
         typer.Argument(
-            help="JSON list of {role, content, stage?, completed?}, a JSONL file of "
+            help="JSON list of {role, content, stage?, completed?}, or "
+            '{"messages": [...], "digest": [{stage, decision, superseded?}]}, a JSONL file of '
             "messages, or a Claude Code, Codex CLI or Gemini CLI session file."
         ),
     ],
@@ -519,6 +520,14 @@ def compact(
     title = (
         f"compaction: {report.tokens_before:,} → {report.tokens_after:,} tokens (window {window:,})"
     )
+    if not rows:
+        threshold = report.compaction_threshold
+        err.print(
+            f"nothing to compact: {report.tokens_before:,} tokens, under the {threshold:,} that "
+            f"compaction starts at (85% of the window of {window:,})",
+            highlight=False,
+        )
+        return
     err.print(
         _rows_table(rows, title, ["step", "removed", "tokens before", "tokens after", "detail"])
     )
@@ -718,7 +727,7 @@ def serve_command(
     ),
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
 ) -> None:
-    """HTTP API: /ask, /context, /compact, /health/compression (docs at /docs)."""
+    """HTTP API: /ask, /show, /context, /compact, /health/compression (docs at /docs)."""
     import uvicorn
 
     from selene_dag.api import create_app
@@ -964,7 +973,11 @@ def distill_report_command(
 
 @distill_app.command("assess")
 @guarded
-def distill_assess_command(chunk_id: Annotated[str, typer.Argument(help="A chunk id.")]) -> None:
+def distill_assess_command(
+    chunk_id: Annotated[
+        str, typer.Argument(help="A chunk id, or its citation as distill report lists it.")
+    ],
+) -> None:
     """Run every available assessor on one chunk now and show the consensus."""
     result = service.distill_assess(load_settings(), chunk_id)
     out.print_json(json.dumps(result, default=str))

@@ -1067,7 +1067,12 @@ def distill_run(
     file that ran: key, platform, path, ok, error, distilled (the file's path), and the
     chunks it kept, left out for the budget, and had, with the minimum consensus that
     decided (``distilled_chunks``, ``dropped_chunks``, ``chunks``, ``min_consensus``).
-    ``on_batch(done, total)`` reports progress after each run."""
+    ``on_batch(done, total)`` reports progress after each run. Raises UsageError for ids
+    with ``all_files``."""
+    if all_files and ids:
+        raise UsageError(
+            f"--all runs every session file; name sessions ({', '.join(ids)}) or give --all"
+        )
     files = sessions_report.resolve_sessions(settings, ids, all_files)
     # Dagster's last verdict that no file needs a run stands while nothing it rests on
     # moved (see selene_dag.last_verdict): then Dagster is not loaded.

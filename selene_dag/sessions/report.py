@@ -9,6 +9,7 @@ messages). Reads open the database only when it exists. No Dagster here.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -309,15 +310,26 @@ def _rating(assessor: str, assessment: Any) -> dict[str, Any]:
     }
 
 
+# A chunk's citation as the report lists it, bracketed or not.
+_CHUNK_CITATION = re.compile(r"\[?(?P<key>\S+) events (?P<first>\d+)-(?P<last>\d+)\]?")
+
+
 def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
     """Run every available assessor on one stored chunk now; returns ratings, consensus and
     ``failed``: why each CLI assessor on PATH that gave no rating failed (it timed out after
     SELENE_ASSESSOR_TIMEOUT twice, exited with an error, answered no rating).
 
-    ``chunk_id`` may carry the ``chunk:`` prefix that ask's JSON gives its items. Nothing
-    is written (the ``chunk_scores`` asset owns the stored scores). Raises
+    ``chunk_id`` may carry the ``chunk:`` prefix that ask's JSON gives its items, or be a
+    chunk's citation as ``distill report`` lists it (``<key> events a-b``). Nothing is
+    written (the ``chunk_scores`` asset owns the stored scores). Raises
     SessionNotFoundError when there is no database or no chunk ``chunk_id``.
     """
+    from selene_dag.sessions.chunker import chunk_id as id_of_chunk
+
+    asked = chunk_id
+    cited = _CHUNK_CITATION.fullmatch(chunk_id.strip())
+    if cited:
+        chunk_id = id_of_chunk(cited["key"], int(cited["first"]), int(cited["last"]))
     chunk_id = chunk_id.removeprefix("chunk:")
     from selene_dag.llm import get_engine
     from selene_dag.llm.cli_assessors import assess_with_clis, available_assessors
@@ -332,7 +344,10 @@ def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
     try:
         session_key = chunk_session_key(conn, chunk_id)
         if session_key is None:
-            raise SessionNotFoundError(f"no chunk with id {chunk_id!r}")
+            what = "citation" if cited else "id"
+            raise SessionNotFoundError(
+                f"no chunk with {what} {asked!r} (distill report lists the best chunks)"
+            )
         view = next(v for v in chunk_views(conn, session_key) if v.chunk_id == chunk_id)
         extractive = get_engine(settings.replace(llm="extractive"), cache_conn=conn)
         model = get_engine(settings, cache_conn=conn) if settings.llm != "extractive" else None

@@ -134,6 +134,11 @@ def test_compact_reports_each_step_and_fits_the_window(tmp_path):
     bad = tmp_path / "bad.json"
     bad.write_text("{not json")
     assert_one_line_error(run("compact", str(bad), "--window", "100"), "invalid JSON")
+    short = tmp_path / "short.json"
+    short.write_text(json.dumps(messages[:3]))
+    quiet = run("compact", str(short), "--window", "100000")
+    assert quiet.returncode == 0 and json.loads(quiet.stdout)["messages"] == messages[:3]
+    assert "nothing to compact: " in quiet.stderr and "step" not in quiet.stderr
     assert_one_line_error(
         run("compact", str(path), "--window", "3"),
         "a window of 3 tokens holds no message of this conversation: give a larger --window",
@@ -175,6 +180,10 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
         (FIXTURES / "codex" / "agent-sessions_small.jsonl").read_bytes()
     )
     env = {"SELENE_SESSION_ROOTS": f"codex={root}"}
+    assert_one_line_error(
+        run("distill", "run", "--all", "nope", env=env),
+        "--all runs every session file; name sessions (nope) or give --all",
+    )
     ran = run("distill", "run", "--all", env=env)
     assert ran.returncode == 0 and "1 session kept no chunk" in ran.stderr
     report = run("distill", "report", env=env)

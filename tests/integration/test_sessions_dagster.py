@@ -21,6 +21,7 @@ from selene_dag.defs.sessions import (
 )
 from selene_dag.sessions.parsers import parse_file
 from selene_dag.sessions.scanner import scan_roots
+from selene_dag.sessions.steps import SessionNotFoundError
 from tests.support.sessions import (
     REAL_CLAUDE,
     REAL_CODEX,
@@ -261,6 +262,12 @@ def test_cli_functions(world, first_run) -> None:
     assert assessed["sufficient"]
     # The id as ask's JSON prints it (`chunk:<id>`) names the same chunk.
     assert distill_assess(settings, f"chunk:{chunk_id}")["assessments"] == assessed["assessments"]
+    # So does the citation the report lists.
+    citation = report[0]["top_chunks"][0]["citation"]
+    by_citation = distill_assess(settings, citation)
+    assert by_citation["chunk_id"] == report[0]["top_chunks"][0]["id"].removeprefix("chunk:")
+    with pytest.raises(SessionNotFoundError, match="no chunk with citation"):
+        distill_assess(settings, f"{report[0]['session_key']} events 9998-9999")
     with pytest.raises(ValueError, match="no session file matches"):
         resolve_sessions(settings, ["does-not-exist"])
     # Neither ids nor --all: the most recently modified file (seed 003 §5.11).
