@@ -109,7 +109,24 @@ _NAME_STAMP = re.compile(r"^(\d{4})(\d{2})(\d{2})(\d{2})(\d{2})(\d{2})?(?!\d)")
 _T = TypeVar("_T")
 # libyaml's loader when PyYAML was built with it (its wheels are): front matter is read for
 # every markdown note, and the pure-Python loader took two thirds of reading a vault.
-_YAML_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_BASE_LOADER: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+class _YamlLoader(_BASE_LOADER):  # type: ignore[misc,valid-type]
+    """The safe loader, except that a date that is no date (``2024-13-45``, ``2024-02-30``,
+    an hour 25) stays the text it is: the note is kept and the date reported as unreadable,
+    not the whole folder's ingest failed on one value."""
+
+
+def _timestamp_or_text(loader: Any, node: Any) -> Any:
+    try:
+        return loader.construct_yaml_timestamp(node)
+    except (ValueError, OverflowError):
+        return loader.construct_scalar(node)
+
+
+_YamlLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_or_text)
+_YAML_LOADER: Any = _YamlLoader
 
 
 @dataclass(frozen=True)
@@ -634,17 +651,23 @@ _PROPERTY = re.compile(r"^([A-Za-z][\w-]*):: ?(.*?)\s*$")
 _PAGE_LINK = re.compile(r"\[\[(.*?)\]\]")  # tags:: [[work]] names the page "work"
 
 
-def _page_properties(body: str) -> dict[str, str]:
-    """The ``key:: value`` lines a page starts with (Logseq's page properties), lower-cased
-    keys, ``[[page]]`` links as their names; they stay in the text, as the app shows them."""
+def _page_properties(body: str) -> tuple[dict[str, str], str]:
+    """The ``key:: value`` lines a page starts with (Logseq's page properties: lower-cased
+    keys, ``[[page]]`` links as their names), and the text after them. They are the page's
+    metadata, as front matter is: left in, they opened every essence and excerpt."""
     found: dict[str, str] = {}
-    for line in body.splitlines():
-        match = _PROPERTY.match(line)
+    lines = body.splitlines(keepends=True)
+    taken = 0
+    for line in lines:
+        match = _PROPERTY.match(line.rstrip("\r\n"))
         if match is None:
             break
         found[match.group(1).lower()] = _PAGE_LINK.sub(r"\1", match.group(2))
+        taken += 1
     found.pop("id", None)  # Logseq's reference id of a block, not the note's name
-    return found
+    if not taken:
+        return found, body
+    return found, "".join(lines[taken:]).lstrip("\r\n")
 
 
 def _parse_markdown(
@@ -658,8 +681,8 @@ def _parse_markdown(
         broken = None
         try:
             loaded = yaml.load(match.group(1), Loader=_YAML_LOADER)
-        except yaml.YAMLError as exc:
-            broken = str(exc).splitlines()[0] if str(exc) else "YAML error"
+        except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
+            broken = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         else:
             if loaded is not None and not isinstance(loaded, dict):
                 broken = "expected key: value pairs"
@@ -673,7 +696,7 @@ def _parse_markdown(
     elif is_notion_page(PurePosixPath(rel).stem):
         meta = page_properties(body)
     else:
-        meta = _page_properties(body)
+        meta, body = _page_properties(body)
     if is_drawing(meta):
         body = drawing_text(body)
         if not body:  # a drawing without words: nothing to read, nothing wrong

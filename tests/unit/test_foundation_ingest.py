@@ -2,6 +2,8 @@ import json
 import os
 from datetime import UTC, datetime
 
+import pytest
+
 from selene_dag.notes.ingest import read_notes
 from selene_dag.notes.listing import note_files
 
@@ -167,8 +169,10 @@ def test_logseq_page_properties_give_title_and_tags(tmp_path):
     notes = {n.id: n for n in read_notes(tmp_path).notes}
     kafka = notes["pages/kafka___retention.md"]
     assert (kafka.title, kafka.tags) == ("Kafka/Retention", ("kafka", "ops"))
-    assert kafka.content.startswith("title:: Kafka/Retention")  # kept, as Logseq shows it
+    # Metadata, as front matter is: it would open every essence and excerpt of the page.
+    assert kafka.content == "- retention.ms is per topic\n"
     assert notes["pages/plain.md"].title == "plain"
+    assert "title:: not a property here" in notes["pages/plain.md"].content
 
 
 def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
@@ -248,6 +252,22 @@ def test_an_unreadable_optional_value_costs_the_value_not_the_note(tmp_path):
     assert reasons[("notes.jsonl", 1)] == ("note kept, created_at (unreadable date 'soon') ignored")
     assert reasons[("notes.jsonl", 2)] == "note kept, title (expected text, got list) ignored"
     assert reasons[("notes.jsonl", 3)].startswith("missing 'content'")
+
+
+@pytest.mark.parametrize(
+    "value", ["2024-13-45", "2024-02-30", "2024-01-01 25:00:00", "2024-01-01T10:00:00+25:00"]
+)
+def test_a_date_that_is_no_date_in_front_matter_costs_the_value_not_the_ingest(tmp_path, value):
+    # YAML reads date-shaped values as dates; one that is no date raised out of the loader
+    # and failed the whole folder's ingest.
+    (tmp_path / "bad.md").write_text(f"---\ntitle: Bad\ncreated: {value}\n---\nThe orchid text.\n")
+    (tmp_path / "good.md").write_text("---\ncreated: 2024-01-02\n---\nFine.\n")
+    result = read_notes(tmp_path)
+    by_id = {n.id: n for n in result.notes}
+    assert by_id["bad.md"].title == "Bad" and by_id["bad.md"].created_at is None
+    assert by_id["good.md"].created_at == datetime(2024, 1, 2, tzinfo=UTC)
+    (error,) = result.errors
+    assert error.error == f"note kept, front-matter created (unreadable date '{value}') ignored"
 
 
 def test_a_file_name_that_is_not_utf8_keeps_its_note_and_a_binary_file_is_named(tmp_path):

@@ -87,3 +87,18 @@ def test_abandoned_records_follow_descendants() -> None:
     # b has two prompt children, c (older) and e (newer): c and its subtree are abandoned.
     assert abandoned_records(parents, {"b": ["c", "e"]}) == {"c", "d"}
     assert abandoned_records(parents, {"b": ["e"]}) == set()
+
+
+def test_a_sub_agent_is_its_own_session_started_by_its_parent() -> None:
+    # Real sub-agent transcript: its records carry the parent's sessionId and agentId.
+    sub = FIXTURES / "claude" / "claude-code-log_ef958aa1_subagents_agent-a4ca7529859c158c2.jsonl"
+    result = parse_file(sub)
+    assert result.stats.session_id == "agent-a4ca7529859c158c2"
+    assert result.stats.parent_session_id == "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    assert {e.session_id for e in result.events} == {"agent-a4ca7529859c158c2"}
+    # The parent's own transcript (an agentId only on its task results) is not a sub-agent.
+    parent = parse_file(
+        FIXTURES / "claude" / "claude-code-log_ef958aa1-0e93-49f0-bb71-150f63befcd1.jsonl"
+    )
+    assert parent.stats.session_id == "ef958aa1-0e93-49f0-bb71-150f63befcd1"
+    assert parent.stats.parent_session_id is None

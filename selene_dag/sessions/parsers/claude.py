@@ -27,6 +27,10 @@ Mapping (one event per content block, so an assistant line with a text block and
   progress, agent names, ...) and unknown types -> ``other`` with empty text (``last-prompt``
   and ``queue-operation`` repeat a prompt already recorded, so their text is not kept).
 
+A sub-agent's transcript (``<session>/subagents/agent-<id>.jsonl``: sidechain records with an
+``agentId``) is the session ``agent-<id>``, whose ``ParseStats.parent_session_id`` is the
+session that started it (its records carry that one's ``sessionId``).
+
 Records are linked by ``uuid`` / ``parentUuid``. A record whose ``uuid`` was already seen
 (a resume can repeat records) is skipped and counted in ``stats.duplicates``. A rewind
 leaves a fork: a record with two or more user-prompt children; every branch but the last
@@ -325,6 +329,12 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 prompts.setdefault(parent, []).append(uuid)
         sid = obj.get("sessionId")
         if isinstance(sid, str) and stats.session_id is None:
+            agent = obj.get("agentId")
+            if obj.get("isSidechain") is True and isinstance(agent, str) and agent:
+                # A sub-agent's transcript carries its parent's session id: the sub-agent
+                # is its own session (named as its file is), started by that one.
+                stats.parent_session_id = sid
+                sid = f"agent-{agent}"
             stats.session_id = sid
             b.session_id = sid
         if stats.project is None and isinstance(obj.get("cwd"), str):
