@@ -120,6 +120,21 @@ def _incoming_frame(notes: list[tuple[NoteRecord, str]], stored: dict[str, tuple
     return frame
 
 
+def _archives_kept(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> list[str]:
+    """The ``<archive>!/`` prefixes of the archives under a folder being ingested that were
+    ingested on their own: a folder's ingest reads no archive in it, so their notes are not
+    its to delete, whether the archive is still there or was cleared away after its ingest
+    (an export is downloaded to be read once). Ingesting the archive again updates them."""
+    if not scope.path.is_dir():
+        return []
+    rows = conn.execute(
+        "SELECT DISTINCT split_part(source, '!/', 1) FROM notes WHERE deleted_at IS NULL "
+        "AND starts_with(id, ?) AND starts_with(source, ?) AND contains(source, '!/')",
+        [scope.id_prefix, scope.source_prefix],
+    ).fetchall()
+    return [f"{archive}!/" for (archive,) in rows]
+
+
 def write_notes(
     conn: duckdb.DuckDBPyConnection, result: IngestResult, scope: IngestScope, now: datetime
 ) -> NotesWriteStats:
@@ -135,6 +150,7 @@ def write_notes(
 
     root_prefix = scope.source_prefix
     skip = [str(folder).rstrip("/") + "/" for folder in scope.skip]
+    skip += _archives_kept(conn, scope)
     failed = pd.DataFrame({"source": pd.Series(result.files_failed, dtype="object")})
     errors = pd.DataFrame(
         [(e.source, e.line, e.error) for e in result.errors], columns=["source", "line", "error"]

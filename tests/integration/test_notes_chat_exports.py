@@ -75,3 +75,14 @@ def test_a_zip_export_broken_later_loses_no_note(tmp_path: Path, home: Path) -> 
     write([chats[0]])  # the second chat deleted in the app
     fixed = service.ingest(settings, archive)
     assert (fixed.notes, fixed.deleted, fixed.home_notes) == (1, 1, 1)
+
+    # The folder the archive was downloaded to, ingested in turn: its own notes join, the
+    # archive's stay (a folder's ingest reads no archive in it), even once the download is
+    # cleared away.
+    (archive.parent / "todo.md").write_text("# Todo\nRenew the TLS certificate.\n")
+    folder = service.ingest(settings, archive.parent)
+    assert (folder.inserted, folder.deleted, folder.home_notes) == (1, 0, 2)
+    archive.unlink()
+    (archive.parent / "todo.md").write_text("# Todo\nRenew the TLS certificate today.\n")
+    gone = service.ingest(settings, archive.parent)
+    assert (gone.changed, gone.deleted, gone.home_notes) == (1, 0, 2)
