@@ -26,6 +26,7 @@ from selene_dag.definitions import defs
 from selene_dag.defs.metadata import AS_OF_DAY
 from selene_dag.defs.notes import FORGOTTEN_FOLDER, daily_summaries, notes_source
 from selene_dag.defs.resources import default_resources, resources_for
+from selene_dag.defs.run_owner import owner_tags, release_dead_runs
 from selene_dag.defs.sessions import (
     DISTILL_SELECTION,
     PROJECTS_SELECTION,
@@ -145,18 +146,22 @@ def materialize(
 
     With ``settings``, the store stays open for the whole run: each step's connection then
     joins the database DuckDB already holds in this process instead of opening the file
-    and checkpointing it again on close (about 40 ms a step on a 10,000-note store)."""
+    and checkpointing it again on close (about 40 ms a step on a 10,000-note store).
+
+    The run is tagged with this process (:mod:`.run_owner`), and runs left unfinished by a
+    process that died first are marked failed and their pool slots freed."""
     _freeze_loaded_objects()
     with ExitStack() as stack:
         if settings is not None:
             stack.enter_context(open_store(settings.db_path, wait=settings.lock_wait))
+        release_dead_runs(instance)
         return dg.materialize(
             all_assets_and_checks(),
             selection=selection,
             instance=instance,
             resources=resources_for(settings) if settings is not None else default_resources(),
             partition_key=partition_key,
-            tags=tags,
+            tags={**(tags or {}), **owner_tags()},
             raise_on_error=raise_on_error,
             run_config={
                 **(run_config or {}),

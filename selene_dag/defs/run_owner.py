@@ -1,0 +1,81 @@
+"""Which process runs a run, and the runs whose process died.
+
+A run the CLI starts executes in its own process (``dg.materialize``), holding a slot of the
+``duckdb`` pool while a step writes. A process killed mid-run (``kill -9``, a closed
+terminal, a crash) leaves the run marked started and its slot claimed for ever: Dagster's
+daemon would notice, but the CLI runs none, and every later run waited on that slot without
+end. So each run carries the host, process id and process start time of the process that
+runs it (:func:`owner_tags`), and before a run starts :func:`release_dead_runs` marks failed
+the runs of this host whose process is gone, and frees their slots. Runs started elsewhere
+(the UI, the daemon, another machine) carry no such tags, or another host, and are left to
+Dagster.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import dagster as dg
+
+HOST_TAG = "selene/host"
+PID_TAG = "selene/pid"
+START_TAG = "selene/process_start"
+
+_UNFINISHED = [
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+]
+
+
+def _process_start(pid: int) -> str:
+    """The start time of process ``pid`` (clock ticks after boot, from ``/proc``), "" where
+    the system does not tell it: with the pid it names one process, never a later one
+    that reuses the number."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return ""
+    # The command name (field 2) may hold spaces and parentheses: fields follow its last ')'.
+    fields = stat[stat.rfind(")") + 2 :].split()
+    return fields[19] if len(fields) > 19 else ""
+
+
+def owner_tags() -> dict[str, str]:
+    """Tags naming this process as the one that runs a run."""
+    pid = os.getpid()
+    return {HOST_TAG: socket.gethostname(), PID_TAG: str(pid), START_TAG: _process_start(pid)}
+
+
+def _alive(pid: int, start: str) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: it exists
+        pass
+    return not start or _process_start(pid) in ("", start)
+
+
+def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark failed the unfinished runs this host started whose process is gone, and free
+    the pool slots they hold; returns their run ids."""
+    host = socket.gethostname()
+    released = []
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=_UNFINISHED, tags={HOST_TAG: host})
+    )
+    for record in records:
+        run = record.dagster_run
+        pid = run.tags.get(PID_TAG, "")
+        if not pid.isdigit() or _alive(int(pid), run.tags.get(START_TAG, "")):
+            continue
+        instance.report_run_failed(
+            run, f"the process that ran it ({pid} on {host}) ended before the run did"
+        )
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(run.run_id)
+    return released

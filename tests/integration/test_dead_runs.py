@@ -1,0 +1,74 @@
+"""A run whose process died (``kill -9`` mid-ingest) holds the ``duckdb`` pool's slot and
+stays "started": every later run waited on that slot for ever. Before a run starts, runs of
+this host whose process is gone are marked failed and their slots freed. Real instance,
+real pool, real ingest."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import dagster as dg
+from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.utils import make_new_run_id
+
+from selene_dag import service
+from selene_dag.config import load_settings
+from selene_dag.defs import runs
+from selene_dag.defs.run_owner import HOST_TAG, PID_TAG, START_TAG, owner_tags
+
+
+def _stale_run(instance: dg.DagsterInstance, tags: dict[str, str], claim: bool = True) -> str:
+    run_id = make_new_run_id()
+    instance.add_run(
+        DagsterRun(
+            job_name="__ASSET_JOB", run_id=run_id, status=dg.DagsterRunStatus.STARTED, tags=tags
+        )
+    )
+    if claim:
+        storage = instance.event_log_storage
+        storage.initialize_concurrency_limit_to_default("duckdb")
+        assert storage.claim_concurrency_slot("duckdb", run_id, "raw_notes").is_claimed
+    return run_id
+
+
+def test_a_run_whose_process_died_does_not_block_the_next(tmp_path: Path) -> None:
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Kafka\nConsumer lag grows at night.\n")
+    settings = load_settings({"SELENE_LOCK_WAIT": "5"}, home=tmp_path / "home")
+    instance = runs.instance_for(settings)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    dead = _stale_run(
+        instance,
+        {HOST_TAG: socket.gethostname(), PID_TAG: str(ended.pid), START_TAG: "1"},
+    )
+    # A run of a live process (this one), or of another host, is not touched.
+    live = _stale_run(instance, owner_tags(), claim=False)
+    elsewhere = _stale_run(instance, {HOST_TAG: "another-host", PID_TAG: str(ended.pid)}, False)
+    storage = instance.event_log_storage
+
+    # Ran in a child process with a deadline: the bug was a wait without end.
+    code = (
+        "from pathlib import Path; from selene_dag import service; "
+        "from selene_dag.config import load_settings; "
+        f"r = service.ingest(load_settings({{'SELENE_LOCK_WAIT': '5'}}, home=Path({str(tmp_path / 'home')!r})), "
+        f"Path({str(notes)!r})); print(r.notes)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=os.environ
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "1"
+    status = {run_id: instance.get_run_by_id(run_id).status for run_id in (dead, live, elsewhere)}
+    assert status == {
+        dead: dg.DagsterRunStatus.FAILURE,
+        live: dg.DagsterRunStatus.STARTED,
+        elsewhere: dg.DagsterRunStatus.STARTED,
+    }
+    assert not storage.get_concurrency_info("duckdb").claimed_slots
+    assert service.ask(settings, "consumer lag", 200).items
