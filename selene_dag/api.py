@@ -104,6 +104,7 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         description="Token-budgeted context from notes and AI coding-agent sessions.",
         lifespan=lifespan,
         docs_url=None,  # served below from local files: /docs works with no network
+        redoc_url=None,  # ReDoc loads its script from a CDN: not offline
     )
     app.state.store = shared
     _mount_docs(app)
