@@ -60,6 +60,7 @@ from selene_dag.retrieval.search import (
     documents,
     hybrid_passages,
     index_build,
+    literal_terms,
     parse_sources,
     passage_matrix,
     passage_texts,
@@ -681,7 +682,8 @@ def ask(
     candidates: list[Candidate] = search(
         conn, query, kinds, limit=candidate_limit, model=model, ids=ids, build=build
     )
-    matrix = passage_matrix(conn, build) if passage_limit and ids else None
+    searchable = bool(ids) or bool(literal_terms(query_terms(query)))
+    matrix = passage_matrix(conn, build) if passage_limit and searchable else None
     hits = (
         hybrid_passages(
             conn, query, kinds, limit=passage_limit, k=PASSAGE_RRF_K, ids=ids, matrix=matrix

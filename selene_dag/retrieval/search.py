@@ -8,6 +8,7 @@ stemmed terms (:mod:`.bm25`), so a question never scans every document.
 from __future__ import annotations
 
 import threading
+from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -360,6 +361,49 @@ def passage_bm25(
     return resident.top(conn, PASSAGES_BM25, ids, kinds, limit, build)
 
 
+# The literal list's weight in the passages' fusion: a question's ticket number, error code
+# or identifier (a word with a digit, which the full-text index does not hold: its
+# tokenizer drops digits, as the fts extension's does) is found word for word.
+LITERAL_WEIGHT = 1.0
+
+
+def literal_terms(terms: Sequence[str]) -> list[str]:
+    """The question terms the full-text index cannot find: of 3 characters or more, at
+    least half of them digits (``4471``, ``e403``, ``zq1234x``; ``spellfix1`` is found by
+    its word, and ``v2`` or ``10`` tell too little)."""
+    return [t for t in terms if len(t) >= 3 and 2 * sum(c.isdigit() for c in t) >= len(t)]
+
+
+def passage_literal(
+    conn: duckdb.DuckDBPyConnection, terms: Sequence[str], kinds: Sequence[str], limit: int
+) -> list[tuple[str, int]]:
+    """The ``limit`` passages holding most of ``terms`` word for word (case-insensitive,
+    between non-alphanumeric characters, in title or text), as ``(passage_id, terms held)``,
+    most first (ties by passage id). Only a term held by at most ``limit`` passages counts:
+    a ticket number or an error code picks its passages out, while "10" or "v2" is in too
+    many to tell anything. Empty without terms. A scan of the passages' text, asked only
+    for questions with such terms."""
+    if not terms:
+        return []
+    rows = conn.execute(
+        f"""
+WITH p AS (SELECT passage_id, lower(title || chr(10) || text) AS body FROM {PASSAGES_TABLE}
+           WHERE list_contains($kinds, kind)),
+near AS (SELECT passage_id, body FROM p WHERE len(list_filter($terms, t -> contains(body, t))) > 0)
+SELECT passage_id, list_filter($terms, t -> regexp_matches(
+    body, '(^|[^[:alnum:]])' || t || '($|[^[:alnum:]])')) AS held
+FROM near
+""",
+        {"kinds": list(kinds), "terms": [t.lower() for t in terms]},
+    ).fetchall()
+    df = Counter(t for _, held in rows for t in held)
+    telling = {t for t, n in df.items() if n <= limit}
+    scored = [(str(p), sum(t in telling for t in held)) for p, held in rows]
+    scored = [(p, n) for p, n in scored if n]
+    scored.sort(key=lambda x: (-x[1], x[0]))
+    return scored[:limit]
+
+
 def passage_dense(
     conn: duckdb.DuckDBPyConnection,
     question: str,
@@ -431,11 +475,12 @@ def hybrid_passages(
     ids: Sequence[int] | None = None,
     matrix: _Matrix | None = None,
 ) -> list[PassageHit]:
-    """Passages for ``question``: the ``limit`` best by BM25 and the ``limit`` nearest by
-    embedding, fused by reciprocal rank (``k``; the dense list weighs ``dense_weight``),
-    best first (ties by passage id). Empty
-    when the question has no searchable word or no word of it is in any passage (a
-    question nothing matches gets no pack from nearest neighbours alone). Needs a built
+    """Passages for ``question``: the ``limit`` best by BM25, the ``limit`` nearest by
+    embedding and, when the question has words with a digit, the ``limit`` holding most of
+    them word for word (:func:`passage_literal`), fused by reciprocal rank (``k``; the dense
+    list weighs ``dense_weight``, the literal one ``LITERAL_WEIGHT``), best first (ties by
+    passage id). Empty when the question has no searchable word or no word of it is in any
+    passage (a question nothing matches gets no pack from nearest neighbours alone). Needs a built
     index. ``ids`` (the question's ``term_ids``) and ``matrix`` (the index's
     ``passage_matrix``): when the caller has them already."""
     terms = query_terms(question)
@@ -444,11 +489,12 @@ def hybrid_passages(
     kinds = [SOURCES[s] for s in parse_sources(sources)]
     build = matrix.build if matrix is not None else None
     lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids, build)]
-    if not lexical:
+    literal = [p for p, _ in passage_literal(conn, literal_terms(terms), kinds, limit)]
+    if not lexical and not literal:
         return []
     matrix = matrix if matrix is not None else passage_matrix(conn)
     nearest = [p for p, _ in passage_dense(conn, question, kinds, limit, matrix)] if dense else []
-    scores = fuse([lexical, nearest], k, (1.0, dense_weight))
+    scores = fuse([lexical, nearest, literal], k, (1.0, dense_weight, LITERAL_WEIGHT))
     if not scores:
         return []
     rows = matrix.spans

@@ -1,0 +1,60 @@
+"""Ask for a number: the full-text index drops digits (its tokenizer is the fts
+extension's), so a ticket number, an error code or an identifier like ``zq1234x`` matched
+nothing, and a question made of one said "nothing matched". Such words are looked up word
+for word in the passages. Real files, a real ingest through Dagster, the real index."""
+
+from __future__ import annotations
+
+import pytest
+
+from selene_dag import service
+from selene_dag.config import load_settings
+from selene_dag.retrieval.search import literal_terms
+
+NOTES = {
+    "locker.md": "# Locker\n\nThe locker code is 4471 and the ticket is JIRA-8812.\n",
+    "marker.md": "# Vault anchor\n\nThe unique marker of the vault is zq1234x, keep it.\n",
+    "player.md": "# Video player\n\nError 153 means the player configuration is wrong.\n",
+}
+# Notes that share every other word of the questions, and other numbers.
+FILLER = {
+    f"filler-{i}.md": f"# Locker and vault notes {i}\n\nThe code of the locker of the video "
+    f"player vault is {1000 + i}; error {200 + i} means the marker of the ticket is fine.\n"
+    for i in range(30)
+}
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory):
+    root = tmp_path_factory.mktemp("numbers")
+    folder = root / "notes"
+    folder.mkdir()
+    for name, text in {**NOTES, **FILLER}.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    settings = load_settings({"SELENE_LLM": "extractive"}, home=root / "home")
+    service.ingest(settings, folder)
+    return settings
+
+
+@pytest.mark.parametrize(
+    ("question", "note"),
+    [
+        ("4471", "locker.md"),
+        ("which ticket is 8812", "locker.md"),
+        ("what is the unique marker zq1234x", "marker.md"),
+        ("what does error 153 mean in the video player", "player.md"),
+    ],
+)
+def test_a_number_finds_its_note(settings, question: str, note: str) -> None:
+    result = service.ask(settings, question, 120)
+    assert result.items, result.stats["note"]
+    assert result.items[0].citation.startswith(f"note notes/{note}")
+
+
+def test_which_words_are_looked_up_word_for_word() -> None:
+    assert literal_terms(["4471", "e403", "zq1234x", "jira", "spellfix1", "v2", "10", "p99"]) == [
+        "4471",
+        "e403",
+        "zq1234x",
+        "p99",
+    ]
