@@ -208,8 +208,16 @@ def _carry_forward(pieces: Sequence[Piece], rel: list[float], i: int, d: float) 
 
 def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
     """The chosen pieces in reading order: neighbours keep their own joint; a gap in the
-    source is marked " … " inside a paragraph and a line "…" between lines."""
-    order = sorted(chosen)
+    source is marked " … " inside a paragraph and a line "…" between lines. Lines of a
+    fenced code block come with its fences, chosen or not (and a closing one when the text
+    ends inside the block): without them the code read as prose, and a fence left open
+    turned the rest of a markdown pack into code."""
+    fences = _fences(pieces)
+    blocks = {pieces[j].block for j in chosen if pieces[j].kind == "code"} & set(fences)
+    with_fences = set(chosen)
+    for block in blocks:
+        with_fences.update(i for i in fences[block] if i is not None)
+    order = sorted(with_fences)
     if not order:
         return ""
     out = [pieces[order[0]].text]
@@ -219,7 +227,25 @@ def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
             joint = "\n…\n" if joint == "\n" else " … "
         out.append(joint)
         out.append(pieces[j].text)
+    unclosed = [b for b in blocks if fences[b][1] is None]
+    if unclosed:  # the text ends inside that block: so does the excerpt
+        fence = _FENCE.match(pieces[fences[unclosed[0]][0]].text)
+        out.append("\n" + (fence.group(1) if fence else "```"))
     return "".join(out)
+
+
+def _fences(pieces: Sequence[Piece]) -> dict[int, tuple[int, int | None]]:
+    """Fenced code blocks of ``pieces``: block -> (its opening fence piece, its closing
+    one, None when the text ends inside the block)."""
+    out: dict[int, tuple[int, int | None]] = {}
+    for i, piece in enumerate(pieces):
+        if piece.kind != "code" or piece.block < 0 or not _FENCE.match(piece.text):
+            continue
+        if piece.block not in out:
+            out[piece.block] = (i, None)
+        else:
+            out[piece.block] = (out[piece.block][0], i)
+    return out
 
 
 # --- Passages: the retrieval unit (cut once, when the index is built) -----------------

@@ -116,11 +116,14 @@ class Selection:
         prev_end: int | None = None
         body = self.doc.body
         for e in sorted(self.excerpts, key=lambda e: e.start):
+            # Adjacent by what each shows: a cut excerpt ends at its last piece, and the
+            # text between that and the next excerpt was left out.
+            start, end = shown_span(body, e)
             if parts:
-                adjacent = prev_end is not None and not body[prev_end : e.start].strip()
-                parts.append("\n" if adjacent and not e.cut else GAP)
+                adjacent = prev_end is not None and not body[prev_end:start].strip()
+                parts.append("\n" if adjacent else GAP)
             parts.append(e.text)
-            prev_end = e.end
+            prev_end = end
         return "".join(parts).lstrip("\n").rstrip()
 
     def render(self) -> str:

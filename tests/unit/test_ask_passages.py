@@ -222,3 +222,19 @@ def test_fuse_documents_lifts_passages_of_the_best_bm25_document() -> None:
     fused = fuse_documents(hits, ["note:b", "note:a"], 5.0)
     assert [h.passage_id for h in fused] == ["p2", "p1", "p3"]
     assert fused[2].fused == 0.23  # a document BM25 did not find gains nothing
+
+
+def test_code_lines_come_with_their_fences() -> None:
+    # An excerpt of code lines without their fences read as prose in a markdown pack, and
+    # one that kept the opening fence only turned the rest of the pack into code.
+    text = "Compile it like this:\n\n```bash\nwget https://x/y.tar.gz\ntar xzf y.tar.gz\nmake\n```\n\nThen run it.\n"
+    pieces = segment(text)
+    code = [i for i, p in enumerate(pieces) if p.text.startswith(("wget", "tar"))]
+    assert join_pieces(pieces, code) == "```bash\nwget https://x/y.tar.gz\ntar xzf y.tar.gz\n…\n```"
+    intro = [i for i, p in enumerate(pieces) if p.text.startswith(("Compile", "Then"))]
+    assert (
+        join_pieces(pieces, intro) == "Compile it like this:\n…\nThen run it."
+    )  # no code: no fence
+    # A text that ends inside a block (a passage cut there): the excerpt closes it.
+    open_block = segment("Intro:\n~~~\ncode 1\ncode 2")
+    assert join_pieces(open_block, [2]) == "~~~\ncode 1\n~~~"

@@ -11,6 +11,7 @@ from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval.select import (
     GAP,
     Document,
+    Excerpt,
     RankedPassage,
     Selection,
     dominant_document,
@@ -296,3 +297,17 @@ def test_selection_estimate_never_exceeds_the_budget(sizes, budget, cap) -> None
         _count(s.header()) + 1 + sum(_count(e.text) + 1 for e in s.excerpts) for s in chosen
     )
     assert estimate <= budget
+
+
+def test_text_a_cut_excerpt_left_out_before_the_next_one_is_marked() -> None:
+    # The cut excerpt's passage runs to the next one, but it shows only its first line:
+    # the line after it was left out, and the join says so.
+    body = "Alpha line.\n\nBeta left out.\n\nGamma line.\n"
+    doc = Document("n", "note", "note n", "N", body)
+    first = Excerpt(0, body.index("Gamma"), "Alpha line.", 1.0, cut=True)
+    second = Excerpt(body.index("Gamma"), len(body), "Gamma line.", 0.5)
+    assert Selection(doc, [first, second]).content() == "Alpha line.\n…\nGamma line."
+    # Adjacent by what they show: joined by a line break, no marker.
+    whole = Excerpt(0, body.index("Beta"), "Alpha line.", 1.0)
+    beta = Excerpt(body.index("Beta"), body.index("Gamma"), "Beta left out.", 0.7, cut=True)
+    assert Selection(doc, [whole, beta]).content() == "Alpha line.\nBeta left out."
