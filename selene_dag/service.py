@@ -236,10 +236,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
             )
             if not outcome.success:
                 raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
-            meta: dict[str, Any] = {}
-            if outcome.result is not None:
-                for mat in outcome.result.asset_materializations_for_node("raw_notes"):
-                    meta = {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+            meta = outcome.metadata("raw_notes")
             report = _ingest_report(conn, path, started, tuple(outcome.selected), meta)
     # Dagster found nothing to run: remembered unless something it rests on moved while it
     # decided (the folder walked again, outside the block).
@@ -326,9 +323,7 @@ def forget(settings: Settings, target: str) -> ForgetReport:
         outcome = runs.forget_notes_folder(runs.instance_for(settings), settings, key, selection)
         if not outcome.success:
             raise RunFailedError(f"forget failed: {runs.failure_message(outcome.result)}")
-        forgotten = 0
-        for mat in outcome.result.asset_materializations_for_node("raw_notes"):
-            forgotten = int(getattr(mat.metadata.get("marked_deleted"), "value", 0) or 0)
+        forgotten = int(outcome.metadata("raw_notes").get("marked_deleted") or 0)
         live = conn.execute("SELECT count(*) FROM notes WHERE deleted_at IS NULL").fetchone()[0]
     return ForgetReport(
         key, folder, forgotten, int(live), time.perf_counter() - started, tuple(outcome.selected)

@@ -346,13 +346,26 @@ class StaleRun:
     """What a stale-only materialization decided and did."""
 
     selected: list[str] = field(default_factory=list)
-    result: dg.ExecuteInProcessResult | None = None
+    results: list[dg.ExecuteInProcessResult] = field(default_factory=list)
     reasons: dict[str, str] = field(default_factory=dict)
 
     @property
+    def result(self) -> dg.ExecuteInProcessResult | None:
+        """The run that failed, else the last run; None when nothing had to run."""
+        failed = [r for r in self.results if not r.success]
+        return failed[0] if failed else self.results[-1] if self.results else None
+
+    @property
     def success(self) -> bool:
-        """True when nothing had to run or the run succeeded."""
-        return self.result is None or self.result.success
+        """True when nothing had to run or every run succeeded."""
+        return all(r.success for r in self.results)
+
+    def metadata(self, node: str) -> dict[str, Any]:
+        """The metadata of ``node``'s materialization in these runs ({} when it did not run)."""
+        for result in self.results:
+            for mat in result.asset_materializations_for_node(node):
+                return {k: getattr(v, "value", v) for k, v in mat.metadata.items()}
+        return {}
 
 
 def observe_notes_folder(
@@ -467,6 +480,9 @@ def stale_plan(
     return stale_reasons(instance, settings, _unpartitioned(selection))
 
 
+RAW_NOTES = "raw_notes"
+
+
 def materialize_stale(
     instance: dg.DagsterInstance,
     settings: Settings,
@@ -478,7 +494,12 @@ def materialize_stale(
     """Materialize, in one run, the unpartitioned assets of ``selection`` that must run
     (see :func:`stale_reasons`) and everything downstream of them inside ``selection``;
     with nothing stale no run starts. ``force`` runs the whole selection;
-    ``notes_version``: see :func:`stale_plan`."""
+    ``notes_version``: see :func:`stale_plan`.
+
+    When the notes folder is what changed (``raw_notes`` must read it), ``raw_notes`` runs
+    first on its own, and what follows it runs only if its data version moved: ingesting
+    two unchanged folders in turn changes the observed folder each time, which made every
+    downstream asset stale and run, though no note changed."""
     graph = defs.resolve_asset_graph()
     keys = _unpartitioned(selection)
     if force:
@@ -487,11 +508,24 @@ def materialize_stale(
         reasons = stale_plan(instance, settings, selection, notes_version)
     if not reasons:
         return StaleRun()
+    outcome = StaleRun(reasons=reasons)
+    if not force and RAW_NOTES in reasons:
+        outcome.selected.append(RAW_NOTES)
+        outcome.results.append(
+            materialize([RAW_NOTES], instance, raise_on_error=False, settings=settings)
+        )
+        if not outcome.success:
+            return outcome
+        keys = [k for k in keys if k.to_user_string() != RAW_NOTES]
+        reasons = stale_reasons(instance, settings, keys)
+        if not reasons:
+            return outcome
     roots = {dg.AssetKey.from_user_string(name) for name in reasons}
     chosen = (dg.AssetSelection.assets(*roots).downstream()).resolve(graph) & set(keys)
     names = sorted(k.to_user_string() for k in chosen)
-    result = materialize(names, instance, raise_on_error=False, settings=settings)
-    return StaleRun(selected=names, result=result, reasons=reasons)
+    outcome.selected.extend(names)
+    outcome.results.append(materialize(names, instance, raise_on_error=False, settings=settings))
+    return outcome
 
 
 def forget_notes_folder(
@@ -509,7 +543,7 @@ def forget_notes_folder(
     result = materialize(
         names, instance, raise_on_error=False, settings=settings, run_config=run_config
     )
-    return StaleRun(selected=names, result=result, reasons={"raw_notes": f"forget {key}"})
+    return StaleRun(selected=names, results=[result], reasons={"raw_notes": f"forget {key}"})
 
 
 def sessions_to_run(

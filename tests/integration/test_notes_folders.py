@@ -62,6 +62,12 @@ def test_two_folders_with_the_same_file_names_keep_both_notes(tmp_path: Path, ho
     assert after["a/todo.md"] == before["a/todo.md"]  # untouched, not even re-stamped
     assert "saffron" in after["a/todo.md"][1] and "kayak" in after["b/todo.md"][1]
 
+    # Ingesting the unchanged folders in turn reads each again, and nothing else runs: the
+    # observed folder changes each time, but no note does.
+    assert service.ingest(settings, a).ran == ("raw_notes",)
+    assert service.ingest(settings, b).ran == ("raw_notes",)
+    assert service.ingest(settings, b).ran == ()
+
     # Each note is found and cited under its own id.
     saffron = service.ask(settings, "saffron paella", 200)
     kayak = service.ask(settings, "kayak permit", 200)
