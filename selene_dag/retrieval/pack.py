@@ -173,8 +173,13 @@ class AskResult:
 
     @property
     def note_ids(self) -> list[str]:
-        """Ids of the notes the pack uses (for ``last_accessed_at``)."""
-        return [item.id.removeprefix("note:") for item in self.items if item.kind == "note"]
+        """Ids of the notes whose text the pack shows (for ``last_accessed_at``): a
+        REFERENCE line names a note without reading it, so it does not count as a use."""
+        return [
+            item.id.removeprefix("note:")
+            for item in self.items
+            if item.kind == "note" and item.level != Level.REFERENCE.value
+        ]
 
 
 # A FULL-level document no longer than SHORT_SHARE of the budget is read whole: each of
