@@ -337,6 +337,7 @@ def thread_digests(
         "digests_written": dg.MetadataValue.int(stats.written),
         "digests_fresh": dg.MetadataValue.int(stats.fresh),
         "digests_rejected": dg.MetadataValue.int(stats.rejected),
+        "digests_cleared": dg.MetadataValue.int(stats.cleared),
         "digests": markdown_table(["thread", "notes", "digest"], preview, width=200),
         **engine_metadata(engine),
     }

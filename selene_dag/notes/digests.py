@@ -2,7 +2,7 @@
 
 Eligible: active threads with ≥ 10 notes and ≥ 5 essences. A digest is regenerated only when
 stale: the hash of the essences (and name, motivation) it was made from differs from the
-stored one. A digest must be 3–5 sentences and ≥ 30 characters; longer answers are cut to
+stored one; a thread no longer eligible whose notes changed loses its digest. A digest must be 3–5 sentences and ≥ 30 characters; longer answers are cut to
 five sentences, shorter or empty ones are rejected and counted.
 """
 
@@ -30,6 +30,7 @@ class DigestStats:
     fresh: int = 0
     rejected: int = 0
     rejected_threads: list[str] = field(default_factory=list)
+    cleared: int = 0
 
 
 def validate_digest(text: str | None) -> str | None:
@@ -69,4 +70,31 @@ def compile_digests(conn: duckdb.DuckDBPyConnection, engine: Engine, now: dateti
             [digest, now, source, thread_id],
         )
         stats.written += 1
+    stats.cleared = _clear_outdated(conn, {t[0] for t in threads})
     return stats
+
+
+def _clear_outdated(conn: duckdb.DuckDBPyConnection, eligible: set[str]) -> int:
+    """Clear the digest of each thread no longer eligible whose notes changed since it was
+    written (a forgotten folder took some away): it would tell of notes the home no longer
+    holds, and a thread under the minimum never gets a new one. Returns how many."""
+    rows = conn.execute(
+        "SELECT t.id, t.name, t.why, t.digest_source, "
+        "       list(p.essence ORDER BY n.created_at, n.id) FILTER (WHERE p.essence IS NOT NULL) "
+        "FROM threads t LEFT JOIN thread_notes tn ON tn.thread_id = t.id "
+        "LEFT JOIN notes n ON n.id = tn.note_id AND n.deleted_at IS NULL "
+        "LEFT JOIN processed_notes p ON p.note_id = n.id "
+        "WHERE t.thread_digest IS NOT NULL GROUP BY t.id, t.name, t.why, t.digest_source"
+    ).fetchall()
+    outdated = [
+        thread_id
+        for thread_id, name, why, stored, essences in rows
+        if thread_id not in eligible and content_hash(name, why or "", *(essences or [])) != stored
+    ]
+    if outdated:
+        conn.execute(
+            "UPDATE threads SET thread_digest = NULL, digest_at = NULL, digest_source = NULL "
+            "WHERE list_contains(?, id)",
+            [outdated],
+        )
+    return len(outdated)

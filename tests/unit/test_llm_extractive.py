@@ -118,6 +118,21 @@ def test_digest_has_three_to_five_sentences() -> None:
     assert 3 <= len(split_sentences(one)) <= 5
 
 
+def test_a_digest_of_lower_case_essences_is_still_three_sentences() -> None:
+    # Notes written in lower case (or essences that are lines of code): their sentences ran
+    # into the one before, and every such thread's digest was rejected as too short.
+    from selene_dag.notes.digests import validate_digest
+
+    essences = [
+        "pip isn't there as a standalone tool, but python3 -mpip install x will work",
+        "retry with backoff when the queue worker sees a flaky lock on postgres",
+        "cron jobs on kubernetes need a concurrency policy or they pile up",
+        "kafka consumer lag grows at night when the batch jobs run",
+    ]
+    digest = ExtractiveEngine().digest_thread("python", "", essences)
+    assert validate_digest(digest) == digest
+
+
 def test_summary_fits_the_budget_and_keeps_sentences() -> None:
     engine = ExtractiveEngine(token_model="mistral:7b")
     text = " ".join(strip_markdown(NOTE).split()) * 3

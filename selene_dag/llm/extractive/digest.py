@@ -11,6 +11,10 @@ from selene_dag.llm.extractive.phrases import join_words, key_phrases
 from selene_dag.llm.extractive.scoring import centrality
 
 
+def _capitalized(sentence: str) -> str:
+    return sentence[:1].upper() + sentence[1:] if sentence[:1].islower() else sentence
+
+
 def digest_thread(name: str, why: str, essences: list[str]) -> str:
     """A 3–5 sentence paragraph over ``essences`` (non-empty) of the thread ``name``."""
     sentences: list[str] = []
@@ -26,7 +30,12 @@ def digest_thread(name: str, why: str, essences: list[str]) -> str:
     central, to_name = centrality(sentences, f"{name} {why}")
     order = sorted(range(len(sentences)), key=lambda i: (-(central[i] + 0.5 * to_name[i]), i))
     picked = sorted(order[: min(3, len(sentences))])
-    lines = [opening] + [_text.ensure_period(_text.shorten(sentences[i], 300)) for i in picked]
+    # Each picked sentence opens with a capital: one written in lower case (a note in that
+    # style, a line of code) ran into the sentence before, and the digest read as fewer
+    # than three sentences and was rejected.
+    lines = [opening] + [
+        _capitalized(_text.ensure_period(_text.shorten(sentences[i], 300))) for i in picked
+    ]
     if len(lines) < 3 and why.strip():
         lines.append(_text.ensure_period(f"What drives it: {why.strip()}"))
     if len(lines) < 3:
