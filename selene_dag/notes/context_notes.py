@@ -35,6 +35,12 @@ CONTEXT_COLUMNS = (
 
 _LIVE_NOTES = "FROM notes WHERE deleted_at IS NULL AND NOT test_run"
 _LIVE = "FROM notes n LEFT JOIN processed_notes p ON p.note_id = n.id WHERE n.deleted_at IS NULL AND NOT n.test_run"
+# The title, with the note's id when another live note has the same title.
+_TITLE = (
+    "CASE WHEN EXISTS (SELECT 1 FROM notes d WHERE d.deleted_at IS NULL AND NOT d.test_run "
+    "AND lower(d.title) = lower(n.title) AND d.id <> n.id) "
+    "THEN n.title || ' (' || n.id || ')' ELSE n.title END"
+)
 
 
 def load_context_notes(
@@ -42,12 +48,14 @@ def load_context_notes(
 ) -> list[dict[str, Any]]:
     """Every live, non-test note (``ids``: only those of them) with its essence, concepts,
     theme and tier, in id order; its timestamps are UTC datetimes (``last_accessed_at``
-    None when never accessed)."""
+    None when never accessed). A title that several live notes share carries the note's
+    id, ``title (id)``: three lines ``- TODO [todo]`` could not be told apart or found."""
     # The instants are fetched as naive UTC and tagged here: the client converts a
     # TIMESTAMPTZ value through pytz, which was a third of loading 10,000 notes.
     only = " AND list_contains(?, n.id)" if ids is not None else ""
     rows = conn.execute(
-        "SELECT n.id, n.title, n.content, p.essence, p.concepts, coalesce(p.primary_theme, n.topic), "
+        f"SELECT n.id, {_TITLE}, n.content, p.essence, p.concepts, "
+        "coalesce(p.primary_theme, n.topic), "
         "timezone('UTC', n.created_at), timezone('UTC', n.updated_at), "
         "coalesce(p.fidelity_tier, 'full'), timezone('UTC', p.last_accessed_at) "
         f"{_LIVE}{only} ORDER BY n.id",

@@ -557,3 +557,21 @@ def test_a_linked_note_belongs_to_its_folder_and_leaves_with_its_link(
     (folder / "linked.md").unlink()
     second = service.ingest(settings, folder)
     assert (second.notes, second.deleted, second.home_notes) == (1, 1, 1)
+
+
+def test_notes_that_share_a_title_are_told_apart_in_the_context(
+    tmp_path: Path, home: Path
+) -> None:
+    settings = load_settings(home=home, now_override="2026-07-15")
+    folder = _write(
+        tmp_path / "vault",
+        {
+            "p1/todo.md": "# TODO\nbuy saffron",
+            "p2/todo.md": "# todo\nrenew the kayak permit",
+            "other.md": "# Other\nsomething else",
+        },
+    )
+    service.ingest(settings, folder)
+    text = service.context(settings, 2000).text
+    assert "TODO (vault/p1/todo.md)" in text and "todo (vault/p2/todo.md)" in text
+    assert "Other (" not in text  # a title of its own stays as it is
