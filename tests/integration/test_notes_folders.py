@@ -559,9 +559,7 @@ def test_a_linked_note_belongs_to_its_folder_and_leaves_with_its_link(
     assert (second.notes, second.deleted, second.home_notes) == (1, 1, 1)
 
 
-def test_notes_that_share_a_title_are_told_apart_in_the_context(
-    tmp_path: Path, home: Path
-) -> None:
+def test_notes_that_share_a_title_are_told_apart_in_the_context(tmp_path: Path, home: Path) -> None:
     settings = load_settings(home=home, now_override="2026-07-15")
     folder = _write(
         tmp_path / "vault",
