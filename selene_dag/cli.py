@@ -644,6 +644,11 @@ def show_command(
         return
     if shown.source:
         where = f" records {shown.records}" if shown.records else ""
+        if shown.file_line_offset:  # front matter opens the file: say how lines relate
+            where = (
+                f" (the note's lines are its text's: line 1 is the file's line "
+                f"{shown.file_line_offset + 1})"
+            )
         err.print(f"from {shown.source}{where}", highlight=False, soft_wrap=True)
     sys.stdout.write(shown.text + "\n")
 

@@ -13,6 +13,7 @@ import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 import duckdb
 
@@ -125,6 +126,9 @@ class Shown:
     text: str
     source: str
     records: str = ""
+    # For a note: how many lines of its file come before the note's first line (front
+    # matter, page properties), None when the file is not there to tell.
+    file_line_offset: int | None = None
 
     @property
     def shown(self) -> str:
@@ -138,13 +142,19 @@ class Shown:
     def to_json(self, citation: str) -> dict[str, str]:
         """``{citation, shown, text, source, records}``: what ``POST /show`` and ``show
         --format json`` answer for ``citation`` (as asked; ``shown`` names what the text
-        holds, the lines or events ``--around`` added included)."""
+        holds, the lines or events ``--around`` added included); for a note whose file
+        tells it, ``file_line_offset``."""
         return {
             "citation": citation,
             "shown": self.shown,
             "text": self.text,
             "source": self.source,
             "records": self.records,
+            **(
+                {"file_line_offset": self.file_line_offset}
+                if self.file_line_offset is not None
+                else {}
+            ),
         }
 
 
@@ -188,7 +198,39 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
         )
     where = f"note {cited.ref}" + (f" lines {line_ranges(ranges)}" if ranges else "")
     header = f"[{where}] {title}" if title else f"[{where}]"
-    return Shown(f"{header}\n{cut_lines(content, ranges)}".rstrip("\n"), source)
+    return Shown(
+        f"{header}\n{cut_lines(content, ranges)}".rstrip("\n"),
+        source,
+        file_line_offset=file_line_offset(source, content),
+    )
+
+
+# A note file read to relate its lines to the note's is at most this large.
+_OFFSET_READ_BYTES = 4_000_000
+
+
+def file_line_offset(source: str, content: str) -> int | None:
+    """How many lines of the file ``source`` precede the note's first line (``content``'s
+    first non-blank line, found as a line of the file): a note's lines are those of its
+    text as stored, without the front matter or page properties that open its file. None
+    when the file is gone, large, not text, or does not hold that line (an export's note,
+    a file changed since)."""
+    lines = content.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is None or not source or "!/" in source:
+        return None
+    try:
+        path = Path(source)
+        if path.stat().st_size > _OFFSET_READ_BYTES:
+            return None
+        text = path.read_text(encoding="utf-8", errors="strict")
+    except (OSError, UnicodeDecodeError, ValueError):
+        return None
+    wanted = lines[first].strip()
+    for number, line in enumerate(text.lstrip("\ufeff").splitlines()):
+        if line.strip() == wanted:
+            return max(0, number - first)
+    return None
 
 
 def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:

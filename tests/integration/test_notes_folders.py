@@ -573,3 +573,29 @@ def test_notes_that_share_a_title_are_told_apart_in_the_context(tmp_path: Path, 
     text = service.context(settings, 2000).text
     assert "TODO (vault/p1/todo.md)" in text and "todo (vault/p2/todo.md)" in text
     assert "Other (" not in text  # a title of its own stays as it is
+
+
+def test_show_says_which_line_of_the_file_a_note_starts_at(tmp_path: Path, home: Path) -> None:
+    # A note's lines are those of its text as stored: front matter left out. The file's
+    # own line numbers differ by its length, which show tells.
+    settings = load_settings(home=home, now_override="2026-07-15")
+    folder = _write(
+        tmp_path / "vault",
+        {
+            "a.md": "---\ntitle: Dataclasses\ntags: [python]\n---\n# Annotated\n\nThe key trick.\n",
+            "b.md": "# Plain\n\nNo front matter.\n",
+        },
+    )
+    service.ingest(settings, folder)
+    shown = service.show(settings, "note vault/a.md lines 3")
+    assert shown.text.endswith("The key trick.") and shown.file_line_offset == 4
+    assert shown.to_json("x")["file_line_offset"] == 4
+    assert service.show(settings, "note vault/b.md").file_line_offset == 0
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+
+    outcome = CliRunner().invoke(
+        app, ["show", "note vault/a.md lines 3"], env={"SELENE_HOME": str(home)}
+    )
+    assert "line 1 is the file's line 5" in outcome.stderr
