@@ -166,6 +166,9 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
         for row in skipped["newest"]:
             where = f"{row['file']}:{row['line']}" if row["line"] else row["file"]
             console.print(f"  {where}: {row['reason']}", highlight=False, soft_wrap=True)
+        more = skipped["count"] - len(skipped["newest"])
+        if more > 0:
+            console.print(f"  … and {more:,} more")
 
 
 @contextmanager
@@ -301,7 +304,8 @@ def ingest(
     path: Annotated[
         Path,
         typer.Argument(
-            help="Folder, file or archive (.zip, .tar, .tar.gz) of notes: markdown, plain text, "
+            help="Folder, file or archive (.zip, .tar, .tar.gz, .tgz, Joplin's .jex) of notes: "
+            "markdown, plain text, "
             "Org, HTML, canvas, JSON or JSONL, "
             "or an export of ChatGPT, Claude.ai, Evernote, Notion, Google Keep, Day One, Roam, "
             "Standard Notes, Bear or Joplin."

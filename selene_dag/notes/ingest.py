@@ -461,11 +461,12 @@ def _parse_html(
 
 
 def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
-    """``raw`` as text: UTF-8, a bad byte replaced (and said so)."""
+    """``raw`` as text: UTF-8, a bad byte replaced (and said so), Windows line ends
+    (CRLF) as line breaks: kept, they mixed two kinds of line end in a pack."""
     try:
-        return raw.decode("utf-8"), []
+        return raw.decode("utf-8").replace("\r\n", "\n"), []
     except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8", errors="replace")
+        text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
         reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
         return text, [IngestError.note_kept(source, None, reason)]
 
@@ -1009,6 +1010,9 @@ def _as_tags(value: Any) -> tuple[str, ...]:
     if value is None:
         return ()
     if isinstance(value, str):
+        words = value.split()
+        if len(words) > 1 and all(w.startswith("#") for w in words):  # "#aws #til"
+            return tuple(words)
         return tuple(t.strip() for t in value.split(",") if t.strip())
     if isinstance(value, list | tuple):
         return tuple(str(t).strip() for t in value if str(t).strip())

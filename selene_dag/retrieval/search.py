@@ -48,10 +48,10 @@ def parse_sources(sources: str | Sequence[str] | None) -> tuple[str, ...]:
     items = sources.split(",") if isinstance(sources, str) else list(sources)
     names = tuple(dict.fromkeys(s.strip().lower() for s in items if s.strip()))
     unknown = [s for s in names if s not in SOURCES]
-    if unknown or not names:
-        raise UsageError(
-            f"unknown source {', '.join(unknown) or '(none)'}: expected notes, sessions or both"
-        )
+    if not names:
+        raise UsageError("no source given: expected notes, sessions or both")
+    if unknown:
+        raise UsageError(f"unknown source {', '.join(unknown)}: expected notes, sessions or both")
     return names
 
 

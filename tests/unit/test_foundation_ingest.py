@@ -305,7 +305,7 @@ def test_files_saved_with_a_byte_order_mark_read_as_their_text(tmp_path):
     assert got == {
         "p1": ("p1", "exported by PowerShell"),
         "p2": ("p2", "Out-File"),
-        "le.md": ("Réunion", "# Réunion\r\nOrdre du jour\r\n"),
+        "le.md": ("Réunion", "# Réunion\nOrdre du jour\n"),  # one kind of line end
         "be.md": ("Big endian", "# Big endian\n\ntext"),
     }
 
@@ -375,3 +375,14 @@ def test_a_daily_note_takes_its_creation_date_from_its_name(tmp_path):
         "120240305.md": None,
         "2022-01-01.md": datetime(2021, 6, 1, tzinfo=UTC),
     }
+
+
+def test_windows_line_ends_and_hashtag_lists(tmp_path):
+    # A note saved on Windows keeps one kind of line end in the store (packs mixed two);
+    # tags written as hashtags separated by spaces are several tags, not one.
+    (tmp_path / "w.md").write_bytes(
+        b"---\r\ntags: '#aws #til'\r\n---\r\n# Title\r\n\r\nBody line.\r\n"
+    )
+    (note,) = read_notes(tmp_path).notes
+    assert "\r" not in note.content and note.content.startswith("# Title\n\nBody line.")
+    assert note.tags == ("#aws", "#til")
