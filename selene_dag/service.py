@@ -389,23 +389,22 @@ def health(settings: Settings) -> dict[str, Any]:
     ``noteFolders``: every ingested folder with its key, path, live notes and whether the
     path still exists."""
     with existing_store(settings) as conn:
-        document = compression_health(conn, settings.now())
-        newest, total = skipped_inputs(conn, limit=5)
-        folders = folder_counts(conn)
+        return health_in(conn, settings)
+
+
+def health_in(conn: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, Any]:
+    """The health document (:func:`health`) read through ``conn``."""
+    document = compression_health(conn, settings.now())
+    newest, total = skipped_inputs(conn, limit=5)
     document["skippedInputs"] = {
         "count": total,
         "newest": [{"file": f, "line": line, "reason": r} for f, line, r in newest],
     }
     document["noteFolders"] = [
         {"key": key, "path": str(path), "notes": notes, "exists": present}
-        for key, path, notes, present in folders
+        for key, path, notes, present in folder_counts(conn)
     ]
     return document
-
-
-def health_in(conn: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, Any]:
-    """The compression health document read through ``conn``."""
-    return compression_health(conn, settings.now())
 
 
 # --- compaction --------------------------------------------------------------------------

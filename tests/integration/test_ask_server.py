@@ -54,6 +54,8 @@ def api(home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[httpx.Client]:
 def test_endpoints(api: httpx.Client, home: Path) -> None:
     health = api.get("/health/compression").json()
     assert health["essences"]["total"] == 6 and health["status"] == "ok"
+    # The same document as `health --json`: the skipped inputs and the folders too.
+    assert health["skippedInputs"]["count"] == 0 and isinstance(health["noteFolders"], list)
 
     resp = api.post("/ask", json={"question": "bash shell in docker container", "budget": 120})
     assert resp.status_code == 200
