@@ -18,12 +18,15 @@ from selene_dag.sessions.parsers import ParseStats, iter_events
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.redact import redact_counts
 
-# Event kind -> message role. Other kinds are not part of the conversation.
+# Event kind -> message role. Other kinds are not part of the conversation. A tool's result
+# goes back to the model in a user message, as Anthropic's API takes it: a "tool" message
+# needs the id of the call it answers (OpenAI's API refuses one without), and transcripts'
+# calls are text here.
 ROLE_OF_KIND = {
     "user_prompt": "user",
     "assistant_text": "assistant",
     "tool_use": "assistant",
-    "tool_result": "tool",
+    "tool_result": "user",
 }
 # The summary an agent wrote when it compacted its own context (Claude Code carries it in a
 # user record, Codex CLI in a `compacted` record): what the model saw in place of the turns
@@ -46,12 +49,13 @@ def message_role(event: SessionEvent) -> str | None:
 
 def event_message_text(event: SessionEvent) -> str:
     """The text an event adds to its message: prompts and replies as they are, a tool
-    call as ``[tool_use NAME] input``, a failed result as ``[tool_result ERROR] text``."""
+    call as ``[tool_use NAME] input``, its result as ``[tool_result] text`` (``[tool_result
+    ERROR] text`` when it failed)."""
     text = event.text.strip()
     if event.kind == "tool_use":
         return f"[tool_use {event.tool_name or 'tool'}] {text}"
-    if event.kind == "tool_result" and event.is_error:
-        return f"[tool_result ERROR] {text}"
+    if event.kind == "tool_result":
+        return f"[tool_result{' ERROR' if event.is_error else ''}] {text}"
     if message_role(event) == "system":
         return f"[SUMMARY OF EARLIER CONVERSATION]\n{text}"
     return text

@@ -151,7 +151,7 @@ def test_compact_takes_a_session_file_and_a_jsonl_file(tmp_path):
     proc = run("compact", str(session), "--window", "4000", "--model", "gpt-4", "-o", str(out))
     assert proc.returncode == 0, proc.stderr
     compacted = json.loads(out.read_text())["messages"]
-    assert compacted and {m["role"] for m in compacted} <= {"system", "user", "assistant", "tool"}
+    assert compacted and {m["role"] for m in compacted} <= {"system", "user", "assistant"}
     assert sum(count_tokens(m["content"], "gpt-4") + 4 for m in compacted) <= 4000
     assert "resolved at: prune" in proc.stderr
     chat = tmp_path / "chat.jsonl"

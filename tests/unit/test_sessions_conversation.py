@@ -24,7 +24,11 @@ def test_real_transcripts_become_alternating_messages(path: Path) -> None:
     conversation = session_conversation(path)
     assert conversation.form == path.parent.name
     roles = [m["role"] for m in conversation.messages]
-    assert set(roles) <= {"user", "assistant", "tool", "system"}
+    assert set(roles) <= {"user", "assistant", "system"}  # no "tool" message without its call id
+    results = [m["content"] for m in conversation.messages if "[tool_result" in m["content"]]
+    assert results and all(
+        m["role"] == "user" for m in conversation.messages if m["content"] in results
+    )
     assert all(a != b for a, b in pairwise(roles))  # one role, one message
     asked = "\n".join(m["content"] for m in conversation.messages if m["role"] == "user")
     prompts = [e.text.strip() for e in events if e.kind == "user_prompt" and not e.abandoned]
