@@ -7,11 +7,11 @@ from __future__ import annotations
 import pytest
 
 from selene_dag import service
-from selene_dag.config import load_settings
 from selene_dag.retrieval import bm25
 from selene_dag.retrieval.index import DOCS_BM25, PASSAGES_BM25
 from selene_dag.retrieval.terms import CoverageMatcher, query_terms
 from selene_dag.store import open_store
+from tests.support.ask import ingested_folder
 
 NOTES = {
     "ramen.md": "# ラーメンの作り方\n\n豚骨スープを十二時間煮込みます。麺は細麺が合います。\n",
@@ -24,14 +24,7 @@ NOTES = {
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("cjk")
-    folder = root / "notes"
-    folder.mkdir()
-    for name, text in NOTES.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    settings = load_settings({"SELENE_LLM": "extractive"}, home=root / "home")
-    service.ingest(settings, folder)
-    return settings
+    return ingested_folder(tmp_path_factory.mktemp("cjk"), NOTES)
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from selene_dag import service
-from selene_dag.config import load_settings
 from selene_dag.retrieval.search import literal_terms
+from tests.support.ask import ingested_folder
 
 NOTES = {
     "locker.md": "# Locker\n\nThe locker code is 4471 and the ticket is JIRA-8812.\n",
@@ -26,14 +26,7 @@ FILLER = {
 
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory: pytest.TempPathFactory):
-    root = tmp_path_factory.mktemp("numbers")
-    folder = root / "notes"
-    folder.mkdir()
-    for name, text in {**NOTES, **FILLER}.items():
-        (folder / name).write_text(text, encoding="utf-8")
-    settings = load_settings({"SELENE_LLM": "extractive"}, home=root / "home")
-    service.ingest(settings, folder)
-    return settings
+    return ingested_folder(tmp_path_factory.mktemp("numbers"), {**NOTES, **FILLER})
 
 
 @pytest.mark.parametrize(

@@ -113,3 +113,18 @@ def add_session(conn: duckdb.DuckDBPyConnection) -> None:
             "sufficient) VALUES (?, 'codex-demo', ?, 2, true)",
             [cid, consensus],
         )
+
+
+def ingested_folder(root: Path, notes: dict[str, str]):
+    """A home under ``root`` holding the markdown ``notes`` (file name -> text) of a folder
+    named ``notes``, ingested through the service with the offline engine; its settings."""
+    from selene_dag import service
+    from selene_dag.config import load_settings
+
+    folder = root / "notes"
+    folder.mkdir()
+    for name, text in notes.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    settings = load_settings({"SELENE_LLM": "extractive"}, home=root / "home")
+    service.ingest(settings, folder)
+    return settings
