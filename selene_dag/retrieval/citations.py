@@ -14,6 +14,7 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from unicodedata import normalize
 
 import duckdb
 
@@ -182,10 +183,12 @@ def show(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Sho
 
 
 def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
+    # An id typed with composed accents names a file macOS stored decomposed, or back.
+    spellings = list(dict.fromkeys([cited.ref, *(normalize(f, cited.ref) for f in _FORMS)]))
     row = conn.execute(
-        "SELECT title, content, source FROM notes WHERE id = ? AND deleted_at IS NULL "
-        "AND NOT test_run",
-        [cited.ref],
+        "SELECT title, content, source FROM notes WHERE list_contains(?, id) "
+        "AND deleted_at IS NULL AND NOT test_run ORDER BY array_position(?, id) LIMIT 1",
+        [spellings, spellings],
     ).fetchone()
     if row is None:
         raise NotFoundError(f"no note {cited.ref} in this home")
@@ -205,6 +208,7 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
     )
 
 
+_FORMS = ("NFC", "NFD")
 # A note file read to relate its lines to the note's is at most this large.
 _OFFSET_READ_BYTES = 4_000_000
 

@@ -599,3 +599,17 @@ def test_show_says_which_line_of_the_file_a_note_starts_at(tmp_path: Path, home:
         app, ["show", "note vault/a.md lines 3"], env={"SELENE_HOME": str(home)}
     )
     assert "line 1 is the file's line 5" in outcome.stderr
+
+
+def test_a_note_id_typed_with_composed_accents_finds_a_decomposed_file_name(
+    tmp_path: Path, home: Path
+) -> None:
+    # macOS stores file names decomposed (é as e + U+0301); a user types them composed.
+    import unicodedata
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    name = unicodedata.normalize("NFD", "résumé.md")
+    folder = _write(tmp_path / "cv", {name: "# CV\nTen years of DuckDB.\n"})
+    service.ingest(settings, folder)
+    typed = unicodedata.normalize("NFC", "note cv/résumé.md")
+    assert "Ten years of DuckDB." in service.show(settings, typed).text
