@@ -604,7 +604,8 @@ def ask_command(
     if answer and settings.llm == "extractive":
         raise UsageError("--answer needs a generative model: set SELENE_LLM=ollama")
     result = service.ask(settings, question, budget, model=model, sources=sources)
-    err.print(_accounting(result), highlight=False, soft_wrap=True)
+    if result.items or not result.stats.get("note"):  # an empty pack: its note says why
+        err.print(_accounting(result), highlight=False, soft_wrap=True)
     if result.stats.get("note"):
         err.print(f"note: {result.stats['note']}", highlight=False, soft_wrap=True)
     if result.stats.get("rewrite"):

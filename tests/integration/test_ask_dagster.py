@@ -153,6 +153,10 @@ def test_ask_command_refreshes_stale_index_and_prints_only_the_pack(notes_home: 
         "tokens",
     }
     assert doc["total_tokens"] <= 200
+    # A question with no searchable word: nothing on stdout, one note line on stderr.
+    empty = runner.invoke(_cli(), ["ask", "the of and", "--budget", "100"])
+    assert empty.exit_code == 0 and empty.stdout == ""
+    assert empty.stderr.strip() == "note: the question has no searchable words"
 
 
 @pytest.mark.parametrize(
