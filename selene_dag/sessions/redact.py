@@ -9,7 +9,8 @@ Kinds: ``private_key`` (PEM blocks), ``anthropic_key`` (``sk-ant-``), ``openai_k
 ``env_secret`` (``NAME=value`` where NAME is upper case and contains PASSWORD, SECRET,
 TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a config file, a
 JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
-``aws_secret_access_key = wJalr…``).
+``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
+"…"``, ``api_key => '…'``, ``x-api-key: …``).
 
 To stay quiet on ordinary code, a ``config_secret`` name must end with the secret word
 (``max_tokens``, ``tokenizer`` and ``password_hash`` are not secrets), and a value must have
@@ -38,14 +39,16 @@ _ENV_NAME = (
     r"(?:[A-Z][A-Z0-9_]*?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)"
     r"(?:_[A-Z0-9_]*)?"
 )
-# Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret.
+# Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
+# x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
     r"[A-Za-z0-9_\-]*?"
-    r"(?i:password|passwd|secret|token|api_?key|access_?key|private_?key|auth_?key)"
+    r"(?i:password|passwd|secret|token|(?:api|access|private|auth|secret)[_-]?key)"
 )
 _NOT_A_VALUE = r"(?!(?:None|null|nil|true|false|True|False|undefined)\b)(?![0-9]+\b)(?!\[REDACTED)"
-# An unquoted value: up to a space, a quote, a bracket, a separator or a backslash.
-_BARE = r"[^\s\"'`$(){}\[\]<>,;\\]"
+# An unquoted value: up to a space, a quote, a bracket, a separator (``&`` of a query
+# string included) or a backslash.
+_BARE = r"[^\s\"'`$(){}\[\]<>,;&\\]"
 
 
 @dataclass(frozen=True)
@@ -89,12 +92,17 @@ _KEY_RULES = (
     _rule("bearer", r"(?P<head>\b[Bb]earer\s+)[A-Za-z0-9\-._~+/]{16,}=*", "earer"),
     _rule(
         "basic_auth",
-        r"(?P<head>(?i:authorization)\W{0,4}Basic\s+)[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])",
+        # Credentials are base64: a digit, a symbol or a capital inside ("Basic
+        # Authentication" is prose).
+        r"(?P<head>(?i:authorization)\W{0,4}(?i:basic)\s+)"
+        r"(?=[A-Za-z0-9+/]*(?:[0-9+/=]|[a-z][A-Z]))[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=])",
         "Basic",
+        "basic",
+        "BASIC",
     ),
     _rule(
         "url_password",
-        r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>\\]+:)(?![$*{<\[])"
+        r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>\\]*:)(?![$*{<\[])"
         r"[^\s@/\"'<>\\]+(?=@[A-Za-z0-9\[])",
         "://",
     ),
@@ -106,9 +114,12 @@ _ENV_RULE = _rule(
 )
 _CONFIG_RULE = _rule(
     "config_secret",
-    rf"(?P<head>(?P<kq>\\?[\"'])?{_CONFIG_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"'])\s*[:=]\s*)"
+    # The name, quoted or not (a dict's ["KEY"] too); ``=``, ``:``, ``:=`` or ``=>``; a
+    # quoted value (spaces allowed) or a bare one.
+    rf"(?P<head>(?P<kq>\\?[\"'])?{_CONFIG_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
+    r"\s*(?::=|=>|[:=])\s*)"
     rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
-    r"(?(q)[^\s\"'\\`$<>{}]{6,}(?P=q)"
+    r"(?(q)[^\n\"'\\`$<>{}]{6,}(?P=q)"
     rf"|(?={_BARE}*[0-9!@#%^&*+/=~]){_BARE}{{6,}}(?![(\[.\w]))",
 )
 _KINDS = (*(rule.kind for rule in _KEY_RULES), "env_secret", "config_secret")
@@ -127,9 +138,13 @@ _NAME_WORDS = (
     "private_key",
     "authkey",
     "auth_key",
+    "api-key",
+    "access-key",
+    "private-key",
+    "auth-key",
 )
 _ASSIGNED = {
-    word: re.compile(re.escape(word) + r"[a-z0-9_\-]*\\?[\"']?\s*[:=]") for word in _NAME_WORDS
+    word: re.compile(re.escape(word) + r"[a-z0-9_\-]*\\?[\"']?\]?\s*[:=]") for word in _NAME_WORDS
 }
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 

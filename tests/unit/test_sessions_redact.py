@@ -27,7 +27,7 @@ _SHAPES = {
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     "bearer": r"[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}",
-    "basic_auth": r"(?i:authorization): Basic [A-Za-z0-9+/]{8,}",
+    "basic_auth": r"(?i:authorization): Basic [A-Za-z0-9+/]{4}[0-9+/][A-Za-z0-9+/]{3,}",
     "url_password": r"[a-z]{2,8}://[a-z]{1,8}:[A-Za-z0-9]{1,12}@[a-z]{1,8}\.com",
     "env_secret": rf"{_ENV}=[A-Za-z0-9]{{5}}[a-z][A-Za-z0-9]{{0,8}}",
     "config_secret": r"[a-z_]{0,8}(?i:password|passwd|secret|token|api_?key|access_?key|private_?key|auth_?key)"
@@ -96,6 +96,20 @@ def test_env_assignments_keep_their_name() -> None:
             'curl -H "Authorization: Basic [REDACTED:basic_auth]" https://x.io',
         ),
         ("İstanbul password=hunter22", "İstanbul password=[REDACTED:config_secret]"),
+        # Code's other ways to assign one: a dict key, :=, =>, a quoted value with spaces.
+        (
+            'os.environ["OPENAI_API_KEY"] = "QAosEnvKeyValue"',
+            'os.environ["OPENAI_API_KEY"] = "[REDACTED:config_secret]"',
+        ),
+        ("app.secret_key = 'QAflaskSecretXYZ'", "app.secret_key = '[REDACTED:config_secret]'"),
+        ('token := "abcdef123456"', 'token := "[REDACTED:config_secret]"'),
+        ("api_key => 'abcdefghij'", "api_key => '[REDACTED:config_secret]'"),
+        ('password: "hunter 22 pass"', 'password: "[REDACTED:config_secret]"'),
+        ("x-api-key: 0123456789abcdef", "x-api-key: [REDACTED:config_secret]"),
+        ("redis://:redispass123@cache:6379", "redis://:[REDACTED:url_password]@cache:6379"),
+        ("authorization: basic dXNlcjpwYXNzd29yZA==", "authorization: basic [REDACTED:basic_auth]"),
+        # A query string's next parameter is not the secret's.
+        ("?api_key=abc123def456&x=1", "?api_key=[REDACTED:config_secret]&x=1"),
     ],
 )
 def test_secrets_in_config_urls_and_json(text: str, expected: str) -> None:
@@ -124,6 +138,7 @@ api_key=API_KEY
 "max_tokens": 4000, "tokenizer": "cl100k_base", "password_hash": "pbkdf2sha256"
 Token: see the docs. Secret: something to keep in mind.
 Basic Authentication is enabled; see https://example.com:8080/path@section
+Authorization: Basic Authentication is what the server asks for.
 DATABASE_URL=postgres://user:${DB_PASSWORD}@localhost/app
 password = getpass.getpass()
 """
