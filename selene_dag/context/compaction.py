@@ -5,7 +5,8 @@ Thresholds (fractions of the context window, seed numbers): warn above 60 %, pru
 above the compaction threshold and stopping as soon as they are under it:
 
 * P1 strip chitchat: user messages of at most 50 characters whose trimmed text is
-  shorter than 15 characters and has no ``?`` or ``!``;
+  shorter than 15 characters and has no ``?`` or ``!`` (the conversation's last message, a
+  user's, is the request at hand and stays);
 * P2 drop the oldest completed stages (messages with ``stage`` and ``completed: true``),
   one stage at a time, and name them in the memory digest;
 * P3 summarize the oldest conversation messages (staged: 30 %, at most 30; otherwise
@@ -22,11 +23,14 @@ not (a digest message already in the input is replaced, not repeated).
 
 Then the seed's brute prune is the safety net: above the prune threshold only the system
 messages and the last 50 others are kept, and if the result still exceeds the window it
-keeps what matters most while it fits: the memory digest, the latest user message, the
-instructions (the first system message), a summary of earlier discussion, the last
-message, then the rest newest first (a message too large for the room left, such as a
+keeps what matters most while it fits: the memory digest, the latest request (the last
+user message that is not a tool's result), the instructions (the first system message), a
+summary of earlier discussion, the last message (those that fit whole first, then the
+others cut to the room left), then the rest newest first (a message too large for the room left, such as a
 pasted document, is passed over for the turns before it, and the room left at the end gets
-its start). P3 is skipped when its summary would not be shorter than what it replaces.
+its start); a tool call and its result stay together or go together. The report names
+the digest, the instructions or the latest request when one of them did not fit whole. P3
+is skipped when its summary would not be shorter than what it replaces.
 Tokens are counted in the target model's tokens, plus ``MESSAGE_OVERHEAD`` per message.
 """
 
@@ -130,6 +134,22 @@ def is_chitchat(message: Mapping[str, Any]) -> bool:
 def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
     """``messages`` without chitchat (P1); system and assistant messages always stay."""
     return [m for m in messages if not is_chitchat(m)]
+
+
+TOOL_RESULT_PREFIX = "[tool_result"
+
+
+def latest_request(messages: Sequence[Message]) -> int | None:
+    """The index of the latest user message that asks something: not a tool's result
+    handed back to the model (``[tool_result] …``, as a session file's results read);
+    None when there is none."""
+    for i in range(len(messages) - 1, -1, -1):
+        message = messages[i]
+        if message.get("role") == "user" and not str(message.get("content") or "").startswith(
+            TOOL_RESULT_PREFIX
+        ):
+            return i
+    return None
 
 
 MEMORY_DIGEST_HEADER = "[MEMORY DIGEST: decisions kept per stage; do not contradict them]"
@@ -253,8 +273,8 @@ def _prune_priority(messages: Sequence[Message]) -> list[int]:
     memory digest, the latest user message, the first system message (the instructions),
     a summary of earlier discussion, the last message."""
     order = [i for i, m in enumerate(messages) if _is_digest(m)]
-    users = [i for i, m in enumerate(messages) if m["role"] == "user"]
-    order += users[-1:]
+    latest = latest_request(messages)
+    order += [latest] if latest is not None else []
     order += [i for i, m in enumerate(messages) if m["role"] == "system" and not _is_digest(m)][:1]
     order += [
         i
@@ -297,11 +317,19 @@ def brute_prune(
     chosen: dict[int, Message] = {}
     room = window
     first = _prune_priority(msgs)
+    # Those that fit whole first (a short instruction is not pushed out by a long
+    # question), then the others cut to the room left, in the same order.
     for i in first:
-        fitted = msgs[i] if costs[i] <= room else _fitted(msgs[i], room, model)
+        if costs[i] <= room:
+            chosen[i] = msgs[i]
+            room -= costs[i]
+    for i in first:
+        if i in chosen:
+            continue
+        fitted = _fitted(msgs[i], room, model)
         if fitted is None:
             continue
-        cost = costs[i] if fitted is msgs[i] else message_tokens([fitted], model)
+        cost = message_tokens([fitted], model)
         if cost <= room:
             chosen[i] = fitted
             room -= cost
@@ -319,7 +347,33 @@ def brute_prune(
         fitted = _fitted(msgs[passed_over[0]], room, model)
         if fitted is not None and message_tokens([fitted], model) <= room:
             chosen[passed_over[0]] = fitted
-    return [chosen[i] for i in sorted(chosen)]
+    return paired_tool_messages(msgs, [chosen[i] for i in sorted(chosen)])
+
+
+def _call_ids(message: Mapping[str, Any]) -> set[Any]:
+    calls = message.get("tool_calls") if message.get("role") == "assistant" else None
+    return {c.get("id") for c in calls or [] if isinstance(c, Mapping)}
+
+
+def paired_tool_messages(before: Sequence[Message], after: Sequence[Message]) -> list[Message]:
+    """``after`` (what a prune kept of ``before``) with no tool call or result the prune
+    parted from its pair, as chat APIs require: a ``tool`` result whose call was left out
+    goes too, and an assistant message whose results were left out keeps its text without
+    its calls (goes when it has none). Pairs already incomplete in ``before`` (calls still
+    awaiting their results) stay as they were."""
+    had_results = {m.get("tool_call_id") for m in before if m["role"] == "tool"}
+    kept_results = {m.get("tool_call_id") for m in after if m["role"] == "tool"}
+    out: list[Message] = []
+    for message in after:
+        if _call_ids(message) & (had_results - kept_results):
+            if not str(message.get("content") or "").strip():
+                continue
+            message = {k: v for k, v in message.items() if k != "tool_calls"}
+        out.append(message)
+    had_calls = set().union(*(_call_ids(m) for m in before)) if before else set()
+    kept_calls = set().union(*(_call_ids(m) for m in out)) if out else set()
+    gone = had_calls - kept_calls
+    return [m for m in out if m["role"] != "tool" or m.get("tool_call_id") not in gone]
 
 
 def compact_messages(
@@ -366,8 +420,11 @@ def compact_messages(
     tokens = budget.total_tokens
     if budget.should_compact:
         resolved = "unresolved"
-        # P1
+        # P1. The conversation's last message, a user's, is the request at hand however
+        # short ("fix 4471"): it stays.
         kept = strip_chitchat(msgs)
+        if msgs and msgs[-1]["role"] == "user" and is_chitchat(msgs[-1]):
+            kept.append(msgs[-1])
         after = message_tokens(kept, model)
         steps.append(CompactionStep("P1 strip chitchat", len(msgs) - len(kept), tokens, after))
         msgs, tokens = kept, after
@@ -481,6 +538,11 @@ def compact_messages(
             any(_is_digest(m) for m in msgs) and not any(_is_digest(m) for m in pruned)
         ):
             notes.append("the memory digest does not fit whole")
+        request = latest_request(msgs)
+        instructions = next((i for i, m in enumerate(msgs) if m["role"] == "system"), None)
+        for index, what in ((request, "the latest request"), (instructions, "the instructions")):
+            if index is not None and msgs[index] not in pruned:
+                notes.append(f"{what} cut or left out")
         removed = len(msgs) - len(pruned) + len(cut)
         steps.append(CompactionStep("brute prune", removed, start, tokens, "; ".join(notes)))
         msgs = pruned

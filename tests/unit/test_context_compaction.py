@@ -124,7 +124,9 @@ def test_p1_resolves_with_chitchat_only() -> None:
     window = int((tokens - 100) / 0.85) + 1  # P1 saves ~40 × 5 tokens: enough
     r = compact_messages(msgs, window, M)
     assert r.resolved_at == "P1"
-    assert r.steps[0].name.startswith("P1") and r.steps[0].removed == 42
+    # 42 acknowledgements, but the last message, a user's, is the request at hand: it stays.
+    assert r.steps[0].name.startswith("P1") and r.steps[0].removed == 41
+    assert r.messages[-1] == msgs[-1]
     assert r.tokens_after < r.compaction_threshold
 
 
@@ -414,3 +416,51 @@ def test_extractive_conversation_summary_says_what_was_asked_not_the_tool_output
     assert summary.startswith("- Please migrate")  # in the conversation's order
     only_tools = "\n".join(lines[2::2])
     assert ExtractiveEngine().summarize(only_tools, 200, M, kind="conversation").strip()
+
+
+def test_a_short_last_request_and_the_instructions_outlive_a_small_window() -> None:
+    msgs = [
+        {"role": "system", "content": "SYSMARK"},
+        {"role": "user", "content": "w " * 60},
+        {"role": "assistant", "content": "a " * 60},
+        {"role": "user", "content": "fix 4471"},
+    ]
+    r = compact_messages(msgs, 60, M)
+    assert message_tokens(r.messages, M) <= 60
+    assert r.messages[0] == msgs[0] and r.messages[-1] == msgs[-1]
+    tiny = compact_messages(msgs, 10, M)  # room for one of them only: the request
+    assert tiny.messages == [msgs[-1]]
+    assert "the instructions cut or left out" in tiny.steps[-1].detail
+
+
+def test_the_prune_keeps_tool_calls_and_results_in_pairs() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+    msgs = [
+        {"role": "user", "content": "Find the failing test. " + PARA},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "tests/test_x.py:12 " + PARA * 3},
+        {"role": "assistant", "content": "It is test_x at line 12."},
+        {"role": "user", "content": "LATESTQ: fix it?"},
+    ]
+    for window in (60, 120, 200, 300):
+        out = compact_messages(msgs, window, M).messages
+        assert message_tokens(out, M) <= window
+        calls = {c["id"] for m in out for c in m.get("tool_calls") or []}
+        results = {m["tool_call_id"] for m in out if m["role"] == "tool"}
+        assert calls == results, (window, out)
+    # A call still awaiting its result (the last message) is the caller's, and stays.
+    pending = [
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    assert brute_prune(pending, 100_000, M) == pending
+
+
+def test_in_a_session_the_latest_request_is_a_prompt_not_a_tool_result() -> None:
+    msgs = [
+        {"role": "user", "content": "Rig up the chatbot UI against LM Studio. " + PARA},
+        {"role": "assistant", "content": "[tool_use shell] ls " + PARA},
+        {"role": "user", "content": "[tool_result] README.md src " + PARA * 3},
+    ]
+    out = brute_prune(msgs, 120, M)
+    assert out[0]["content"].startswith("Rig up the chatbot UI")
