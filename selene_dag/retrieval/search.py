@@ -365,6 +365,11 @@ def passage_bm25(
 # or identifier (a word with a digit, which the full-text index does not hold: its
 # tokenizer drops digits, as the fts extension's does) is found word for word.
 LITERAL_WEIGHT = 1.0
+# ... and this much when a word of it is held by no more than ``RARE_LITERAL`` passages: a
+# ticket number found in one note of 3,000 outweighs the question's other words, which
+# many notes hold ("ticket").
+RARE_LITERAL_WEIGHT = 3.0
+RARE_LITERAL = 3
 
 
 def literal_terms(terms: Sequence[str]) -> list[str]:
@@ -376,15 +381,16 @@ def literal_terms(terms: Sequence[str]) -> list[str]:
 
 def passage_literal(
     conn: duckdb.DuckDBPyConnection, terms: Sequence[str], kinds: Sequence[str], limit: int
-) -> list[tuple[str, int]]:
+) -> tuple[list[tuple[str, int]], int]:
     """The ``limit`` passages holding most of ``terms`` word for word (case-insensitive,
     between non-alphanumeric characters, in title or text), as ``(passage_id, terms held)``,
-    most first (ties by passage id). Only a term held by at most ``limit`` passages counts:
-    a ticket number or an error code picks its passages out, while "10" or "v2" is in too
+    most first (ties by passage id), and how many passages hold the rarest term that
+    counts (0 when none does). Only a term held by at most ``limit`` passages counts: a
+    ticket number or an error code picks its passages out, while "10" or "v2" is in too
     many to tell anything. Empty without terms. A scan of the passages' text, asked only
     for questions with such terms."""
     if not terms:
-        return []
+        return [], 0
     rows = conn.execute(
         f"""
 WITH p AS (SELECT passage_id, lower(title || chr(10) || text) AS body FROM {PASSAGES_TABLE}
@@ -401,7 +407,7 @@ FROM near
     scored = [(str(p), sum(t in telling for t in held)) for p, held in rows]
     scored = [(p, n) for p, n in scored if n]
     scored.sort(key=lambda x: (-x[1], x[0]))
-    return scored[:limit]
+    return scored[:limit], min((df[t] for t in telling), default=0)
 
 
 def passage_dense(
@@ -489,12 +495,14 @@ def hybrid_passages(
     kinds = [SOURCES[s] for s in parse_sources(sources)]
     build = matrix.build if matrix is not None else None
     lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids, build)]
-    literal = [p for p, _ in passage_literal(conn, literal_terms(terms), kinds, limit)]
+    found, rarest = passage_literal(conn, literal_terms(terms), kinds, limit)
+    literal = [p for p, _ in found]
+    literal_weight = RARE_LITERAL_WEIGHT if 0 < rarest <= RARE_LITERAL else LITERAL_WEIGHT
     if not lexical and not literal:
         return []
     matrix = matrix if matrix is not None else passage_matrix(conn)
     nearest = [p for p, _ in passage_dense(conn, question, kinds, limit, matrix)] if dense else []
-    scores = fuse([lexical, nearest, literal], k, (1.0, dense_weight, LITERAL_WEIGHT))
+    scores = fuse([lexical, nearest, literal], k, (1.0, dense_weight, literal_weight))
     if not scores:
         return []
     rows = matrix.spans

@@ -21,6 +21,12 @@ FILLER = {
     f"filler-{i}.md": f"# Locker and vault notes {i}\n\nThe code of the locker of the video "
     f"player vault is {1000 + i}; error {200 + i} means the marker of the ticket is fine.\n"
     for i in range(30)
+} | {
+    # Notes full of the question's other word: found by it, they outrank the one note that
+    # holds the number unless that rare number weighs more.
+    f"triage-{i}.md": f"# Ticket triage {i}\n\n"
+    + "Every ticket gets a ticket owner; ticket by ticket. " * 8
+    for i in range(12)
 }
 
 
@@ -34,6 +40,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
     [
         ("4471", "locker.md"),
         ("which ticket is 8812", "locker.md"),
+        ("ticket 8812", "locker.md"),
         ("what is the unique marker zq1234x", "marker.md"),
         ("what does error 153 mean in the video player", "player.md"),
     ],
