@@ -687,7 +687,7 @@ def ask(
     candidates: list[Candidate] = search(
         conn, query, kinds, limit=candidate_limit, model=model, ids=ids, build=build
     )
-    searchable = bool(ids) or bool(literal_terms(query_terms(query)))
+    searchable = bool(ids) or bool(literal_terms(query_terms(query), every=True))
     matrix = passage_matrix(conn, build) if passage_limit and searchable else None
     hits = (
         hybrid_passages(

@@ -372,10 +372,13 @@ RARE_LITERAL_WEIGHT = 3.0
 RARE_LITERAL = 3
 
 
-def literal_terms(terms: Sequence[str]) -> list[str]:
+def literal_terms(terms: Sequence[str], every: bool = False) -> list[str]:
     """The question terms the full-text index cannot find: of 3 characters or more, at
     least half of them digits (``4471``, ``e403``, ``zq1234x``; ``spellfix1`` is found by
-    its word, and ``v2`` or ``10`` tell too little)."""
+    its word, and ``v2`` or ``10`` tell too little beside other words). ``every``: each term
+    with a digit (for a question none of whose words the index holds: "v2")."""
+    if every:
+        return [t for t in terms if any(c.isdigit() for c in t)]
     return [t for t in terms if len(t) >= 3 and 2 * sum(c.isdigit() for c in t) >= len(t)]
 
 
@@ -495,7 +498,7 @@ def hybrid_passages(
     kinds = [SOURCES[s] for s in parse_sources(sources)]
     build = matrix.build if matrix is not None else None
     lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids, build)]
-    found, rarest = passage_literal(conn, literal_terms(terms), kinds, limit)
+    found, rarest = passage_literal(conn, literal_terms(terms, every=not lexical), kinds, limit)
     literal = [p for p, _ in found]
     literal_weight = RARE_LITERAL_WEIGHT if 0 < rarest <= RARE_LITERAL else LITERAL_WEIGHT
     if not lexical and not literal:

@@ -15,6 +15,7 @@ NOTES = {
     "locker.md": "# Locker\n\nThe locker code is 4471 and the ticket is JIRA-8812.\n",
     "marker.md": "# Vault anchor\n\nThe unique marker of the vault is zq1234x, keep it.\n",
     "player.md": "# Video player\n\nError 153 means the player configuration is wrong.\n",
+    "api.md": "# Interface\n\nThe v2 release drops the legacy auth.\n",
 }
 # Notes that share every other word of the questions, and other numbers.
 FILLER = {
@@ -41,6 +42,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
         ("4471", "locker.md"),
         ("which ticket is 8812", "locker.md"),
         ("ticket 8812", "locker.md"),
+        ("v2", "api.md"),  # no word of it in the index: every word with a digit is looked up
         ("what is the unique marker zq1234x", "marker.md"),
         ("what does error 153 mean in the video player", "player.md"),
     ],
