@@ -26,9 +26,9 @@ messages and the last 50 others are kept, and if the result still exceeds the wi
 keeps what matters most while it fits: the memory digest, the latest request (the last
 user message that is not a tool's result), the instructions (the first system message), a
 summary of earlier discussion, the last message (those that fit whole first, then the
-others cut to the room left), then the rest newest first (a message too large for the room left, such as a
-pasted document, is passed over for the turns before it, and the room left at the end gets
-its start); a tool call and its result stay together or go together. The report names
+others cut to the room left), then the rest newest first (a message too large for the
+room left, such as a pasted document, is passed over for the turns before it, and the
+room left at the end gets its start); a tool call and its result stay together or go together. The report names
 the digest, the instructions or the latest request when one of them did not fit whole. P3
 is skipped when its summary would not be shorter than what it replaces.
 Tokens are counted in the target model's tokens, plus ``MESSAGE_OVERHEAD`` per message.
@@ -268,14 +268,30 @@ def _fitted(message: Message, room: int, model: str | None) -> Message | None:
     return {**message, "content": content} if content else None
 
 
+def _instructions(messages: Sequence[Message]) -> int | None:
+    """The index of the first system message that is neither the memory digest nor a
+    summary of earlier discussion: the instructions; None when there is none."""
+    return next(
+        (
+            i
+            for i, m in enumerate(messages)
+            if m["role"] == "system"
+            and not _is_digest(m)
+            and not str(m["content"]).startswith(SUMMARY_HEADER)
+        ),
+        None,
+    )
+
+
 def _prune_priority(messages: Sequence[Message]) -> list[int]:
     """Indices of the messages a pruned conversation keeps first, most precious first: the
-    memory digest, the latest user message, the first system message (the instructions),
-    a summary of earlier discussion, the last message."""
+    memory digest, the latest request, the instructions, a summary of earlier discussion,
+    the last message."""
     order = [i for i, m in enumerate(messages) if _is_digest(m)]
     latest = latest_request(messages)
     order += [latest] if latest is not None else []
-    order += [i for i, m in enumerate(messages) if m["role"] == "system" and not _is_digest(m)][:1]
+    instructions = _instructions(messages)
+    order += [instructions] if instructions is not None else []
     order += [
         i
         for i, m in enumerate(messages)
@@ -294,11 +310,12 @@ def brute_prune(
 ) -> list[Message]:
     """Safety net: above the prune threshold keep the system messages and the last
     ``keep_last_n`` others. If they still exceed ``window``, keep what matters most while it
-    fits: the memory digest, the latest user message, the first system message, a summary
-    of earlier discussion, the last message, then the other messages newest first (one too
-    large for the room left is passed over for older ones that fit), in their order. One of
-    the first five that does not fit whole is cut to the room left (its tool calls kept
-    whole), or left out when nothing of it fits; room left at the end (``MIN_CUT_TOKENS``
+    fits: the memory digest, the latest request (:func:`latest_request`), the instructions
+    (the first other system message), a summary of earlier discussion, the last message,
+    then the other messages newest first (one too large for the room left is passed over
+    for older ones that fit), in their order. Of the first five, those that fit whole are
+    taken first, then the others cut to the room left (tool calls kept whole), or left out
+    when nothing of them fits; room left at the end (``MIN_CUT_TOKENS``
     or more) goes to the newest message passed over, cut to fit. The result never exceeds
     ``window``."""
     msgs = validate_messages(messages)
@@ -539,7 +556,7 @@ def compact_messages(
         ):
             notes.append("the memory digest does not fit whole")
         request = latest_request(msgs)
-        instructions = next((i for i, m in enumerate(msgs) if m["role"] == "system"), None)
+        instructions = _instructions(msgs)
         for index, what in ((request, "the latest request"), (instructions, "the instructions")):
             if index is not None and msgs[index] not in pruned:
                 notes.append(f"{what} cut or left out")
