@@ -14,7 +14,6 @@ Offline, relevance is the full-text score alone.
 from __future__ import annotations
 
 import hashlib
-import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
@@ -27,6 +26,7 @@ from selene_dag.retrieval.pack import RERANK_CHARS, RERANK_TOP, PassageRanker
 from selene_dag.retrieval.search import search
 from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk, distill
 from selene_dag.sessions.generators import SeedMeta, overhead_tokens
+from selene_dag.sessions.generators.gemini import is_project_hash
 from selene_dag.sessions.steps import DistillResult, newest_time, write_distilled_file
 from selene_dag.sessions.store import SessionFileRow, load_chunks_many, load_session_files_many
 
@@ -38,8 +38,6 @@ STATIC_WEIGHT = 0.4
 # this many times more, so that other sessions' matches do not crowd out its own.
 CANDIDATES = 40
 _ONE_SESSION_WIDENING = 10
-# Gemini CLI names a session's project by the SHA-256 of its folder.
-_PROJECT_HASH = re.compile(r"[0-9a-f]{64}")
 
 
 @dataclass(frozen=True)
@@ -189,7 +187,7 @@ def _seed_meta(
     a folder; a Gemini session knows its project only by a hash of it)."""
     platforms = [sessions[s.chunk.session_key].platform for s in scored]
     projects = [sessions[s.chunk.session_key].project or "" for s in scored]
-    folders = [p for p in projects if p and not _PROJECT_HASH.fullmatch(p)]
+    folders = [p for p in projects if p and not is_project_hash(p)]
     digest = hashlib.sha256(question.encode("utf-8", "surrogatepass")).hexdigest()[:12]
     return SeedMeta(
         key=f"question:{digest}:{platform}",

@@ -23,12 +23,16 @@ def file_name(meta: SeedMeta) -> str:
     return f"session-{stamp}-{meta.session_id[:8]}{EXTENSION}"
 
 
+def is_project_hash(text: str) -> bool:
+    """Whether ``text`` is a Gemini project hash (the SHA-256 of a folder, 64 hex digits):
+    a Gemini session knows its project only by it."""
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
 def project_hash(cwd: str) -> str:
     """The SHA-256 of the project folder ``cwd``; a ``cwd`` that is such a hash already (a
-    Gemini source session knows its project only by it) as it is."""
-    if len(cwd) == 64 and all(c in "0123456789abcdef" for c in cwd):
-        return cwd
-    return hashlib.sha256(cwd.encode("utf-8")).hexdigest()
+    Gemini source session's project) as it is."""
+    return cwd if is_project_hash(cwd) else hashlib.sha256(cwd.encode("utf-8")).hexdigest()
 
 
 def render(texts: list[str], meta: SeedMeta) -> str:
