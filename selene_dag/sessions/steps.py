@@ -155,7 +155,11 @@ def normalize_events(
     chunked = [e for e in events if is_chunked(e, ChunkConfig())]
     lines = [chunk_line(e) for e in chunked]
     texts = [e.text for e in events]
-    todo = [t for t in texts if t not in known.texts] + [x for x in lines if x not in known.lines]
+    todo = list(
+        dict.fromkeys(
+            [t for t in texts if t not in known.texts] + [x for x in lines if x not in known.lines]
+        )
+    )
     counted = dict(zip(todo, count_tokens_batch(todo, model=model), strict=True)) if todo else {}
     for event, text in zip(events, texts, strict=True):
         event.tokens = known.texts.get(text, counted.get(text))
