@@ -5,8 +5,8 @@ Thresholds (fractions of the context window, seed numbers): warn above 60 %, pru
 above the compaction threshold and stopping as soon as they are under it:
 
 * P1 strip chitchat: user messages of at most 50 characters whose trimmed text is
-  shorter than 15 characters and has no ``?`` or ``!`` (the conversation's last message, a
-  user's, is the request at hand and stays);
+  shorter than 15 characters and has no ``?`` or ``!`` (the latest request that no
+  assistant answered yet is the task at hand and stays);
 * P2 drop the oldest completed stages (messages with ``stage`` and ``completed: true``),
   one stage at a time, and name them in the memory digest;
 * P3 summarize the oldest conversation messages (staged: 30 %, at most 30; otherwise
@@ -268,6 +268,20 @@ def _fitted(message: Message, room: int, model: str | None) -> Message | None:
     return {**message, "content": content} if content else None
 
 
+def _pending_request(messages: Sequence[Message]) -> int | None:
+    """The index of the latest request (:func:`latest_request`) when no assistant answered
+    it yet: what follows it is only tool calls and their results. None otherwise."""
+    latest = latest_request(messages)
+    if latest is None:
+        return None
+    for message in messages[latest + 1 :]:
+        if message["role"] == "assistant" and not message.get("tool_calls"):
+            text = str(message.get("content") or "")
+            if text.strip() and not text.lstrip().startswith("[tool_use"):
+                return None
+    return latest
+
+
 def _instructions(messages: Sequence[Message]) -> int | None:
     """The index of the first system message that is neither the memory digest nor a
     summary of earlier discussion: the instructions; None when there is none."""
@@ -437,11 +451,10 @@ def compact_messages(
     tokens = budget.total_tokens
     if budget.should_compact:
         resolved = "unresolved"
-        # P1. The conversation's last message, a user's, is the request at hand however
-        # short ("fix 4471"): it stays.
-        kept = strip_chitchat(msgs)
-        if msgs and msgs[-1]["role"] == "user" and is_chitchat(msgs[-1]):
-            kept.append(msgs[-1])
+        # P1. The latest request not answered yet is the task at hand however short ("fix
+        # 4471", then tool calls working on it): it stays.
+        pending = _pending_request(msgs)
+        kept = [m for i, m in enumerate(msgs) if i == pending or not is_chitchat(m)]
         after = message_tokens(kept, model)
         steps.append(CompactionStep("P1 strip chitchat", len(msgs) - len(kept), tokens, after))
         msgs, tokens = kept, after

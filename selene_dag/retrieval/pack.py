@@ -77,7 +77,7 @@ from selene_dag.retrieval.select import (
     locate,
     select_passages,
 )
-from selene_dag.retrieval.terms import query_terms
+from selene_dag.retrieval.terms import query_terms, version_terms
 from selene_dag.text import plural
 
 JSON_SCHEMA_VERSION = 1
@@ -664,7 +664,8 @@ def ask(
     model = model or default_model()
     kinds = parse_sources(sources)
     now = now or datetime.now(UTC)
-    terms = query_terms(question)
+    # A version (2.0.1) is a term as a whole: its digits alone are too short to search for.
+    terms = list(dict.fromkeys([*query_terms(question), *version_terms(question)]))
     stats: dict[str, Any] = {
         "terms": terms,
         "sources": list(kinds),
@@ -687,7 +688,11 @@ def ask(
     candidates: list[Candidate] = search(
         conn, query, kinds, limit=candidate_limit, model=model, ids=ids, build=build
     )
-    searchable = bool(ids) or bool(literal_terms(query_terms(query), every=True))
+    searchable = (
+        bool(ids)
+        or bool(literal_terms(query_terms(query), every=True))
+        or bool(version_terms(query))
+    )
     matrix = passage_matrix(conn, build) if passage_limit and searchable else None
     hits = (
         hybrid_passages(

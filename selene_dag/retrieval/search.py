@@ -33,7 +33,7 @@ from selene_dag.retrieval.index import (
     index_exists,
     load_fts,
 )
-from selene_dag.retrieval.terms import query_terms, weights_by_stem
+from selene_dag.retrieval.terms import query_terms, version_terms, weights_by_stem
 
 SOURCES: dict[str, str] = {"notes": "note", "sessions": "chunk"}
 
@@ -394,16 +394,17 @@ def passage_literal(
     for questions with such terms."""
     if not terms:
         return [], 0
+    lowered = [t.lower() for t in terms]
     rows = conn.execute(
         f"""
 WITH p AS (SELECT passage_id, lower(title || chr(10) || text) AS body FROM {PASSAGES_TABLE}
            WHERE list_contains($kinds, kind)),
 near AS (SELECT passage_id, body FROM p WHERE len(list_filter($terms, t -> contains(body, t))) > 0)
 SELECT passage_id, list_filter($terms, t -> regexp_matches(
-    body, '(^|[^[:alnum:]])' || t || '($|[^[:alnum:]])')) AS held
+    body, '(^|[^[:alnum:]])' || replace(t, '.', '\\.') || '($|[^[:alnum:]])')) AS held
 FROM near
 """,
-        {"kinds": list(kinds), "terms": [t.lower() for t in terms]},
+        {"kinds": list(kinds), "terms": lowered},
     ).fetchall()
     df = Counter(t for _, held in rows for t in held)
     telling = {t for t, n in df.items() if n <= limit}
@@ -493,12 +494,14 @@ def hybrid_passages(
     index. ``ids`` (the question's ``term_ids``) and ``matrix`` (the index's
     ``passage_matrix``): when the caller has them already."""
     terms = query_terms(question)
-    if not terms:
+    versions = version_terms(question)
+    if not terms and not versions:
         return []
     kinds = [SOURCES[s] for s in parse_sources(sources)]
     build = matrix.build if matrix is not None else None
-    lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids, build)]
-    found, rarest = passage_literal(conn, literal_terms(terms, every=not lexical), kinds, limit)
+    lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids, build)] if terms else []
+    wanted = [*literal_terms(terms, every=not lexical), *versions]
+    found, rarest = passage_literal(conn, wanted, kinds, limit)
     literal = [p for p, _ in found]
     literal_weight = RARE_LITERAL_WEIGHT if 0 < rarest <= RARE_LITERAL else LITERAL_WEIGHT
     if not lexical and not literal:

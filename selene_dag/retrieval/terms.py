@@ -22,11 +22,22 @@ __all__ = [
     "query_terms",
     "stem",
     "term_coverage",
+    "version_terms",
     "weights_by_stem",
 ]
 
 MAX_TERMS = 32
 _WORD = re.compile(r"[^\W_]+")
+# A version or a dotted number: 2.0.1, 3.12, v1.4 (the words of the question split it).
+_VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+(?![\w]|\.\d)")
+
+
+def version_terms(question: str) -> list[str]:
+    """The versions and dotted numbers of ``question`` (``2.0.1``, ``3.12``, ``v1.4``), lower
+    case, in order: :func:`query_terms` splits them into digits too short to search for."""
+    if not isinstance(question, str):
+        raise TypeError(f"question must be a str, got {type(question).__name__}")
+    return list(dict.fromkeys(m.group(0).lower() for m in _VERSION.finditer(question)))
 
 
 def query_terms(question: str) -> list[str]:

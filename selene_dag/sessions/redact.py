@@ -36,13 +36,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 _ENV_NAME = (
-    r"(?:[A-Z][A-Z0-9_]*?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)"
+    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)"
     r"(?:_[A-Z0-9_]*)?"
 )
 # Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
 # x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
-    r"[A-Za-z0-9_\-]*?"
+    r"[A-Za-z0-9_\-]{0,64}?"
     r"(?i:password|passwd|secret|token|(?:api|access|private|auth|secret)[_-]?key)"
 )
 _NOT_A_VALUE = r"(?!(?:None|null|nil|true|false|True|False|undefined)\b)(?![0-9]+\b)(?!\[REDACTED)"
@@ -143,8 +143,12 @@ _NAME_WORDS = (
     "private-key",
     "auth-key",
 )
+# A secret's name is at most this long: bounds each look at a candidate (a text of one
+# run of name characters, "tokentoken…", was scanned from every hit: quadratic).
+_MAX_NAME = 64
 _ASSIGNED = {
-    word: re.compile(re.escape(word) + r"[a-z0-9_\-]*\\?[\"']?\]?\s*[:=]") for word in _NAME_WORDS
+    word: re.compile(re.escape(word) + rf"[a-z0-9_\-]{{0,{_MAX_NAME}}}\\?[\"']?\]?\s*[:=]")
+    for word in _NAME_WORDS
 }
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
@@ -166,7 +170,7 @@ def _name_starts(text: str) -> list[int]:
             continue
         for hit in _ASSIGNED[word].finditer(lowered):
             start = hit.start()
-            while start > 0 and text[start - 1] in _NAME_CHARS:
+            while start > 0 and text[start - 1] in _NAME_CHARS and hit.start() - start < _MAX_NAME:
                 start -= 1
             starts.add(start)
             if start > 0 and text[start - 1] in "\"'":  # a quoted key: "apiKey": "…"

@@ -464,3 +464,19 @@ def test_in_a_session_the_latest_request_is_a_prompt_not_a_tool_result() -> None
     ]
     out = brute_prune(msgs, 120, M)
     assert out[0]["content"].startswith("Rig up the chatbot UI")
+
+
+def test_a_short_request_being_worked_on_is_not_chitchat() -> None:
+    call = {"id": "p1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+    base = [{"role": "system", "content": "Rules. " + PARA}, *_conversation(6)[1:]]
+    working = [
+        *base,
+        {"role": "user", "content": "fix 4471"},
+        {"role": "assistant", "content": "", "tool_calls": [call]},
+    ]
+    r = compact_messages(working, int(message_tokens(working, M) / 0.9), M)
+    assert {"role": "user", "content": "fix 4471"} in r.messages
+    # Answered, it is an acknowledgement like any other (seed 004's P1).
+    answered = [*base, {"role": "user", "content": "ok"}, {"role": "assistant", "content": "Done."}]
+    r = compact_messages(answered, int(message_tokens(answered, M) / 0.9), M)
+    assert {"role": "user", "content": "ok"} not in r.messages
