@@ -9,6 +9,7 @@ import pytest
 
 from selene_dag import service
 from selene_dag.retrieval.search import literal_terms
+from selene_dag.retrieval.terms import version_terms
 from tests.support.ask import ingested_folder
 
 NOTES = {
@@ -16,6 +17,7 @@ NOTES = {
     "marker.md": "# Vault anchor\n\nThe unique marker of the vault is zq1234x, keep it.\n",
     "player.md": "# Video player\n\nError 153 means the player configuration is wrong.\n",
     "api.md": "# Interface\n\nThe v2 release drops the legacy auth.\n",
+    "release.md": "# Changelog\n\nVersion 2.0.1 fixed the login loop; 2.0.2 added dark mode.\n",
 }
 # Notes that share every other word of the questions, and other numbers.
 FILLER = {
@@ -43,6 +45,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
         ("which ticket is 8812", "locker.md"),
         ("ticket 8812", "locker.md"),
         ("v2", "api.md"),  # no word of it in the index: every word with a digit is looked up
+        ("2.0.1", "release.md"),  # a version is a word of its own
         ("what is the unique marker zq1234x", "marker.md"),
         ("what does error 153 mean in the video player", "player.md"),
     ],
@@ -51,6 +54,15 @@ def test_a_number_finds_its_note(settings, question: str, note: str) -> None:
     result = service.ask(settings, question, 120)
     assert result.items, result.stats["note"]
     assert result.items[0].citation.startswith(f"note notes/{note}")
+
+
+def test_versions_are_words_of_their_own() -> None:
+    assert version_terms("what changed in 2.0.1 and v1.4, not 3.12.1.x") == [
+        "2.0.1",
+        "v1.4",
+        "3.12.1",
+    ]
+    assert version_terms("0.7em and 1.5x") == []
 
 
 def test_which_words_are_looked_up_word_for_word() -> None:
