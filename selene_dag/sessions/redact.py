@@ -1,11 +1,12 @@
 """Replace secrets in transcript text with ``[REDACTED:<kind>]`` before anything is stored.
 
-Kinds: ``private_key`` (PEM blocks), ``anthropic_key`` (``sk-ant-``), ``openai_key``
-(``sk-``, ``sk-proj-``), ``stripe_key`` (``sk_live_``, ``rk_test_``, ...),
+Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
+``anthropic_key`` (``sk-ant-``), ``openai_key`` (``sk-``, ``sk-proj-``), ``stripe_key`` (``sk_live_``, ``rk_test_``, ...),
 ``aws_access_key`` (``AKIA``/``ASIA``), ``github_token`` (``ghp_``/``gho_``/``ghu_``/
 ``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key`` (``AIza``), ``slack_token``
-(``xox?-``), ``bearer`` (``Bearer <token>``), ``basic_auth`` (``Authorization: Basic
-<credentials>``), ``url_password`` (the password of ``scheme://user:password@host``),
+(``xox?-``), ``bearer`` (``Bearer <token>``, ``Authorization: Token <token>``),
+``basic_auth`` (``Authorization: Basic <credentials>``), ``url_password`` (the password of
+``scheme://user:password@host``), ``user_password`` (``curl -u user:password``),
 ``env_secret`` (``NAME=value`` where NAME is upper case and contains PASSWORD, SECRET,
 TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a config file, a
 JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
@@ -36,7 +37,8 @@ from collections import Counter
 from dataclasses import dataclass
 
 _ENV_NAME = (
-    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY)"
+    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY"
+    r"|(?<=_)PASS(?![A-Z])|(?<=_)PWD)"
     r"(?:_[A-Z0-9_]*)?"
 )
 # Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
@@ -70,8 +72,12 @@ def _rule(kind: str, pattern: str, *triggers: str) -> _Rule:
 _KEY_RULES = (
     _rule(
         "private_key",
-        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY-----",
-        "PRIVATE KEY-----",
+        # PEM and PGP blocks; a block cut before its END line (a truncated tool output)
+        # to the end of its key material.
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"(?:[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
+        r"|(?:[A-Za-z0-9+/=:\- \t\r\n]|\\n)*)",
+        "PRIVATE KEY",
     ),
     _rule("anthropic_key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}", "sk-ant-"),
     _rule("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", "sk-"),
@@ -89,7 +95,23 @@ _KEY_RULES = (
     ),
     _rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", "AIza"),
     _rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "xox"),
-    _rule("bearer", r"(?P<head>\b[Bb]earer\s+)[A-Za-z0-9\-._~+/]{16,}=*", "earer"),
+    _rule(
+        "bearer",
+        r"(?P<head>\b[Bb]earer\s+|(?i:authorization)\W{0,4}(?i:token)\s+)"
+        r"[A-Za-z0-9\-._~+/]{16,}=*",
+        "earer",
+        "oken ",
+    ),
+    _rule(
+        "user_password",
+        # curl -u user:password, --user user:password (also as one quoted argument).
+        # Not a uid:gid (docker run -u 1000:1000).
+        r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']+:)(?![$*{<\[])(?![0-9]+\b)"
+        r"[^\s\"']+",
+        "-u ",
+        "-u=",
+        "--user",
+    ),
     _rule(
         "basic_auth",
         # Credentials are base64: a digit, a symbol or a capital inside ("Basic
@@ -128,6 +150,8 @@ _KINDS = (*(rule.kind for rule in _KEY_RULES), "env_secret", "config_secret")
 # after the rest of its name and an optional closing quote, by ``:`` or ``=``.
 _NAME_WORDS = (
     "passw",
+    "_pass",
+    "_pwd",
     "secret",
     "token",
     "apikey",

@@ -33,6 +33,7 @@ PLANTED = {
     "basic_auth": "Authorization: Basic " + "dXNlcjpw" + "YXNzd29yZA==",
     "url_password": "postgres://admin:" + "Zq9" + "hunter22" + "@db.example.com/app",
     "config_secret": "aws_secret_access_key = " + "wJalrXUtnFEMI/" + "K7MDENGbPxRfiCY",
+    "user_password": "curl -u admin:" + "s3cret" + "Pw9 https://api.example.com",
 }
 
 
@@ -46,6 +47,8 @@ def secret_values() -> list[str]:
             values.append(text.rsplit(" ", 1)[1])
         elif kind == "url_password":
             values.append(text.split(":")[2].split("@")[0])
+        elif kind == "user_password":
+            values.append(text.split(":")[1].split()[0])
         elif kind in ("env_secret", "config_secret"):
             values.append(text.split("=", 1)[1].strip())
         elif kind == "private_key":

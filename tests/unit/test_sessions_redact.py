@@ -29,6 +29,7 @@ _SHAPES = {
     "bearer": r"[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}",
     "basic_auth": r"(?i:authorization): Basic [A-Za-z0-9+/]{4}[0-9+/][A-Za-z0-9+/]{3,}",
     "url_password": r"[a-z]{2,8}://[a-z]{1,8}:[A-Za-z0-9]{1,12}@[a-z]{1,8}\.com",
+    "user_password": r"curl (?:-u|--user) [a-z]{1,8}:[a-z][A-Za-z0-9]{0,12}",
     "env_secret": rf"{_ENV}=[A-Za-z0-9]{{5}}[a-z][A-Za-z0-9]{{0,8}}",
     "config_secret": r"[a-z_]{0,8}(?i:password|passwd|secret|token|api_?key|access_?key|private_?key|auth_?key)"
     rf"(?:=| ?: ?| = )(?:{_VALUE}|\"{_VALUE}\"|'{_VALUE}')",
@@ -110,6 +111,18 @@ def test_env_assignments_keep_their_name() -> None:
         ("authorization: basic dXNlcjpwYXNzd29yZA==", "authorization: basic [REDACTED:basic_auth]"),
         # A query string's next parameter is not the secret's.
         ("?api_key=abc123def456&x=1", "?api_key=[REDACTED:config_secret]&x=1"),
+        ("curl -u admin:s3cretpw https://x", "curl -u admin:[REDACTED:user_password] https://x"),
+        ("Authorization: Token abcdef1234567890abcd", "Authorization: Token [REDACTED:bearer]"),
+        (
+            "DB_PASS=hunter22 MYSQL_PWD=hunter22",
+            "DB_PASS=[REDACTED:env_secret] MYSQL_PWD=[REDACTED:env_secret]",
+        ),
+        # A key cut before its END line (a truncated tool output), and a PGP block.
+        ("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEabc+/=\n", "[REDACTED:private_key]"),
+        (
+            "x -----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK----- y",
+            "x [REDACTED:private_key] y",
+        ),
     ],
 )
 def test_secrets_in_config_urls_and_json(text: str, expected: str) -> None:
@@ -139,6 +152,8 @@ api_key=API_KEY
 Token: see the docs. Secret: something to keep in mind.
 Basic Authentication is enabled; see https://example.com:8080/path@section
 Authorization: Basic Authentication is what the server asks for.
+docker run -u 1000:1000 img; git push -u origin main; sudo -u postgres psql
+PWD=/home/user/project and the token count is 512
 DATABASE_URL=postgres://user:${DB_PASSWORD}@localhost/app
 password = getpass.getpass()
 """
