@@ -1061,8 +1061,9 @@ def distill_run(
     file that ran: key, platform, path, ok, error, distilled (the file's path), and the
     chunks it kept, left out for the budget, and had, with the minimum consensus that
     decided (``distilled_chunks``, ``dropped_chunks``, ``chunks``, ``min_consensus``).
-    ``on_batch(done, total)`` reports progress after each run. Raises UsageError for ids
-    with ``all_files``."""
+    ``on_batch(done, total)`` reports progress after each run; with ``all_files``, the files
+    whose token counts are in another model than SELENE_MODEL's run again too. Raises
+    UsageError for ids with ``all_files``."""
     if all_files and ids:
         raise UsageError(
             f"--all runs every session file; name sessions ({', '.join(ids)}) or give --all"
@@ -1083,7 +1084,7 @@ def distill_run(
             row["session_key"]
             for row in sessions_report.distill_scan(settings)
             if row["state"] != "done"
-        }
+        } | sessions_report.counted_in_another_model(settings)
         todo = set(runs.sessions_to_run(instance, [f.session_key for f in files], changed))
         otherwise = (
             sessions_report.distilled_with_other_settings(settings) if run_config is None else set()

@@ -195,6 +195,24 @@ def distilled_with_other_settings(settings: Settings) -> set[str]:
         conn.close()
 
 
+def counted_in_another_model(settings: Settings) -> set[str]:
+    """The ingested sessions whose token counts are not in ``settings.model``'s tokens (the
+    target model changed since, or rows written before the model was recorded): their
+    chunks and distilled files would keep budgets counted in other tokens, so they must
+    run again. Empty when there is no database."""
+    conn = read_conn(settings)
+    if conn is None:
+        return set()
+    try:
+        rows = conn.execute(
+            "SELECT session_key FROM session_files WHERE token_model IS DISTINCT FROM ?",
+            [settings.model],
+        ).fetchall()
+    finally:
+        conn.close()
+    return {row[0] for row in rows}
+
+
 def distill_status(settings: Settings) -> dict[str, Any]:
     """Pipeline state: files per state, rows per sessions table, distilled files,
     ``source_gone``: ingested sessions whose file no longer exists (rows kept), and
@@ -457,6 +475,7 @@ def distill_seed(
 
 
 __all__ = [
+    "counted_in_another_model",
     "distill_assess",
     "distill_report",
     "distill_scan",

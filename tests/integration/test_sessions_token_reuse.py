@@ -23,16 +23,16 @@ from tests.support.sessions import REAL_CLAUDE
 MODEL = "mistral:7b"
 
 
-def _check_counts(conn, key: str) -> int:
+def _check_counts(conn, key: str, model: str = MODEL) -> int:
     events = load_events(conn, key)
     assert events
     lines = 0
     for event in events:
-        assert event.tokens == count_tokens(event.text, MODEL)
+        assert event.tokens == count_tokens(event.text, model)
         if event.line_tokens is not None:
             lines += 1
-            assert event.line_tokens == count_tokens(chunk_line(event), MODEL)
-    fresh = build_chunks([replace(e, line_tokens=None) for e in events], key, model=MODEL)
+            assert event.line_tokens == count_tokens(chunk_line(event), model)
+    fresh = build_chunks([replace(e, line_tokens=None) for e in events], key, model=model)
     stored = load_chunks(conn, key)
     assert [(c.id, c.token_count) for c in stored] == [(c.id, c.token_count) for c in fresh]
     return lines
@@ -73,6 +73,19 @@ def test_a_grown_transcript_keeps_exact_counts(tmp_path: Path) -> None:
         assert _check_counts(conn, key) > 0
     finally:
         conn.close()
+    # Another target model: the unchanged file runs again, every count in its tokens
+    # (none taken over from the other model's).
+    other = settings.replace(model="gpt-4")
+    assert [
+        r["session_key"] for r in service.distill_run(other, all_files=True, instance=instance)
+    ] == [key]
+    conn = connect(settings.db_path)
+    try:
+        assert load_session_file(conn, key).token_model == "gpt-4"
+        assert _check_counts(conn, key, "gpt-4") > 0
+    finally:
+        conn.close()
+    assert service.distill_run(other, all_files=True, instance=instance) == []
     shutil.rmtree(tmp_path / "home")
 
 
