@@ -171,7 +171,9 @@ class Settings(BaseSettings):
         "extractive", description="Engine: `extractive` (offline, default) or `ollama`."
     )
     model: str = Field(
-        DEFAULT_MODEL, description="Target model: its tokenizer counts budgets; Ollama runs it."
+        DEFAULT_MODEL,
+        description="Target model: its tokenizer counts budgets; Ollama runs it. After a "
+        "change, `distill run --all` runs again the sessions counted in the model before.",
     )
     ollama_host: str = Field(DEFAULT_OLLAMA_HOST, description="Ollama server URL.")
     ollama_timeout: float = Field(120.0, description="Seconds before one Ollama request times out.")
