@@ -51,7 +51,7 @@ from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import read_notes
 from selene_dag.notes.listing import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, walk_once
 from selene_dag.paths import assets_dir
-from selene_dag.retrieval.citations import Shown
+from selene_dag.retrieval.citations import Shown, parse_citation
 from selene_dag.retrieval.citations import show as show_citation
 from selene_dag.retrieval.evaluate import (
     EvalReport,
@@ -856,8 +856,25 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
 
 
 def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
-    """Every available assessor on one stored chunk now, and the consensus."""
-    return sessions_report.distill_assess(settings, chunk_id)
+    """Every available assessor on one stored chunk now, and the consensus. ``chunk_id``:
+    a chunk's id (``chunk:`` prefix allowed), or its citation as ``distill report`` lists
+    it (``<key> events a-b``, read as ``show`` reads citations)."""
+    from selene_dag.sessions.chunker import chunk_id as id_of_chunk
+    from selene_dag.sessions.steps import SessionNotFoundError
+
+    try:
+        cited = parse_citation(chunk_id)
+    except UsageError:
+        cited = None
+    if cited is None or cited.kind != "session" or len(cited.ranges) != 1:
+        return sessions_report.distill_assess(settings, chunk_id)
+    ((first, last),) = cited.ranges
+    try:
+        return sessions_report.distill_assess(settings, id_of_chunk(cited.ref, first, last))
+    except SessionNotFoundError as exc:
+        raise SessionNotFoundError(
+            f"no chunk with citation {chunk_id!r} (distill report lists the best chunks)"
+        ) from exc
 
 
 def distill_seed(

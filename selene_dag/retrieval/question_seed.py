@@ -24,10 +24,15 @@ import duckdb
 
 from selene_dag.retrieval.pack import RERANK_CHARS, RERANK_TOP, PassageRanker
 from selene_dag.retrieval.search import search
-from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk, distill
-from selene_dag.sessions.generators import SeedMeta, overhead_tokens
+from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk
+from selene_dag.sessions.generators import SeedMeta
 from selene_dag.sessions.generators.gemini import is_project_hash
-from selene_dag.sessions.steps import DistillResult, newest_time, write_distilled_file
+from selene_dag.sessions.steps import (
+    DistillResult,
+    newest_time,
+    select_for_file,
+    write_distilled_file,
+)
 from selene_dag.sessions.store import SessionFileRow, load_chunks_many, load_session_files_many
 
 # Seed 003's question-weighted consensus: 60% relevance to the question, 40% the chunk's
@@ -135,8 +140,7 @@ def seed_for_question(
     # longest it can be); the file then names only the sessions of the chunks it holds.
     sessions = load_session_files_many(conn, sorted({s.chunk.session_key for s in scored}))
     widest = _seed_meta(question, platform, scored, sessions, now)
-    reserve, per_chunk = overhead_tokens(platform, widest, len(scored), model=model)
-    chosen = distill(scored, by_score, reserve_tokens=reserve, per_chunk_tokens=per_chunk)
+    chosen, _ = select_for_file(scored, widest, platform, by_score, model)
     kept = list(chosen.chunks)
     if not kept:
         raise NoChunkChosenError(

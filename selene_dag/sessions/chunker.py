@@ -79,14 +79,12 @@ def chunk_line(event: SessionEvent) -> str:
 
 
 def is_chunked(event: SessionEvent, config: ChunkConfig) -> bool:
-    """Whether ``config`` keeps ``event`` in a chunk (scored events only; see the module
-    docstring)."""
-    return (
-        not event.abandoned
-        and bool(event.text.strip())
-        and event.importance is not None
-        and event.importance >= config.min_importance
-    )
+    """Whether ``config`` keeps ``event`` in a chunk (see the module docstring); an event
+    whose ``importance`` is None is scored with :func:`score_event`."""
+    if event.abandoned or not event.text.strip():
+        return False
+    importance = event.importance if event.importance is not None else score_event(event)
+    return importance >= config.min_importance
 
 
 def build_chunks(
@@ -102,13 +100,7 @@ def build_chunks(
     """
     if not session_key:
         raise ValueError("build_chunks() needs a non-empty session_key")
-    kept: list[SessionEvent] = []
-    for event in sorted(events, key=lambda e: e.seq):
-        if event.abandoned or not event.text.strip():
-            continue
-        importance = event.importance if event.importance is not None else score_event(event)
-        if importance >= config.min_importance:
-            kept.append(event)
+    kept = [e for e in sorted(events, key=lambda e: e.seq) if is_chunked(e, config)]
     if not kept:
         return []
     lines = [chunk_line(e) for e in kept]

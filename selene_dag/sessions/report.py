@@ -9,7 +9,6 @@ messages). Reads open the database only when it exists. No Dagster here.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -328,26 +327,15 @@ def _rating(assessor: str, assessment: Any) -> dict[str, Any]:
     }
 
 
-# A chunk's citation as the report lists it, bracketed or not.
-_CHUNK_CITATION = re.compile(r"\[?(?P<key>\S+) events (?P<first>\d+)-(?P<last>\d+)\]?")
-
-
 def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
     """Run every available assessor on one stored chunk now; returns ratings, consensus and
     ``failed``: why each CLI assessor on PATH that gave no rating failed (it timed out after
     SELENE_ASSESSOR_TIMEOUT twice, exited with an error, answered no rating).
 
-    ``chunk_id`` may carry the ``chunk:`` prefix that ask's JSON gives its items, or be a
-    chunk's citation as ``distill report`` lists it (``<key> events a-b``). Nothing is
-    written (the ``chunk_scores`` asset owns the stored scores). Raises
+    ``chunk_id`` may carry the ``chunk:`` prefix that ask's JSON gives its items. Nothing
+    is written (the ``chunk_scores`` asset owns the stored scores). Raises
     SessionNotFoundError when there is no database or no chunk ``chunk_id``.
     """
-    from selene_dag.sessions.chunker import chunk_id as id_of_chunk
-
-    asked = chunk_id
-    cited = _CHUNK_CITATION.fullmatch(chunk_id.strip())
-    if cited:
-        chunk_id = id_of_chunk(cited["key"], int(cited["first"]), int(cited["last"]))
     chunk_id = chunk_id.removeprefix("chunk:")
     from selene_dag.llm import get_engine
     from selene_dag.llm.cli_assessors import assess_with_clis, available_assessors
@@ -362,9 +350,8 @@ def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
     try:
         session_key = chunk_session_key(conn, chunk_id)
         if session_key is None:
-            what = "citation" if cited else "id"
             raise SessionNotFoundError(
-                f"no chunk with {what} {asked!r} (distill report lists the best chunks)"
+                f"no chunk with id {chunk_id!r} (distill report lists the best chunks)"
             )
         view = next(v for v in chunk_views(conn, session_key) if v.chunk_id == chunk_id)
         extractive = get_engine(settings.replace(llm="extractive"), cache_conn=conn)
@@ -417,7 +404,7 @@ def distill_seed(
     """
     from selene_dag.sessions.distiller import DistillerConfig
     from selene_dag.sessions.generators import check_platform
-    from selene_dag.sessions.steps import session_meta, write_distilled_file
+    from selene_dag.sessions.steps import select_for_file, session_meta, write_selection
     from selene_dag.sessions.store import load_scored, scored_session_files, scored_sessions_named
 
     check_platform(platform)
@@ -434,11 +421,12 @@ def distill_seed(
         # Unnamed, the most recent session that kept a chunk: a seed of none is no seed.
         for chosen in rows:
             scored = load_scored(conn, chosen.session_key)
-            if any(s.consensus >= config.min_consensus for s in scored) or session:
+            kept_one = any(s.consensus >= config.min_consensus for s in scored)
+            if kept_one or session:
                 break
     finally:
         conn.close()
-    if not any(s.consensus >= config.min_consensus for s in scored):
+    if not kept_one:
         which = (
             f"session {chosen.session_key} kept no chunk"
             if session
@@ -449,21 +437,16 @@ def distill_seed(
             "(SELENE_DISTILL_MIN_CONSENSUS)"
         )
     meta = session_meta(chosen, f"{chosen.session_key}:{platform}:seed", scored)
-    result = write_distilled_file(
-        scored,
-        meta,
-        platform,
-        config,
-        out_dir or settings.distilled_dir / "seeds",
-        model=settings.model,
-    )
-    if not result.distilled.chunks:
-        result.path.unlink(missing_ok=True)
+    selection, tokens = select_for_file(scored, meta, platform, config, settings.model)
+    if not selection.chunks:
         raise SessionNotFoundError(
             f"no chunk of session {chosen.session_key} fits in "
             f"{config.max_tokens:,} tokens with the session's opening message: give a larger "
             "--max-tokens"
         )
+    result = write_selection(
+        selection, tokens, meta, platform, out_dir or settings.distilled_dir / "seeds"
+    )
     return {
         "session_key": chosen.session_key,
         "platform": platform,

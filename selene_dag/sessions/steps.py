@@ -502,16 +502,34 @@ def write_distilled_file(
     directory: Path,
     model: str | None = None,
 ) -> DistillResult:
-    """Select chunks of ``scored`` and write ``platform``'s resumable file under ``directory``.
+    """Select chunks of ``scored`` (:func:`select_for_file`) and write ``platform``'s
+    resumable file under ``directory``. Writes only the file, never the database."""
+    selection, tokens = select_for_file(scored, meta, platform, config, model)
+    return write_selection(selection, tokens, meta, platform, directory)
 
-    The file's texts (preamble, wrappers and chunks) count at most ``config.max_tokens`` in
-    the target model's tokens. Writes only the file, never the database.
-    """
+
+def select_for_file(
+    scored: Sequence[ScoredChunk],
+    meta: SeedMeta,
+    platform: str,
+    config: DistillerConfig,
+    model: str | None = None,
+) -> tuple[DistilledSession, int]:
+    """The chunks of ``scored`` that ``platform``'s file for ``meta`` holds, and the file's
+    tokens: its texts (preamble, wrappers and chunks) count at most ``config.max_tokens``
+    in the target model's tokens."""
     reserve, per_chunk = overhead_tokens(platform, meta, len(scored), model=model)
-    result = distill(scored, config, reserve_tokens=reserve, per_chunk_tokens=per_chunk)
-    tokens = reserve + sum(s.chunk.token_count + per_chunk for s in result.chunks)
-    path = write_session(platform, result, meta, directory)
-    return DistillResult(path, platform, result, tokens, file_sha256(path)[:32])
+    selection = distill(scored, config, reserve_tokens=reserve, per_chunk_tokens=per_chunk)
+    return selection, reserve + sum(s.chunk.token_count + per_chunk for s in selection.chunks)
+
+
+def write_selection(
+    selection: DistilledSession, tokens: int, meta: SeedMeta, platform: str, directory: Path
+) -> DistillResult:
+    """Write ``platform``'s resumable file of ``selection`` (:func:`select_for_file`, with
+    its ``tokens``) under ``directory``."""
+    path = write_session(platform, selection, meta, directory)
+    return DistillResult(path, platform, selection, tokens, file_sha256(path)[:32])
 
 
 @dataclass(frozen=True)
@@ -718,7 +736,9 @@ __all__ = [
     "project_names",
     "read_session",
     "score_views",
+    "select_for_file",
     "session_chunks_of",
     "session_meta",
     "write_distilled_file",
+    "write_selection",
 ]
