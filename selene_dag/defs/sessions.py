@@ -227,7 +227,7 @@ def _read_one(
     "sessions",
     partitions_def=SESSION_PARTITIONS,
     backfill_policy=SESSION_BACKFILL,
-    code_version="5",  # 5: the redaction of URL passwords and assigned secrets
+    code_version="6",  # 6: cookies, webhooks, npm tokens, command-line passwords
     description=(
         "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "

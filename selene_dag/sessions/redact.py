@@ -1,27 +1,34 @@
 """Replace secrets in transcript text with ``[REDACTED:<kind>]`` before anything is stored.
 
 Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
-``anthropic_key`` (``sk-ant-``), ``openai_key`` (``sk-``, ``sk-proj-``), ``stripe_key`` (``sk_live_``, ``rk_test_``, ...),
-``aws_access_key`` (``AKIA``/``ASIA``), ``github_token`` (``ghp_``/``gho_``/``ghu_``/
-``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key`` (``AIza``), ``slack_token``
-(``xox?-``), ``bearer`` (``Bearer <token>``, ``Authorization: Token <token>``),
+``anthropic_key`` (``sk-ant-``), ``openai_key`` (``sk-``, ``sk-proj-``), ``stripe_key``
+(``sk_live_``, ``rk_test_``, ...), ``aws_access_key`` (``AKIA``/``ASIA``), ``github_token``
+(``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key``
+(``AIza``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``webhook_url`` (Slack
+and Discord webhook URLs), ``cookie`` (a ``Cookie:``/``Set-Cookie:`` header's value,
+``curl --cookie``), ``bearer`` (``Bearer <token>``, ``Authorization: Token <token>``),
 ``basic_auth`` (``Authorization: Basic <credentials>``), ``url_password`` (the password of
-``scheme://user:password@host``), ``user_password`` (``curl -u user:password``),
+``scheme://user:password@host``), ``user_password`` (a password on a command line: ``curl -u
+user:password``, ``mysql -ppassword``, ``--password value``, ``--api-key value``),
 ``env_secret`` (``NAME=value`` where NAME is upper case and contains PASSWORD, SECRET,
 TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a config file, a
 JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
 ``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
-"…"``, ``api_key => '…'``, ``x-api-key: …``).
+"…"``, ``api_key => '…'``, ``x-api-key: …``, ``<password>…</password>``, a connection
+string's ``Pwd=…;``).
 
 To stay quiet on ordinary code, a ``config_secret`` name must end with the secret word
 (``max_tokens``, ``tokenizer`` and ``password_hash`` are not secrets), and a value must have
 at least 6 characters, not be only digits, and not be a reference such as ``$VAR``,
-``os.environ[...]``, a call or ``None``. ``env_secret`` takes such a value written
-``NAME=value`` (no spaces, as in .env files and shell) or a quoted literal; ``config_secret``
-takes a quoted literal, or an unquoted value that holds a digit or a symbol (so
-``password = user_password`` stays, ``password: hunter22`` goes). A value ends at a
-backslash, so a secret inside JSON-escaped text (``API_TOKEN=abc123\\nPORT=8080``) takes
-only itself with it.
+``{{ var }}``, ``<your-key>``, ``os.environ[...]``, a call, a YAML tag (``!vault``) or
+``None``. ``env_secret`` takes such a value written ``NAME=value`` (no spaces, as in .env
+files and shell) or a quoted literal; ``config_secret`` takes a quoted literal (past its
+escaped quotes), or an unquoted value that holds a digit or a symbol (so ``password =
+user_password`` stays, ``password: hunter22`` goes), or any value a ``;`` ends after
+``password=`` or ``pwd=`` (a connection string). An unquoted value ends at a backslash, so
+a secret inside JSON-escaped text (``API_TOKEN=abc123\\nPORT=8080``) takes only itself with
+it. Placeholders (``********``, ``sk-ant-...``, ``xxxxxx``, ``<token>``, ``your-api-key``)
+are left as they are.
 
 Each kind runs only on a text holding its trigger (a literal such as ``sk-``, or a secret's
 name followed by ``:`` or ``=``), found by plain substring searches: most events of a
@@ -47,10 +54,17 @@ _CONFIG_NAME = (
     r"[A-Za-z0-9_\-]{0,64}?"
     r"(?i:password|passwd|secret|token|(?:api|access|private|auth|secret)[_-]?key)"
 )
-_NOT_A_VALUE = r"(?!(?:None|null|nil|true|false|True|False|undefined)\b)(?![0-9]+\b)(?!\[REDACTED)"
+_NOT_A_VALUE = (
+    r"(?!(?:None|null|nil|true|false|True|False|undefined)\b)(?![0-9]+\b)(?!\[REDACTED)"
+    # A reference ($VAR, ${VAR}, {{ var }}, <your-key>), a YAML tag (!vault) or a list.
+    r"(?![$*{<\[!])"
+)
 # An unquoted value: up to a space, a quote, a bracket, a separator (``&`` of a query
 # string included) or a backslash.
-_BARE = r"[^\s\"'`$(){}\[\]<>,;&\\]"
+_BARE = r"[^\s\"'`(){}\[\]<>,;&\\]"
+# A quoted value's character: up to its closing quote, past an escape (``\\"``, ``\\n``) and a
+# quote of the other kind; not across lines.
+_QUOTED = r"(?:(?!(?P=q))(?:\\.|[^\n\\`]))"
 
 
 @dataclass(frozen=True)
@@ -95,6 +109,27 @@ _KEY_RULES = (
     ),
     _rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", "AIza"),
     _rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "xox"),
+    _rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
+    _rule(
+        "webhook_url",
+        r"(?P<head>\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/\-]{10,}",
+        "hooks.slack.com",
+    ),
+    _rule(
+        "webhook_url",
+        r"(?P<head>\bhttps://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/)"
+        r"[A-Za-z0-9_\-]{20,}",
+        "/api/webhooks/",
+    ),
+    _rule(
+        "cookie",
+        # A Cookie or Set-Cookie header's value (name=value pairs), curl's --cookie.
+        r"(?P<head>(?<![\w-])(?:(?i:set-cookie|cookie)\s*:\s*|--cookie(?:\s+|=)[\"']?))"
+        # name=value pairs joined by "; " (Set-Cookie's attributes may have no value).
+        r"[^\s;=\"'\\]+=[^\s;\"'\\]{4,}(?:;[ \t]?[^\s;=\"'\\]+(?:=[^\s;\"'\\]*)?)*",
+        "ookie",
+        "OOKIE",
+    ),
     _rule(
         "bearer",
         r"(?P<head>\b[Bb]earer\s+|(?i:authorization)\W{0,4}(?i:token)\s+)"
@@ -113,6 +148,25 @@ _KEY_RULES = (
         "--user",
     ),
     _rule(
+        "user_password",
+        # mysql -pSECRET (the password joined to -p), mysqldump and mariadb alike.
+        r"(?P<head>\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b"
+        r"[^\n|;&]{0,200}?(?<!\S)-p)"
+        r"(?:(?P<q>[\"'])[^\"'\n]+(?P=q)|(?![$*{<\[])[^\s\"']+)",
+        "mysql",
+        "mariadb",
+    ),
+    _rule(
+        "user_password",
+        # --password VALUE, --api-key VALUE, --github-token VALUE (a --password=VALUE is a
+        # config_secret); not a help text's metavar (--password TEXT, --token <token>).
+        # (The pattern opens with its literal "--", which the engine looks for fast.)
+        r"(?P<head>--(?<!\S--)[a-z0-9\-]{0,30}?(?:password|passwd|(?<=-)pass|token|secret"
+        r"|api-?key|access-key|secret-key)\s+)(?P<q>[\"']?)(?![\-$*{<\[])(?![0-9]+\b)"
+        r"(?![A-Z_]+\b)[^\s\"']{4,}(?P=q)",
+        "--",
+    ),
+    _rule(
         "basic_auth",
         # Credentials are base64: a digit, a symbol or a capital inside ("Basic
         # Authentication" is prose).
@@ -124,9 +178,17 @@ _KEY_RULES = (
     ),
     _rule(
         "url_password",
+        # The password runs to the last @ before the host (``user:p@ss@host``).
         r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]*://[^\s:/@\"'<>\\]*:)(?![$*{<\[])"
-        r"[^\s@/\"'<>\\]+(?=@[A-Za-z0-9\[])",
+        r"[^\s/\"'<>\\]+(?=@[A-Za-z0-9\[][^\s@/\"'<>\\]*(?:[/?#\s\"'<>\\]|$))",
         "://",
+    ),
+    _rule(
+        "config_secret",
+        # An XML element holding a secret (Maven's settings.xml, .NET configs).
+        r"(?P<head><(?P<tag>[A-Za-z_\-]{0,32}?(?i:password|passwd|passphrase|secret|token"
+        r"|api[_-]?key))>)(?![$*{<\[])[^<\n]{1,256}?(?=</(?P=tag)>)",
+        "</",
     ),
 )
 _ENV_RULE = _rule(
@@ -138,20 +200,27 @@ _CONFIG_RULE = _rule(
     "config_secret",
     # The name, quoted or not (a dict's ["KEY"] too); ``=``, ``:``, ``:=`` or ``=>``; a
     # quoted value (spaces allowed) or a bare one.
-    rf"(?P<head>(?P<kq>\\?[\"'])?{_CONFIG_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
+    rf"(?!NOPASSWD:)(?P<head>(?P<kq>\\?[\"'])?{_CONFIG_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
     r"\s*(?::=|=>|[:=])\s*)"
     rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
-    r"(?(q)[^\n\"'\\`$<>{}]{6,}(?P=q)"
-    rf"|(?={_BARE}*[0-9!@#%^&*+/=~]){_BARE}{{6,}}(?![(\[.\w]))",
+    rf"(?(q){_QUOTED}{{6,}}(?P=q)"
+    rf"|(?={_BARE}*[0-9!@#%^&*+/=~$]){_BARE}{{6,}}(?![(\[.\w]))",
 )
-_KINDS = (*(rule.kind for rule in _KEY_RULES), "env_secret", "config_secret")
+_CONNECTION_RULE = _rule(
+    "config_secret",
+    # A connection string's password (``Server=db;Uid=sa;Pwd=letmein;``): any value,
+    # since the ``;`` after it says it is one; not a path (``PWD=/home/x; ls``).
+    rf"(?P<head>(?i:pwd|password|passwd)\s*=\s*){_NOT_A_VALUE}(?![/~.])[^;\n\"'{{}}]{{1,128}}?(?=\s*;)",
+)
+_ASSIGNMENT_RULES = (_ENV_RULE, _CONFIG_RULE, _CONNECTION_RULE)
+_KINDS = tuple(dict.fromkeys(rule.kind for rule in (*_KEY_RULES, *_ASSIGNMENT_RULES)))
 
 # Where an assignment may start: a secret word (lower case, in the lowered text) followed,
 # after the rest of its name and an optional closing quote, by ``:`` or ``=``.
 _NAME_WORDS = (
     "passw",
     "_pass",
-    "_pwd",
+    "pwd",
     "secret",
     "token",
     "apikey",
@@ -177,9 +246,21 @@ _ASSIGNED = {
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-")
 
 
-def _replacement(match: re.Match[str], kind: str) -> str:
+# Placeholders in examples and docs: ``********``, ``sk-ant-...``, ``xxxxxx``, ``<token>``.
+_PLACEHOLDER = re.compile(
+    r"[*•xX.\-_#]{3,}|.{0,12}(?:\.\.\.|…)|(?:\.\.\.|…).*|<[^<>]*>|(?i:.*\byour[-_ ].*)"
+)
+
+
+def _replacement(match: re.Match[str], kind: str, counts: Counter[str] | None) -> str:
+    """The match with its value replaced, or as it is when the value is a placeholder."""
     groups = match.groupdict()
     head, quote = groups.get("head") or "", groups.get("q") or ""
+    value = match.group(0)[len(head) + len(quote) : len(match.group(0)) - len(quote)]
+    if _PLACEHOLDER.fullmatch(value):
+        return match.group(0)
+    if counts is not None:
+        counts[kind] += 1
     return f"{head}{quote}[REDACTED:{kind}]{quote}"
 
 
@@ -211,13 +292,11 @@ def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
     for start in _name_starts(text):
         if start < done or (start > 0 and text[start - 1] in _NAME_CHARS):
             continue
-        for rule in (_ENV_RULE, _CONFIG_RULE):
+        for rule in _ASSIGNMENT_RULES:
             match = rule.pattern.match(text, start)
             if match is not None:
-                pieces += [text[done:start], _replacement(match, rule.kind)]
+                pieces += [text[done:start], _replacement(match, rule.kind, counts)]
                 done = match.end()
-                if counts is not None:
-                    counts[rule.kind] += 1
                 break
     return "".join(pieces) + text[done:] if pieces else text
 
@@ -227,9 +306,7 @@ def _redact(text: str, counts: Counter[str] | None) -> str:
         raise TypeError(f"redact() expects str, got {type(text).__name__}")
     for rule in _KEY_RULES:
         if any(trigger in text for trigger in rule.triggers):
-            text, found = rule.pattern.subn(lambda m, kind=rule.kind: _replacement(m, kind), text)
-            if counts is not None and found:
-                counts[rule.kind] += found
+            text = rule.pattern.sub(lambda m, kind=rule.kind: _replacement(m, kind, counts), text)
     return _redact_assignments(text, counts)
 
 

@@ -34,6 +34,9 @@ PLANTED = {
     "url_password": "postgres://admin:" + "Zq9" + "hunter22" + "@db.example.com/app",
     "config_secret": "aws_secret_access_key = " + "wJalrXUtnFEMI/" + "K7MDENGbPxRfiCY",
     "user_password": "curl -u admin:" + "s3cret" + "Pw9 https://api.example.com",
+    "npm_token": "npm_" + "Qx7bR2" * 6,
+    "webhook_url": "https://hooks.slack.com/services/" + "T0AB12CD/B0EF34GH/" + "pQ9rS8tU7vW6",
+    "cookie": "Cookie: " + "sessionid=" + "k3y9Zq0w8Xv",
 }
 
 
@@ -49,6 +52,10 @@ def secret_values() -> list[str]:
             values.append(text.split(":")[2].split("@")[0])
         elif kind == "user_password":
             values.append(text.split(":")[1].split()[0])
+        elif kind == "webhook_url":
+            values.append(text.removeprefix("https://hooks.slack.com/services/"))
+        elif kind == "cookie":
+            values.append(text.split("=", 1)[1])
         elif kind in ("env_secret", "config_secret"):
             values.append(text.split("=", 1)[1].strip())
         elif kind == "private_key":

@@ -26,6 +26,9 @@ _SHAPES = {
     "github_token": r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
+    "npm_token": r"npm_[A-Za-z0-9]{36}",
+    "webhook_url": r"https://hooks\.slack\.com/services/T[A-Z0-9]{8}/B[A-Z0-9]{8}/[A-Za-z0-9]{24}",
+    "cookie": r"(?:Cookie|Set-Cookie|cookie): [a-z_]{1,10}=[A-Za-z0-9]{6,20}(?:; [a-z]{1,8}=[a-z0-9]{1,8})?",
     "bearer": r"[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}",
     "basic_auth": r"(?i:authorization): Basic [A-Za-z0-9+/]{4}[0-9+/][A-Za-z0-9+/]{3,}",
     "url_password": r"[a-z]{2,8}://[a-z]{1,8}:[A-Za-z0-9]{1,12}@[a-z]{1,8}\.com",
@@ -119,6 +122,41 @@ def test_env_assignments_keep_their_name() -> None:
         ),
         # A key cut before its END line (a truncated tool output), and a PGP block.
         ("-----BEGIN EC PRIVATE KEY-----\nMHcCAQEEabc+/=\n", "[REDACTED:private_key]"),
+        # Command lines: mysql's -p joined to its value, --password value, --api-key value.
+        ("mysql -u root -pS3cretPw db", "mysql -u root -p[REDACTED:user_password] db"),
+        ("mysqldump -uroot -p'my pw' db", "mysqldump -uroot -p'[REDACTED:user_password]' db"),
+        ("tool --password hunter2 --host x", "tool --password [REDACTED:user_password] --host x"),
+        (
+            "cli --api-key abcdef --hf-token hfabc",
+            "cli --api-key [REDACTED:user_password] --hf-token [REDACTED:user_password]",
+        ),
+        # Cookies, webhooks, npm tokens.
+        (
+            "curl -H 'Cookie: session=abc123def; csrftoken=zz' x",
+            "curl -H 'Cookie: [REDACTED:cookie]' x",
+        ),
+        ('curl --cookie "sid=abcdef123" x', 'curl --cookie "[REDACTED:cookie]" x'),
+        ("Set-Cookie: token=QWxhZGRpbjpv; Path=/", "Set-Cookie: [REDACTED:cookie]"),
+        (
+            "https://discord.com/api/webhooks/123456789/AbCdEfGhIjKlMnOpQrStUvWx",
+            "https://discord.com/api/webhooks/123456789/[REDACTED:webhook_url]",
+        ),
+        # A password holding an @, a value holding $ or an escaped quote, letters only
+        # where a connection string's ; says it is one, XML elements.
+        ("https://user:p@ss@host.com/x", "https://user:[REDACTED:url_password]@host.com/x"),
+        ("password=pa$$w0rd x", "password=[REDACTED:config_secret] x"),
+        ('{"password": "ab\\"cd ef"}', '{"password": "[REDACTED:config_secret]"}'),
+        ('password: "it\'s a secret"', 'password: "[REDACTED:config_secret]"'),
+        (
+            "Server=db;Uid=sa;Pwd=letmein;Database=x",
+            "Server=db;Uid=sa;Pwd=[REDACTED:config_secret];Database=x",
+        ),
+        ("Password=letmein;", "Password=[REDACTED:config_secret];"),
+        (
+            "<server><password>letmein</password></server>",
+            "<server><password>[REDACTED:config_secret]</password></server>",
+        ),
+        ("<ApiKey>abc123</ApiKey>", "<ApiKey>[REDACTED:config_secret]</ApiKey>"),
         (
             "x -----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK----- y",
             "x [REDACTED:private_key] y",
@@ -156,6 +194,18 @@ docker run -u 1000:1000 img; git push -u origin main; sudo -u postgres psql
 PWD=/home/user/project and the token count is 512
 DATABASE_URL=postgres://user:${DB_PASSWORD}@localhost/app
 password = getpass.getpass()
+docker run -p 8080:80 img; mkdir -p build; ssh -p 22 host; mysql -p
+  --password TEXT  The password to use.   --token <token>   --api-key KEY
+password: ********  api_key: sk-ant-...  token: "your-token-here"  secret: xxxxxxxx
+vault_password: !vault |
+"cookie": cookie_value, set_cookie: cookie_value, Cookie: see below
+PWD=/home/user/x; ls
+pwd=$(pwd);
+password: "{{ db_password }}"  token: "<TOKEN>"
+<token>{{ token }}</token> <password>$DB_PASSWORD</password>
+--max-tokens 512 --password-stdin --bypass foo
+export GOOGLE_API_KEY='... your key here ...'
+dogsheep ALL = (root) NOPASSWD: /usr/bin/systemctl restart x
 """
 
 
