@@ -10,7 +10,8 @@ above the compaction threshold and stopping as soon as they are under it:
 * P2 drop the oldest completed stages (messages with ``stage`` and ``completed: true``),
   one stage at a time, and name them in the memory digest;
 * P3 summarize the oldest conversation messages (staged: 30 %, at most 30; otherwise
-  min(20, 40 %); only when more than 2) through the summarizer into one system message;
+  min(20, 40 %); only when more than 2) through the summarizer into one system message,
+  which first quotes the request the conversation opened with (a session's task);
   a summarizer that cannot answer (``SummaryUnavailable``: a model server that is down)
   or answers nothing leaves the step skipped, saying why, and the chain goes on;
 * P4 staged conversations: tell the caller to shrink its per-stage detail
@@ -182,6 +183,32 @@ def _is_digest(message: Mapping[str, Any]) -> bool:
 
 
 SUMMARY_HEADER = "[SUMMARY OF EARLIER DISCUSSION]"
+# The summary's first line quotes the request the conversation opened with (a session's
+# task), which a summary of its oldest messages must not lose; at most this many tokens.
+OPENING_PREFIX = "The conversation opened with this request: "
+OPENING_TOKENS = 120
+
+
+def opening_request(
+    summarized: Sequence[Message], earlier_summaries: Sequence[str], model: str | None = None
+) -> str:
+    """The line that carries the conversation's opening request into a P3 summary: an
+    earlier summary's such line, or the first user message among ``summarized`` that is
+    not a tool's result, on one line, cut to ``OPENING_TOKENS``; "" when there is none."""
+    for text in earlier_summaries:
+        for line in text.splitlines():
+            if line.startswith(OPENING_PREFIX):
+                return line
+    first = next(
+        (
+            str(m["content"])
+            for m in summarized
+            if m["role"] == "user" and not str(m["content"]).startswith(TOOL_RESULT_PREFIX)
+        ),
+        "",
+    )
+    request = truncate_to_tokens(" ".join(first.split()), OPENING_TOKENS, model)
+    return OPENING_PREFIX + request if request else ""
 
 
 def _with_digest(messages: list[Message], text: str) -> list[Message]:
@@ -506,10 +533,19 @@ def compact_messages(
             else:
                 n = min(P3_GENERAL_MAX, math.floor(len(conversation) * P3_GENERAL_RATIO))
             if n > 2:
+                earlier_texts = [
+                    str(m["content"]).removeprefix(SUMMARY_HEADER).strip() for m in earlier
+                ]
+                opening = opening_request(conversation[:n], earlier_texts, model)
                 transcript = "\n".join(
                     [
-                        "[summary]: " + str(m["content"]).removeprefix(SUMMARY_HEADER).strip()
-                        for m in earlier
+                        "[summary]: "
+                        + "\n".join(
+                            line
+                            for line in text.splitlines()
+                            if not line.startswith(OPENING_PREFIX)
+                        )
+                        for text in earlier_texts
                     ]
                     + [f"[{m['role']}]: {m['content']}" for m in conversation[:n]]
                 )
@@ -529,7 +565,8 @@ def compact_messages(
                     note = {
                         "role": "system",
                         "content": f"{SUMMARY_HEADER}\n"
-                        f"{summary}\n\nThe conversation continues from here.",
+                        + (f"{opening}\n" if opening else "")
+                        + f"{summary}\n\nThe conversation continues from here.",
                     }
                     summarized = [*system, note, *conversation[n:]]
                     after = message_tokens(summarized, model)

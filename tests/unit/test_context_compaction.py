@@ -236,6 +236,35 @@ def test_compacting_a_compacted_conversation_does_not_stack_summaries() -> None:
     assert seen[1].startswith("[summary]: - summary 1")  # the earlier summary is read again
 
 
+def test_the_summary_quotes_the_request_the_conversation_opened_with() -> None:
+    # A session's first prompt is its task: a summary of the oldest messages that left it
+    # out (tool results picked instead) lost what the whole session is about.
+    msgs = _conversation(30)
+    msgs.insert(1, {"role": "user", "content": "OPENING TASK: port the recorder\nto worklets."})
+    window = int(message_tokens(msgs, M) / 0.85 * 0.75)
+    first = compact_messages(msgs, window, M, summarizer=lambda text, n: "- other things")
+    summary = next(m for m in first.messages if m["content"].startswith("[SUMMARY OF EARLIER"))
+    opening = (
+        "The conversation opened with this request: OPENING TASK: port the recorder to worklets."
+    )
+    assert summary["content"].splitlines()[1] == opening
+    assert not any(m["content"].startswith("OPENING TASK") for m in first.messages)
+    # Compacted again after the conversation went on: the same opening, said once, and the
+    # summarizer does not read it as part of the earlier summary.
+    seen: list[str] = []
+
+    def summarizer(text: str, max_tokens: int) -> str:
+        seen.append(text)
+        return "- more things"
+
+    second = compact_messages(
+        first.messages + _conversation(30)[1:], window, M, summarizer=summarizer
+    )
+    summary = next(m for m in second.messages if m["content"].startswith("[SUMMARY OF EARLIER"))
+    assert summary["content"].count("opened with this request") == 1
+    assert opening in summary["content"] and "OPENING TASK" not in seen[0]
+
+
 def test_p4_signals_caller_for_staged_conversations_and_prune_guarantees_window() -> None:
     msgs = [{"role": "system", "content": "System."}]
     msgs += [{"role": "user", "content": f"{i} {PARA}?", "stage": "draft"} for i in range(80)]
@@ -416,6 +445,23 @@ def test_extractive_conversation_summary_says_what_was_asked_not_the_tool_output
     assert summary.startswith("- Please migrate")  # in the conversation's order
     only_tools = "\n".join(lines[2::2])
     assert ExtractiveEngine().summarize(only_tools, 200, M, kind="conversation").strip()
+
+
+def test_extractive_conversation_summary_leaves_a_session_files_tool_parts_out() -> None:
+    from selene_dag.llm.extractive import ExtractiveEngine
+
+    # A session file's tool calls ride in assistant messages, its results in user ones.
+    lines = [
+        "[user]: Please migrate the recorder from ScriptProcessorNode to an AudioWorklet.",
+        "[assistant]: I will list the files of the recorder first.",
+        '[tool_use Bash] {"command": "ls app/js/module_one/worklet files"}',
+        "[user]: [tool_result] Task number one created successfully in the tracker.",
+        "[user]: [tool_result] Task number two created successfully in the tracker.",
+        "[assistant]: The worklet processor now captures the microphone on its own thread.",
+    ]
+    summary = ExtractiveEngine().summarize("\n".join(lines), 200, M, kind="conversation")
+    assert summary.startswith("- Please migrate")
+    assert "created successfully" not in summary and "module_one" not in summary
 
 
 def test_a_short_last_request_and_the_instructions_outlive_a_small_window() -> None:

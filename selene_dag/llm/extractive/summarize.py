@@ -4,7 +4,9 @@ The most central sentences, in document order, added while the result counts
 ≤ ``max_tokens`` in the target model's tokens (then cut by ``truncate_to_tokens`` as a
 guard). ``kind="conversation"`` (a ``[role]: text`` transcript) renders up to seven bullet
 points in the conversation's order, the user's most central sentence among them; a tool's
-output is summarized only when the transcript holds nothing else.
+output (a ``[tool]`` message, or a message opening with ``[tool_use …]`` or
+``[tool_result]``, as a session file's calls and results do) is summarized only when the
+transcript holds nothing else.
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ from selene_dag.llm.extractive.scoring import centrality, length_fit
 # A conversation transcript is "[role]: text" lines; a line without the prefix continues
 # the message above it.
 _ROLE_PREFIX = re.compile(r"^\[(\w+)\]: ?")
+# A session file's tool calls and results ride in assistant and user messages.
+_TOOL_PART = re.compile(r"^\[(?:tool_result|tool_use)\b")
 
 
 def conversation_sentences(text: str) -> list[tuple[str, str]]:
@@ -31,6 +35,8 @@ def conversation_sentences(text: str) -> list[tuple[str, str]]:
         match = _ROLE_PREFIX.match(line)
         if match:
             role, line = match.group(1), line[match.end() :]
+        if _TOOL_PART.match(line):  # the message's text ends where its tool calls start
+            role = "tool"
         for sentence in _text.split_sentences(line):
             key = " ".join(sentence.lower().split())
             if len(_text.words(sentence)) >= 3 and key not in seen:
