@@ -104,16 +104,53 @@ def widen(
 
 def cut_lines(text: str, ranges: Sequence[tuple[int, int]]) -> str:
     """The lines of ``text`` (numbered from 1) that ``ranges`` name, in order, a line
-    ``…`` between ranges that do not touch; the whole text when ``ranges`` is empty."""
+    ``…`` between ranges that do not touch; the whole text when ``ranges`` is empty. A
+    range that starts or ends inside a fenced code block gets that block's fence line
+    before or after it (not one of the text's lines it names): a fence left open turned
+    the rest of the output into code, and code without its fence read as prose."""
     if not ranges:
         return text
     lines = text.splitlines()
+    before, after = _open_blocks(lines)
     parts: list[str] = []
     for a, b in widen(ranges, 0, 1, len(lines)):
         if parts:
             parts.append(GAP)
+        if before[a - 1] is not None:
+            parts.append(str(before[a - 1]).strip())
         parts.extend(lines[a - 1 : b])
+        if after[b - 1] is not None:
+            parts.append(_fence(str(after[b - 1])))
     return "\n".join(parts)
+
+
+_FENCE_LINE = re.compile(r"^\s{0,3}(`{3,}|~{3,})(.*)$")
+
+
+def _fence(line: str) -> str:
+    """The fence characters a fence line opens with (``` or ~~~, as many as it has)."""
+    match = _FENCE_LINE.match(line)
+    return match.group(1) if match else "```"
+
+
+def _open_blocks(lines: Sequence[str]) -> tuple[list[str | None], list[str | None]]:
+    """For each line, the opening fence line of the code block open just before it and
+    just after it (None when none is): a block closes at a fence of its own character, at
+    least as long, with nothing after it (CommonMark)."""
+    before: list[str | None] = []
+    after: list[str | None] = []
+    current: str | None = None
+    for line in lines:
+        before.append(current)
+        match = _FENCE_LINE.match(line)
+        if match and current is None:
+            current = line
+        elif match and not match.group(2).strip():
+            opening = _fence(current or "")
+            if match.group(1)[0] == opening[0] and len(match.group(1)) >= len(opening):
+                current = None
+        after.append(current)
+    return before, after
 
 
 @dataclass(frozen=True)

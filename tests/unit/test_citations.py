@@ -61,3 +61,16 @@ def test_cut_lines_keeps_the_named_lines_with_a_gap_between() -> None:
     assert cut_lines(text, [(2, 3), (4, 4)]) == "l2\nl3\nl4"
     assert cut_lines(text, [(9, 40)]) == "l9\nl10"
     assert cut_lines(text, []) == text
+
+
+def test_cut_lines_inside_a_code_block_come_with_its_fences() -> None:
+    # A range ending inside a block left its fence open (the rest of a markdown view read
+    # as code); one starting inside it showed code as prose.
+    text = "intro\n```python\na=1\nb=2\nc=3\n```\nafter\n~~~~\nx\n```\ny\n~~~~"
+    assert cut_lines(text, [(3, 4)]) == "```python\na=1\nb=2\n```"
+    assert cut_lines(text, [(1, 3)]) == "intro\n```python\na=1\n```"
+    # The gap between two ranges of one block sits outside it.
+    assert cut_lines(text, [(3, 3), (5, 7)]) == "```python\na=1\n```\n…\n```python\nc=3\n```\nafter"
+    # A longer fence of other characters holds a ``` line as code.
+    assert cut_lines(text, [(9, 10)]) == "~~~~\nx\n```\n~~~~"
+    assert cut_lines(text, [(7, 7)]) == "after"
