@@ -19,18 +19,27 @@ from typing import Any
 # parser is not thread-safe: "AST constructor recursion depth mismatch").
 from anyio import open_file as _eager_open_file  # noqa: F401
 from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import SeleneError
 
+# A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
+# the default.
+_STRICT = ConfigDict(extra="forbid")
+# A request body larger than this is refused (413) before it is read.
+MAX_BODY_BYTES = 64 * 1024 * 1024
+
 
 class AskRequest(BaseModel):
     """Body of ``POST /ask``."""
+
+    model_config = _STRICT
 
     question: str = Field(description="The question to build context for.")
     budget: int = Field(gt=0, description="Token budget of the pack (target model).")
@@ -43,12 +52,16 @@ class AskRequest(BaseModel):
 class ContextRequest(BaseModel):
     """Body of ``POST /context``."""
 
+    model_config = _STRICT
+
     budget: int = Field(gt=0, description="Token budget of the pack.")
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
 
 
 class CompactRequest(BaseModel):
     """Body of ``POST /compact``."""
+
+    model_config = _STRICT
 
     messages: list[dict[str, Any]] = Field(description="Chat messages {role, content, ...}.")
     window: int = Field(gt=0, description="Context window in tokens.")
@@ -62,6 +75,8 @@ class CompactRequest(BaseModel):
 
 class ShowRequest(BaseModel):
     """Body of ``POST /show``."""
+
+    model_config = _STRICT
 
     citation: str = Field(
         description="A citation as a pack item gives it (its location or citation, or its id)."
@@ -113,6 +128,32 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
     async def user_error(_: Request, exc: SeleneError) -> JSONResponse:
         status = 503 if isinstance(exc, service.UNAVAILABLE_ERRORS) else 422
         return JSONResponse(status_code=status, content={"detail": str(exc)})
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:
+        # One shape for every 422: ``detail`` is a sentence; ``errors`` lists each field's.
+        errors = [
+            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+            for e in exc.errors()
+        ]
+        detail = "; ".join(
+            f"{'.'.join(str(part) for part in e['loc'] if part != 'body') or 'body'}: {e['msg']}"
+            for e in errors
+        )
+        return JSONResponse(status_code=422, content={"detail": detail, "errors": errors})
+
+    @app.middleware("http")
+    async def limit_body(request: Request, call_next: Callable[..., Any]) -> Any:
+        length = request.headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
+            return JSONResponse(
+                status_code=413,
+                content={
+                    "detail": f"request body of {int(length):,} bytes is over the "
+                    f"{MAX_BODY_BYTES:,}-byte limit"
+                },
+            )
+        return await call_next(request)
 
     @app.get("/health/compression")
     def health_compression() -> dict[str, Any]:

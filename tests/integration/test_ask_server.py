@@ -114,12 +114,30 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/show", {"citation": "note docker/exec.md", "around": -1}, "around"),
         ("/compact", {"messages": [{"role": "user"}], "window": 100}, "content"),
         ("/compact", {"messages": [{"role": "user", "content": 3}], "window": 100}, "parts"),
+        # A misspelt field is named, not ignored (it asked with the default budget).
+        ("/ask", {"question": "docker", "budget": 10, "budjet": 5}, "budjet: Extra inputs"),
+        ("/show", {"citation": "note docker/exec.md", "arround": 3}, "arround"),
     ],
 )
 def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: str) -> None:
     resp = api.post(path, json=body)
     assert resp.status_code == 422
-    assert needle in str(resp.json()["detail"])
+    detail = resp.json()["detail"]
+    assert isinstance(detail, str) and needle in detail  # one shape: a sentence
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -> None:
+    from selene_dag.api import MAX_BODY_BYTES
+
+    # Only the headers are sent: the answer comes without the body being read.
+    host, port = str(api.base_url.host), int(api.base_url.port or 80)
+    with socket.create_connection((host, port), timeout=10) as sock:
+        sock.sendall(
+            b"POST /compact HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            + f"Content-Length: {MAX_BODY_BYTES + 1}\r\n\r\n".encode()
+        )
+        answer = sock.recv(4096).decode()
+    assert answer.startswith("HTTP/1.1 413") and "limit" in answer
 
 
 def test_docs_page_is_served_with_no_network(api: httpx.Client) -> None:
