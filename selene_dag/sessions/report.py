@@ -9,6 +9,7 @@ messages). Reads open the database only when it exists. No Dagster here.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -135,13 +136,27 @@ def resolve_sessions(
             or Path(f.path).stem.endswith(ident)
         ]
         if not match:
-            raise SessionNotFoundError(
-                f"no session file matches '{path_text(ident)}' under SELENE_SESSION_ROOTS "
-                "(`selene-dag distill scan` lists the files found and those skipped, and why)"
-            )
+            raise SessionNotFoundError(_not_found(settings, ident))
         for f in match:
             chosen[f.session_key] = f
     return list(chosen.values())
+
+
+def _not_found(settings: Settings, ident: str) -> str:
+    """Why ``ident`` names no scanned session file, and what to do about it."""
+    path = Path(ident).expanduser()
+    if path.is_file():
+        roots = os.pathsep.join(str(root.path) for root in settings.session_roots)
+        folder = path.resolve().parent
+        return (
+            f"{path_text(ident)} is a file outside SELENE_SESSION_ROOTS ({roots or 'none'}): "
+            f"sessions are read from those folders; add its folder to distill it, e.g. "
+            f"SELENE_SESSION_ROOTS='{roots + os.pathsep if roots else ''}{folder}'"
+        )
+    return (
+        f"no session file matches '{path_text(ident)}' under SELENE_SESSION_ROOTS "
+        "(`selene-dag distill scan` lists the files found and those skipped, and why)"
+    )
 
 
 def distillations_by_session(settings: Settings) -> dict[str, dict[str, Any]] | None:
@@ -262,7 +277,8 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
     """Per session (``session``: a key, the tool's session id, a path or a file name; all
     the sessions a file name matches): events, chunks, mean importance, mean consensus,
     distilled tokens,
-    chunks (kept, and ``dropped_chunks``: left out for the budget) and path, the minimum
+    chunks (kept, ``dropped_chunks``: left out for the budget, and
+    ``below_minimum_chunks``: under the minimum consensus) and path, the minimum
     consensus its distillation used, whether the source file still exists
     (``source_exists``), and ``top_chunks``: its ``TOP_CHUNKS`` best chunks by consensus
     (then mean importance), each ``{id, citation, consensus, importance, preview}``, the
@@ -304,6 +320,11 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
         )
     for row in out:
         row["source_exists"] = Path(row["path"]).is_file()
+        row["below_minimum_chunks"] = (
+            row["chunks"] - row["distilled_chunks"] - (row["dropped_chunks"] or 0)
+            if row["distilled_chunks"] is not None
+            else None
+        )
         row["top_chunks"] = best.get(row["session_key"], [])
     if session:
         out = [

@@ -189,6 +189,9 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
     report = run("distill", "report", env=env)
     assert report.returncode == 0
     assert "1 session kept no chunk: none reached consensus 5;" in report.stderr
+    (row,) = json.loads(run("distill", "report", "--json", env=env).stdout)
+    assert row["distilled_chunks"] == 0 and row["below_minimum_chunks"] == row["chunks"] > 0
+    assert f"0 ({row['chunks']} under min)" in report.stdout
     assert "SELENE_DISTILL_MIN_CONSENSUS" in report.stderr
     # A seed of no chunk is no seed: said, and no file written.
     seeds = tmp_path / "seeds"
@@ -205,6 +208,10 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
     after = run("distill", "report", "--json", env=lowered)
     (row,) = json.loads(after.stdout)
     assert row["min_consensus"] == 2.5 and row["distilled_chunks"] > 0
+    assert (
+        row["distilled_chunks"] + row["dropped_chunks"] + row["below_minimum_chunks"]
+        == row["chunks"]
+    )
     assert "kept no chunk" not in run("distill", "report", env=lowered).stderr
     assert_one_line_error(
         run(

@@ -29,6 +29,14 @@ def test_errors_without_a_database(tmp_path) -> None:
         resolve_sessions(settings.replace(session_roots=str(tmp_path)), [])
     with pytest.raises(SeleneError, match="no session file matches 'x'"):
         resolve_sessions(settings, ["x"])
+    # A transcript's path outside the roots: said so, with the setting that would read it.
+    outside = tmp_path / "elsewhere" / "s.jsonl"
+    outside.parent.mkdir()
+    outside.write_text("{}\n")
+    roots = settings.replace(session_roots=str(tmp_path / "roots"))
+    with pytest.raises(SeleneError, match="a file outside SELENE_SESSION_ROOTS") as caught:
+        resolve_sessions(roots, [str(outside)])
+    assert str(outside.parent) in str(caught.value)
     with pytest.raises(SessionNotFoundError, match="it was moved or deleted"):
         find_session_file(settings, "claude-000000000000")
     assert distill_report(settings) == []
