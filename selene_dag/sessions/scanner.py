@@ -104,6 +104,10 @@ def _inside(path: str, root_real: str) -> bool:
 
 def _judge(path: str, platform: str | None) -> tuple[str | None, str]:
     """(platform taken, "") or (None, reason) for a file whose name does not settle it."""
+    name = os.path.basename(path)
+    if platform in (None, "gemini") and name.startswith("checkpoint") and name.endswith(".json"):
+        # Gemini CLI's /chat save: a copy of a conversation its session file records.
+        return None, "a Gemini CLI /chat save checkpoint (its session file holds the conversation)"
     try:
         found = detect_platform_file(path)
     except OSError as exc:

@@ -144,6 +144,10 @@ def test_explicit_root_takes_any_name_whose_content_is_that_platform(tmp_path: P
     # A transcript its agent has created but not written to yet is left for later.
     (sub.parent / "session-2026-04-20T08-00-abcd1234.json").write_text("")
     (root / "9da8b3" / "logs.json").write_text("[]")
+    # /chat save's checkpoint: a copy of the conversation the session file records.
+    (root / "9da8b3" / "checkpoint-mytag.json").write_text(
+        '[{"role": "user", "parts": [{"text": "hello"}]}]'
+    )
     result = scan_report([SessionRoot(root, "gemini")])
     assert sorted((Path(f.path).name, f.platform) for f in result.files) == [
         ("my-chat.jsonl", "gemini"),
@@ -154,6 +158,8 @@ def test_explicit_root_takes_any_name_whose_content_is_that_platform(tmp_path: P
         "empty.json": "empty file",
         "session-2026-04-20T08-00-abcd1234.json": "empty file",
         "logs.json": "not a Claude Code, Codex CLI or Gemini CLI transcript",
+        "checkpoint-mytag.json": "a Gemini CLI /chat save checkpoint (its session file holds "
+        "the conversation)",
         "stray-codex.jsonl": "content is a Codex CLI transcript, under a gemini= root",
     }
     assert scan_roots([SessionRoot(root, "gemini")]) == result.files
