@@ -50,6 +50,7 @@ from selene_dag.notes.folders import (
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import read_notes
 from selene_dag.notes.listing import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, walk_once
+from selene_dag.notes.writer import archive_id_prefix
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.citations import Shown, parse_citation
 from selene_dag.retrieval.citations import show as show_citation
@@ -281,7 +282,7 @@ def _ingest_report(
         ran=ran,
         skipped=tuple(skipped),
         skipped_total=skipped_total,
-        id_prefix=scope.id_prefix,
+        id_prefix=archive_id_prefix(conn, scope),
         home_notes=int(home_notes),
         moved_from=str(meta.get("moved_from", "")),
         other_files=others if unread else {},

@@ -96,8 +96,9 @@ def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestSco
 
     The folder is the innermost registered folder holding ``path``; otherwise ``path``
     itself (a file: its parent folder), under the key of the registered folder it moved
-    from (see the module's docstring), else under a new key: its name, or its name with
-    the first free ``-N`` suffix (N ≥ 2) when another folder holds that name.
+    from (see the module's docstring), or the key it had when it was forgotten, else under
+    a new key: its name, or its name with the first free ``-N`` suffix (N ≥ 2) when another
+    folder, registered or forgotten, holds that name.
     """
     path = Path(path).expanduser().resolve()
     require_text_path(path)
@@ -118,11 +119,41 @@ def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestSco
         scope = IngestScope(folders[moved], own, path, _nested(moved_folders, path, own))
         return replace(scope, moved_from=moved)
     taken = set(folders.values())
+    forgotten = _forgotten_key(conn, own, name, taken)
+    if forgotten is not None:  # forgotten, ingested again: its notes come back as they were
+        return IngestScope(forgotten, own, path, _nested(folders, path, own), new=True)
+    taken |= _keys_of_notes(conn)
     key, n = name, 1
     while key in taken:
         n += 1
         key = f"{name}-{n}"
     return IngestScope(key, own, path, _nested(folders, path, own), new=True)
+
+
+def _forgotten_key(
+    conn: duckdb.DuckDBPyConnection, own: Path, name: str, registered: set[str]
+) -> str | None:
+    """The key of a forgotten folder at ``own`` (named ``name``): the key, ``name`` or
+    ``name-N`` and registered no more, of most of the stored notes whose files are in
+    ``own`` (a forgotten folder inside it has a key of its own name); None when there is
+    none."""
+    row = conn.execute(
+        "SELECT split_part(id, '/', 1) AS key FROM notes WHERE starts_with(source, ?) "
+        "AND NOT list_contains(?, split_part(id, '/', 1)) "
+        "AND (split_part(id, '/', 1) = ? OR regexp_full_match(split_part(id, '/', 1), "
+        "regexp_escape(?) || '-[0-9]+')) "
+        "GROUP BY key ORDER BY count(*) DESC, key LIMIT 1",
+        [str(own).rstrip("/") + "/", sorted(registered), name, name],
+    ).fetchone()
+    return None if row is None else str(row[0])
+
+
+def _keys_of_notes(conn: duckdb.DuckDBPyConnection) -> set[str]:
+    """Every key a stored note's id starts with, a forgotten folder's included: a new
+    folder takes none of them, or it would bring another folder's forgotten notes back as
+    its own."""
+    rows = conn.execute("SELECT DISTINCT split_part(id, '/', 1) FROM notes").fetchall()
+    return {str(key) for (key,) in rows}
 
 
 def _nested(folders: dict[Path, str], path: Path, folder: Path) -> tuple[Path, ...]:

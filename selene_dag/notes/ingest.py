@@ -88,6 +88,11 @@ from selene_dag.notes.org import org_note
 from selene_dag.notes.textbundle import bundle_info, bundle_of
 
 
+def is_archive(path: Path) -> bool:
+    """Whether ``path`` is a file ingest reads as an archive (zip or tar, by its suffix)."""
+    return _archive_reader(path.name) is not None and path.is_file()
+
+
 def _archive_reader(name: str) -> Callable[..., Any] | None:
     """How to list an archive named ``name`` (zip or tar, by its suffix); None for a file
     that is no archive."""

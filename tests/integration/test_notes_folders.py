@@ -209,6 +209,70 @@ def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
     assert "nope: no ingested folder has this key or path; the home holds a (" in outcome.output
 
 
+def test_forgotten_folders_of_one_name_come_back_under_their_own_keys(
+    tmp_path: Path, home: Path
+) -> None:
+    # Two folders named "mix" forgotten, then ingested in the other order: each took the
+    # other's key, and one's notes came back with the other's text under its ids.
+    settings = load_settings(home=home, now_override="2026-07-15")
+    first = _write(tmp_path / "mix", {"win.md": "# Windows note\nfirst folder"})
+    second = _write(tmp_path / "other" / "mix", {"win.md": "# Other mix\nsecond folder"})
+    assert service.ingest(settings, first).id_prefix == "mix/"
+    assert service.ingest(settings, second).id_prefix == "mix-2/"
+    for key in ("mix-2", "mix"):
+        service.forget(settings, key)
+    back = service.ingest(settings, second)
+    assert (back.id_prefix, back.restored) == ("mix-2/", 1)
+    assert service.ingest(settings, first).id_prefix == "mix/"
+    rows = _rows(settings.db_path)
+    assert rows["mix/win.md"][1].startswith("# Windows") or "first folder" in rows["mix/win.md"][1]
+    assert "second folder" in rows["mix-2/win.md"][1]
+    # A third folder of that name takes neither key, forgotten or not.
+    third = _write(tmp_path / "x" / "mix", {"b.md": "# Third\nthird folder"})
+    assert service.ingest(settings, third).id_prefix == "mix-3/"
+
+
+def test_two_archives_in_one_folder_keep_their_notes(tmp_path: Path, home: Path) -> None:
+    # Two vaults zipped side by side hold notes of the same path: the second overwrote
+    # the first's. A newer download of an export, the older one gone, updates its notes.
+    import zipfile
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+
+    def archive(name: str, text: str) -> Path:
+        path = downloads / name
+        with zipfile.ZipFile(path, "w") as zipped:
+            zipped.writestr("n1.md", text)
+            zipped.writestr("only.md", f"# Only in {name}\nits own note")
+        return path
+
+    v1 = archive("v1.zip", "# Note 1\nthe first vault")
+    v2 = archive("v2.zip", "# N1 clash\nthe second vault")
+    assert service.ingest(settings, v1).id_prefix == "downloads/"
+    report = service.ingest(settings, v2)
+    assert (report.id_prefix, report.inserted, report.changed) == ("downloads/v2.zip/", 2, 0)
+    assert service.ingest(settings, v2).id_prefix == "downloads/v2.zip/"  # kept once decided
+    rows = _rows(settings.db_path)
+    assert "the first vault" in rows["downloads/n1.md"][1]
+    assert "the second vault" in rows["downloads/v2.zip/n1.md"][1]
+    # A newer download of v1's export, v1 cleared away: the same notes, updated.
+    v1.rename(tmp_path / "v1-old.zip")
+    newer = archive("v1 (1).zip", "# Note 1\nthe first vault, edited")
+    report = service.ingest(settings, newer)
+    assert (report.id_prefix, report.inserted, report.changed) == ("downloads/", 0, 2)
+    assert "edited" in _rows(settings.db_path)["downloads/n1.md"][1]
+    # An archive holding a path a plain file of the folder has: never an older copy of it.
+    loose = downloads / "loose"
+    _write(loose, {"n1.md": "# Loose\na plain file"})
+    service.ingest(settings, loose / "n1.md")
+    with zipfile.ZipFile(loose / "packed.zip", "w") as zipped:
+        zipped.writestr("n1.md", "# Packed\nan archived note")
+    assert service.ingest(settings, loose / "packed.zip").id_prefix == "downloads/loose/packed.zip/"
+    assert "a plain file" in _rows(settings.db_path)["downloads/loose/n1.md"][1]
+
+
 def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
     settings = load_settings(home=home, now_override="2026-07-15")
     files = {"todo.md": "# Todo\nthe same words", "sub/idea.md": "# Idea\nthe same idea"}
