@@ -348,9 +348,8 @@ def ingest(
         soft_wrap=True,
     )
     prefix = report.id_prefix
-    inside = "archive" if service.is_archive(report.path) else "folder"
     err.print(
-        f"note ids: {prefix}<path in the {inside}> ({prefix}<id> for a JSON note or a "
+        f"note ids: {prefix}<path in the {report.inside}> ({prefix}<id> for a JSON note or a "
         "conversation that gives one)",
         highlight=False,
         soft_wrap=True,

@@ -48,7 +48,7 @@ from selene_dag.notes.folders import (
     require_text_path,
 )
 from selene_dag.notes.health import compression_health
-from selene_dag.notes.ingest import read_notes
+from selene_dag.notes.ingest import is_archive, read_notes
 from selene_dag.notes.listing import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, walk_once
 from selene_dag.notes.writer import archive_id_prefix
 from selene_dag.paths import assets_dir
@@ -70,7 +70,14 @@ from selene_dag.sessions import report as sessions_report
 from selene_dag.sessions.conversation import session_conversation
 from selene_dag.sessions.parsers.detect import detect_platform_file
 from selene_dag.sessions.scanner import ScannedFile, scan_report
-from selene_dag.store import StoreError, close_store, connect, open_store, table_counts
+from selene_dag.store import (
+    StoreError,
+    close_store,
+    connect,
+    open_store,
+    recorded_day,
+    table_counts,
+)
 from selene_dag.text import plural
 
 
@@ -129,6 +136,7 @@ class IngestReport:
     skipped: tuple[tuple[str, int | None, str], ...] = ()  # (file, line, reason), first 20
     skipped_total: int = 0
     id_prefix: str = ""  # what the ids of these notes start with: '<folder key>/'
+    inside: str = "folder"  # what the rest of an id is a path in: "folder" or "archive"
     home_notes: int = 0  # live notes of every folder in the home
     # When the folder holds no note: its other files by suffix, which ingest does not read.
     other_files: dict[str, int] = field(default_factory=dict)
@@ -283,6 +291,7 @@ def _ingest_report(
         skipped=tuple(skipped),
         skipped_total=skipped_total,
         id_prefix=archive_id_prefix(conn, scope),
+        inside="archive" if is_archive(path.resolve()) else "folder",
         home_notes=int(home_notes),
         moved_from=str(meta.get("moved_from", "")),
         other_files=others if unread else {},
@@ -345,10 +354,13 @@ class ContextPack:
 
 def context(settings: Settings, budget: int, model: str | None = None) -> ContextPack:
     """The tiered context of all notes within ``budget`` tokens of ``model`` (default the
-    settings' model); stamps ``last_accessed_at`` of the notes shown in full or summary."""
+    settings' model), thread status and tiers brought up to today first
+    (:func:`refresh_tiers_if_stale`); stamps ``last_accessed_at`` of the notes shown in
+    full or summary."""
     check_budget(budget, "--budget")
     model = model or settings.model
     started = time.perf_counter()
+    refresh_tiers_if_stale(settings)
     with existing_store(settings) as conn:
         # Only the notes the budget can reach are loaded and rendered (see prepare_leading).
         prepared, _, live = prepare_leading(conn, model, budget)
@@ -388,7 +400,9 @@ def health(settings: Settings) -> dict[str, Any]:
     """The compression health document (tiers, essence progress, thread digests), plus
     ``skippedInputs``: how many inputs the last ingests skipped and the newest five, and
     ``noteFolders``: every ingested folder with its key, path, live notes and whether the
-    path still exists."""
+    path still exists. Thread status and tiers computed for another day are brought up
+    to today first (:func:`refresh_tiers_if_stale`)."""
+    refresh_tiers_if_stale(settings)
     with existing_store(settings) as conn:
         return health_in(conn, settings)
 
@@ -493,6 +507,37 @@ def compact(
 
 
 # --- ask -----------------------------------------------------------------------------------
+
+
+# What ages with the clock: a thread is archived after days without activity, and a note's
+# tier follows its age and its thread's status.
+CLOCK_ASSETS = ("threads", "fidelity_tiers")
+
+
+def refresh_tiers_if_stale(settings: Settings) -> bool:
+    """Bring thread status and fidelity tiers (and what follows them in the notes group:
+    digests, the health figures) up to today when they were last computed for another day,
+    in one run (persistent instance); True when it ran. Daily automation does
+    this where a Dagster daemon runs; without one, tiers stopped aging between ingests.
+    Assets never computed since the day was recorded are left to the next ingest."""
+    today = settings.now().date()
+    with existing_store(settings) as conn:
+        days = [recorded_day(conn, asset) for asset in CLOCK_ASSETS]
+    if all(day is None or day == today for day in days):
+        return False
+    import dagster as dg
+
+    runs = _defs_runs()
+    # With their checks: compression_health's is defined with it and cannot run apart.
+    selection = dg.AssetSelection.assets(*CLOCK_ASSETS).downstream() - dg.AssetSelection.assets(
+        "search_index"
+    )
+    result = runs.materialize(
+        selection, runs.instance_for(settings), raise_on_error=False, settings=settings
+    )
+    if not result.success:
+        raise RunFailedError(f"bringing tiers up to today failed: {runs.failure_message(result)}")
+    return True
 
 
 def refresh_index_if_stale(settings: Settings) -> bool:
@@ -642,6 +687,8 @@ def ask(
     ``stats["index_refreshed"]`` says whether the index was rebuilt first."""
     check_budget(budget, "--budget")
     parse_sources(sources)  # a bad request fails before the store is touched
+    if refresh:
+        refresh_tiers_if_stale(settings)
     refreshed = refresh_index_if_stale(settings) if refresh else False
     with existing_store(settings) as conn:
         result = ask_in(conn, settings, question, budget, model=model, sources=sources)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
+from datetime import date
 from pathlib import Path
 
 import duckdb
@@ -273,3 +274,18 @@ def execute_script(
         used = {name: params[name] for name in _PARAM.findall(body) if name in params}
         result = conn.execute(statement, used) if used else conn.execute(statement)
     return result
+
+
+def record_day(conn: duckdb.DuckDBPyConnection, asset: str, day: date) -> None:
+    """Record that ``asset`` (one that ages with the clock) was computed for ``day``."""
+    conn.execute(
+        "INSERT INTO clock_days (asset, as_of) VALUES (?, ?) "
+        "ON CONFLICT (asset) DO UPDATE SET as_of = excluded.as_of",
+        [asset, day],
+    )
+
+
+def recorded_day(conn: duckdb.DuckDBPyConnection, asset: str) -> date | None:
+    """The day ``asset`` was last computed for (:func:`record_day`); None when never."""
+    row = conn.execute("SELECT as_of FROM clock_days WHERE asset = ?", [asset]).fetchone()
+    return None if row is None else row[0]

@@ -57,6 +57,7 @@ from selene_dag.notes.listing import note_files
 from selene_dag.notes.processing import analyse_notes, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import forget_folder, stored_notes_version, write_notes
+from selene_dag.store import record_day
 from selene_dag.text import hash_rows, split_sentences
 
 HEALTH_BUDGET = 16_000
@@ -271,7 +272,10 @@ def processed_notes(
         prompts=("detect_threads", "reconsolidate_thread"),
         sql=("threads_by_topic", "threads_refresh_model", "thread_members"),
     ),
-    automation_condition=FOLLOW_UPSTREAM,
+    tags=CLOCK_TAG,
+    # Daily too: a thread is archived when its notes were not touched for a while, which
+    # no input's change says (without it tiers stopped aging).
+    automation_condition=follow_or_every(TIERS_CRON),
     description=(
         "Notes grouped into threads: one per topic / primary theme by default; with a model "
         "engine, the model's thread detection over the 30 newest unthreaded notes adds more, "
@@ -286,12 +290,14 @@ def threads(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.Mat
     with selene.connection() as conn:
         engine = selene.engine(conn) if settings.llm != "extractive" else None
         stats = refresh_threads(conn, settings.now(), settings.thread_active_days, engine)
+        record_day(conn, "threads", settings.now().date())
         version = threads_version(conn)
         top = conn.execute(
             "SELECT name, status, note_count, last_activity_at::DATE FROM threads "
             "ORDER BY status, note_count DESC LIMIT 15"
         ).fetchall()
     metadata = {
+        AS_OF_DAY: dg.MetadataValue.text(settings.now().date().isoformat()),
         "threads": dg.MetadataValue.int(stats.threads),
         "active": dg.MetadataValue.int(stats.active),
         "archived": dg.MetadataValue.int(stats.threads - stats.active),
@@ -362,6 +368,7 @@ def fidelity_tiers(
     settings = selene.settings()
     with selene.connection() as conn:
         changes = apply_fidelity_tiers(conn, settings.now())
+        record_day(conn, "fidelity_tiers", settings.now().date())
         rows = conn.execute(
             "SELECT p.note_id, p.fidelity_tier FROM processed_notes p ORDER BY p.note_id"
         ).fetchall()
