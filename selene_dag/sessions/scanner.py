@@ -48,6 +48,20 @@ _NAMES = {
 }
 
 
+def platform_mismatch(path: str, platform: str) -> str | None:
+    """Why the file ``path``, taken for a ``platform`` transcript by its name under a
+    ``platform=`` root, is not one (its first records are another tool's); None when they
+    agree or do not tell. The scan takes such files unread, so this is checked when the
+    file is read."""
+    try:
+        found = detect_platform_file(path)
+    except OSError:
+        return None  # reading it fails with its own message
+    if found is None or found == platform:
+        return None
+    return f"content is a {_NAMES[found]} transcript, under a {platform}= root"
+
+
 @dataclass(frozen=True)
 class SkippedFile:
     """A ``*.json``/``*.jsonl`` file under a root that is not taken, and why."""

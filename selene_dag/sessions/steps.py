@@ -20,7 +20,7 @@ import duckdb
 
 from selene_dag.config import Settings
 from selene_dag.context.tokens import count_tokens_batch
-from selene_dag.errors import NotFoundError
+from selene_dag.errors import NotFoundError, UsageError
 from selene_dag.llm.prompts import load_prompt
 from selene_dag.sessions.assessors import (
     Assessor,
@@ -37,7 +37,7 @@ from selene_dag.sessions.parsers import ParseStats, iter_events
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.parsers.timestamps import format_utc
 from selene_dag.sessions.redact import redact_counts
-from selene_dag.sessions.scanner import ScannedFile, scan_roots
+from selene_dag.sessions.scanner import ScannedFile, platform_mismatch, scan_roots
 from selene_dag.sessions.scoring import CODE_FENCE, is_file_edit, score_events
 from selene_dag.sessions.store import (
     AssessmentRow,
@@ -142,6 +142,9 @@ def normalize_events(
     """Parse (streaming), redact every text, score importance and count tokens: of each
     event's text, and of its chunk line when the chunker keeps it by default (a count in
     ``known`` is taken as it is)."""
+    mismatch = platform_mismatch(scanned.path, scanned.platform)
+    if mismatch is not None:  # a Codex rollout dropped under claude=: no Claude events in it
+        raise UsageError(f"{mismatch}; it is not read (a root of its own tool reads it)")
     stats = ParseStats()
     redactions: Counter[str] = Counter()
     events: list[SessionEvent] = []

@@ -7,6 +7,8 @@ import re
 import shutil
 from pathlib import Path
 
+import pytest
+
 from selene_dag.config import SessionRoot, parse_session_roots
 from selene_dag.sessions.scanner import is_under_roots, scan_report, scan_roots, session_key
 from tests.support.sessions import FIXTURES, REAL_CLAUDE, REAL_CODEX, REAL_GEMINI
@@ -195,3 +197,25 @@ def test_a_path_that_is_not_utf8_is_skipped_with_its_reason(tmp_path: Path) -> N
         (f"{root}/-home-caf\\xe9/abc.jsonl", "its path is not UTF-8: rename it to distill it")
     ]
     assert KEY.match(session_key("claude", os.fsdecode(odd)))
+
+
+def test_a_file_taken_by_its_name_under_another_tools_root_is_not_read_as_its_own(
+    tmp_path: Path,
+) -> None:
+    # A Codex rollout dropped under claude=: the scan takes *.jsonl there unread, and the
+    # Claude parser made an empty session of it (118 events, no chunk, an empty file).
+    from selene_dag.errors import UsageError
+    from selene_dag.sessions.scanner import platform_mismatch
+    from selene_dag.sessions.steps import normalize_events
+
+    root = tmp_path / "claude"
+    root.mkdir()
+    shutil.copy(REAL_CODEX, root / "codexfile.jsonl")
+    shutil.copy(REAL_CLAUDE, root / "mine.jsonl")
+    taken = {Path(f.path).name: f for f in scan_report([SessionRoot(root, "claude")]).files}
+    assert platform_mismatch(taken["mine.jsonl"].path, "claude") is None
+    reason = "content is a Codex CLI transcript, under a claude= root"
+    assert platform_mismatch(taken["codexfile.jsonl"].path, "claude") == reason
+    with pytest.raises(UsageError, match=reason):
+        normalize_events(taken["codexfile.jsonl"])
+    assert normalize_events(taken["mine.jsonl"])[0]
