@@ -24,7 +24,7 @@ import fnmatch
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import duckdb
 
@@ -293,11 +293,15 @@ class IgnoreRules:
         read)."""
         try:
             with open(os.path.join(folder, IGNORE_FILE), encoding="utf-8", errors="replace") as f:
-                lines = f.read().splitlines()
+                return cls.parse(folder, f.read())
         except OSError:
             return None
+
+    @classmethod
+    def parse(cls, folder: str, text: str) -> IgnoreRules:
+        """The rules of an ignore file's ``text`` for files under ``folder``."""
         patterns = []
-        for line in lines:
+        for line in text.splitlines():
             text = line.strip()
             if not text or text.startswith(("#", "!")):
                 continue
@@ -317,6 +321,28 @@ class IgnoreRules:
             for pattern, anchored, folders_only in self.patterns
             if is_folder or not folders_only
         )
+
+
+def ignored_members(paths: Sequence[str], ignore_files: dict[str, str]) -> set[str]:
+    """Which of an archive's member ``paths`` (``a/b/note.md``) its ``.seleneignore``
+    files pass over, as a folder's would: ``ignore_files`` maps each such file's folder
+    inside the archive ("" at its top) to its text; a file's rules apply below its folder."""
+    rules = [
+        IgnoreRules.parse("/" + folder.strip("/"), text) for folder, text in ignore_files.items()
+    ]
+    out: set[str] = set()
+    for path in paths:
+        full = "/" + path.strip("/")
+        parents = [str(parent) for parent in PurePosixPath(full).parents][:-1]
+        for rule in rules:
+            base = rule.base.rstrip("/") + "/"
+            if not full.startswith(base):
+                continue
+            inside = [p for p in parents if (p + "/").startswith(base) and p + "/" != base]
+            if rule.matches(full, False) or any(rule.matches(p, True) for p in inside):
+                out.add(path)
+                break
+    return out
 
 
 def walk_notes_folder(

@@ -66,7 +66,7 @@ from selene_dag.notes.comments import strip_comments
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.file_cache import Entry, FileCache, stamp_of
-from selene_dag.notes.folders import IngestScope
+from selene_dag.notes.folders import IGNORE_FILE, IngestScope, ignored_members
 from selene_dag.notes.html import html_note
 from selene_dag.notes.joplin import JoplinItem, is_item_name, joplin_notes, parse_item
 from selene_dag.notes.listing import (
@@ -299,6 +299,8 @@ def read_notes(
             continue
         if read_members is not None:  # an archive named alone, as downloaded
             members, errors = read_members(file, source, mtime)
+            passed = ignored_members([m[1] for m in members], _archive_ignore_files(file))
+            members = [m for m in members if m[1] not in passed]
             if not members and not errors:
                 errors = [IngestError(source, None, "the archive holds no note file")]
             result.errors.extend(errors)
@@ -552,6 +554,31 @@ def _zip_members(
         # RuntimeError: an encrypted member; OSError, ValueError, EOFError: a damaged archive.
         errors.append(IngestError(source, None, f"cannot read the archive: {exc}"))
     return members, errors
+
+
+def _archive_ignore_files(archive: Path) -> dict[str, str]:
+    """The ``.seleneignore`` files of an archive: ``{folder inside it: text}`` ("" for
+    its top); none when it cannot be read (its members' reading says why)."""
+    found: dict[str, str] = {}
+    try:
+        if zipfile.is_zipfile(archive):
+            with zipfile.ZipFile(archive) as zipped:
+                for name in zipped.namelist():
+                    if PurePosixPath(name).name == IGNORE_FILE:
+                        text = zipped.read(name).decode("utf-8", "replace")
+                        found[str(PurePosixPath(name).parent).removeprefix(".")] = text
+        elif tarfile.is_tarfile(archive):
+            with tarfile.open(archive) as tarred:
+                for info in tarred.getmembers():
+                    name = info.name.removeprefix("./")
+                    if info.isfile() and PurePosixPath(name).name == IGNORE_FILE:
+                        handle = tarred.extractfile(info)
+                        if handle is not None:
+                            text = handle.read().decode("utf-8", "replace")
+                            found[str(PurePosixPath(name).parent).removeprefix(".")] = text
+    except (zipfile.BadZipFile, tarfile.TarError, RuntimeError, OSError, ValueError, EOFError):
+        return {}
+    return found
 
 
 def _tar_members(

@@ -603,6 +603,35 @@ def test_a_seleneignore_file_passes_over_what_it_lists(tmp_path: Path, home: Pat
     assert (report.notes, report.deleted) == (1, 1)
 
 
+@pytest.mark.parametrize("kind", ["zip", "tgz"])
+def test_a_seleneignore_file_inside_an_archive_passes_over_what_it_lists(
+    tmp_path: Path, kind: str
+) -> None:
+    # A zipped vault read every file, its drafts too, whatever its .seleneignore said.
+    import shutil
+
+    vault = _write(
+        tmp_path / "vault",
+        {
+            ".seleneignore": "site/\n*.tmp.md\n/drafts/secret*.md\n",
+            "a.md": "# A\nkept",
+            "drafts/secret1.md": "# Secret\nleft out",
+            "drafts/ok.md": "# Draft\nkept",
+            "x.tmp.md": "# Tmp\nleft out",
+            "site/index.md": "# Site\nleft out",
+            "sub/.seleneignore": "local.md\n",
+            "sub/local.md": "# Local\nleft out",
+            "local.md": "# Top local\nkept: the rule is sub/'s",
+        },
+    )
+    archive = shutil.make_archive(
+        str(tmp_path / "vault"), "zip" if kind == "zip" else "gztar", vault
+    )
+    ids = {n.id for n in read_notes(archive).notes}
+    assert ids == {"a.md", "drafts/ok.md", "local.md"}
+    assert ids == {n.id for n in read_notes(vault).notes}  # as the folder is read
+
+
 def test_a_linked_note_belongs_to_its_folder_and_leaves_with_its_link(
     tmp_path: Path, home: Path
 ) -> None:
