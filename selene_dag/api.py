@@ -43,8 +43,10 @@ class AskRequest(BaseModel):
 
     question: str = Field(description="The question to build context for.")
     budget: int = Field(gt=0, description="Token budget of the pack (target model).")
-    sources: list[str] | None = Field(
-        default=None, description="Subset of ['notes', 'sessions'] (default both)."
+    sources: list[str] | str | None = Field(
+        default=None,
+        description="Subset of ['notes', 'sessions'] (default both): a list, or one "
+        "comma-separated string as the CLI's --sources takes it.",
     )
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
 

@@ -917,7 +917,8 @@ def _unnamed_notice(
         return []
     reason = (
         f"{_text.plural(unnamed, unit, units)} without an 'id' named by place "
-        f"('{rel}:<{unit}>'): a {unit} inserted above one changes its id"
+        f"('{rel}:<{unit}>'): {'an' if unit[0] in 'aeiou' else 'a'} {unit} inserted above "
+        "one changes its id"
     )
     return [IngestError.note_kept(source, None, reason)]
 
@@ -942,6 +943,8 @@ def _record_from_json(obj: Any, source: str, place: str) -> tuple[NoteRecord, _F
     content = obj[key]
     if not isinstance(content, str):
         raise TypeError(f"'{key}' must be a string")
+    if not content.strip():  # as an empty file is: no text, no note
+        raise ValueError(f"empty note: '{key}' holds no text")
     fields = _Fields(obj)
     title = fields.read(_clean_str, "title") or _first_heading(content) or note_id
     created = fields.read(_as_datetime, *_CREATED)

@@ -32,6 +32,12 @@ _NOTE = re.compile(rf"note[ :](?P<id>.+?)(?: lines (?P<ranges>{_RANGES}))?")
 _EVENTS = re.compile(rf"(?P<key>\S+) events (?P<ranges>{_RANGES})")
 _CHUNK = re.compile(r"chunk:(?P<id>\S+)")
 _KEY = re.compile(r"[\w.-]+")
+_WITHOUT_ID = {
+    "note": "note <id>",
+    "note:": "note:<id>",
+    "chunk": "chunk:<id>",
+    "chunk:": "chunk:<id>",
+}
 _PROJECT_HASH = re.compile(r"[0-9a-f]{32,}")
 _HEADER = re.compile(r"\[(?P<citation>.+?)\](?= |$)")
 
@@ -77,6 +83,8 @@ def parse_citation(text: str) -> Citation:
         return Citation("note", found["id"], ranges)
     if found := _EVENTS.fullmatch(text):
         return Citation("session", found["key"], parse_ranges(found["ranges"]))
+    if text in _WITHOUT_ID:  # "no session note in this home" answered this
+        raise UsageError(f"{text!r} names no {text.rstrip(':')}: give its id ({_WITHOUT_ID[text]})")
     if _KEY.fullmatch(text):
         return Citation("session", text)
     raise UsageError(

@@ -67,6 +67,9 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         "/ask", json={"question": "LM Studio", "budget": 100, "sources": ["sessions"]}
     ).json()
     assert sessions["items"] and {i["kind"] for i in sessions["items"]} == {"chunk"}
+    # The CLI's form of --sources, one comma-separated string, is taken as the list is.
+    as_text = api.post("/ask", json={"question": "LM Studio", "budget": 100, "sources": "sessions"})
+    assert as_text.status_code == 200 and as_text.json()["items"] == sessions["items"]
 
     shown = api.post("/show", json={"citation": doc["items"][0]["citation"]}).json()
     assert shown["text"].startswith("[note docker/exec.md] Attaching a bash shell")

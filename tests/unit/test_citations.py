@@ -46,6 +46,15 @@ def test_anything_else_is_a_usage_error(text: str) -> None:
         parse_citation(text)
 
 
+@pytest.mark.parametrize(
+    ("text", "form"), [("note", "note <id>"), ("chunk:", "chunk:<id>"), ("note:", "note:<id>")]
+)
+def test_a_kind_without_its_id_says_so(text: str, form: str) -> None:
+    # "note" alone was read as a session key: "no session note in this home".
+    with pytest.raises(UsageError, match=f"names no .*give its id \\({form}\\)"):
+        parse_citation(text)
+
+
 def test_ranges() -> None:
     assert parse_ranges("7") == ((7, 7),)
     assert parse_ranges("1-3,5 , 8-9") == ((1, 3), (5, 5), (8, 9))

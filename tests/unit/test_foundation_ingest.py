@@ -235,6 +235,7 @@ def test_an_unreadable_optional_value_costs_the_value_not_the_note(tmp_path):
         {"id": "j1", "content": "c1", "created_at": "soon", "updated_at": "2024-02-02"},
         {"id": "j2", "content": "c2", "title": ["not", "text"], "tags": "x, y"},
         {"id": "j3", "title": "no text"},
+        {"id": "j4", "content": "   \n "},  # as an empty file: no note
     ]
     (tmp_path / "notes.jsonl").write_text("\n".join(json.dumps(line) for line in lines))
     result = read_notes(tmp_path)
@@ -252,6 +253,7 @@ def test_an_unreadable_optional_value_costs_the_value_not_the_note(tmp_path):
     assert reasons[("notes.jsonl", 1)] == ("note kept, created_at (unreadable date 'soon') ignored")
     assert reasons[("notes.jsonl", 2)] == "note kept, title (expected text, got list) ignored"
     assert reasons[("notes.jsonl", 3)].startswith("missing 'content'")
+    assert reasons[("notes.jsonl", 4)] == "empty note: 'content' holds no text"
 
 
 @pytest.mark.parametrize(
