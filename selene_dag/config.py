@@ -195,7 +195,8 @@ class Settings(BaseSettings):
     now_override: datetime | None = Field(
         None,
         validation_alias="SELENE_NOW",
-        description="Fixed ISO-8601 'now' for reproducible tiers, demos and tests.",
+        description="Fixed ISO-8601 'now' for reproducible tiers, demos and tests; without "
+        "it, a `now` file in the home (the demo writes one) pins it for that home.",
         json_schema_extra=_shown("(wall clock)"),
     )
     essence_limit: int | None = Field(
@@ -528,7 +529,34 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
     Raises :class:`SettingsError` with a one-line message on an invalid value.
     """
     data = {k: v for k, v in overrides.items() if v is not None}
-    return _validated(data, os.environ if env is None else env)
+    settings = _validated(data, os.environ if env is None else env)
+    if settings.now_override is None:
+        pinned = pinned_now(settings.home)
+        if pinned is not None:
+            settings = settings.replace(now_override=pinned)
+    return settings
+
+
+# A home whose "now" is pinned (the demo's) holds it in this file: every command on the
+# home then sees the same day, so what it prints does not move with the calendar.
+PINNED_NOW_FILE = "now"
+
+
+def pinned_now(home: Path) -> datetime | None:
+    """The 'now' pinned for ``home`` (its ``now`` file, ISO-8601), None when none is.
+    Raises SettingsError naming the file when it holds no date."""
+    path = home / PINNED_NOW_FILE
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return None
+    try:
+        return parse_datetime(text)
+    except ValueError:
+        raise SettingsError(
+            f"{path} holds {text!r}, not an ISO-8601 date: fix it, or delete it to use the "
+            "wall clock"
+        ) from None
 
 
 def settings_table_markdown() -> str:

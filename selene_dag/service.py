@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from selene_dag import last_verdict
-from selene_dag.config import Settings
+from selene_dag.config import PINNED_NOW_FILE, Settings
 from selene_dag.context.builder import pack_notes
 from selene_dag.context.compaction import CompactionReport, SummaryUnavailable, compact_messages
 from selene_dag.context.messages import Conversation, load_conversation, parse_messages
@@ -1302,8 +1302,11 @@ def demo(settings: Settings, *, force: bool = False) -> DemoReport:
     stale or missing runs: a second run with nothing changed starts no step. After a run,
     Dagster is asked again; its verdict "nothing to run" is remembered with what it rests
     on, and a later demo for which all of that is unchanged reports from the database
-    without loading Dagster (``force`` runs everything whatever the verdict)."""
+    without loading Dagster (``force`` runs everything whatever the verdict). The home
+    keeps the demo's "now" (its ``now`` file): every later command on it sees that day."""
     started = time.perf_counter()
+    settings.home.mkdir(parents=True, exist_ok=True)
+    (settings.home / PINNED_NOW_FILE).write_text(settings.now().isoformat() + "\n")
     if not force and last_verdict.holds(settings, last_verdict.current_key(settings, "demo")):
         return _demo_report(settings, [], started, remembered=True)
     import dagster as dg

@@ -78,6 +78,20 @@ def test_now_and_roots_parse(tmp_path):
     assert s.db_path == tmp_path / "selene.duckdb"
 
 
+def test_a_homes_now_file_pins_its_now_unless_selene_now_is_set(tmp_path):
+    # The demo's home keeps its day: later commands on it age nothing.
+    assert load_settings({"SELENE_HOME": str(tmp_path)}).now_override is None
+    (tmp_path / "now").write_text("2026-07-15T00:00:00+00:00\n")
+    pinned = load_settings({"SELENE_HOME": str(tmp_path)})
+    assert pinned.now() == datetime(2026, 7, 15, tzinfo=UTC)
+    assert load_settings(home=tmp_path).now() == datetime(2026, 7, 15, tzinfo=UTC)
+    given = load_settings({"SELENE_HOME": str(tmp_path), "SELENE_NOW": "2027-01-02"})
+    assert given.now() == datetime(2027, 1, 2, tzinfo=UTC)
+    (tmp_path / "now").write_text("soon")
+    with pytest.raises(SettingsError, match="not an ISO-8601 date: fix it, or delete it"):
+        load_settings({"SELENE_HOME": str(tmp_path)})
+
+
 def test_a_blank_home_is_the_default_home():
     # SELENE_HOME set but empty (`SELENE_HOME= selene-dag …`) said "SELENE_HOME=None is
     # invalid"; it is the default, as when unset.
