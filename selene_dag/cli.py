@@ -917,19 +917,14 @@ def distill_status_command(
 
 # Fits 80 columns: the platform is the key's prefix; "imp" is the mean importance (0–100),
 # "cons" the mean consensus (0–10), "tokens" the distilled tokens of the budget.
-def _kept(row: dict[str, object]) -> str:
-    """A report row's chunks in its distilled file, and why the others are not."""
+def _chunks(row: dict[str, object]) -> str:
+    """A report row's chunks, and how many its distilled file kept."""
     if row.get("distilled_chunks") is None:
-        return "-"
-    why = [
-        f"{row[key]} {what}"
-        for key, what in (("dropped_chunks", "over budget"), ("below_minimum_chunks", "under min"))
-        if row.get(key)
-    ]
-    return f"{row['distilled_chunks']}" + (f" ({', '.join(why)})" if why else "")
+        return f"{row['chunks']}"
+    return f"{row['chunks']}, {row['distilled_chunks']} kept"
 
 
-REPORT_COLUMNS = ("session", "events", "chunks", "kept", "imp", "cons", "tokens")
+REPORT_COLUMNS = ("session", "events", "chunks", "imp", "cons", "tokens")
 
 
 @distill_app.command("report")
@@ -940,9 +935,9 @@ def distill_report_command(
 ) -> None:
     """Per session: events, chunks, importance, consensus and distilled tokens.
 
-    Mean importance (imp, 0–100) and consensus (cons, 0–10); the chunks kept in the
-    distilled file (the others left out for the budget or under the minimum consensus);
-    distilled tokens of the budget. SESSION is the key in the first column (or the tool's session id, or a path):
+    Chunks, and how many the distilled file kept (--json says how many of the others
+    were over the budget and how many under the minimum consensus); mean importance
+    (imp, 0–100) and consensus (cons, 0–10); distilled tokens of the budget. SESSION is the key in the first column (or the tool's session id, or a path):
     its best chunks are listed too. --json prints every field, each session's best chunks
     included."""
     rows = service.distill_report(load_settings(), session)
@@ -956,8 +951,7 @@ def distill_report_command(
         {
             "session": row["session_key"],
             "events": row["events"],
-            "chunks": row["chunks"],
-            "kept": _kept(row),
+            "chunks": _chunks(row),
             "imp": row["importance_avg"],
             "cons": row["consensus_avg"],
             "tokens": (

@@ -355,8 +355,7 @@ class ContextPack:
 def context(settings: Settings, budget: int, model: str | None = None) -> ContextPack:
     """The tiered context of all notes within ``budget`` tokens of ``model`` (default the
     settings' model), thread status and tiers brought up to today first
-    (:func:`refresh_tiers_if_stale`); stamps ``last_accessed_at`` of the notes shown in
-    full or summary."""
+    (:func:`refresh_tiers_if_stale`). Stamps no access (``ask`` does)."""
     check_budget(budget, "--budget")
     model = model or settings.model
     started = time.perf_counter()
@@ -366,9 +365,10 @@ def context(settings: Settings, budget: int, model: str | None = None) -> Contex
         prepared, _, live = prepare_leading(conn, model, budget)
         if not live:
             raise NotFoundError("no notes yet: run `selene-dag ingest PATH` first")
+        # No access stamps: a context shows every note its budget reaches, so stamping them
+        # kept them warm for ever (each call made its notes "used" again); ask stamps the
+        # notes that answered a question.
         pack = pack_notes(prepared, budget)
-        used = [n for n, tier in pack.tiers.items() if tier in ("full", "high", "summary")]
-        mark_accessed(conn, used, settings.now())
     return ContextPack(
         text=pack.text,
         total_tokens=pack.total_tokens,

@@ -497,6 +497,19 @@ QUERY_STOP_WORDS = frozenset(
 _FENCE = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.MULTILINE | re.DOTALL)
 _OPEN_FENCE = re.compile(r"^\s*(```|~~~).*\Z", re.MULTILINE | re.DOTALL)
 _IMAGE = re.compile(r"!\[[^\]]*\]\([^)]*\)")
+# Obsidian's and Logseq's [[target#heading|alias]] links and ![[embeds]].
+_WIKI_EMBED = re.compile(r"!\[\[[^\]\n]*\]\]")
+_WIKILINK = re.compile(r"\[\[([^\]|#\n]*)(?:#[^\]|\n]*)?(?:\|([^\]\n]*))?\]\]")
+
+
+def _wikilink_text(match: re.Match[str]) -> str:
+    """A wikilink's words: its alias, else its target's name (``notes/Idea.md`` → ``Idea``)."""
+    if match.group(2):
+        return match.group(2).strip()
+    name = match.group(1).strip().rsplit("/", 1)[-1]
+    return name[:-3] if name.lower().endswith(".md") else name
+
+
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _REF_LINK = re.compile(r"\[([^\]]+)\]\[[^\]]*\]")
 _REF_DEF = re.compile(r"^\s*\[[^\]]+\]:\s*\S+.*$", re.MULTILINE)
@@ -520,7 +533,8 @@ CODE_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 def strip_markdown(text: str) -> str:
     """Prose of a markdown note: code blocks, headings, tables, URLs, link and HTML syntax removed.
 
-    Link text and inline-code text are kept (they are usually words of the sentence).
+    Link text and inline-code text are kept (they are usually words of the sentence), a
+    wikilink's alias or its target's name too; embeds (``![[…]]``) go.
     Paragraph breaks are kept as blank lines; list items and quotes become paragraphs.
     """
     text = text.replace("\r\n", "\n")
@@ -532,6 +546,8 @@ def strip_markdown(text: str) -> str:
     text = _RULE.sub("", text)
     text = _REF_DEF.sub("", text)
     text = _IMAGE.sub("", text)
+    text = _WIKI_EMBED.sub("", text)
+    text = _WIKILINK.sub(_wikilink_text, text)
     text = _LINK.sub(r"\1", text)
     text = _REF_LINK.sub(r"\1", text)
     text = _AUTOLINK.sub("", text)

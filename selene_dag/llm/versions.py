@@ -6,10 +6,10 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@3",
-    "detect_threads": "detect_threads@1",
+    "analyze_note": "analyze_note@4",
+    "detect_threads": "detect_threads@2",
     "digest_thread": "digest_thread@3",
-    "summarize": "summarize@3",
+    "summarize": "summarize@4",
     "assess_chunk": "assess_chunk@1",
 }
 

@@ -80,7 +80,14 @@ def test_unchanged_edited_and_next_day_runs(tmp_path: Path, home: Path) -> None:
     assert before == {"raw_notes"} and newest | before == set(edited.ran)
 
     next_day = service.ingest(settings.replace(now_override="2026-07-16"), path)
-    assert set(next_day.ran) == {"fidelity_tiers", "compression_health", "search_index"}
+    # What ages with the clock: thread status (and the digests that follow it), tiers.
+    assert set(next_day.ran) == {
+        "threads",
+        "thread_digests",
+        "fidelity_tiers",
+        "compression_health",
+        "search_index",
+    }
 
 
 def test_one_edited_note_analyses_only_that_note(tmp_path: Path, home: Path) -> None:

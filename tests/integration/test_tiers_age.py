@@ -61,6 +61,10 @@ def test_context_a_year_later_shows_aged_tiers_and_archived_threads(
     assert "full" not in tiers and "high" not in tiers, tiers
     assert pack.counts.get("full", 0) == 0
     with open_store(later.db_path) as conn:
+        # context stamps nothing: a note it shows is not "used" (stamping every note a
+        # budget reached kept them warm for ever); ask's notes are.
+        stamped = "SELECT count(*) FROM processed_notes WHERE last_accessed_at IS NOT NULL"
+        assert conn.execute(stamped).fetchone()[0] == 0
         assert recorded_day(conn, "fidelity_tiers").isoformat() == "2027-07-20"
         assert recorded_day(conn, "threads").isoformat() == "2027-07-20"
     assert len(instance_for(later).get_runs()) == runs_before + 1

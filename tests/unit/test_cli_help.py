@@ -12,7 +12,7 @@ def test_every_command_has_help_with_one_line_paragraphs() -> None:
         for paragraph in command.help.split("\n\n"):
             assert paragraph and "\n" not in paragraph, (command.callback, paragraph)
     report = next(c for c in cli.distill_app.registered_commands if c.name == "report")
-    assert report.help.split("\n\n")[1].startswith("Mean importance (imp, 0–100) and consensus")
+    assert report.help.split("\n\n")[1].startswith("Chunks, and how many the distilled file kept")
 
 
 def test_a_flag_is_shown_without_a_type_an_option_with_one() -> None:
