@@ -216,3 +216,18 @@ def test_engine_label_names_the_engine_get_engine_builds() -> None:
         settings = load_settings(env)
         engine = get_engine(settings)
         assert engine_label(settings) == f"{engine.name}:{engine.model}"
+
+
+def test_wikilinks_read_as_their_words_and_the_decision_is_the_essence() -> None:
+    wiki = "See [[Idempotency keys]], [[projects/retry/incidents|incidents]]."
+    assert strip_markdown(wiki) == "See Idempotency keys, incidents."
+    assert strip_markdown("Read [[notes/Plan.md#Goals]] ![[diagram.png]] now.") == "Read Plan now."
+    # The links' brackets outweighed the note's decision (a QA vault's design note).
+    content = (
+        "# Retry policy design\n\n"
+        "We decided to use exponential backoff with full jitter, base 200 ms, capped at 30 "
+        "seconds, max 6 attempts.\nIdempotency keys are required for POST retries. See "
+        "[[Idempotency keys]] and [[projects/retry/incidents|incidents]].\n"
+    )
+    essence = ExtractiveEngine().analyze_note("Retry policy design", content).essence
+    assert essence.startswith("We decided to use exponential backoff") and "[[" not in essence
