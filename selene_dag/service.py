@@ -1022,7 +1022,13 @@ def _seed_for_question(
         "chunks": len(result.distilled.chunks),
         "tokens": result.tokens,
         "budget": result.distilled.max_tokens,
-        **({"rerank": _seed_rerank_note(seeded.reranked, problems, who)} if ranker else {}),
+        "rerank": (
+            _seed_rerank_note(seeded.reranked, problems, who)
+            if ranker
+            else "not reranked (SELENE_DISTILL_RERANK=0)"
+            if not settings.distill_rerank
+            else "not reranked (no model server, and no CLI assessor on PATH)"
+        ),
     }
 
 

@@ -526,6 +526,8 @@ _EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
 _INLINE_CODE = re.compile(r"`([^`\n]*)`")
 _SPACES = re.compile(r"[ \t]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_'+#.-]*[A-Za-z0-9+#]|[A-Za-z]")
+# The same in any script: a letter, then letters, digits and _ ' + # . - inside.
+_ANY_WORD = re.compile(r"[^\W\d_](?:[\w'+#.-]*(?:[^\W_]|[+#]))?")
 
 CODE_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 
@@ -605,8 +607,12 @@ def split_sentences(text: str, *, boundary: str = "capital", flatten: bool = Fal
 
 
 def words(text: str) -> list[str]:
-    """Word tokens (letters, digits, and ``_ ' + # . -`` inside a word)."""
-    return _WORD.findall(text)
+    """Word tokens (letters, digits, and ``_ ' + # . -`` inside a word), in any script
+    (``Steuererklärung``, ``налог``); each Chinese or Japanese character is a word, as
+    search takes it (those scripts write no spaces)."""
+    if text.isascii():
+        return _WORD.findall(text)
+    return _ANY_WORD.findall(space_cjk(text))
 
 
 def shorten(text: str, max_chars: int) -> str:
@@ -661,7 +667,7 @@ def ensure_period(sentence: str) -> str:
     sentence = sentence.strip()
     if not sentence:
         return sentence
-    if sentence[-1] in ".!?…":
+    if sentence[-1] in ".!?…。！？":
         return sentence
     if sentence[-1] in ":;,":
         sentence = sentence[:-1]

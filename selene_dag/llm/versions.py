@@ -8,9 +8,9 @@ Dagster definitions does not import scikit-learn.
 ALGORITHM_VERSIONS = {
     "analyze_note": "analyze_note@4",
     "detect_threads": "detect_threads@2",
-    "digest_thread": "digest_thread@3",
+    "digest_thread": "digest_thread@4",
     "summarize": "summarize@4",
-    "assess_chunk": "assess_chunk@1",
+    "assess_chunk": "assess_chunk@2",
 }
 
 # The extractive engine's model name, as recorded with what it computed ("engine:model").

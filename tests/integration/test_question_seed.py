@@ -61,6 +61,7 @@ def test_the_session_holds_the_chunks_that_answer_the_question(
     out = service.distill_seed(home, "codex", question=QUESTION, out_dir=tmp_path)
     assert out["sessions"][0] == _keys(home)["claude"]  # the answer is in the Claude session
     assert 0 < out["chunks"] <= out["candidates"] and out["tokens"] <= out["budget"] == 80_000
+    assert "rerank" in out  # the JSON always says whether and how the candidates were reranked
     written = parse_file(out["path"], "codex")
     assert written.errors == 0
     text = "\n".join(e.text or "" for e in written.events)
@@ -196,7 +197,7 @@ def test_with_a_model_server_the_model_reads_the_candidates(home: Settings, tmp_
             plain, "gemini", question="which cache is cleared", out_dir=tmp_path
         )
         assert sum(server.requests.values()) == 0
-    assert "rerank" not in kept and kept["chunks"] > 0
+    assert kept["rerank"] == "not reranked (SELENE_DISTILL_RERANK=0)" and kept["chunks"] > 0
 
 
 RATING_CLI = """
@@ -238,4 +239,4 @@ def test_without_a_model_the_cli_assessors_rate_the_candidates_for_the_question(
     plain = rated.replace(distill_rerank=False)
     assert service.seed_rerank_notice(plain) == ""
     kept = service.distill_seed(plain, "claude", question=QUESTION, out_dir=tmp_path)
-    assert "rerank" not in kept and not log.exists()
+    assert kept["rerank"] == "not reranked (SELENE_DISTILL_RERANK=0)" and not log.exists()

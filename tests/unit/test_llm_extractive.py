@@ -231,3 +231,27 @@ def test_wikilinks_read_as_their_words_and_the_decision_is_the_essence() -> None
     )
     essence = ExtractiveEngine().analyze_note("Retry policy design", content).essence
     assert essence.startswith("We decided to use exponential backoff") and "[[" not in essence
+
+
+def test_notes_in_other_scripts_get_a_theme_and_their_words_count() -> None:
+    # Words were ASCII only: "Steuererklärung" became "steuererkl rung", a Russian note had
+    # no word (no theme, no thread, every sentence too short to be an essence).
+    from selene_dag.text import words
+
+    assert words("Die Steuererklärung ist fällig") == ["Die", "Steuererklärung", "ist", "fällig"]
+    assert words("Налоговая декларация подана") == ["Налоговая", "декларация", "подана"]
+    assert words("税金の申告") == ["税", "金", "の", "申", "告"]  # one word each, as search
+    engine = ExtractiveEngine()
+    german = engine.analyze_note(
+        "Steuererklärung 2024",
+        "Die Steuererklärung für 2024 ist bis Juli fällig. Der Steuerberater hat die "
+        "Unterlagen bekommen.",
+    )
+    assert german.primary_theme == "steuererklärung"
+    russian = engine.analyze_note(
+        "Налоги",
+        "Налоговая декларация подана вовремя. Инспектор подтвердил получение документов.",
+    )
+    assert russian.primary_theme == "налоги" and russian.essence.startswith("Налоговая")
+    japanese = engine.analyze_note("税金", "税金の申告は三月です。書類は全部そろっています。")
+    assert not japanese.essence.endswith("。.")
