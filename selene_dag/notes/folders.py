@@ -12,10 +12,10 @@ innermost, when registered folders nest): its
 notes get the same ids as when the whole folder is ingested. Registered folders nested
 inside a newly ingested folder keep their own notes: the new folder's ingest skips them.
 
-A folder that moved (a registered folder that no longer exists, of the same name as the
-one ingested, at least half of whose note files the new folder holds under the same
-paths) keeps its key: its notes keep their ids, their sources follow the folder, and the
-home does not hold every note twice.
+A folder that moved (a registered folder that no longer exists, at least half of whose
+note files the new folder holds under the same paths, and when it had another name at
+least three of them: renamed as it moved) keeps its key: its notes keep their ids, their
+sources follow the folder, and the home does not hold every note twice.
 """
 
 from __future__ import annotations
@@ -169,13 +169,21 @@ def _gone(folder: Path) -> bool:
         return False
 
 
+# A folder renamed as it moved must share at least this many note files with the one it
+# was, beside half of them: two small folders of a few files each often share a name or two.
+RENAMED_MIN_FILES = 3
+
+
 def _moved_folder(
     conn: duckdb.DuckDBPyConnection, folders: dict[Path, str], own: Path, name: str
 ) -> Path | None:
-    """The registered folder ``own`` moved from: one named ``name`` that no longer exists,
-    at least half of whose live notes' files ``own`` holds under the same paths; None when
-    there is none."""
-    gone = sorted((f for f in folders if folder_name(f) == name and _gone(f)), key=str)
+    """The registered folder ``own`` moved from: one that no longer exists, at least half
+    of whose live notes' files ``own`` holds under the same paths (and, when it was named
+    otherwise, at least ``RENAMED_MIN_FILES`` of them: a renamed vault), one named
+    ``name`` first; None when there is none."""
+    gone = sorted(
+        (f for f in folders if _gone(f)), key=lambda f: (folder_name(f) != name, str(f))
+    )
     if not gone:
         return None
     here = _files_inside(own)
@@ -188,7 +196,9 @@ def _moved_folder(
         ).fetchall()
         # A note of an archive or an export names its file before '!/'.
         files = {source[len(prefix) :].split("!/")[0] for (source,) in rows}
-        if files and len(files & here) * 2 >= len(files):
+        shared = len(files & here)
+        renamed = folder_name(old) != name
+        if files and shared * 2 >= len(files) and (not renamed or shared >= RENAMED_MIN_FILES):
             return old
     return None
 

@@ -135,6 +135,24 @@ def test_a_moved_folder_keeps_its_key_and_its_notes_ids(tmp_path: Path, home: Pa
     assert service.ingest(settings, third).id_prefix == "notes-3/"
 
 
+def test_a_folder_renamed_as_it_moved_keeps_its_key(tmp_path: Path, home: Path) -> None:
+    # vault → MyVault: every note was held twice, ask and context returned both copies.
+    settings = load_settings(home=home, now_override="2026-07-15")
+    files = {f"n{i}.md": f"# Note {i}\nthe otter count of pond {i}" for i in range(4)}
+    vault = _write(tmp_path / "vault", files)
+    assert service.ingest(settings, vault).inserted == 4
+    renamed = tmp_path / "MyVault"
+    vault.rename(renamed)
+    report = service.ingest(settings, renamed)
+    assert (report.id_prefix, report.inserted, report.home_notes) == ("vault/", 0, 4)
+    # A small new folder sharing a name or two with a gone one is a folder of its own.
+    small = _write(tmp_path / "small", {"a.md": "# A\nalpha", "b.md": "# B\nbeta"})
+    assert service.ingest(settings, small).inserted == 2
+    small.rename(tmp_path / "gone-small")
+    other = _write(tmp_path / "other", {"a.md": "# A\nanother alpha", "b.md": "# B\nbeta"})
+    assert service.ingest(settings, other).id_prefix == "other/"
+
+
 def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
     tmp_path: Path, home: Path
 ) -> None:
