@@ -181,9 +181,7 @@ def _moved_folder(
     of whose live notes' files ``own`` holds under the same paths (and, when it was named
     otherwise, at least ``RENAMED_MIN_FILES`` of them: a renamed vault), one named
     ``name`` first; None when there is none."""
-    gone = sorted(
-        (f for f in folders if _gone(f)), key=lambda f: (folder_name(f) != name, str(f))
-    )
+    gone = sorted((f for f in folders if _gone(f)), key=lambda f: (folder_name(f) != name, str(f)))
     if not gone:
         return None
     here = _files_inside(own)
