@@ -389,7 +389,7 @@ def fidelity_tiers(
     "notes",
     model=True,
     deps=[processed_notes],
-    code_version=code_version("1", prompts=("summarize",)),
+    code_version=code_version("2", prompts=("summarize",)),  # 2: the title said once
     partitions_def=SUMMARY_PARTITIONS,
     backfill_policy=dg.BackfillPolicy.single_run(),
     automation_condition=dg.AutomationCondition.on_cron(DAILY_SUMMARY_CRON),

@@ -28,8 +28,13 @@ class DaySummary:
 
 
 def note_line(title: str, essence: str | None, concepts: list[str] | None, content: str) -> str:
-    """Render one note for a daily summary: essence → top-3 concepts → content[:100]…."""
+    """Render one note for a daily summary: essence → top-3 concepts → content[:100]…; an
+    essence that opens with the title (a short note's essence is its title) is not
+    preceded by it again."""
     if essence:
+        said = " ".join(title.split()).rstrip(".").lower()
+        if said and essence.lower().startswith(said):
+            return f"- {essence}"
         return f"- {title}: {essence}"
     if concepts:
         return f"- {title}: {', '.join(concepts[:3])}"

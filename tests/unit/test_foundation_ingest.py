@@ -388,3 +388,13 @@ def test_windows_line_ends_and_hashtag_lists(tmp_path):
     (note,) = read_notes(tmp_path).notes
     assert "\r" not in note.content and note.content.startswith("# Title\n\nBody line.")
     assert note.tags == ("#aws", "#til")
+
+
+def test_a_daily_summary_line_does_not_say_the_title_twice():
+    from selene_dag.notes.daily import note_line
+
+    # A short note's essence is its title: "- Sourdough bake: Sourdough bake." read twice.
+    assert note_line("Sourdough bake", "Sourdough bake.", None, "") == "- Sourdough bake."
+    assert note_line("Bread", "Rye needs a longer proof.", None, "") == (
+        "- Bread: Rye needs a longer proof."
+    )
