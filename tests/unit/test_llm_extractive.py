@@ -255,3 +255,16 @@ def test_notes_in_other_scripts_get_a_theme_and_their_words_count() -> None:
     assert russian.primary_theme == "налоги" and russian.essence.startswith("Налоговая")
     japanese = engine.analyze_note("税金", "税金の申告は三月です。書類は全部そろっています。")
     assert not japanese.essence.endswith("。.")
+
+
+def test_a_thread_digest_says_what_the_newest_note_added() -> None:
+    # Three new notes changed a digest's count and nothing else: it quoted the oldest tips.
+    from selene_dag.llm.extractive.digest import digest_thread
+
+    essences = [
+        f"Kubernetes tip {i}: restart the deployment with kubectl rollout." for i in range(14)
+    ]
+    essences.append("PodDisruptionBudgets keep two replicas up while the nodes drain.")
+    digest = digest_thread("kubernetes", "", essences)
+    assert "PodDisruptionBudgets keep two replicas up" in digest
+    assert digest.startswith("The thread “kubernetes” brings together 15 notes")
