@@ -672,8 +672,12 @@ def ask(
         "fts_matches": 0,
         "after_dedup": 0,
         "considered": 0,
+        "passages": 0,
+        "passage_docs": 0,
+        "mode": "none",  # no search ran; "passages" or "documents" once one did
         "levels": {},
         "note": "",
+        "search_ms": 0.0,
     }
     result = AskResult(question, budget, model, 0, [], "", stats)
     if not terms:

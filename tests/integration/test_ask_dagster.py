@@ -157,6 +157,11 @@ def test_ask_command_refreshes_stale_index_and_prints_only_the_pack(notes_home: 
     empty = runner.invoke(_cli(), ["ask", "the of and", "--budget", "100"])
     assert empty.exit_code == 0 and empty.stdout == ""
     assert empty.stderr.strip() == "note: the question has no searchable words"
+    # Its JSON has the same stats keys as any other answer's (mode "none": no search ran).
+    empty_doc = json.loads(
+        runner.invoke(_cli(), ["ask", "the of and", "--budget", "100", "--format", "json"]).stdout
+    )
+    assert set(empty_doc["stats"]) == set(doc["stats"]) and empty_doc["stats"]["mode"] == "none"
 
 
 @pytest.mark.parametrize(
