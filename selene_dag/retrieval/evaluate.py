@@ -100,6 +100,8 @@ def read_question_file(path: str | Path) -> QuestionFile:
             questions.append(_question(data))
         except ValueError as exc:
             problems.append((where, str(exc)))
+    # In file order: lines that are not JSON were noted while reading, the others after.
+    problems.sort(key=lambda p: int(p[0].rsplit(" ", 1)[1]))
     if not questions:
         first = f" ({problems[0][0]}: {problems[0][1]})" if problems else ""
         raise UsageError(f"{path}: no questions{first}")

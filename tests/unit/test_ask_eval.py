@@ -257,3 +257,16 @@ def test_paired_difference_is_the_mean_difference_with_a_95_percent_interval() -
 def test_cache_is_bounded() -> None:
     assert ev._PASSAGE_CACHE_SIZE >= 1
     assert len(ev._PASSAGE_CACHE) <= ev._PASSAGE_CACHE_SIZE
+
+
+def test_a_question_file_names_its_bad_lines_in_file_order(tmp_path) -> None:
+    from selene_dag.retrieval.evaluate import read_question_file
+
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        '{"question": "a", "must_contain": ["x"]}\n{"nope": 1}\nnot json\n'
+        '{"question": "b", "must_contain": "y"}\n'
+    )
+    loaded = read_question_file(path)
+    assert [q.question for q in loaded.questions] == ["a", "b"]
+    assert [where for where, _ in loaded.problems] == ["line 2", "line 3"]
