@@ -655,6 +655,8 @@ def show_command(
                 f"{shown.file_line_offset + 1})"
             )
         err.print(f"from {shown.source}{where}", highlight=False, soft_wrap=True)
+    if shown.note:
+        err.print(f"note: {shown.note}", highlight=False, soft_wrap=True)
     sys.stdout.write(shown.text + "\n")
 
 

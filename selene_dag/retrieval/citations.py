@@ -175,6 +175,8 @@ class Shown:
     # For a note: how many lines of its file come before the note's first line (front
     # matter, page properties), None when the file is not there to tell.
     file_line_offset: int | None = None
+    # What of the citation is not there ("the note has 46 lines"): "" when all of it is.
+    note: str = ""
 
     @property
     def shown(self) -> str:
@@ -201,6 +203,7 @@ class Shown:
                 if self.file_line_offset is not None
                 else {}
             ),
+            **({"note": self.note} if self.note else {}),
         }
 
 
@@ -246,10 +249,14 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
         )
     where = f"note {cited.ref}" + (f" lines {line_ranges(ranges)}" if ranges else "")
     header = f"[{where}] {title}" if title else f"[{where}]"
+    past = any(b > count for _, b in cited.ranges)
     return Shown(
         f"{header}\n{cut_lines(content, ranges)}".rstrip("\n"),
         source,
         file_line_offset=file_line_offset(source, content),
+        note=f"the note has {plural(count, 'line')}: lines past {count} are not there"
+        if past
+        else "",
     )
 
 
@@ -318,4 +325,7 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     header = f"[{cited.ref} events {events_shown}] {title}".rstrip()
     records = [e.line for a, b in spans for e in events[a : b + 1] if e.line > 0]
     where = f"{min(records)}-{max(records)}" if records else ""
-    return Shown(header + "\n" + "\n".join(parts), path, where)
+    last = events[-1].seq
+    past = any(b > last for _, b in cited.ranges)
+    note = f"the session's last event is {last}: events past it are not there" if past else ""
+    return Shown(header + "\n" + "\n".join(parts), path, where, note=note)

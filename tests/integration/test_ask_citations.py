@@ -161,12 +161,20 @@ def test_show_adds_context_and_takes_ids(store) -> None:
     everything = show(conn, f"{key} events 0-999999999")
     kept = sorted(s for s, e in events.items() if not e.abandoned)
     assert everything.text.startswith(f"[{key} events {kept[0]}-{kept[-1]}]")
+    assert (
+        everything.note == f"the session's last event is {kept[-1]}: events past it are not there"
+    )
+    assert not plain.note and everything.to_json("x")["note"] == everything.note
     by_id = show(conn, f"chunk:{chunk.id}")
     assert by_id.text.startswith(f"[{key} events {chunk.first_seq}-{chunk.last_seq}]")
     note = show(conn, f"note {NOTE_ID} lines 42", around=1)
     assert note.text.splitlines()[1:] == NOTE.splitlines()[40:43]
     assert note.text.startswith(f"[note {NOTE_ID} lines 41-43] Provider settings")
     assert note.source == "/notes/providers.md"
+    lines = len(NOTE.splitlines())
+    past = show(conn, f"note {NOTE_ID} lines {lines - 1}-{lines + 9}")  # said, not silent
+    assert past.note == f"the note has {lines} lines: lines past {lines} are not there"
+    assert past.text.startswith(f"[note {NOTE_ID} lines {lines - 1}-{lines}]")
     assert show(conn, f"note:{NOTE_ID}").text.split("\n", 1)[1] == NOTE
 
 
