@@ -137,7 +137,10 @@ def test_parsers_never_raise_on_bad_lines(platform: str, tmp_path: Path, data: s
         # Every line that is not a JSON object was counted as an error, not silently dropped.
         # (A Gemini file whose first line is not an object is read as one JSON document:
         # one error for the whole file.)
-        assert result.errors >= sum(_not_an_object(raw) for raw in lines)
+        # (A byte-order mark opening the file is no line of its own: a line holding
+        # nothing else is blank.)
+        read = [lines[0].removeprefix(b"\xef\xbb\xbf"), *lines[1:]] if lines else []
+        assert result.errors >= sum(_not_an_object(raw) for raw in read)
 
 
 @FUZZ
