@@ -466,6 +466,10 @@ class Settings(BaseSettings):
             for derived in ("db_path", "notes_dir"):
                 if data[derived] == self.home / _DERIVED[derived]:
                     data[derived] = None
+        if data["essence_limit"] is None and self.llm == "ollama":
+            # With ollama, no limit is what SELENE_ESSENCE_LIMIT=0 asked for (its default is
+            # a number): dumped as None it read as "not set" and came back as the default.
+            data["essence_limit"] = 0
         data.update(changes)
         return _validated(data)
 

@@ -19,6 +19,8 @@ OWNERS = ["team:selene-dag"]
 # record the day they were computed for, and a CLI run recomputes them on a new day.
 CLOCK_TAG = {"selene/clock": "day"}
 AS_OF_DAY = "as_of_day"
+# processed_notes: notes a run left without an essence because it reached its limit.
+ESSENCES_LEFT = "essences_left"
 
 
 def code_version(

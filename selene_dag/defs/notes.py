@@ -32,6 +32,7 @@ from selene_dag.defs.conditions import (
 from selene_dag.defs.metadata import (
     AS_OF_DAY,
     CLOCK_TAG,
+    ESSENCES_LEFT,
     OWNERS,
     code_version,
     duckdb_asset,
@@ -233,6 +234,8 @@ def processed_notes(
         engine = selene.engine(conn)
         try:
             stats = analyse_notes(conn, engine, settings.now(), limit=settings.essence_limit)
+            for reason in stats.unusable:  # analysed offline instead; the run goes on
+                context.log.warning(f"model answer unusable, note {reason}")
         finally:
             context.log.info(
                 f"engine calls: {engine.calls_made} made, {engine.calls_cached} cached"
@@ -251,6 +254,11 @@ def processed_notes(
     metadata = {
         "analysed": dg.MetadataValue.int(stats.analysed),
         "rejected_essences": dg.MetadataValue.int(stats.rejected_essences),
+        "analysed_offline": dg.MetadataValue.int(len(stats.unusable)),
+        # The run stopped at SELENE_ESSENCE_LIMIT with notes left: the next ingest goes on.
+        ESSENCES_LEFT: dg.MetadataValue.int(
+            remaining if settings.essence_limit and stats.pending >= settings.essence_limit else 0
+        ),
         "notes_with_essence": dg.MetadataValue.int(with_essence),
         "notes_without_essence": dg.MetadataValue.int(remaining),
         "essence_coverage_pct": dg.MetadataValue.float(
@@ -291,6 +299,8 @@ def threads(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.Mat
         engine = selene.engine(conn) if settings.llm != "extractive" else None
         stats = refresh_threads(conn, settings.now(), settings.thread_active_days, engine)
         record_day(conn, "threads", settings.now().date())
+        for reason in stats.unusable:  # left as they were; the run goes on
+            context.log.warning(f"model answer unusable, {reason}")
         version = threads_version(conn)
         top = conn.execute(
             "SELECT name, status, note_count, last_activity_at::DATE FROM threads "
@@ -304,6 +314,7 @@ def threads(context: dg.AssetExecutionContext, selene: SeleneResource) -> dg.Mat
         "model_threads_added": dg.MetadataValue.int(stats.model_threads_added),
         "threads_reconsolidated": dg.MetadataValue.int(stats.reconsolidated),
         "threads_shifted": dg.MetadataValue.int(stats.shifted),
+        "model_answers_unusable": dg.MetadataValue.int(len(stats.unusable)),
         "largest": markdown_table(["thread", "status", "notes", "last activity"], top),
         "dagster/row_count": dg.MetadataValue.int(stats.threads),
     }

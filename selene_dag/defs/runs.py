@@ -23,7 +23,7 @@ import dagster as dg
 
 from selene_dag.config import Settings
 from selene_dag.definitions import defs
-from selene_dag.defs.metadata import AS_OF_DAY
+from selene_dag.defs.metadata import AS_OF_DAY, ESSENCES_LEFT
 from selene_dag.defs.notes import FORGOTTEN_FOLDER, daily_summaries, notes_source
 from selene_dag.defs.resources import default_resources, resources_for
 from selene_dag.defs.run_owner import owner_tags, release_dead_runs
@@ -427,7 +427,9 @@ def stale_reasons(
     """Why each of ``keys`` (unpartitioned assets) must run now, for those that must:
     never materialized, stale in Dagster's lineage (an input's data version or its code
     version changed), computed with another engine or model, computed for another day
-    (assets tagged ``selene/clock``), or, for ``raw_notes``, last run to forget a folder.
+    (assets tagged ``selene/clock``), left notes without an essence at its limit
+    (``processed_notes`` with a model server), or, for ``raw_notes``, last run to forget a
+    folder.
     Keys absent from the result are fresh."""
     from dagster._core.definitions.data_version import StaleStatus
 
@@ -455,6 +457,8 @@ def stale_reasons(
             reasons[name] = f"computed with {metadata['engine']}, now {expected_engine}"
         elif graph.get(key).tags.get("selene/clock") and metadata.get(AS_OF_DAY) != today:
             reasons[name] = f"computed for {metadata.get(AS_OF_DAY)}, now {today}"
+        elif metadata.get(ESSENCES_LEFT):
+            reasons[name] = f"{metadata[ESSENCES_LEFT]} notes left without an essence"
     return reasons
 
 

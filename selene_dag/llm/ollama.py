@@ -211,6 +211,11 @@ class OllamaEngine(BaseEngine):
                     return call()
         except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
             raise self._fail(exc, task) from None
+        except ValueError as exc:  # a 200 whose body is not Ollama's JSON (a proxy's page)
+            raise EngineUnavailable(
+                f"{self.host} answered {task} with something that is not Ollama's JSON "
+                f"({' '.join(str(exc).split())[:80]}): is SELENE_OLLAMA_HOST an Ollama server?"
+            ) from None
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _num_ctx(self, prompt_tokens: int, num_predict: int) -> int:
@@ -364,6 +369,15 @@ class OllamaEngine(BaseEngine):
         cleaned = [e for e in cleaned if e]
         if not cleaned:
             raise ValueError("digest_thread needs at least one non-empty essence")
+        # A large thread's essences (oldest first) are cut to the newest that fit half the
+        # model's context: all of them overflowed it, on every run.
+        room, kept = self.max_ctx // 2, 0
+        for essence in reversed(cleaned):
+            room -= count_tokens(essence, model=self.model) + 4
+            if room < 0 and kept:
+                break
+            kept += 1
+        cleaned = cleaned[len(cleaned) - kept :]
         template = load_prompt("thread_digest")
         prompt = template.render(
             name=name,
@@ -569,6 +583,20 @@ def _string(value: Any, field: str) -> str:
     return " ".join(value.split()).strip("\"'“”")
 
 
+# What a model's answer may store, whatever it wrote: a concept or a theme is a few words, an
+# essence one or two sentences, a thread's name a title and its summary a paragraph (an
+# over-long answer was stored whole, and every later digest prompt overflowed the context).
+MAX_CONCEPT_CHARS = 60
+MAX_ESSENCE_SENTENCES, MAX_ESSENCE_CHARS = 2, 400
+MAX_THREAD_NAME_CHARS = 80
+MAX_THREAD_TEXT_CHARS = 600
+
+
+def _capped_essence(essence: str) -> str:
+    sentences = _text.split_sentences(essence) or [essence]
+    return _text.shorten(" ".join(sentences[:MAX_ESSENCE_SENTENCES]), MAX_ESSENCE_CHARS)
+
+
 def _parse_analysis(content: str) -> dict[str, Any]:
     data = _load_object(content)
     raw = data.get("concepts")
@@ -576,15 +604,17 @@ def _parse_analysis(content: str) -> dict[str, Any]:
         raise _Malformed("concepts is not a non-empty list")
     concepts: list[str] = []
     for item in raw:
-        concept = _string(item, "concept").lower()
+        concept = _text.shorten(_string(item, "concept").lower(), MAX_CONCEPT_CHARS)
         if concept and concept not in concepts:
             concepts.append(concept)
     if not concepts:
         raise _Malformed("concepts are all empty")
-    essence = _string(data.get("essence"), "essence")
+    essence = _capped_essence(_string(data.get("essence"), "essence"))
     if len(essence) < MIN_ESSENCE_CHARS:
         raise _Malformed(f"essence is {len(essence)} characters, needs more than 10")
-    theme = _string(data.get("primary_theme"), "primary_theme").lower() or concepts[0]
+    theme = _string(data.get("primary_theme"), "primary_theme").lower()
+    if not theme or len(theme) > MAX_CONCEPT_CHARS:  # a theme is a few words
+        theme = concepts[0]
     return {"concepts": concepts[:8], "primary_theme": theme, "essence": essence}
 
 
@@ -597,7 +627,7 @@ def _parse_threads(content: str, known: set[str], min_notes: int) -> list[dict[s
     for item in threads:
         if not isinstance(item, dict):
             raise _Malformed("a thread is not an object")
-        name = _string(item.get("name"), "name")
+        name = _text.shorten(_string(item.get("name"), "name"), MAX_THREAD_NAME_CHARS)
         raw_ids = item.get("note_ids")
         if not isinstance(raw_ids, list):
             raise _Malformed("note_ids is not a list")
@@ -608,9 +638,11 @@ def _parse_threads(content: str, known: set[str], min_notes: int) -> list[dict[s
         out.append(
             {
                 "name": name,
-                "why": _string(item.get("why", ""), "why"),
+                "why": _text.shorten(_string(item.get("why", ""), "why"), MAX_THREAD_TEXT_CHARS),
                 "note_ids": members,
-                "summary": _string(item.get("summary", ""), "summary"),
+                "summary": _text.shorten(
+                    _string(item.get("summary", ""), "summary"), MAX_THREAD_TEXT_CHARS
+                ),
                 "direction": direction
                 if direction in ("exploring", "emerging", "clear")
                 else "exploring",

@@ -19,7 +19,7 @@ from datetime import datetime
 
 import duckdb
 
-from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, deferred_cache
+from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, EngineResponseError, deferred_cache
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
 from selene_dag.text import hash_rows
@@ -39,16 +39,20 @@ class AnalysisStats:
     failed: int = 0
     stopped_by: str | None = None
     rejected_ids: list[str] = field(default_factory=list)
+    # Notes the model answered unusably (twice), analysed offline instead: "<id>: <why>".
+    unusable: list[str] = field(default_factory=list)
 
 
 def notes_needing_analysis(
-    conn: duckdb.DuckDBPyConnection, limit: int | None = None
+    conn: duckdb.DuckDBPyConnection, engine: str, limit: int | None = None
 ) -> list[tuple]:
-    """Return (id, title, content, content_hash) of notes to analyse, newest first."""
+    """Return (id, title, content, content_hash) of notes to analyse by ``engine`` (its
+    ``name:model`` label), newest first: new, changed, without an essence, then those
+    another engine analysed (``sql/transforms/essence_todo.sql``)."""
     sql = transform_sql("essence_todo")
     if limit is not None:
         sql += f"\nLIMIT {int(limit)}"
-    return conn.execute(sql).fetchall()
+    return conn.execute(sql, {"engine": engine}).fetchall()
 
 
 def valid_essence(essence: str | None) -> str | None:
@@ -77,14 +81,17 @@ def analyse_notes(
 ) -> AnalysisStats:
     """Analyse pending notes with ``engine``, committing completed notes as described above.
 
-    An :class:`EngineError` stops the run after what is done is committed; the error is
-    re-raised so the caller fails with its message. Essences of ≤ 10 characters are
-    rejected (stored as NULL and counted), the concepts and theme are kept.
+    A note the model answers unusably (:class:`EngineResponseError`: not JSON twice, the
+    wrong shape) is analysed by the offline engine instead, recorded as its, and named in
+    ``stats.unusable``: one such note stopped every run at the same place. Any other
+    :class:`EngineError` (a server down) stops the run after what is done is committed; the
+    error is re-raised so the caller fails with its message. Essences of ≤ 10 characters
+    are rejected (stored as NULL and counted), the concepts and theme are kept.
     """
-    todo = notes_needing_analysis(conn, limit)
+    engine_label = f"{engine.name}:{engine.model}"
+    todo = notes_needing_analysis(conn, engine_label, limit)
     stats = AnalysisStats(pending=len(todo))
     upsert = transform_sql("essence_upsert")
-    engine_label = f"{engine.name}:{engine.model}"
     pending: list[dict[str, object]] = []
     last_commit = time.monotonic()
 
@@ -115,15 +122,29 @@ def analyse_notes(
     # An engine that can analyse a batch at once (the extractive one, over its CPUs) gets
     # the whole list; results still arrive, and are committed, note by note.
     batch = getattr(engine, "analyze_notes", None) if cheap else None
-    analyses = iter(
-        batch([(title, content) for _, title, content, _ in todo])
+    analyses = (
+        iter(batch([(title, content) for _, title, content, _ in todo]))
         if batch is not None
-        else (engine.analyze_note(title, content) for _, title, content, _ in todo)
+        else None
     )
+    offline: Engine | None = None
     try:
-        for index, (note_id, _title, _content, chash) in enumerate(todo, start=1):
+        for index, (note_id, title, content, chash) in enumerate(todo, start=1):
             calls_before = engine.calls_made
-            analysis = next(analyses)
+            label = engine_label
+            if analyses is not None:
+                analysis = next(analyses)
+            else:
+                try:
+                    analysis = engine.analyze_note(title, content)
+                except EngineResponseError as exc:
+                    if offline is None:
+                        from selene_dag.llm.extractive import ExtractiveEngine
+
+                        offline = ExtractiveEngine()
+                    analysis = offline.analyze_note(title, content)
+                    label = f"{offline.name}:{offline.model} for {engine_label}"
+                    stats.unusable.append(f"{note_id}: {exc}")
             essence = valid_essence(analysis.essence)
             if essence is None:
                 stats.rejected_essences += 1
@@ -136,7 +157,7 @@ def analyse_notes(
                     "essence": essence,
                     "essence_at": now,
                     "source_hash": chash,
-                    "engine": engine_label,
+                    "engine": label,
                 }
             )
             stats.analysed += 1

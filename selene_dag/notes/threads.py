@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import duckdb
 
 from selene_dag.context.builder import ContextBuilder
-from selene_dag.llm.engine import Engine
+from selene_dag.llm.engine import Engine, EngineResponseError
 from selene_dag.paths import transform_sql
 from selene_dag.store import execute_script, transaction
 from selene_dag.text import hash_rows
@@ -41,6 +41,8 @@ class ThreadStats:
     model_threads_added: int
     reconsolidated: int = 0
     shifted: int = 0
+    # What the model answered unusably (the detection, a thread's reading): left as it was.
+    unusable: list[str] = field(default_factory=list)
 
 
 def _slug(text: str) -> str:
@@ -107,13 +109,15 @@ def reconsolidate_threads(
     engine: Engine,
     now: datetime,
     fresh: Sequence[str] = (),
+    unusable: list[str] | None = None,
 ) -> tuple[int, int]:
     """Read again every active thread of at least two notes whose 30 newest notes (ids and
     essences) changed since it was last read: the engine sees them newest first, titled
     with their creation time, in a context of 3000 tokens of its model, beside the
     thread's summary and "why", and its revision replaces them. ``fresh`` threads (just
     written by the detection) are taken as read now, without a call. Returns how many
-    threads were read and how many of them shifted direction."""
+    threads were read and how many of them shifted direction. A thread the model answers
+    unusably keeps its summary (the reason added to ``unusable``; raised without it)."""
     rows = conn.execute(
         transform_sql("thread_members"), {"limit": RECONSOLIDATE_NOTE_LIMIT}
     ).fetchall()
@@ -149,7 +153,15 @@ def reconsolidate_threads(
             created = note["created_at"]
             day = created.date().isoformat() if isinstance(created, datetime) else str(created)
             builder.add_note({**note, "title": f"{note['title']} ({day})"})
-        revision = engine.reconsolidate_thread(str(name), str(summary), str(why), builder.build())
+        try:
+            revision = engine.reconsolidate_thread(
+                str(name), str(summary), str(why), builder.build()
+            )
+        except EngineResponseError as exc:
+            if unusable is None:
+                raise
+            unusable.append(f"thread {thread_id}: {exc}")
+            continue
         conn.execute(
             "UPDATE threads SET summary = ?, why = ?, direction = ?, shifted = ?, "
             "reconsolidated_at = ?, reconsolidated_source = ? WHERE id = ?",
@@ -183,10 +195,16 @@ def refresh_threads(
     params = {"now": now, "active_days": active_days}
     with transaction(conn):
         execute_script(conn, transform_sql("threads_by_topic"), params)
-    added = detect_model_threads(conn, engine, now) if engine is not None else []
+    unusable: list[str] = []
+    try:
+        added = detect_model_threads(conn, engine, now) if engine is not None else []
+    except EngineResponseError as exc:  # model threads only add to the topic threads
+        added, unusable = [], [f"thread detection: {exc}"]
     conn.execute(transform_sql("threads_refresh_model"), params)
     read, shifted = (
-        reconsolidate_threads(conn, engine, now, fresh=added) if engine is not None else (0, 0)
+        reconsolidate_threads(conn, engine, now, fresh=added, unusable=unusable)
+        if engine is not None
+        else (0, 0)
     )
     total, active = conn.execute(
         "SELECT count(*), count(*) FILTER (WHERE status = 'active') FROM threads"
@@ -197,6 +215,7 @@ def refresh_threads(
         model_threads_added=len(added),
         reconsolidated=read,
         shifted=shifted,
+        unusable=unusable,
     )
 
 

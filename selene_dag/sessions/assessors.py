@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from selene_dag.llm.engine import Assessment
+from selene_dag.llm.engine import Assessment, EngineResponseError
 
 ASSESS_CONTENT_KINDS = ("user_prompt", "assistant_text", "tool_use", "error")
 
@@ -71,8 +71,20 @@ def importance_assessment(view: ChunkView) -> Assessment:
 
 
 def run_assessors(
-    view: ChunkView, assessors: Sequence[tuple[str, Assessor]]
+    view: ChunkView,
+    assessors: Sequence[tuple[str, Assessor]],
+    unusable: list[str] | None = None,
 ) -> list[NamedAssessment]:
-    """Run each ``(name, assessor)`` on ``view``. Errors propagate (an Ollama server that is
-    down fails the step with its message); CLI assessors report their own failures."""
-    return [NamedAssessment(name, assess(view)) for name, assess in assessors]
+    """Run each ``(name, assessor)`` on ``view``. A model that answers one chunk unusably
+    (:class:`EngineResponseError`) leaves that chunk to the other assessors, the reason
+    added to ``unusable``; other errors propagate (an Ollama server that is down fails the
+    step with its message); CLI assessors report their own failures."""
+    out: list[NamedAssessment] = []
+    for name, assess in assessors:
+        try:
+            out.append(NamedAssessment(name, assess(view)))
+        except EngineResponseError as exc:
+            if unusable is None:
+                raise
+            unusable.append(f"chunk {view.chunk_id}: {exc}")
+    return out

@@ -401,7 +401,9 @@ def score_views(
     cli_errors: list[str] = []
     sufficient = 0
     for view in views:
-        named: list[NamedAssessment] = run_assessors(view, assessors)
+        # A model answering one chunk unusably leaves it to the other assessors (reported
+        # with the CLI assessors' failures): it failed the whole session, on every run.
+        named: list[NamedAssessment] = run_assessors(view, assessors, cli_errors)
         if cli_names:
             from selene_dag.llm.cli_assessors import assess_with_clis
 

@@ -22,6 +22,9 @@ Knobs (constructor arguments, also settable as attributes while running):
 * ``fail_after``: after this many requests in total, fail every later one, as ``fail_mode``
   ``"refuse"`` (the server stops listening: connection refused) or ``"500"``.
 * ``malformed``: the first N model answers that should be JSON are broken JSON instead.
+* ``malformed_when``: JSON answers to prompts holding this text are always broken JSON.
+* ``overlong``: every string of a JSON answer is this many characters long (0: as built).
+* ``not_json``: model calls answer 200 with an HTML page, not Ollama's JSON (a proxy).
 
 ``requests`` counts requests per path; ``bodies`` keeps every decoded request body in order.
 A pytest fixture is available as ``fake_ollama`` (import it into a test module or conftest).
@@ -164,6 +167,17 @@ class _Server(ThreadingHTTPServer):
         super().handle_error(request, client_address)
 
 
+def _padded(value: Any, length: int) -> Any:
+    """``value`` with every string repeated to ``length`` characters (an over-long answer)."""
+    if isinstance(value, str):
+        return (value + " ") * (length // (len(value) + 1) + 1) if value else value
+    if isinstance(value, list):
+        return [_padded(v, length) for v in value]
+    if isinstance(value, dict):
+        return {k: _padded(v, length) for k, v in value.items()}
+    return value
+
+
 class FakeOllama:
     """The fake server; see the module docstring."""
 
@@ -175,6 +189,9 @@ class FakeOllama:
         fail_after: int | None = None,
         fail_mode: str = "refuse",
         malformed: int = 0,
+        malformed_when: str | None = None,
+        overlong: int = 0,
+        not_json: bool = False,
     ) -> None:
         if fail_mode not in ("refuse", "500"):
             raise ValueError("fail_mode must be 'refuse' or '500'")
@@ -183,6 +200,9 @@ class FakeOllama:
         self.fail_after = fail_after
         self.fail_mode = fail_mode
         self.malformed = malformed
+        self.malformed_when = malformed_when
+        self.overlong = overlong
+        self.not_json = not_json
         self.requests: Counter[str] = Counter()
         self.bodies: list[dict[str, Any]] = []
         self._lock = threading.Lock()
@@ -329,6 +349,14 @@ class _Handler(BaseHTTPRequestHandler):
             return
         if fake.delay:
             fake._stopping.wait(fake.delay)
+        if fake.not_json:
+            page = b"<html><body>not an Ollama server</body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(page)))
+            self.end_headers()
+            self.wfile.write(page)
+            return
         if path == "/api/chat":
             messages = body.get("messages") or []
             prompt = "\n".join(str(m.get("content", "")) for m in messages)
@@ -336,11 +364,13 @@ class _Handler(BaseHTTPRequestHandler):
             prompt = str(body.get("prompt", ""))
         fmt = body.get("format")
         if isinstance(fmt, dict) or fmt == "json":
-            if fake._take_malformed():
+            poisoned = fake.malformed_when is not None and fake.malformed_when in prompt
+            if poisoned or fake._take_malformed():
                 text = '{"this is": not valid json'
             else:
                 schema = fmt if isinstance(fmt, dict) else {"type": "object", "properties": {}}
-                text = json.dumps(_fake_value(schema, "root", prompt))
+                value = _fake_value(schema, "root", prompt)
+                text = json.dumps(_padded(value, fake.overlong) if fake.overlong else value)
         else:
             text = _fake_text(prompt)
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
