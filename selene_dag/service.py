@@ -483,21 +483,29 @@ def compact(
         except (TypeError, ValueError) as exc:  # the input's shape, named by the validator
             raise UsageError(str(exc)) from exc
     summarizer: Callable[[str, int], str] | None = None
-    if summarize_with_engine:
-        engine = get_engine(settings)
+    with contextlib.ExitStack() as stack:
+        if summarize_with_engine:
+            # A model's summaries are cached in the home's llm_cache when the home exists
+            # (compact needs no store: without one they are cached for this run only).
+            cache_conn = (
+                stack.enter_context(open_store(settings.db_path, wait=settings.lock_wait))
+                if settings.llm != "extractive" and settings.db_path.exists()
+                else None
+            )
+            engine = get_engine(settings, cache_conn=cache_conn)
 
-        def summarize(text: str, max_tokens: int) -> str:
-            # A model server that is down skips the summary; the other steps still fit the
-            # conversation to its window.
-            try:
-                return engine.summarize(text, max_tokens, model, kind="conversation")
-            except EngineError as exc:
-                raise SummaryUnavailable(str(exc)) from exc
+            def summarize(text: str, max_tokens: int) -> str:
+                # A model server that is down skips the summary; the other steps still fit
+                # the conversation to its window.
+                try:
+                    return engine.summarize(text, max_tokens, model, kind="conversation")
+                except EngineError as exc:
+                    raise SummaryUnavailable(str(exc)) from exc
 
-        summarizer = summarize
-    report = compact_messages(
-        conversation, window, model=model, summarizer=summarizer, digest=digest
-    )
+            summarizer = summarize
+        report = compact_messages(
+            conversation, window, model=model, summarizer=summarizer, digest=digest
+        )
     if conversation and not report.messages:
         raise SeleneError(
             f"a window of {plural(window, 'token')} holds no message of this "

@@ -44,6 +44,21 @@ def test_the_model_writes_the_summary_of_the_oldest_messages(tmp_path: Path) -> 
     assert report.tokens_after <= _window(msgs)
 
 
+def test_the_models_summary_is_cached_in_the_home(tmp_path: Path) -> None:
+    # compact asked the model again on every run: its cache lived for the run only.
+    from selene_dag.store import connect
+
+    msgs = _messages()
+    settings = _settings(tmp_path, "")
+    connect(settings.db_path).close()  # a home with a store
+    with FakeOllama() as server:
+        settings = _settings(tmp_path, server.url)
+        first = service.compact(settings, msgs, _window(msgs), MODEL)
+        second = service.compact(settings, msgs, _window(msgs), MODEL)
+        assert server.requests["/api/generate"] + server.requests["/api/chat"] == 1
+    assert first.messages == second.messages
+
+
 def test_a_server_that_is_down_skips_the_summary_and_the_rest_still_fits(tmp_path: Path) -> None:
     msgs = _messages()
     window = _window(msgs)
