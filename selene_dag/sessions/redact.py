@@ -124,9 +124,12 @@ _KEY_RULES = (
     _rule(
         "cookie",
         # A Cookie or Set-Cookie header's value (name=value pairs), curl's --cookie.
-        r"(?P<head>(?<![\w-])(?:(?i:set-cookie|cookie)\s*:\s*|--cookie(?:\s+|=)[\"']?))"
-        # name=value pairs joined by "; " (Set-Cookie's attributes may have no value).
-        r"[^\s;=\"'\\]+=[^\s;\"'\\]{4,}(?:;[ \t]?[^\s;=\"'\\]+(?:=[^\s;\"'\\]*)?)*",
+        r"(?P<head>(?<![\w-])(?:(?i:set-cookie|cookie)[\"']?\s*:\s*[\"']?|--cookie(?:\s+|=)[\"']?))"
+        # name=value pairs joined by "; " (Set-Cookie's attributes may have no value). A
+        # name is a token, without separators: a run of "cookie:cookie:…" is not scanned
+        # to its end from every head (it was quadratic).
+        r"[^\s;=:,\"'\\()<>@]{1,128}=[^\s;\"'\\]{4,}"
+        r"(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*",
         "ookie",
         "OOKIE",
     ),
@@ -161,9 +164,12 @@ _KEY_RULES = (
         # --password VALUE, --api-key VALUE, --github-token VALUE (a --password=VALUE is a
         # config_secret); not a help text's metavar (--password TEXT, --token <token>).
         # (The pattern opens with its literal "--", which the engine looks for fast.)
+        # One space before the value (a help text's columns have more), and a value with a
+        # digit or a symbol ("--token string", "--password Password to use" are help).
         r"(?P<head>--(?<!\S--)[a-z0-9\-]{0,30}?(?:password|passwd|(?<=-)pass|token|secret"
-        r"|api-?key|access-key|secret-key)\s+)(?P<q>[\"']?)(?![\-$*{<\[])(?![0-9]+\b)"
-        r"(?![A-Z_]+\b)[^\s\"']{4,}(?P=q)",
+        r"|api-?key|access-key|secret-key)(?:[ \t]|=(?=[\"'])))"
+        r"(?:(?P<q>[\"'])(?![$*{<\[])[^\"'\n]{4,}(?P=q)"
+        r"|(?![\-$*{<\[])(?![0-9]+\b)(?=[^\s\"']*[0-9!@#%^&*+/=~])[^\s\"']{4,})",
         "--",
     ),
     _rule(
@@ -210,7 +216,11 @@ _CONNECTION_RULE = _rule(
     "config_secret",
     # A connection string's password (``Server=db;Uid=sa;Pwd=letmein;``): any value,
     # since the ``;`` after it says it is one; not a path (``PWD=/home/x; ls``).
-    rf"(?P<head>(?i:pwd|password|passwd)\s*=\s*){_NOT_A_VALUE}(?![/~.])[^;\n\"'{{}}]{{1,128}}?(?=\s*;)",
+    # Written as connection strings are: no spaces around "=", a value of no call or
+    # bracket, and another ``key=value`` pair before or after it (``pwd = process.cwd();``
+    # is code).
+    rf"(?P<head>(?:(?<=;)|(?<=;\s)|(?<=[\"'])|(?<=^))(?i:pwd|password|passwd)=){_NOT_A_VALUE}"
+    rf"(?![/~.])[^;\s\"'(){{}}\[\]]{{1,128}}(?=;\s?[A-Za-z ]+=|;?[\"']|;?$)",
 )
 _ASSIGNMENT_RULES = (_ENV_RULE, _CONFIG_RULE, _CONNECTION_RULE)
 _KINDS = tuple(dict.fromkeys(rule.kind for rule in (*_KEY_RULES, *_ASSIGNMENT_RULES)))
@@ -248,7 +258,8 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 
 # Placeholders in examples and docs: ``********``, ``sk-ant-...``, ``xxxxxx``, ``<token>``.
 _PLACEHOLDER = re.compile(
-    r"[*•xX.\-_#]{3,}|.{0,12}(?:\.\.\.|…)|(?:\.\.\.|…).*|<[^<>]*>|(?i:.*\byour[-_ ].*)"
+    r"(?:[a-z]{1,4}[-_](?:[a-z]{1,5}[-_])?)?[*•xX.\-_#]{3,}|.{0,12}(?:\.\.\.|…)|(?:\.\.\.|…).*"
+    r"|<[^<>]*>|(?i:.*\byour[-_ ].*)"
 )
 
 
