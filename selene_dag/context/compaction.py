@@ -5,13 +5,15 @@ Thresholds (fractions of the context window, seed numbers): warn above 60 %, pru
 above the compaction threshold and stopping as soon as they are under it:
 
 * P1 strip chitchat: user messages of at most 50 characters whose trimmed text is
-  shorter than 15 characters and has no ``?`` or ``!`` (the latest request that no
-  assistant answered yet is the task at hand and stays);
+  shorter than 15 characters and has no ``?`` or ``!`` (the latest request stays when no
+  assistant answered it yet, the task at hand, or when it asks more than an
+  acknowledgement: "Step 1" stays, an answered "ok" goes);
 * P2 drop the oldest completed stages (messages with ``stage`` and ``completed: true``),
   one stage at a time, and name them in the memory digest;
 * P3 summarize the oldest conversation messages (staged: 30 %, at most 30; otherwise
-  min(20, 40 %); only when more than 2) through the summarizer into one system message,
-  which first quotes the request the conversation opened with (a session's task);
+  min(20, 40 %), never the latest request or what follows it; only when more than 2)
+  through the summarizer into one system message, which first quotes the request the
+  conversation opened with (a session's task);
   a summarizer that cannot answer (``SummaryUnavailable``: a model server that is down)
   or answers nothing leaves the step skipped, saying why, and the chain goes on;
 * P4 staged conversations: tell the caller to shrink its per-stage detail
@@ -309,6 +311,17 @@ def _pending_request(messages: Sequence[Message]) -> int | None:
     return latest
 
 
+_ACKNOWLEDGEMENT_WORDS = frozenset(
+    ["ok", "okay", "k", "kk", "thanks", "thank", "you", "thx", "ty", "yes", "yep", "yeah", "yup", "sure", "cool", "great", "nice", "perfect", "got", "it", "alright", "fine", "good", "awesome", "done", "lgtm", "noted", "right", "agreed", "understood"]
+)
+
+
+def _acknowledges(text: str) -> bool:
+    """Whether ``text`` only acknowledges ("ok", "thanks!", "got it"): no ask in it."""
+    words = "".join(c if c.isalnum() or c.isspace() else " " for c in text.lower()).split()
+    return all(w in _ACKNOWLEDGEMENT_WORDS for w in words)
+
+
 def _instructions(messages: Sequence[Message]) -> int | None:
     """The index of the first system message that is neither the memory digest nor a
     summary of earlier discussion: the instructions; None when there is none."""
@@ -481,7 +494,12 @@ def compact_messages(
         # P1. The latest request not answered yet is the task at hand however short ("fix
         # 4471", then tool calls working on it): it stays.
         pending = _pending_request(msgs)
-        kept = [m for i, m in enumerate(msgs) if i == pending or not is_chitchat(m)]
+        # The latest request stays too unless it only acknowledges ("ok", "thanks"): a
+        # short instruction ("Step 1", "Run a command") was the conversation's last ask.
+        latest = latest_request(msgs)
+        if latest is not None and _acknowledges(str(msgs[latest].get("content") or "")):
+            latest = None
+        kept = [m for i, m in enumerate(msgs) if i in (pending, latest) or not is_chitchat(m)]
         after = message_tokens(kept, model)
         steps.append(CompactionStep("P1 strip chitchat", len(msgs) - len(kept), tokens, after))
         msgs, tokens = kept, after
@@ -532,6 +550,11 @@ def compact_messages(
                 n = min(math.floor(len(conversation) * P3_STAGED_RATIO), P3_STAGED_MAX)
             else:
                 n = min(P3_GENERAL_MAX, math.floor(len(conversation) * P3_GENERAL_RATIO))
+            # Never the latest request nor what follows it: a conversation compacted again
+            # (few messages left) had its last ask summarized into a cut bullet.
+            asked = latest_request(conversation)
+            if asked is not None:
+                n = min(n, asked)
             if n > 2:
                 earlier_texts = [
                     str(m["content"]).removeprefix(SUMMARY_HEADER).strip() for m in earlier
@@ -557,6 +580,13 @@ def compact_messages(
                 if not isinstance(summary, str):
                     raise TypeError("summarizer must return a str")
                 summary = truncate_to_tokens(summary.strip(), P3_SUMMARY_TOKENS, model)
+                if opening:  # what the quoted opening request says, said once
+                    quoted = " ".join(opening.lower().split())
+                    summary = "\n".join(
+                        line
+                        for line in summary.splitlines()
+                        if " ".join(line.lstrip("-*• ").lower().split()) not in quoted
+                    ).strip()
                 if not summary:
                     steps.append(
                         CompactionStep("P3 summarize", 0, tokens, tokens, f"skipped: {skipped}")

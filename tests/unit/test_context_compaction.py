@@ -526,3 +526,33 @@ def test_a_short_request_being_worked_on_is_not_chitchat() -> None:
     answered = [*base, {"role": "user", "content": "ok"}, {"role": "assistant", "content": "Done."}]
     r = compact_messages(answered, int(message_tokens(answered, M) / 0.9), M)
     assert {"role": "user", "content": "ok"} not in r.messages
+
+
+def test_the_latest_request_is_never_summarized_nor_stripped() -> None:
+    # Compacted again, few messages were left and P3's oldest 40% held the last ask: it
+    # became a cut bullet. A short instruction answered with "Ok" was stripped as chitchat.
+    ask = {"role": "user", "content": "LATEST ASK: migrate the recorder to an AudioWorklet."}
+    msgs = [{"role": "system", "content": "You are a helpful assistant."}]
+    msgs += [{"role": "user", "content": f"Earlier question {i}: {PARA}?"} for i in range(2)]
+    msgs += [ask]
+    msgs += [{"role": "assistant", "content": f"Step {i} done: {PARA}"} for i in range(5)]
+    r = compact_messages(msgs, int(message_tokens(msgs, M) / 0.85 * 0.8), M)
+    assert ask in r.messages
+    short = [
+        {"role": "system", "content": "Rules. " + PARA},
+        *_conversation(6)[1:],
+        {"role": "user", "content": "Step 1"},
+        {"role": "assistant", "content": "Ok"},
+    ]
+    r = compact_messages(short, int(message_tokens(short, M) / 0.9), M)
+    assert {"role": "user", "content": "Step 1"} in r.messages
+
+
+def test_an_earlier_summarys_bullets_are_not_bulleted_again() -> None:
+    from selene_dag.llm.extractive import ExtractiveEngine
+
+    text = (
+        "[summary]: - We chose DuckDB for the store of every note.\n- The index is rebuilt nightly."
+    )
+    summary = ExtractiveEngine().summarize(text, 200, M, kind="conversation")
+    assert "- - " not in summary and "- We chose DuckDB" in summary

@@ -22,6 +22,7 @@ from selene_dag.llm.extractive.scoring import centrality, length_fit
 _ROLE_PREFIX = re.compile(r"^\[(\w+)\]: ?")
 # A session file's tool calls and results ride in assistant and user messages.
 _TOOL_PART = re.compile(r"^\[(?:tool_result|tool_use)\b")
+_BULLET = re.compile(r"^\s*[-*•]\s+")
 
 
 def conversation_sentences(text: str) -> list[tuple[str, str]]:
@@ -37,6 +38,7 @@ def conversation_sentences(text: str) -> list[tuple[str, str]]:
             role, line = match.group(1), line[match.end() :]
         if _TOOL_PART.match(line):  # the message's text ends where its tool calls start
             role = "tool"
+        line = _BULLET.sub("", line)  # an earlier summary's bullets are not bulleted again
         for sentence in _text.split_sentences(line):
             key = " ".join(sentence.lower().split())
             if len(_text.words(sentence)) >= 3 and key not in seen:
