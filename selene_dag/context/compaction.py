@@ -312,7 +312,38 @@ def _pending_request(messages: Sequence[Message]) -> int | None:
 
 
 _ACKNOWLEDGEMENT_WORDS = frozenset(
-    ["ok", "okay", "k", "kk", "thanks", "thank", "you", "thx", "ty", "yes", "yep", "yeah", "yup", "sure", "cool", "great", "nice", "perfect", "got", "it", "alright", "fine", "good", "awesome", "done", "lgtm", "noted", "right", "agreed", "understood"]
+    [
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "thanks",
+        "thank",
+        "you",
+        "thx",
+        "ty",
+        "yes",
+        "yep",
+        "yeah",
+        "yup",
+        "sure",
+        "cool",
+        "great",
+        "nice",
+        "perfect",
+        "got",
+        "it",
+        "alright",
+        "fine",
+        "good",
+        "awesome",
+        "done",
+        "lgtm",
+        "noted",
+        "right",
+        "agreed",
+        "understood",
+    ]
 )
 
 
