@@ -18,7 +18,7 @@ import duckdb
 
 from selene_dag.config import Settings
 from selene_dag.errors import UsageError
-from selene_dag.sessions.scanner import ScannedFile, scan_report, scan_roots
+from selene_dag.sessions.scanner import ScannedFile, is_under_roots, scan_report, scan_roots
 from selene_dag.sessions.steps import SessionNotFoundError
 from selene_dag.sessions.store import fetch_dicts
 from selene_dag.store import connect
@@ -127,13 +127,17 @@ def resolve_sessions(
             conn.close()
         by_source = {row["source_session_id"]: row["session_key"] for row in rows}
     chosen: dict[str, ScannedFile] = {}
+    real = {os.path.realpath(f.path): f for f in files}
     for ident in ids:
+        # A path as typed from anywhere (relative, through a link) names its file.
+        typed = real.get(os.path.realpath(os.path.expanduser(ident)))
         match = [
             f
             for f in files
             if ident in (f.session_key, f.path, str(Path(f.path).name))
             or by_source.get(ident) == f.session_key
             or Path(f.path).stem.endswith(ident)
+            or f is typed
         ]
         if not match:
             raise SessionNotFoundError(_not_found(settings, ident))
@@ -146,7 +150,18 @@ def _not_found(settings: Settings, ident: str) -> str:
     """Why ``ident`` names no scanned session file, and what to do about it."""
     path = Path(ident).expanduser()
     if path.is_file():
-        roots = os.pathsep.join(str(root.path) for root in settings.session_roots)
+        if is_under_roots(path, settings.session_roots):  # the scan passed over it: why
+            real = os.path.realpath(path)
+            skipped = scan_report(settings.session_roots).skipped
+            reason = next(
+                (f.reason for f in skipped if os.path.realpath(f.path) == real),
+                "not a transcript the scan takes",
+            )
+            return f"{path_text(ident)} is not distilled: {reason}"
+        roots = os.pathsep.join(
+            f"{root.platform}={root.path}" if root.platform else str(root.path)
+            for root in settings.session_roots
+        )
         folder = path.resolve().parent
         return (
             f"{path_text(ident)} is a file outside SELENE_SESSION_ROOTS ({roots or 'none'}): "

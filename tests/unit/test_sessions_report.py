@@ -37,7 +37,28 @@ def test_errors_without_a_database(tmp_path) -> None:
     with pytest.raises(SeleneError, match="a file outside SELENE_SESSION_ROOTS") as caught:
         resolve_sessions(roots, [str(outside)])
     assert str(outside.parent) in str(caught.value)
+    # Inside a root but passed over by the scan: the scan's reason, not "outside".
+    gemini = tmp_path / "roots" / "gemini"
+    gemini.mkdir(parents=True)
+    checkpoint = gemini / "checkpoint-tag.json"
+    checkpoint.write_text('[{"role": "user", "parts": [{"text": "hi"}]}]')
+    with pytest.raises(SeleneError, match="is not distilled: a Gemini CLI /chat save checkpoint"):
+        resolve_sessions(settings.replace(session_roots=f"gemini={gemini}"), [str(checkpoint)])
     with pytest.raises(SessionNotFoundError, match="it was moved or deleted"):
         find_session_file(settings, "claude-000000000000")
     assert distill_report(settings) == []
     assert distill_status(settings) == {"files": 0, "new": 0, "grown": 0, "done": 0}
+
+
+def test_a_session_file_is_found_by_its_path_typed_from_anywhere(tmp_path, monkeypatch) -> None:
+    import shutil
+
+    from tests.support.sessions import REAL_CLAUDE
+
+    root = tmp_path / "roots" / "claude"
+    root.mkdir(parents=True)
+    shutil.copy(REAL_CLAUDE, root / "a.jsonl")
+    settings = load_settings().replace(session_roots=f"claude={root}")
+    monkeypatch.chdir(tmp_path)
+    (found,) = resolve_sessions(settings, ["roots/claude/a.jsonl"])  # "outside" before
+    assert found.path.endswith("a.jsonl")
