@@ -4,8 +4,9 @@ notes, compaction, health.
 Requests share one DuckDB connection per database file and each runs on its own cursor
 (``service.SharedStore``), so they read concurrently and the file is left to other
 processes between bursts. Errors: a store locked by another process or an index that
-cannot be refreshed is 503, any other user error (:class:`SeleneError`) 422 with its
-message; anything else is a bug and is a 500 with its traceback in the server log.
+cannot be refreshed is 503, a note, session or chunk the home does not hold 404, any other
+user error (:class:`SeleneError`) 422 with its message; a body over the limit 413;
+anything else is a bug and is a 500 with its traceback in the server log.
 """
 
 from __future__ import annotations
@@ -27,13 +28,64 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
-from selene_dag.errors import SeleneError
+from selene_dag.errors import NotFoundError, SeleneError
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
 # the default.
 _STRICT = ConfigDict(extra="forbid")
 # A request body larger than this is refused (413) before it is read.
 MAX_BODY_BYTES = 64 * 1024 * 1024
+
+
+class _TooLarge(BaseException):  # FastAPI turns an Exception in body parsing into a 400
+    pass
+
+
+class BodyLimit:
+    """ASGI middleware refusing a request body over ``limit`` bytes with 413: by its
+    Content-Length before it is read, or while it is read when it comes in chunks (a
+    chunked upload carries no length, and was read whole into memory)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app, self.limit = app, limit
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope.get("headers") or []).get(b"content-length", b"")
+        if length.isdigit() and int(length) > self.limit:
+            await self._refuse(send, f"request body of {int(length):,} bytes")
+            return
+        received = 0
+        started = False
+
+        async def counted() -> Any:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise _TooLarge
+            return message
+
+        async def watched(message: Any) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counted, watched)
+        except _TooLarge:
+            if not started:
+                await self._refuse(send, "request body")
+
+    async def _refuse(self, send: Any, what: str) -> None:
+        response = JSONResponse(
+            status_code=413,
+            content={"detail": f"{what} is over the {self.limit:,}-byte limit"},
+        )
+        await response({"type": "http"}, None, send)  # type: ignore[arg-type]
 
 
 class AskRequest(BaseModel):
@@ -128,7 +180,12 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
 
     @app.exception_handler(SeleneError)
     async def user_error(_: Request, exc: SeleneError) -> JSONResponse:
-        status = 503 if isinstance(exc, service.UNAVAILABLE_ERRORS) else 422
+        if isinstance(exc, service.UNAVAILABLE_ERRORS):
+            status = 503
+        elif isinstance(exc, NotFoundError):  # a note, session or chunk the home lacks
+            status = 404
+        else:
+            status = 422
         return JSONResponse(status_code=status, content={"detail": str(exc)})
 
     @app.exception_handler(RequestValidationError)
@@ -139,23 +196,15 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             for e in exc.errors()
         ]
         detail = "; ".join(
-            f"{'.'.join(str(part) for part in e['loc'] if part != 'body') or 'body'}: {e['msg']}"
+            f"the body is not JSON ({e['msg']})"
+            if e["type"] == "json_invalid"
+            else f"{'.'.join(str(part) for part in e['loc'] if part != 'body') or 'body'}: "
+            f"{e['msg']}"
             for e in errors
         )
         return JSONResponse(status_code=422, content={"detail": detail, "errors": errors})
 
-    @app.middleware("http")
-    async def limit_body(request: Request, call_next: Callable[..., Any]) -> Any:
-        length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return JSONResponse(
-                status_code=413,
-                content={
-                    "detail": f"request body of {int(length):,} bytes is over the "
-                    f"{MAX_BODY_BYTES:,}-byte limit"
-                },
-            )
-        return await call_next(request)
+    app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
     @app.get("/health/compression")
     def health_compression() -> dict[str, Any]:

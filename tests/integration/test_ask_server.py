@@ -113,7 +113,6 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/ask", {"question": "docker", "budget": 10, "sources": ["web"]}, "unknown source"),
         ("/context", {"budget": -1}, "budget"),
         ("/show", {"citation": "what is this?"}, "not a citation"),
-        ("/show", {"citation": "note absent.md"}, "no note absent.md"),
         ("/show", {"citation": "note docker/exec.md", "around": -1}, "around"),
         ("/compact", {"messages": [{"role": "user"}], "window": 100}, "content"),
         ("/compact", {"messages": [{"role": "user", "content": 3}], "window": 100}, "parts"),
@@ -129,6 +128,15 @@ def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: 
     assert isinstance(detail, str) and needle in detail  # one shape: a sentence
 
 
+def test_what_the_home_lacks_is_404_and_a_body_that_is_not_json_says_so(
+    api: httpx.Client,
+) -> None:
+    resp = api.post("/show", json={"citation": "note absent.md"})
+    assert resp.status_code == 404 and "no note absent.md" in resp.json()["detail"]
+    resp = api.post("/ask", content=b"{not json", headers={"content-type": "application/json"})
+    assert resp.status_code == 422 and resp.json()["detail"].startswith("the body is not JSON")
+
+
 def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -> None:
     from selene_dag.api import MAX_BODY_BYTES
 
@@ -141,6 +149,22 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -
         )
         answer = sock.recv(4096).decode()
     assert answer.startswith("HTTP/1.1 413") and "limit" in answer
+
+    # A chunked upload carries no length: it is refused once it is over the limit, not read
+    # whole into memory.
+    with socket.create_connection((host, port), timeout=30) as sock:
+        sock.sendall(
+            b"POST /ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            b"Transfer-Encoding: chunked\r\n\r\n"
+        )
+        chunk = b"x" * (1 << 20)
+        try:
+            for _ in range(MAX_BODY_BYTES // len(chunk) + 2):
+                sock.sendall(b"%x\r\n%s\r\n" % (len(chunk), chunk))
+        except OSError:
+            pass  # the server answered and closed while the rest was on its way
+        answer = sock.recv(4096).decode(errors="replace")
+    assert answer.startswith("HTTP/1.1 413"), answer[:200]
 
 
 def test_docs_page_is_served_with_no_network(api: httpx.Client) -> None:
