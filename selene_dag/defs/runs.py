@@ -194,6 +194,8 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
         if not lines:
             return f"step {event.step_key}: {error.cls_name}"
         text = lines[1] if lines[0].endswith(":") and len(lines) > 1 else lines[0]
+        # A step's own dg.Failure says what happened: its class's dotted name says nothing.
+        text = text.removeprefix("dagster._core.definitions.events.Failure: ")
         if len(text) > FAILURE_CHARS:
             text = text[: FAILURE_CHARS - 1] + "…"
         return f"step {event.step_key}: {text}"

@@ -21,6 +21,7 @@ from selene_dag.config import Settings
 from selene_dag.defs.conditions import FOLLOW_UPSTREAM
 from selene_dag.defs.metadata import duckdb_asset, markdown_table
 from selene_dag.defs.resources import SeleneResource
+from selene_dag.errors import SeleneError
 from selene_dag.llm import get_engine
 from selene_dag.llm.cli_assessors import available_assessors
 from selene_dag.sessions.distiller import DistillerConfig
@@ -214,7 +215,9 @@ def _read_one(
     try:
         read = read_session(scanned, now, model=model, known=known_tokens(conn, key, model))
     except Exception as exc:  # one unreadable file must not cost the rest of the batch
-        batch.fail(key, f"{scanned.path}: {type(exc).__name__}: {exc}")
+        # A user's problem (SeleneError) says itself; anything else names its kind too.
+        kind = "" if isinstance(exc, SeleneError) else f"{type(exc).__name__}: "
+        batch.fail(key, f"{scanned.path}: {kind}{exc}")
         return None
     for sample in read.result.error_samples:
         batch.context.log.warning(f"{scanned.path}: skipped {sample}")
