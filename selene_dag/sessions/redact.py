@@ -4,18 +4,19 @@ Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
 ``anthropic_key`` (``sk-ant-``), ``openai_key`` (``sk-``, ``sk-proj-``), ``stripe_key``
 (``sk_live_``, ``rk_test_``, ...), ``aws_access_key`` (``AKIA``/``ASIA``), ``github_token``
 (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key``
-(``AIza``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``webhook_url`` (Slack
+(``AIza``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``gitlab_token`` (``glpat-``, ...), ``webhook_url`` (Slack
 and Discord webhook URLs), ``cookie`` (a ``Cookie:``/``Set-Cookie:`` header's value,
 ``curl --cookie``), ``bearer`` (``Bearer <token>``, ``Authorization: Token <token>``),
 ``basic_auth`` (``Authorization: Basic <credentials>``), ``url_password`` (the password of
 ``scheme://user:password@host``), ``user_password`` (a password on a command line: ``curl -u
-user:password``, ``mysql -ppassword``, ``--password value``, ``--api-key value``),
+user:password``, ``mysql -ppassword``, ``sshpass -p value``, ``docker login -p value``,
+``--password value``, ``--api-key value``),
 ``env_secret`` (``NAME=value`` where NAME is upper case and contains PASSWORD, SECRET,
 TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a config file, a
 JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
 ``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
-"…"``, ``api_key => '…'``, ``x-api-key: …``, ``<password>…</password>``, a connection
-string's ``Pwd=…;``).
+"…"``, ``api_key => '…'``, ``x-api-key: …``, ``<password>…</password>``, ``<add key="ApiKey"
+value="…"/>``, a connection string's ``Pwd=…;``).
 
 To stay quiet on ordinary code, a ``config_secret`` name must end with the secret word
 (``max_tokens``, ``tokenizer`` and ``password_hash`` are not secrets), and a value must have
@@ -24,8 +25,10 @@ at least 6 characters, not be only digits, and not be a reference such as ``$VAR
 ``None``. ``env_secret`` takes such a value written ``NAME=value`` (no spaces, as in .env
 files and shell) or a quoted literal; ``config_secret`` takes a quoted literal (past its
 escaped quotes), or an unquoted value that holds a digit or a symbol (so ``password =
-user_password`` stays, ``password: hunter22`` goes), or any value a ``;`` ends after
-``password=`` or ``pwd=`` (a connection string). An unquoted value ends at a backslash, so
+user_password`` stays, ``password: hunter22`` goes), or any value of a connection
+string's ``Pwd=``/``Password=`` (no spaces around ``=``, a ``;`` and another pair beside
+it). A ``--password value`` takes a value after one space that holds a digit or a symbol,
+or a quoted one (a help text's ``--password TEXT  Password to use`` stays). An unquoted value ends at a backslash, so
 a secret inside JSON-escaped text (``API_TOKEN=abc123\\nPORT=8080``) takes only itself with
 it. Placeholders (``********``, ``sk-ant-...``, ``xxxxxx``, ``<token>``, ``your-api-key``)
 are left as they are.
@@ -111,6 +114,14 @@ _KEY_RULES = (
     _rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "xox"),
     _rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
     _rule(
+        "gitlab_token",
+        r"\bgl(?:pat|dt|rt|ptt)-[A-Za-z0-9_\-]{20,}",
+        "glpat-",
+        "gldt-",
+        "glrt-",
+        "glptt-",
+    ),
+    _rule(
         "webhook_url",
         r"(?P<head>\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/\-]{10,}",
         "hooks.slack.com",
@@ -155,9 +166,17 @@ _KEY_RULES = (
         # mysql -pSECRET (the password joined to -p), mysqldump and mariadb alike.
         r"(?P<head>\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b"
         r"[^\n|;&]{0,200}?(?<!\S)-p)"
-        r"(?:(?P<q>[\"'])[^\"'\n]+(?P=q)|(?![$*{<\[])[^\s\"']+)",
+        r"(?:(?P<q>[\"'])(?![$*{<\[])[^\"'\n]+(?P=q)|(?![$*{<\[])[^\s\"']+)",
         "mysql",
         "mariadb",
+    ),
+    _rule(
+        "user_password",
+        # sshpass -p VALUE, docker login -p VALUE (a space before the value).
+        r"(?P<head>\b(?:sshpass|(?:docker|podman|nerdctl) login)\b[^\n|;&]{0,200}?(?<!\S)-p[ \t]+)"
+        r"(?:(?P<q>[\"'])(?![$*{<\[])[^\"'\n]+(?P=q)|(?![$*{<\[\-])[^\s\"']+)",
+        "sshpass",
+        " login",
     ),
     _rule(
         "user_password",
@@ -195,6 +214,13 @@ _KEY_RULES = (
         r"(?P<head><(?P<tag>[A-Za-z_\-]{0,32}?(?i:password|passwd|passphrase|secret|token"
         r"|api[_-]?key))>)(?![$*{<\[])[^<\n]{1,256}?(?=</(?P=tag)>)",
         "</",
+    ),
+    _rule(
+        "config_secret",
+        # .NET's appSettings: <add key="ApiKey" value="…" />.
+        r"(?P<head><add\s+key=\"[^\"]{0,64}?(?i:password|passwd|secret|token|api[_-]?key)\"\s+"
+        r"value=)(?P<q>\")(?![$*{<\[])[^\"\n]{1,256}(?P=q)",
+        "<add ",
     ),
 )
 _ENV_RULE = _rule(

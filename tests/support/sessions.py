@@ -35,6 +35,7 @@ PLANTED = {
     "config_secret": "aws_secret_access_key = " + "wJalrXUtnFEMI/" + "K7MDENGbPxRfiCY",
     "user_password": "curl -u admin:" + "s3cret" + "Pw9 https://api.example.com",
     "npm_token": "npm_" + "Qx7bR2" * 6,
+    "gitlab_token": "glpat-" + "Zx9Yw8" * 4,
     "webhook_url": "https://hooks.slack.com/services/" + "T0AB12CD/B0EF34GH/" + "pQ9rS8tU7vW6",
     "cookie": "Cookie: " + "sessionid=" + "k3y9Zq0w8Xv",
 }

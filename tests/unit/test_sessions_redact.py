@@ -27,6 +27,7 @@ _SHAPES = {
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     "npm_token": r"npm_[A-Za-z0-9]{36}",
+    "gitlab_token": r"glpat-[A-Za-z0-9_\-]{20,30}",
     "webhook_url": r"https://hooks\.slack\.com/services/T[A-Z0-9]{8}/B[A-Z0-9]{8}/[A-Za-z0-9]{24}",
     "cookie": r"(?:Cookie|Set-Cookie|cookie): [a-z_]{1,10}=[A-Za-z0-9]{6,20}(?:; [a-z]{1,8}=[a-z0-9]{1,8})?",
     "bearer": r"[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}",
@@ -131,6 +132,15 @@ def test_env_assignments_keep_their_name() -> None:
             "cli --api-key [REDACTED:user_password] --hf-token [REDACTED:user_password]",
         ),
         ("--password 'hunter 22 yes'", "--password '[REDACTED:user_password]'"),
+        ("sshpass -p s3cret ssh host", "sshpass -p [REDACTED:user_password] ssh host"),
+        (
+            "docker login -u me -p hunter22 r.io",
+            "docker login -u me -p [REDACTED:user_password] r.io",
+        ),
+        (
+            '<add key="ApiKey" value="abc123" />',
+            '<add key="ApiKey" value="[REDACTED:config_secret]" />',
+        ),
         (
             "headers = {'Cookie': 'session=abc123def456'}",
             "headers = {'Cookie': '[REDACTED:cookie]'}",
@@ -216,6 +226,8 @@ const pwd = process.cwd(); let pwd = path.resolve(__dirname);
 const password = req.body.password; passwd = crypt(pw, salt);
 password = hashlib.sha256(pw).hexdigest();
 OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxx
+sshpass -p "$PASS" ssh host; mysql -p"$PW" db; docker run -p 8080:80 img
+<add key="Theme" value="dark" />
 export GOOGLE_API_KEY='... your key here ...'
 dogsheep ALL = (root) NOPASSWD: /usr/bin/systemctl restart x
 """
