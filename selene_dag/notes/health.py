@@ -16,9 +16,10 @@ def compression_health(conn: duckdb.DuckDBPyConnection, now: datetime) -> dict[s
     Counts only live (not deleted), non-test notes.
     """
     tier_rows = conn.execute(
-        "SELECT coalesce(p.fidelity_tier, 'full'), count(*) FROM processed_notes p "
-        "JOIN notes n ON n.id = p.note_id WHERE n.deleted_at IS NULL AND NOT n.test_run "
-        "GROUP BY 1"
+        # A note not analysed yet (a model server's limit per run) is shown in full.
+        "SELECT coalesce(p.fidelity_tier, 'full'), count(*) FROM notes n "
+        "LEFT JOIN processed_notes p ON p.note_id = n.id "
+        "WHERE n.deleted_at IS NULL AND NOT n.test_run GROUP BY 1"
     ).fetchall()
     tiers = {tier: 0 for tier in TIERS} | {tier: int(count) for tier, count in tier_rows}
     total, computed = conn.execute(

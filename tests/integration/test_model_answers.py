@@ -105,6 +105,8 @@ def test_essences_left_at_the_limit_are_taken_up_by_the_next_ingest(tmp_path: Pa
         settings = _settings(tmp_path / "home", fake, essence_limit=2)
         service.ingest(settings, path)
         assert len(_engines(tmp_path / "home")) == 2
+        # The notes not analysed yet are shown in full: health counts them there.
+        assert sum(service.health(settings)["tiers"].values()) == 5
         again = service.ingest(settings, path)
         assert "processed_notes" in again.ran and len(_engines(tmp_path / "home")) == 4
         service.ingest(settings, path)

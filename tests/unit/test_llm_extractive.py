@@ -253,8 +253,13 @@ def test_notes_in_other_scripts_get_a_theme_and_their_words_count() -> None:
         "Налоговая декларация подана вовремя. Инспектор подтвердил получение документов.",
     )
     assert russian.primary_theme == "налоги" and russian.essence.startswith("Налоговая")
-    japanese = engine.analyze_note("税金", "税金の申告は三月です。書類は全部そろっています。")
+    japanese = engine.analyze_note(
+        "税金", "税金の申告は三月です。書類は全部そろっています。税金の書類は箱の中。"
+    )
     assert not japanese.essence.endswith("。.")
+    # Two characters together are a concept (the language's words); a particle is not.
+    assert japanese.primary_theme == "税金" and "書類" in japanese.concepts
+    assert not any("の" in c or "は" in c for c in japanese.concepts)
 
 
 def test_a_thread_digest_says_what_the_newest_note_added() -> None:

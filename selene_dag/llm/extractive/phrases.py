@@ -16,6 +16,7 @@ from itertools import pairwise
 from selene_dag import text as _text
 
 _HEXISH = re.compile(r"(?=[a-z]*\d)[0-9a-f]{4,}")
+_HIRAGANA = re.compile(r"[\u3040-\u309f]+")
 
 
 @lru_cache(maxsize=65536)
@@ -38,15 +39,22 @@ def key_phrases(title: str, body: str, k: int) -> list[str]:
         for n, sentence in enumerate(_text.split_sentences(text) or [text]):
             tokens = [w.lower().strip(".'") for w in _text.words(sentence)]
             tokens = [t[:-2] if t.endswith("'s") else t for t in tokens]
-            kept = [t if _keep_token(t) else "" for t in tokens]
+            # A Chinese or Japanese character is a word of its own: alone it says little,
+            # two together are the language's words ("税金"), joined without a space.
+            # (Hiragana alone are mostly particles, の and は: never part of one.)
+            kept = [
+                t if _keep_token(t) or (_text.has_cjk(t) and not _HIRAGANA.fullmatch(t)) else ""
+                for t in tokens
+            ]
             if weight > 1 and n == 0 and kept and kept[0].endswith("ing"):
                 kept[0] = ""  # a title's leading verb ("Using", "Avoiding") is not a concept
             for token in kept:
-                if token:
+                if token and not _text.has_cjk(token):
                     counts[token] += weight
             for a, b in pairwise(kept):
                 if a and b and a != b:
-                    counts[f"{a} {b}"] += weight * 1.5
+                    cjk = _text.has_cjk(a) and _text.has_cjk(b)
+                    counts[f"{a}{b}" if cjk else f"{a} {b}"] += weight * 1.5
     ranked = sorted(
         ((term, score) for term, score in counts.items() if " " not in term or score >= 3),
         key=lambda item: (-item[1], item[0]),
