@@ -7,13 +7,14 @@ table as it was.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import duckdb
 
+from selene_dag.notes.archive_ids import archive_prefix, stored_prefix, with_prefix
 from selene_dag.notes.folders import IngestScope, nested_folders, register_folder
 from selene_dag.notes.ingest import IngestResult, NoteRecord, is_archive, notes_data_version
 from selene_dag.paths import transform_sql
@@ -135,70 +136,12 @@ def _archives_kept(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> list[
     return [f"{archive}!/" for (archive,) in rows]
 
 
-def _own_prefix(scope: IngestScope) -> str:
-    """``<key>/<archive's path in the folder>/``: the ids of an archive's own notes."""
-    return scope.note_id(f"{scope.path.relative_to(scope.folder).as_posix()}/")
-
-
-def _stored_archive_prefix(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> str | None:
-    """What the stored notes of the archive ``scope.path`` start with: ``<key>/<archive's path
-    in the folder>/`` when it was given ids of its own, else ``<key>/``; None when none is stored."""
-    own = _own_prefix(scope)
-    row = conn.execute(
-        "SELECT starts_with(id, ?) FROM notes WHERE starts_with(source, ?) "
-        "AND starts_with(id, ?) LIMIT 1",
-        [own, f"{scope.path}!/", scope.id_prefix],
-    ).fetchone()
-    return None if row is None else own if row[0] else scope.id_prefix
-
-
 def archive_id_prefix(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> str:
-    """What the ids of the notes ingesting ``scope.path`` stored start with: for an
-    archive given ids of its own ``<key>/<archive's path in the folder>/``, else ``<key>/``."""
+    """What the ids of the notes ingesting ``scope.path`` stored start with: an archive's
+    own prefix or the one it took over (:mod:`.archive_ids`), else ``<key>/``."""
     if not is_archive(scope.path):
         return scope.id_prefix
-    return _stored_archive_prefix(conn, scope) or scope.id_prefix
-
-
-def _archive_owns_ids(conn: duckdb.DuckDBPyConnection, scope: IngestScope, ids: list[str]) -> bool:
-    """Whether the notes of the archive ``scope.path`` (named alone), whose ids in the
-    folder would be ``ids``, take ids of their own (``<key>/<archive's path in the folder>/<path inside>``).
-
-    An archive's notes are named by their path inside it, so that a newer download of an
-    export (another file name, the same pages) updates the notes of the one before, as a
-    folder that moved keeps its notes. Another archive holding the same paths (two vaults
-    zipped side by side) overwrote them: when an id is held by a live note of another file
-    of the folder (a plain file, or another archive that is still there or of which this
-    one holds less than half the notes), the archive's notes get ids of their own. Decided
-    when the archive is first stored, then kept.
-    """
-    stored = _stored_archive_prefix(conn, scope)
-    if stored is not None:
-        return stored != scope.id_prefix
-    clashes = conn.execute(
-        "SELECT split_part(source, '!/', 1) AS file, contains(source, '!/') AS archived, "
-        "count(*) AS shared FROM notes WHERE deleted_at IS NULL AND list_contains(?, id) "
-        "GROUP BY ALL",
-        [ids],
-    ).fetchall()
-    for file, archived, shared in clashes:
-        if not archived:
-            return True  # a plain file's note: never an older copy of this archive's
-        (held,) = conn.execute(
-            "SELECT count(*) FROM notes WHERE deleted_at IS NULL AND starts_with(id, ?) "
-            "AND starts_with(source, ?)",
-            [scope.id_prefix, f"{file}!/"],
-        ).fetchone()
-        if shared * 2 < held or Path(file).exists():
-            return True
-    return False
-
-
-def _with_archive_ids(result: IngestResult, scope: IngestScope) -> IngestResult:
-    """``result`` with its notes' ids moved under ``<key>/<archive's path in the folder>/``."""
-    own = _own_prefix(scope)
-    cut = len(scope.id_prefix)
-    return replace(result, notes=[replace(n, id=own + n.id[cut:]) for n in result.notes])
+    return stored_prefix(conn, str(scope.path), scope) or scope.id_prefix
 
 
 def write_notes(
@@ -214,8 +157,10 @@ def write_notes(
     """
     import pandas as pd
 
-    if is_archive(scope.path) and _archive_owns_ids(conn, scope, [n.id for n in result.notes]):
-        result = _with_archive_ids(result, scope)
+    if is_archive(scope.path):
+        prefix = archive_prefix(conn, scope, result)
+        if prefix != scope.id_prefix:
+            result = with_prefix(result, scope, prefix)
     root_prefix = scope.source_prefix
     skip = [str(folder).rstrip("/") + "/" for folder in scope.skip]
     skip += _archives_kept(conn, scope)

@@ -281,6 +281,14 @@ def test_two_archives_in_one_folder_keep_their_notes(tmp_path: Path, home: Path)
     report = service.ingest(settings, newer)
     assert (report.id_prefix, report.inserted, report.changed) == ("downloads/", 0, 2)
     assert "edited" in _rows(settings.db_path)["downloads/n1.md"][1]
+    # v2 renamed (v1's newer download still there): its notes keep their ids, not two copies.
+    renamed = downloads / "v2-renamed.zip"
+    v2.rename(renamed)
+    report = service.ingest(settings, renamed)
+    assert (report.id_prefix, report.inserted) == ("downloads/v2.zip/", 0)
+    rows = _rows(settings.db_path)
+    assert rows["downloads/v2.zip/n1.md"][0] == f"{renamed.resolve()}!/n1.md"
+    assert service.ingest(settings, renamed).id_prefix == "downloads/v2.zip/"  # and it stays
     # An archive holding a path a plain file of the folder has: never an older copy of it.
     loose = downloads / "loose"
     _write(loose, {"n1.md": "# Loose\na plain file"})

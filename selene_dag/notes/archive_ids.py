@@ -1,0 +1,115 @@
+"""Which ids the notes of an archive named alone to ``ingest`` get.
+
+An archive's notes are named by their path inside it, ``<key>/<path inside>``, so that a
+newer download of an export (another file name, the same pages) updates the notes of the
+one before, as a folder that moved keeps its notes. Two archives side by side holding the
+same paths (two vaults zipped) overwrote each other's notes, so an archive whose ids
+another file of the folder holds (a plain file, or another archive that is still there, or
+of which this one holds less than half the notes) gets ids of its own,
+``<key>/<archive's path in the folder>/<path inside>``. An archive that took the place of
+one gone from the folder (renamed, or downloaded again), holding at least half of its
+notes' paths, takes its ids. Decided when the archive is first stored, then kept: the
+prefix its stored notes carry says which.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+import duckdb
+
+from selene_dag.notes.folders import IngestScope
+from selene_dag.notes.ingest import IngestResult
+
+
+def own_prefix(scope: IngestScope) -> str:
+    """``<key>/<archive's path in the folder>/``: the ids of an archive's own notes."""
+    return scope.note_id(f"{scope.path.relative_to(scope.folder).as_posix()}/")
+
+
+def stored_prefix(conn: duckdb.DuckDBPyConnection, archive: str, scope: IngestScope) -> str | None:
+    """What the live or deleted stored notes of ``archive`` (a file's path) start with, read
+    off a note whose id ends with its path inside; None when none of its notes is stored."""
+    source = f"{archive}!/"
+    row = conn.execute(
+        "SELECT id, string_split(source, '!/')[-1] AS inside FROM notes "
+        "WHERE starts_with(source, ?) AND starts_with(id, ?) "
+        "ORDER BY ends_with(id, '/' || inside) DESC, id LIMIT 1",
+        [source, scope.id_prefix],
+    ).fetchone()
+    if row is None:
+        return None
+    note_id, inside = str(row[0]), str(row[1])
+    if note_id.endswith("/" + inside):
+        return note_id[: len(note_id) - len(inside)]
+    own = own_prefix(scope)  # its notes are named by ids of their own (JSON): by the start
+    return own if note_id.startswith(own) else scope.id_prefix
+
+
+def archive_prefix(
+    conn: duckdb.DuckDBPyConnection, scope: IngestScope, result: IngestResult
+) -> str:
+    """The prefix the notes of the archive ``scope.path``, read into ``result`` (with ids
+    ``<key>/…``), are stored under (see the module docstring)."""
+    archive = str(scope.path)
+    stored = stored_prefix(conn, archive, scope)
+    if stored is not None:
+        return stored
+    here = {_inside(n.source) for n in result.notes}
+    for gone in _gone_archives(conn, scope, archive):
+        paths = {
+            str(p)
+            for (p,) in conn.execute(
+                "SELECT string_split(source, '!/')[-1] FROM notes WHERE deleted_at IS NULL "
+                "AND starts_with(source, ?) AND starts_with(id, ?)",
+                [f"{gone}!/", scope.id_prefix],
+            ).fetchall()
+        }
+        if paths and len(paths & here) * 2 >= len(paths):  # renamed, or downloaded again
+            return stored_prefix(conn, gone, scope) or scope.id_prefix
+    if _clashes(conn, scope, [n.id for n in result.notes]):
+        return own_prefix(scope)
+    return scope.id_prefix
+
+
+def with_prefix(result: IngestResult, scope: IngestScope, prefix: str) -> IngestResult:
+    """``result`` with its notes' ids moved from ``<key>/`` to ``prefix``."""
+    cut = len(scope.id_prefix)
+    return replace(result, notes=[replace(n, id=prefix + n.id[cut:]) for n in result.notes])
+
+
+def _inside(source: str) -> str:
+    return source.rsplit("!/", 1)[-1]
+
+
+def _gone_archives(conn: duckdb.DuckDBPyConnection, scope: IngestScope, archive: str) -> list[str]:
+    """Archives of the folder with live notes that are no longer there, by path."""
+    rows = conn.execute(
+        "SELECT DISTINCT split_part(source, '!/', 1) FROM notes WHERE deleted_at IS NULL "
+        "AND starts_with(id, ?) AND starts_with(source, ?) AND contains(source, '!/')",
+        [scope.id_prefix, str(scope.folder).rstrip("/") + "/"],
+    ).fetchall()
+    return sorted(str(a) for (a,) in rows if str(a) != archive and not Path(str(a)).exists())
+
+
+def _clashes(conn: duckdb.DuckDBPyConnection, scope: IngestScope, ids: list[str]) -> bool:
+    """Whether another file of the folder holds one of ``ids``: a plain file, or an archive
+    still there or of which these notes hold less than half."""
+    rows = conn.execute(
+        "SELECT split_part(source, '!/', 1) AS file, contains(source, '!/') AS archived, "
+        "count(*) AS shared FROM notes WHERE deleted_at IS NULL AND list_contains(?, id) "
+        "GROUP BY ALL",
+        [ids],
+    ).fetchall()
+    for file, archived, shared in rows:
+        if not archived:
+            return True  # a plain file's note: never an older copy of this archive's
+        (held,) = conn.execute(
+            "SELECT count(*) FROM notes WHERE deleted_at IS NULL AND starts_with(id, ?) "
+            "AND starts_with(source, ?)",
+            [scope.id_prefix, f"{file}!/"],
+        ).fetchone()
+        if shared * 2 < held or Path(file).exists():
+            return True
+    return False
