@@ -917,8 +917,6 @@ def distill_status_command(
     out.print(_rows_table(rows, "distill status"))
 
 
-# Fits 80 columns: the platform is the key's prefix; "imp" is the mean importance (0–100),
-# "cons" the mean consensus (0–10), "tokens" the distilled tokens of the budget.
 def _chunks(row: dict[str, object]) -> str:
     """A report row's chunks, and how many its distilled file kept."""
     if row.get("distilled_chunks") is None:
@@ -926,6 +924,8 @@ def _chunks(row: dict[str, object]) -> str:
     return f"{row['chunks']}, {row['distilled_chunks']} kept"
 
 
+# Fits 80 columns: the platform is the key's prefix; "imp" is the mean importance (0–100),
+# "cons" the mean consensus (0–10), "tokens" the distilled tokens of the budget.
 REPORT_COLUMNS = ("session", "events", "chunks", "imp", "cons", "tokens")
 
 
@@ -939,8 +939,9 @@ def distill_report_command(
 
     Chunks, and how many the distilled file kept (--json says how many of the others
     were over the budget and how many under the minimum consensus); mean importance
-    (imp, 0–100) and consensus (cons, 0–10); distilled tokens of the budget. SESSION is the key in the first column (or the tool's session id, or a path):
-    its best chunks are listed too. --json prints every field, each session's best chunks
+    (imp, 0–100) and consensus (cons, 0–10); distilled tokens of the budget. SESSION is
+    the key in the first column (or the tool's session id, or a path): its best chunks
+    are listed too. --json prints every field, each session's best chunks
     included."""
     rows = service.distill_report(load_settings(), session)
     if as_json:
