@@ -4,40 +4,40 @@ Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
 ``anthropic_key`` (``sk-ant-``), ``openai_key`` (``sk-``, ``sk-proj-``), ``stripe_key``
 (``sk_live_``, ``rk_test_``, ...), ``aws_access_key`` (``AKIA``/``ASIA``), ``github_token``
 (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key``
-(``AIza``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``gitlab_token`` (``glpat-``, ...), ``webhook_url`` (Slack
-and Discord webhook URLs), ``cookie`` (a ``Cookie:``/``Set-Cookie:`` header's value,
-``curl --cookie``), ``bearer`` (``Bearer <token>``, ``Authorization: Token <token>``),
-``basic_auth`` (``Authorization: Basic <credentials>``), ``url_password`` (the password of
-``scheme://user:password@host``), ``user_password`` (a password on a command line: ``curl -u
-user:password``, ``mysql -ppassword``, ``sshpass -p value``, ``docker login -p value``,
-``--password value``, ``--api-key value``),
-``env_secret`` (``NAME=value`` where NAME is upper case and contains PASSWORD, SECRET,
-TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a config file, a
-JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
+(``AIza``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``gitlab_token``
+(``glpat-``, ...), ``webhook_url`` (Slack and Discord webhook URLs), ``cookie`` (a
+``Cookie:``/``Set-Cookie:`` header's value, ``curl --cookie``), ``bearer`` (``Bearer
+<token>``, ``Authorization: Token <token>``), ``basic_auth`` (``Authorization: Basic
+<credentials>``), ``url_password`` (the password of ``scheme://user:password@host``),
+``user_password`` (a password on a command line: ``curl -u user:password``, ``mysql
+-ppassword``, ``sshpass -p value``, ``docker login -p value``, ``--password value``,
+``--api-key value``), ``env_secret`` (``NAME=value`` where NAME is upper case and contains
+PASSWORD, SECRET, TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a
+config file, a JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
 ``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
 "…"``, ``api_key => '…'``, ``x-api-key: …``, ``<password>…</password>``, ``<add key="ApiKey"
 value="…"/>``, a connection string's ``Pwd=…;``).
 
 To stay quiet on ordinary code, a ``config_secret`` name must end with the secret word
 (``max_tokens``, ``tokenizer`` and ``password_hash`` are not secrets), and a value must have
-at least 6 characters, not be only digits, and not be a reference such as ``$VAR``,
-``{{ var }}``, ``<your-key>``, ``os.environ[...]``, a call, a YAML tag (``!vault``) or
-``None``. ``env_secret`` takes such a value written ``NAME=value`` (no spaces, as in .env
-files and shell) or a quoted literal; ``config_secret`` takes a quoted literal (past its
-escaped quotes), or an unquoted value that holds a digit or a symbol (so ``password =
-user_password`` stays, ``password: hunter22`` goes), or any value of a connection
-string's ``Pwd=``/``Password=`` (no spaces around ``=``, a ``;`` and another pair beside
-it). A ``--password value`` takes a value after one space that holds a digit or a symbol,
-or a quoted one (a help text's ``--password TEXT  Password to use`` stays). An unquoted value ends at a backslash, so
-a secret inside JSON-escaped text (``API_TOKEN=abc123\\nPORT=8080``) takes only itself with
-it. Placeholders (``********``, ``sk-ant-...``, ``xxxxxx``, ``<token>``, ``your-api-key``)
-are left as they are.
+at least 6 characters, not be only digits, and not be a reference such as ``$VAR``, ``{{ var
+}}``, ``<your-key>``, ``os.environ[...]``, a call, a YAML tag (``!vault``) or ``None``.
+``env_secret`` takes such a value written ``NAME=value`` (no spaces, as in .env files and
+shell) or a quoted literal; ``config_secret`` takes a quoted literal (past its escaped
+quotes), or an unquoted value that holds a digit or a symbol (so ``password =
+user_password`` stays, ``password: hunter22`` goes), or any value of a connection string's
+``Pwd=``/``Password=`` (no spaces around ``=``, a ``;`` and another pair beside it). A
+``--password value`` takes a value after one space that holds a digit or a symbol, or a
+quoted one (a help text's ``--password TEXT Password to use`` stays). An unquoted value ends
+at a backslash, so a secret inside JSON-escaped text (``API_TOKEN=abc123\\nPORT=8080``)
+takes only itself with it. Placeholders (``********``, ``sk-ant-...``, ``xxxxxx``,
+``<token>``, ``your-api-key``) are left as they are.
 
 Each kind runs only on a text holding its trigger (a literal such as ``sk-``, or a secret's
 name followed by ``:`` or ``=``), found by plain substring searches: most events of a
-transcript hold none, and a regular expression tried at every position of a long tool
-output costs ten times more than looking. The assignment kinds are matched only where such
-a name starts.
+transcript hold none, and a regular expression tried at every position of a long tool output
+costs ten times more than looking. The assignment kinds are matched only where such a name
+starts.
 """
 
 from __future__ import annotations
