@@ -11,7 +11,7 @@ above the compaction threshold and stopping as soon as they are under it:
 * P2 drop the oldest completed stages (messages with ``stage`` and ``completed: true``),
   one stage at a time, and name them in the memory digest;
 * P3 summarize the oldest conversation messages (staged: 30 %, at most 30; otherwise
-  min(20, 40 %), never the latest request or what follows it; only when more than 2)
+  min(20, 40 %), the latest request left out of them; only when more than 2)
   through the summarizer into one system message, which first quotes the request the
   conversation opened with (a session's task);
   a summarizer that cannot answer (``SummaryUnavailable``: a model server that is down)
@@ -148,11 +148,18 @@ def latest_request(messages: Sequence[Message]) -> int | None:
     None when there is none."""
     for i in range(len(messages) - 1, -1, -1):
         message = messages[i]
-        if message.get("role") == "user" and not str(message.get("content") or "").startswith(
-            TOOL_RESULT_PREFIX
-        ):
+        if message.get("role") == "user" and not is_tool_result(message):
             return i
     return None
+
+
+def is_tool_result(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` hands a tool's result back to the model: a session file's
+    ``[tool_result] …`` text, or content parts of type ``tool_result`` (Anthropic's API)."""
+    content = message.get("content")
+    if isinstance(content, list):
+        return any(isinstance(p, Mapping) and p.get("type") == "tool_result" for p in content)
+    return str(content or "").startswith(TOOL_RESULT_PREFIX)
 
 
 MEMORY_DIGEST_HEADER = "[MEMORY DIGEST: decisions kept per stage; do not contradict them]"
@@ -202,11 +209,7 @@ def opening_request(
             if line.startswith(OPENING_PREFIX):
                 return line
     first = next(
-        (
-            str(m["content"])
-            for m in summarized
-            if m["role"] == "user" and not str(m["content"]).startswith(TOOL_RESULT_PREFIX)
-        ),
+        (str(m["content"]) for m in summarized if m["role"] == "user" and not is_tool_result(m)),
         "",
     )
     request = truncate_to_tokens(" ".join(first.split()), OPENING_TOKENS, model)
@@ -393,8 +396,8 @@ def brute_prune(
     keep_last_n: int = KEEP_LAST_N,
     prune_ratio: float = PRUNE_RATIO,
 ) -> list[Message]:
-    """Safety net: above the prune threshold keep the system messages and the last
-    ``keep_last_n`` others. If they still exceed ``window``, keep what matters most while it
+    """Safety net: above the prune threshold keep the system messages, the last
+    ``keep_last_n`` others and the latest request. If they still exceed ``window``, keep what matters most while it
     fits: the memory digest, the latest request (:func:`latest_request`), the instructions
     (the first other system message), a summary of earlier discussion, the last message,
     then the other messages newest first (one too large for the room left is passed over
@@ -410,6 +413,11 @@ def brute_prune(
     system = [i for i, m in enumerate(msgs) if m["role"] == "system"]
     others = [i for i, m in enumerate(msgs) if m["role"] != "system"]
     keep = set(system) | set(others[-keep_last_n:] if keep_last_n > 0 else [])
+    # The latest request too, however many messages came after it: an agent session is
+    # one prompt and a hundred tool calls, and its prompt fell outside the last 50.
+    asked = latest_request(msgs)
+    if asked is not None:
+        keep.add(asked)
     msgs = [m for i, m in enumerate(msgs) if i in keep]
     costs = [
         c + MESSAGE_OVERHEAD for c in count_tokens_batch([counted_text(m) for m in msgs], model)
@@ -581,16 +589,18 @@ def compact_messages(
                 n = min(math.floor(len(conversation) * P3_STAGED_RATIO), P3_STAGED_MAX)
             else:
                 n = min(P3_GENERAL_MAX, math.floor(len(conversation) * P3_GENERAL_RATIO))
-            # Never the latest request nor what follows it: a conversation compacted again
-            # (few messages left) had its last ask summarized into a cut bullet.
+            # Never the latest request: a conversation compacted again (few messages left)
+            # had its last ask summarized into a cut bullet. The oldest messages but it
+            # are summarized (an agent session is one prompt, then its tool calls).
             asked = latest_request(conversation)
-            if asked is not None:
-                n = min(n, asked)
+            oldest = [i for i in range(len(conversation)) if i != asked][:n]
+            taken = set(oldest)
+            kept_after = [m for i, m in enumerate(conversation) if i not in taken]
             if n > 2:
                 earlier_texts = [
                     str(m["content"]).removeprefix(SUMMARY_HEADER).strip() for m in earlier
                 ]
-                opening = opening_request(conversation[:n], earlier_texts, model)
+                opening = opening_request([conversation[i] for i in oldest], earlier_texts, model)
                 transcript = "\n".join(
                     [
                         "[summary]: "
@@ -601,7 +611,7 @@ def compact_messages(
                         )
                         for text in earlier_texts
                     ]
-                    + [f"[{m['role']}]: {m['content']}" for m in conversation[:n]]
+                    + [f"[{conversation[i]['role']}]: {conversation[i]['content']}" for i in oldest]
                 )
                 try:
                     summary = summarize(transcript, P3_SUMMARY_TOKENS)
@@ -629,7 +639,7 @@ def compact_messages(
                         + (f"{opening}\n" if opening else "")
                         + f"{summary}\n\nThe conversation continues from here.",
                     }
-                    summarized = [*system, note, *conversation[n:]]
+                    summarized = [*system, note, *kept_after]
                     after = message_tokens(summarized, model)
                     if after >= tokens:
                         steps.append(

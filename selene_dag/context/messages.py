@@ -44,8 +44,8 @@ def _part_text(part: object) -> str:
     if kind == "tool_use":
         arguments = json.dumps(part.get("input", {}), ensure_ascii=False, sort_keys=True)
         return f"[tool_use {part.get('name') or 'tool'}] {arguments}"
-    if kind == "tool_result":
-        return content_text(part.get("content"))
+    if kind == "tool_result":  # as a session file's results read: not a request
+        return f"[tool_result] {content_text(part.get('content'))}".rstrip()
     return f"[{kind or 'part'}]"
 
 

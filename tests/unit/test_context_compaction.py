@@ -556,3 +556,35 @@ def test_an_earlier_summarys_bullets_are_not_bulleted_again() -> None:
     )
     summary = ExtractiveEngine().summarize(text, 200, M, kind="conversation")
     assert "- - " not in summary and "- We chose DuckDB" in summary
+
+
+def test_an_agent_sessions_one_prompt_outlives_its_hundred_tool_calls() -> None:
+    # Brute prune kept the system messages and the last 50 others: the prompt of a session
+    # of one prompt and 80 tool exchanges was left out although everything else fit.
+    prompt = {"role": "user", "content": "Migrate the chatbot UI to the new streaming API."}
+    msgs = [{"role": "system", "content": "You are a coding agent."}, prompt]
+    for i in range(40):
+        msgs.append({"role": "assistant", "content": f'[tool_use Bash] {{"command": "ls {i}"}}'})
+        msgs.append({"role": "user", "content": f"[tool_result] file_{i}.py " + "x " * 20})
+    window = int(message_tokens(msgs, M) * 1.05)  # over the prune threshold, under the window
+    r = compact_messages(msgs, window, M)
+    assert prompt in r.messages and message_tokens(r.messages, M) <= window
+    r = compact_messages(msgs, 600, M)
+    assert prompt in r.messages and message_tokens(r.messages, M) <= 600
+
+
+def test_a_tool_result_sent_as_content_parts_is_no_request() -> None:
+    msgs = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": "Now add a regression test for the refund path."},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "Read", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": "x " * 400}],
+        },
+    ]
+    r = compact_messages(msgs, 300, M)
+    assert any("regression test for the refund path" in str(m["content"]) for m in r.messages)

@@ -46,7 +46,8 @@ def test_content_parts_become_text_and_other_keys_stay() -> None:
     assert out[0] == messages[0]
     assert out[1]["content"] == "What is in this screenshot?\n\n[image]"
     assert out[2]["content"] == 'Let me read the log.\n\n[tool_use Read] {"path": "a.log"}'
-    assert out[3]["content"] == "ERROR disk full"
+    # A tool's result reads as a session file's does: never taken for the latest request.
+    assert out[3]["content"] == "[tool_result] ERROR disk full"
     assert out[4] == {"role": "assistant", "content": "", "tool_calls": [{"id": "c1"}]}
     assert out[5]["content"] == "plain\n\nstrings"
     assert messages[1]["content"][0]["type"] == "text"  # the input is not changed
