@@ -228,6 +228,7 @@ password = hashlib.sha256(pw).hexdigest();
 OPENAI_API_KEY=sk-xxxxxxxxxxxxxxxxxxxxxxxx
 sshpass -p "$PASS" ssh host; mysql -p"$PW" db; docker run -p 8080:80 img
 <add key="Theme" value="dark" />
+--password %DB_PASSWORD%  set DB_PASSWORD=%SECRET%  postgres://a:%PW%@host/db
 export GOOGLE_API_KEY='... your key here ...'
 dogsheep ALL = (root) NOPASSWD: /usr/bin/systemctl restart x
 """
@@ -289,6 +290,16 @@ def test_a_run_of_cookie_headers_without_a_value_is_left_as_it_is() -> None:
     # the redaction figures in docs/benchmarks.md): a cookie's name stops at a separator.
     for text in ("cookie:" * 5_000, "set-cookie:b," * 3_000, "Cookie: a:b=c"):
         assert redact(text) == text
+
+
+def test_a_scheme_is_looked_for_over_a_few_characters_only() -> None:
+    # The URL rule's scheme was scanned from every word of a long "a-a-a…" run before a
+    # "://" (1 MB: 548 s); a scheme is short. The password of a real URL is still found.
+    text = "a-" * 20_000 + "://x"
+    assert redact(text) == text
+    assert redact("x " + text + " postgres://u:pw1x@h/d") == "x " + text + (
+        " postgres://u:[REDACTED:url_password]@h/d"
+    )
 
 
 def test_a_long_run_of_name_characters_is_left_as_it_is() -> None:
