@@ -55,7 +55,7 @@ from selene_dag.notes.folders import find_folder, ingest_scope
 from selene_dag.notes.health import compression_health as health_document
 from selene_dag.notes.ingest import notes_folder_version, read_notes
 from selene_dag.notes.listing import note_files
-from selene_dag.notes.processing import analyse_notes, processed_version
+from selene_dag.notes.processing import analyse_notes, notes_left, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import forget_folder, stored_notes_version, write_notes
 from selene_dag.store import record_day
@@ -241,6 +241,14 @@ def processed_notes(
                 f"engine calls: {engine.calls_made} made, {engine.calls_cached} cached"
             )
         version = processed_version(conn)
+        # Notes still to analyse (without an essence, or by another engine) when the run
+        # stopped at its limit; those it could not give an essence do not count.
+        limited = bool(settings.essence_limit) and stats.pending >= (settings.essence_limit or 0)
+        left = (
+            max(0, notes_left(conn, f"{engine.name}:{engine.model}") - stats.rejected_essences)
+            if limited
+            else 0
+        )
         total, with_essence, remaining = conn.execute(
             "SELECT count(*), count(p.essence), count(*) - count(p.essence) FROM notes n "
             "LEFT JOIN processed_notes p ON p.note_id = n.id "
@@ -256,9 +264,7 @@ def processed_notes(
         "rejected_essences": dg.MetadataValue.int(stats.rejected_essences),
         "analysed_offline": dg.MetadataValue.int(len(stats.unusable)),
         # The run stopped at SELENE_ESSENCE_LIMIT with notes left: the next ingest goes on.
-        ESSENCES_LEFT: dg.MetadataValue.int(
-            remaining if settings.essence_limit and stats.pending >= settings.essence_limit else 0
-        ),
+        ESSENCES_LEFT: dg.MetadataValue.int(left),
         "notes_with_essence": dg.MetadataValue.int(with_essence),
         "notes_without_essence": dg.MetadataValue.int(remaining),
         "essence_coverage_pct": dg.MetadataValue.float(

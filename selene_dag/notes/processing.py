@@ -55,6 +55,12 @@ def notes_needing_analysis(
     return conn.execute(sql, {"engine": engine}).fetchall()
 
 
+def notes_left(conn: duckdb.DuckDBPyConnection, engine: str) -> int:
+    """How many notes :func:`notes_needing_analysis` would still give ``engine``."""
+    sql = f"SELECT count(*) FROM ({transform_sql('essence_todo')})"
+    return int(conn.execute(sql, {"engine": engine}).fetchone()[0])
+
+
 def valid_essence(essence: str | None) -> str | None:
     """Return the stripped essence when it is longer than 10 characters, else None."""
     text = (essence or "").strip()

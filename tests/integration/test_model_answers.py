@@ -122,9 +122,13 @@ def test_turning_on_a_model_server_analyses_the_notes_again(tmp_path: Path) -> N
     service.ingest(load_settings(home=home, now_override="2026-07-15"), path)
     assert set(_engines(home).values()) == {"extractive:extractive-v1"}
     with FakeOllama() as fake:
-        service.ingest(_settings(home, fake, essence_limit=0), path)
-        assert fake.requests["/api/chat"] >= 3
-    assert set(_engines(home).values()) == {"ollama:mistral:7b"}
+        # Within the limit: the next ingests go on with the rest, then nothing runs.
+        limited = _settings(home, fake, essence_limit=2)
+        service.ingest(limited, path)
+        assert sorted(_engines(home).values()).count("ollama:mistral:7b") == 2
+        assert "processed_notes" in service.ingest(limited, path).ran
+        assert set(_engines(home).values()) == {"ollama:mistral:7b"}
+        assert "processed_notes" not in service.ingest(limited, path).ran
 
 
 def test_an_unlimited_essence_limit_survives_a_settings_copy() -> None:
