@@ -11,6 +11,7 @@ from __future__ import annotations
 import gc
 import json
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
@@ -173,6 +174,9 @@ def materialize(
 FAILURE_CHARS = 300
 
 
+_DOTTED_CLASS = re.compile(r"^(?:dagster|selene_dag)(?:\.\w+)+: ")
+
+
 def failure_message(result: dg.ExecuteInProcessResult) -> str:
     """The root cause of a failed run's first step failure, as one line: the first line of
     its message that says something (the line after it when it only introduces the next
@@ -194,8 +198,9 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
         if not lines:
             return f"step {event.step_key}: {error.cls_name}"
         text = lines[1] if lines[0].endswith(":") and len(lines) > 1 else lines[0]
-        # A step's own dg.Failure says what happened: its class's dotted name says nothing.
-        text = text.removeprefix("dagster._core.definitions.events.Failure: ")
+        # A step's own dg.Failure or one of our errors says what happened: a class's dotted
+        # name ("selene_dag.llm.engine.EngineUnavailable: ") says nothing to a user.
+        text = _DOTTED_CLASS.sub("", text, count=1)
         if len(text) > FAILURE_CHARS:
             text = text[: FAILURE_CHARS - 1] + "…"
         return f"step {event.step_key}: {text}"

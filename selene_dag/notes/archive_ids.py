@@ -57,6 +57,7 @@ def archive_prefix(
     if stored is not None:
         return stored
     here = {_inside(n.source) for n in result.notes}
+    matches: list[tuple[int, str]] = []
     for gone in _gone_archives(conn, scope, archive):
         paths = {
             str(p)
@@ -66,8 +67,14 @@ def archive_prefix(
                 [f"{gone}!/", scope.id_prefix],
             ).fetchall()
         }
-        if paths and len(paths & here) * 2 >= len(paths):  # renamed, or downloaded again
-            return stored_prefix(conn, gone, scope) or scope.id_prefix
+        shared = len(paths & here)
+        if paths and shared * 2 >= len(paths):  # renamed, or downloaded again
+            matches.append((shared, gone))
+    # Only one that matches best: two gone archives of the same paths cannot tell which
+    # one this is (two renamed at once swapped their ids).
+    matches.sort(key=lambda m: (-m[0], m[1]))
+    if matches and (len(matches) == 1 or matches[0][0] > matches[1][0]):
+        return stored_prefix(conn, matches[0][1], scope) or scope.id_prefix
     if _clashes(conn, scope, [n.id for n in result.notes]):
         return own_prefix(scope)
     return scope.id_prefix

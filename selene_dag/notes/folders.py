@@ -179,12 +179,13 @@ def _moved_folder(
 ) -> Path | None:
     """The registered folder ``own`` moved from: one that no longer exists, at least half
     of whose live notes' files ``own`` holds under the same paths (and, when it was named
-    otherwise, at least ``RENAMED_MIN_FILES`` of them: a renamed vault), one named
-    ``name`` first; None when there is none."""
+    otherwise, at least ``RENAMED_MIN_FILES`` of them: a renamed vault, and it alone
+    matches that well), one named ``name`` first; None when there is none."""
     gone = sorted((f for f in folders if _gone(f)), key=lambda f: (folder_name(f) != name, str(f)))
     if not gone:
         return None
     here = _files_inside(own)
+    renamed_matches: list[tuple[int, Path]] = []
     for old in gone:
         prefix = str(old).rstrip("/") + "/"
         rows = conn.execute(
@@ -195,9 +196,19 @@ def _moved_folder(
         # A note of an archive or an export names its file before '!/'.
         files = {source[len(prefix) :].split("!/")[0] for (source,) in rows}
         shared = len(files & here)
-        renamed = folder_name(old) != name
-        if files and shared * 2 >= len(files) and (not renamed or shared >= RENAMED_MIN_FILES):
+        if not files or shared * 2 < len(files):
+            continue
+        if folder_name(old) == name:
             return old
+        if shared >= RENAMED_MIN_FILES:
+            renamed_matches.append((shared, old))
+    # Of folders of other names, only one that matches best: two gone folders holding the
+    # same file names cannot tell which one this is (it took the wrong one's key).
+    renamed_matches.sort(key=lambda m: (-m[0], str(m[1])))
+    if renamed_matches and (
+        len(renamed_matches) == 1 or renamed_matches[0][0] > renamed_matches[1][0]
+    ):
+        return renamed_matches[0][1]
     return None
 
 

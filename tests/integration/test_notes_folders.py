@@ -151,6 +151,13 @@ def test_a_folder_renamed_as_it_moved_keeps_its_key(tmp_path: Path, home: Path) 
     small.rename(tmp_path / "gone-small")
     other = _write(tmp_path / "other", {"a.md": "# A\nanother alpha", "b.md": "# B\nbeta"})
     assert service.ingest(settings, other).id_prefix == "other/"
+    # Two gone folders holding the same names: which one this is cannot be told.
+    names = {f"{n}.md": f"# {n}\n{n} text" for n in "cdef"}
+    for twin in ("x", "y"):
+        service.ingest(settings, _write(tmp_path / twin, names))
+    (tmp_path / "x").rename(tmp_path / "gone-x")
+    (tmp_path / "y").rename(tmp_path / "z")
+    assert service.ingest(settings, tmp_path / "z").id_prefix == "z/"
 
 
 def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
