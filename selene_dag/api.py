@@ -198,6 +198,8 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         detail = "; ".join(
             f"the body is not JSON ({e['msg']})"
             if e["type"] == "json_invalid"
+            else "the body is not a JSON object"
+            if e["type"] in ("model_attributes_type", "dict_type") and tuple(e["loc"]) == ("body",)
             else f"{'.'.join(str(part) for part in e['loc'] if part != 'body') or 'body'}: "
             f"{e['msg']}"
             for e in errors

@@ -27,6 +27,8 @@ from selene_dag.text import plural
 __all__ = ["Citation", "Shown", "cut_lines", "parse_citation", "parse_ranges", "show", "widen"]
 
 GAP = "…"
+# Longer than any note id and ranges a pack prints.
+MAX_CITATION_CHARS = 4096
 _RANGES = r"\d+(?:-\d+)?(?:\s*,\s*\d+(?:-\d+)?)*"
 _NOTE = re.compile(rf"note[ :](?P<id>.+?)(?: lines (?P<ranges>{_RANGES}))?")
 _EVENTS = re.compile(rf"(?P<key>\S+) events (?P<ranges>{_RANGES})")
@@ -71,6 +73,8 @@ def parse_citation(text: str) -> Citation:
     """The citation ``text`` (as an ask item's header or ``location`` prints it, or a JSON
     item's ``id``) read back. Raises UsageError naming the forms it takes when ``text``
     is none of them."""
+    if len(text) > MAX_CITATION_CHARS:  # not echoed back in the error: it may be megabytes
+        raise UsageError(f"a citation of {len(text):,} characters is no citation")
     text = " ".join(text.split())
     # A header line as a pack prints it: the citation is inside the brackets, the title
     # after them (a "]" inside a note's id is not followed by a space).

@@ -135,6 +135,8 @@ def test_what_the_home_lacks_is_404_and_a_body_that_is_not_json_says_so(
     assert resp.status_code == 404 and "no note absent.md" in resp.json()["detail"]
     resp = api.post("/ask", content=b"{not json", headers={"content-type": "application/json"})
     assert resp.status_code == 422 and resp.json()["detail"].startswith("the body is not JSON")
+    resp = api.post("/show", content=b"not json")  # curl -d's form type
+    assert resp.status_code == 422 and resp.json()["detail"].startswith("the body is not")
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -> None:

@@ -55,6 +55,11 @@ def test_a_kind_without_its_id_says_so(text: str, form: str) -> None:
         parse_citation(text)
 
 
+def test_a_huge_citation_is_refused_without_being_echoed() -> None:
+    with pytest.raises(UsageError, match=r"^a citation of 5,000,005 characters is no citation$"):
+        parse_citation("note " + "x" * 5_000_000)
+
+
 def test_ranges() -> None:
     assert parse_ranges("7") == ((7, 7),)
     assert parse_ranges("1-3,5 , 8-9") == ((1, 3), (5, 5), (8, 9))
