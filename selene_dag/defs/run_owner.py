@@ -62,7 +62,7 @@ def _alive(pid: int, start: str) -> bool:
 
 def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
     """Mark failed the unfinished runs this host started whose process is gone, and free
-    the pool slots they hold; returns their run ids."""
+    the pool slots they hold, and those of any run that has ended; returns their run ids."""
     host = socket.gethostname()
     released = []
     records = instance.get_run_records(
@@ -78,4 +78,22 @@ def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
         )
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
         released.append(run.run_id)
+    released += _release_ended_runs_slots(instance)
     return released
+
+
+def _release_ended_runs_slots(instance: dg.DagsterInstance) -> list[str]:
+    """Free the pool slots still held by runs that have ended (of any origin): a run
+    interrupted in ``selene-dag dev`` (Ctrl-C during a step) was marked failed with its
+    slot kept, and every later run waited for it without end."""
+    storage = instance.event_log_storage
+    holders = storage.get_concurrency_run_ids()
+    if not holders:
+        return []
+    records = instance.get_run_records(filters=dg.RunsFilter(run_ids=sorted(holders)))
+    ended = [r.dagster_run.run_id for r in records if r.dagster_run.is_finished]
+    # A slot of a run the instance no longer knows is no one's either.
+    ended += sorted(holders - {r.dagster_run.run_id for r in records})
+    for run_id in ended:
+        storage.free_concurrency_slots_for_run(run_id)
+    return ended

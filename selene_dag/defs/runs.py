@@ -50,6 +50,11 @@ concurrency:
     default_limit: 1
 telemetry:
   enabled: false
+# A run that ended (interrupted in `selene-dag dev`) gives its pool slot back: kept, every
+# later run waited for it.
+run_monitoring:
+  enabled: true
+  free_slots_after_run_end_seconds: 15
 # The session sensor ticks every 5 s: its skipped ticks (nothing new) are kept one day.
 retention:
   sensor:

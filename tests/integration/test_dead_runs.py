@@ -72,3 +72,27 @@ def test_a_run_whose_process_died_does_not_block_the_next(tmp_path: Path) -> Non
     }
     assert not storage.get_concurrency_info("duckdb").claimed_slots
     assert service.ask(settings, "consumer lag", 200).items
+
+
+def test_a_run_that_ended_holding_its_slot_does_not_block_the_next(tmp_path: Path) -> None:
+    # Ctrl-C in `selene-dag dev` during a step: the run was marked failed, its slot kept;
+    # every later run (the UI's and the CLI's) waited for it without end.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Kafka\nConsumer lag grows at night.\n")
+    settings = load_settings({"SELENE_LOCK_WAIT": "5"}, home=tmp_path / "home")
+    instance = runs.instance_for(settings)
+    interrupted = _stale_run(instance, {})  # no owner tags: the UI's or the daemon's run
+    instance.report_run_failed(instance.get_run_by_id(interrupted), "interrupted")
+    assert instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
+    code = (
+        "from pathlib import Path; from selene_dag import service; "
+        "from selene_dag.config import load_settings; "
+        f"r = service.ingest(load_settings({{'SELENE_LOCK_WAIT': '5'}}, home=Path({str(tmp_path / 'home')!r})), "
+        f"Path({str(notes)!r})); print(r.notes)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=os.environ
+    )
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+    assert not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
