@@ -397,8 +397,8 @@ def brute_prune(
     prune_ratio: float = PRUNE_RATIO,
 ) -> list[Message]:
     """Safety net: above the prune threshold keep the system messages, the last
-    ``keep_last_n`` others and the latest request. If they still exceed ``window``, keep what matters most while it
-    fits: the memory digest, the latest request (:func:`latest_request`), the instructions
+    ``keep_last_n`` others and the latest request. If they still exceed ``window``, keep
+    what matters most while it fits: the memory digest, the latest request (:func:`latest_request`), the instructions
     (the first other system message), a summary of earlier discussion, the last message,
     then the other messages newest first (one too large for the room left is passed over
     for older ones that fit), in their order. Of the first five, those that fit whole are

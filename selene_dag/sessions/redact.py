@@ -57,6 +57,8 @@ _CONFIG_NAME = (
     r"[A-Za-z0-9_\-]{0,64}?"
     r"(?i:password|passwd|secret|token|(?:api|access|private|auth|secret)[_-]?key)"
 )
+# A reference, not a value: $VAR, ${VAR}, *, {{ var }}, <your-key>, [list], %VAR%.
+_NOT_A_REFERENCE = r"(?![$*{<\[])(?!%[A-Za-z_]\w*%)"
 _NOT_A_VALUE = (
     r"(?!(?:None|null|nil|true|false|True|False|undefined)\b)(?![0-9]+\b)(?!\[REDACTED)"
     # A reference ($VAR, ${VAR}, {{ var }}, <your-key>), a YAML tag (!vault) or a list.
@@ -155,7 +157,9 @@ _KEY_RULES = (
         "user_password",
         # curl -u user:password, --user user:password (also as one quoted argument).
         # Not a uid:gid (docker run -u 1000:1000).
-        r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']+:)(?![$*{<\[])(?!%[A-Za-z_]\w*%)(?![0-9]+\b)"
+        r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']+:)"
+        + _NOT_A_REFERENCE
+        + r"(?![0-9]+\b)"
         r"[^\s\"']+",
         "-u ",
         "-u=",
@@ -166,7 +170,11 @@ _KEY_RULES = (
         # mysql -pSECRET (the password joined to -p), mysqldump and mariadb alike.
         r"(?P<head>\b(?:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)\b"
         r"[^\n|;&]{0,200}?(?<!\S)-p)"
-        r"(?:(?P<q>[\"'])(?![$*{<\[])(?!%[A-Za-z_]\w*%)[^\"'\n]+(?P=q)|(?![$*{<\[])(?!%[A-Za-z_]\w*%)[^\s\"']+)",
+        r"(?:(?P<q>[\"'])"
+        + _NOT_A_REFERENCE
+        + r"[^\"'\n]+(?P=q)|"
+        + _NOT_A_REFERENCE
+        + r"[^\s\"']+)",
         "mysql",
         "mariadb",
     ),
@@ -174,7 +182,9 @@ _KEY_RULES = (
         "user_password",
         # sshpass -p VALUE, docker login -p VALUE (a space before the value).
         r"(?P<head>\b(?:sshpass|(?:docker|podman|nerdctl) login)\b[^\n|;&]{0,200}?(?<!\S)-p[ \t]+)"
-        r"(?:(?P<q>[\"'])(?![$*{<\[])(?!%[A-Za-z_]\w*%)[^\"'\n]+(?P=q)|(?![$*{<\[\-])(?!%[A-Za-z_]\w*%)[^\s\"']+)",
+        r"(?:(?P<q>[\"'])"
+        + _NOT_A_REFERENCE
+        + r"[^\"'\n]+(?P=q)|(?![$*{<\[\-])(?!%[A-Za-z_]\w*%)[^\s\"']+)",
         "sshpass",
         " login",
     ),
@@ -187,7 +197,7 @@ _KEY_RULES = (
         # digit or a symbol ("--token string", "--password Password to use" are help).
         r"(?P<head>--(?<!\S--)[a-z0-9\-]{0,30}?(?:password|passwd|(?<=-)pass|token|secret"
         r"|api-?key|access-key|secret-key)(?:[ \t]|=(?=[\"'])))"
-        r"(?:(?P<q>[\"'])(?![$*{<\[])(?!%[A-Za-z_]\w*%)[^\"'\n]{4,}(?P=q)"
+        r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]{4,}(?P=q)"
         r"|(?![\-$*{<\[])(?!%[A-Za-z_]\w*%)(?![0-9]+\b)(?=[^\s\"']*[0-9!@#%^&*+/=~])[^\s\"']{4,})",
         "--",
     ),
@@ -206,7 +216,9 @@ _KEY_RULES = (
         # The password runs to the last @ before the host (``user:p@ss@host``).
         # A scheme is short: unbounded, it was scanned from every word of a long run of
         # "a-a-a…" before a "://" (quadratic).
-        r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@\"'<>\\]{0,256}:)(?![$*{<\[])(?!%[A-Za-z_]\w*%)"
+        r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@\"'<>\\]{0,256}:)"
+        + _NOT_A_REFERENCE
+        + r""
         r"[^\s/\"'<>\\]+(?=@[A-Za-z0-9\[][^\s@/\"'<>\\]*(?:[/?#\s\"'<>\\]|$))",
         "://",
     ),
@@ -214,14 +226,14 @@ _KEY_RULES = (
         "config_secret",
         # An XML element holding a secret (Maven's settings.xml, .NET configs).
         r"(?P<head><(?P<tag>[A-Za-z_\-]{0,32}?(?i:password|passwd|passphrase|secret|token"
-        r"|api[_-]?key))>)(?![$*{<\[])(?!%[A-Za-z_]\w*%)[^<\n]{1,256}?(?=</(?P=tag)>)",
+        r"|api[_-]?key))>)" + _NOT_A_REFERENCE + r"[^<\n]{1,256}?(?=</(?P=tag)>)",
         "</",
     ),
     _rule(
         "config_secret",
         # .NET's appSettings: <add key="ApiKey" value="…" />.
         r"(?P<head><add\s+key=\"[^\"]{0,64}?(?i:password|passwd|secret|token|api[_-]?key)\"\s+"
-        r"value=)(?P<q>\")(?![$*{<\[])(?!%[A-Za-z_]\w*%)[^\"\n]{1,256}(?P=q)",
+        r"value=)(?P<q>\")" + _NOT_A_REFERENCE + r"[^\"\n]{1,256}(?P=q)",
         "<add ",
     ),
 )
