@@ -34,6 +34,7 @@ from selene_dag.llm.cache import CacheStatsRow
 from selene_dag.llm.cache import cache_clear as clear_cache_rows
 from selene_dag.llm.cache import cache_stats as cache_stat_rows
 from selene_dag.llm.engine import EngineError
+from selene_dag.notes.archive_ids import archive_id_prefix
 from selene_dag.notes.context_notes import (
     leading_counts,
     load_context_notes,
@@ -50,7 +51,6 @@ from selene_dag.notes.folders import (
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import is_archive, read_notes
 from selene_dag.notes.listing import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, walk_once
-from selene_dag.notes.writer import archive_id_prefix
 from selene_dag.paths import assets_dir
 from selene_dag.retrieval.citations import Shown, parse_citation
 from selene_dag.retrieval.citations import show as show_citation

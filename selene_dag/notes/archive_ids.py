@@ -20,7 +20,7 @@ from pathlib import Path
 import duckdb
 
 from selene_dag.notes.folders import IngestScope
-from selene_dag.notes.ingest import IngestResult
+from selene_dag.notes.ingest import IngestResult, is_archive
 
 
 def own_prefix(scope: IngestScope) -> str:
@@ -45,6 +45,14 @@ def stored_prefix(conn: duckdb.DuckDBPyConnection, archive: str, scope: IngestSc
         return note_id[: len(note_id) - len(inside)]
     own = own_prefix(scope)  # its notes are named by ids of their own (JSON): by the start
     return own if note_id.startswith(own) else scope.id_prefix
+
+
+def archive_id_prefix(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> str:
+    """What the ids of the notes ingesting ``scope.path`` stored start with: an archive's
+    own prefix or the one it took over (see the module docstring), else ``<key>/``."""
+    if not is_archive(scope.path):
+        return scope.id_prefix
+    return stored_prefix(conn, str(scope.path), scope) or scope.id_prefix
 
 
 def archive_prefix(

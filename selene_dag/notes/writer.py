@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from selene_dag.notes.archive_ids import archive_prefix, stored_prefix, with_prefix
+from selene_dag.notes.archive_ids import archive_prefix, with_prefix
 from selene_dag.notes.folders import IngestScope, nested_folders, register_folder
 from selene_dag.notes.ingest import IngestResult, NoteRecord, is_archive, notes_data_version
 from selene_dag.paths import transform_sql
@@ -134,14 +134,6 @@ def _archives_kept(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> list[
         [scope.id_prefix, scope.source_prefix],
     ).fetchall()
     return [f"{archive}!/" for (archive,) in rows]
-
-
-def archive_id_prefix(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> str:
-    """What the ids of the notes ingesting ``scope.path`` stored start with: an archive's
-    own prefix or the one it took over (:mod:`.archive_ids`), else ``<key>/``."""
-    if not is_archive(scope.path):
-        return scope.id_prefix
-    return stored_prefix(conn, str(scope.path), scope) or scope.id_prefix
 
 
 def write_notes(

@@ -35,10 +35,29 @@ def _stale_run(instance: dg.DagsterInstance, tags: dict[str, str], claim: bool =
     return run_id
 
 
-def test_a_run_whose_process_died_does_not_block_the_next(tmp_path: Path) -> None:
+def _notes(tmp_path: Path) -> Path:
     notes = tmp_path / "notes"
     notes.mkdir()
     (notes / "a.md").write_text("# Kafka\nConsumer lag grows at night.\n")
+    return notes
+
+
+def _ingest_in_a_child(home: Path, notes: Path) -> subprocess.CompletedProcess[str]:
+    """Ingest ``notes`` into ``home`` in a child process with a deadline (the bug was a
+    wait without end); it prints how many notes the folder holds."""
+    code = (
+        "from pathlib import Path; from selene_dag import service; "
+        "from selene_dag.config import load_settings; "
+        f"r = service.ingest(load_settings({{'SELENE_LOCK_WAIT': '5'}}, home=Path({str(home)!r})), "
+        f"Path({str(notes)!r})); print(r.notes)"
+    )
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=os.environ
+    )
+
+
+def test_a_run_whose_process_died_does_not_block_the_next(tmp_path: Path) -> None:
+    notes = _notes(tmp_path)
     settings = load_settings({"SELENE_LOCK_WAIT": "5"}, home=tmp_path / "home")
     instance = runs.instance_for(settings)
     ended = subprocess.Popen([sys.executable, "-c", "pass"])
@@ -52,16 +71,7 @@ def test_a_run_whose_process_died_does_not_block_the_next(tmp_path: Path) -> Non
     elsewhere = _stale_run(instance, {HOST_TAG: "another-host", PID_TAG: str(ended.pid)}, False)
     storage = instance.event_log_storage
 
-    # Ran in a child process with a deadline: the bug was a wait without end.
-    code = (
-        "from pathlib import Path; from selene_dag import service; "
-        "from selene_dag.config import load_settings; "
-        f"r = service.ingest(load_settings({{'SELENE_LOCK_WAIT': '5'}}, home=Path({str(tmp_path / 'home')!r})), "
-        f"Path({str(notes)!r})); print(r.notes)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=os.environ
-    )
+    done = _ingest_in_a_child(tmp_path / "home", notes)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "1"
     status = {run_id: instance.get_run_by_id(run_id).status for run_id in (dead, live, elsewhere)}
@@ -77,22 +87,12 @@ def test_a_run_whose_process_died_does_not_block_the_next(tmp_path: Path) -> Non
 def test_a_run_that_ended_holding_its_slot_does_not_block_the_next(tmp_path: Path) -> None:
     # Ctrl-C in `selene-dag dev` during a step: the run was marked failed, its slot kept;
     # every later run (the UI's and the CLI's) waited for it without end.
-    notes = tmp_path / "notes"
-    notes.mkdir()
-    (notes / "a.md").write_text("# Kafka\nConsumer lag grows at night.\n")
+    notes = _notes(tmp_path)
     settings = load_settings({"SELENE_LOCK_WAIT": "5"}, home=tmp_path / "home")
     instance = runs.instance_for(settings)
     interrupted = _stale_run(instance, {})  # no owner tags: the UI's or the daemon's run
     instance.report_run_failed(instance.get_run_by_id(interrupted), "interrupted")
     assert instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
-    code = (
-        "from pathlib import Path; from selene_dag import service; "
-        "from selene_dag.config import load_settings; "
-        f"r = service.ingest(load_settings({{'SELENE_LOCK_WAIT': '5'}}, home=Path({str(tmp_path / 'home')!r})), "
-        f"Path({str(notes)!r})); print(r.notes)"
-    )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=240, env=os.environ
-    )
+    done = _ingest_in_a_child(tmp_path / "home", notes)
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
     assert not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
