@@ -395,20 +395,65 @@ QUIET_DAGSTER_WARNINGS = ("Function `dev_command` is superseded",)
 
 
 def dev_environment(
-    environ: Mapping[str, str], dagster_home: Path, selene_home: Path
+    environ: Mapping[str, str],
+    dagster_home: Path,
+    selene_home: Path,
+    settings: Settings | None = None,
 ) -> dict[str, str]:
     """The environment of the `dagster dev` child process (this process's is never
     written): ``environ`` with its Dagster home, its SELENE_HOME (so that its runs use the
     same database), and PYTHONWARNINGS ignoring :data:`QUIET_DAGSTER_WARNINGS` after any
-    filters ``environ`` sets (every Dagster process it starts inherits them)."""
+    filters ``environ`` sets (every Dagster process it starts inherits them). With
+    ``settings``, the folders ``environ`` sets (SELENE_DB, SELENE_NOTES_DIR,
+    SELENE_SESSION_ROOTS) are made absolute: the child runs in another directory."""
     quiet = [f"ignore:{message}" for message in QUIET_DAGSTER_WARNINGS]
     own = [f for f in environ.get("PYTHONWARNINGS", "").split(",") if f.strip()]
+    folders: dict[str, str] = {}
+    if settings is not None:
+        absolute = {
+            "SELENE_DB": str(Path(str(settings.db_path)).resolve()),
+            "SELENE_NOTES_DIR": str(Path(str(settings.notes_dir)).resolve()),
+            "SELENE_SESSION_ROOTS": os.pathsep.join(
+                f"{r.platform}={r.path.resolve()}" if r.platform else str(r.path.resolve())
+                for r in settings.session_roots
+            ),
+        }
+        folders = {name: value for name, value in absolute.items() if name in environ}
     return {
         **environ,
+        **folders,
         "DAGSTER_HOME": str(dagster_home),
         "SELENE_HOME": str(selene_home),
         "PYTHONWARNINGS": ",".join([*own, *quiet]),
     }
+
+
+def run_until_stopped(command: list[str], env: Mapping[str, str], cwd: Path) -> int:
+    """Run ``command`` and return its exit code; a SIGTERM or SIGHUP sent to this process
+    is passed on to it (`dagster dev` then stops the webserver, daemon and code servers it
+    started; killed with the wrapper alone, they kept running)."""
+    import signal
+
+    # Dagster stops on SIGTERM through its SIGINT handler: a SIGINT ignored here (a job
+    # started in the background) would be ignored by the child too, and SIGTERM with it.
+    interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
+    child = subprocess.Popen(command, env=dict(env), cwd=cwd)
+
+    def pass_on(_signum: int, _frame: object) -> None:
+        child.send_signal(signal.SIGTERM)
+
+    previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGTERM, signal.SIGHUP)}
+    previous[signal.SIGINT] = interrupt
+    try:
+        while True:
+            try:
+                return child.wait()
+            except KeyboardInterrupt:
+                # Ctrl-C reached the child too (same process group): wait for its shutdown.
+                continue
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 @app.command()
@@ -426,11 +471,14 @@ def dev(
     settings = _settings(home)
     dagster_home = prepare_dagster_home(settings)
     exe = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
-    workspace = Path("workspace.yaml")
+    workspace = Path("workspace.yaml").resolve()
     target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "selene_dag.definitions"]
-    env = dev_environment(os.environ, dagster_home, settings.home)
+    env = dev_environment(os.environ, dagster_home, settings.home.resolve(), settings)
     err.print(f"Dagster UI on http://{host}:{port} (DAGSTER_HOME={dagster_home})")
-    raise typer.Exit(subprocess.call([exe, "dev", *target, "-h", host, "-p", str(port)], env=env))
+    # Dagster's processes start in the Dagster home: started here, they put this directory
+    # on their import path, and a file in it named like a module they use (gql.py) broke them.
+    command = [exe, "dev", *target, "-h", host, "-p", str(port)]
+    raise typer.Exit(run_until_stopped(command, env, dagster_home))
 
 
 @app.command()

@@ -234,11 +234,12 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
 
         runs = _defs_runs()
         selection = dg.AssetSelection.groups("notes", "context")
+        instance = runs.instance_for(settings)
         # Open for the whole ingest: the run's steps and the report below join the database
         # DuckDB already holds instead of opening the file again (0.1 s at 10,000 notes).
-        with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+        with runs.keep_store_open(settings, instance):
             outcome = runs.materialize_stale(
-                runs.instance_for(settings),
+                instance,
                 settings,
                 selection,
                 notes_version=key["notes"] if key is not None else None,
@@ -246,7 +247,8 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
             if not outcome.success:
                 raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
             meta = outcome.metadata("raw_notes")
-            report = _ingest_report(conn, path, started, tuple(outcome.selected), meta)
+            with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+                report = _ingest_report(conn, path, started, tuple(outcome.selected), meta)
     # Dagster found nothing to run: remembered unless something it rests on moved while it
     # decided (the folder walked again, outside the block).
     if (
@@ -327,14 +329,17 @@ def forget(settings: Settings, target: str) -> ForgetReport:
 
     runs = _defs_runs()
     started = time.perf_counter()
-    with open_store(settings.db_path, wait=settings.lock_wait) as conn:
-        key, folder = find_folder(conn, target)
+    instance = runs.instance_for(settings)
+    with runs.keep_store_open(settings, instance):
+        with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+            key, folder = find_folder(conn, target)
         selection = dg.AssetSelection.groups("notes", "context")
-        outcome = runs.forget_notes_folder(runs.instance_for(settings), settings, key, selection)
+        outcome = runs.forget_notes_folder(instance, settings, key, selection)
         if not outcome.success:
             raise RunFailedError(f"forget failed: {runs.failure_message(outcome.result)}")
         forgotten = int(outcome.metadata("raw_notes").get("marked_deleted") or 0)
-        live = conn.execute("SELECT count(*) FROM notes WHERE deleted_at IS NULL").fetchone()[0]
+        with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+            live = conn.execute("SELECT count(*) FROM notes WHERE deleted_at IS NULL").fetchone()[0]
     return ForgetReport(
         key, folder, forgotten, int(live), time.perf_counter() - started, tuple(outcome.selected)
     )

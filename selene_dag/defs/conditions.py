@@ -12,9 +12,33 @@ import dagster as dg
 
 # Follow an input only when its content changed (its data version), not whenever it was
 # merely re-materialized: a cosmetic re-run that produces the same hash triggers nothing.
-FOLLOW_UPSTREAM = dg.AutomationCondition.eager().replace(
-    "newly_updated", dg.AutomationCondition.data_version_changed()
-)
+_INPUT_CHANGED = (
+    dg.AutomationCondition.data_version_changed()
+    & ~dg.AutomationCondition.executed_with_root_target()
+).with_label("input changed")
+
+# eager() also follows an input that merely *will be requested* this tick. An input that
+# runs on its own clock (processed_notes every 5 minutes) would then drag everything below
+# it along on every tick, changed or not; so follow a requested input only when it is
+# requested because its own inputs changed or run now. An input that ran by its clock and
+# changed is still followed, one evaluation later, through its data version.
+_INPUT_FOLLOWS_A_CHANGE = (
+    dg.AutomationCondition.will_be_requested()
+    & dg.AutomationCondition.any_deps_match(
+        dg.AutomationCondition.data_version_changed() | dg.AutomationCondition.will_be_requested()
+    )
+).with_label("input will run for a changed input")
+
+FOLLOW_UPSTREAM = (
+    dg.AutomationCondition.in_latest_time_window()
+    & (
+        dg.AutomationCondition.newly_missing()
+        | dg.AutomationCondition.any_deps_match(_INPUT_CHANGED | _INPUT_FOLLOWS_A_CHANGE)
+    ).since_last_handled()
+    & ~dg.AutomationCondition.any_deps_missing()
+    & ~dg.AutomationCondition.any_deps_in_progress()
+    & ~dg.AutomationCondition.in_progress()
+).with_label("follow changed inputs")
 
 ESSENCES_CRON = "*/5 * * * *"
 DIGESTS_CRON = "0 * * * *"

@@ -98,6 +98,26 @@ def notes_source(selene: SeleneResource) -> dg.DataVersion:
     return dg.DataVersion(notes_folder_version(settings.notes_dir, settings.home))
 
 
+def recorded_folder_version(instance: dg.DagsterInstance) -> tuple[str | None, int | None]:
+    """The notes folder's data version as last recorded in ``instance`` and the storage id
+    of that record ((None, None) before any observation)."""
+    from dagster._core.definitions.data_version import extract_data_version_from_entry
+
+    record = instance.get_latest_data_version_record(notes_source.key, is_source=True)
+    if record is None:
+        return None, None
+    version = extract_data_version_from_entry(record.event_log_entry)
+    return (version.value if version else None), record.storage_id
+
+
+def folder_observation(version: str) -> dg.AssetObservation:
+    """The observation of ``notes_source`` that records ``version`` (the event an
+    observation run logs, reported without the run around it)."""
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+    return dg.AssetObservation(asset_key=notes_source.key, tags={DATA_VERSION_TAG: version})
+
+
 # Metadata of a raw_notes run that forgot a folder: the next ingest reads its folder again
 # whatever Dagster's lineage says (the folder's data version may be the one it last read).
 FORGOTTEN_FOLDER = "forgotten_folder"
@@ -630,9 +650,13 @@ def folder_fingerprint(notes_dir: Path) -> str:
 def notes_folder_sensor(
     context: dg.SensorEvaluationContext, selene: SeleneResource
 ) -> dg.SensorResult:
-    """Request a raw_notes run when the folder fingerprint changes (cursor = fingerprint);
-    skip with a reason while the folder does not exist."""
-    notes_dir = selene.settings().notes_dir
+    """Request a raw_notes run when the folder fingerprint changes (cursor = fingerprint),
+    recording the folder's new data version as an observation of ``notes_source`` so that
+    lineage (and the CLI) sees what that run read. Skip with a reason while the folder does
+    not exist, and when a run since the folder's last recorded version (a CLI ``ingest``)
+    already read it."""
+    settings = selene.settings()
+    notes_dir = settings.notes_dir
     if not notes_dir.exists():
         return dg.SensorResult(
             skip_reason=f"notes folder {notes_dir} does not exist: set SELENE_NOTES_DIR",
@@ -643,7 +667,18 @@ def notes_folder_sensor(
     cursor = json.dumps({"fingerprint": fingerprint})
     if fingerprint == previous:
         return dg.SensorResult(skip_reason="notes folder unchanged", cursor=cursor)
-    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=fingerprint)], cursor=cursor)
+    version = notes_folder_version(notes_dir, settings.home)
+    recorded, recorded_at = recorded_folder_version(context.instance)
+    if recorded == version:
+        ingested = context.instance.fetch_materializations(raw_notes.key, limit=1).records
+        if ingested and ingested[0].storage_id > (recorded_at or 0):
+            return dg.SensorResult(
+                skip_reason="notes folder already ingested as it is now", cursor=cursor
+            )
+    events = [] if recorded == version else [folder_observation(version)]
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=fingerprint)], asset_events=events, cursor=cursor
+    )
 
 
 NOTES_ASSETS = [

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 from pathlib import Path
 
 import dagster as dg
@@ -97,3 +98,28 @@ def _release_ended_runs_slots(instance: dg.DagsterInstance) -> list[str]:
     for run_id in ended:
         storage.free_concurrency_slots_for_run(run_id)
     return ended
+
+
+# The daemon of `selene-dag dev` beats every 30 s or so; twice that and more is a daemon gone.
+DAEMON_ALIVE_SECONDS = 120
+
+
+def others_run_here(instance: dg.DagsterInstance) -> bool:
+    """Whether steps of another process may claim this instance's pool slots now: a
+    Dagster daemon beat recently (``selene-dag dev``: its sensors and automation start
+    runs at any time), or a run of another process is queued or unfinished."""
+    now = time.time()
+    if any(
+        now - beat.timestamp < DAEMON_ALIVE_SECONDS
+        for beat in instance.get_daemon_heartbeats().values()
+    ):
+        return True
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=[*_UNFINISHED, dg.DagsterRunStatus.QUEUED])
+    )
+    me = owner_tags()
+    return any(
+        record.dagster_run.tags.get(PID_TAG) != me[PID_TAG]
+        or record.dagster_run.tags.get(HOST_TAG) != me[HOST_TAG]
+        for record in records
+    )

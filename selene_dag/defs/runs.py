@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,9 +25,14 @@ import dagster as dg
 from selene_dag.config import Settings
 from selene_dag.definitions import defs
 from selene_dag.defs.metadata import AS_OF_DAY, ESSENCES_LEFT
-from selene_dag.defs.notes import FORGOTTEN_FOLDER, daily_summaries, notes_source
+from selene_dag.defs.notes import (
+    FORGOTTEN_FOLDER,
+    daily_summaries,
+    folder_observation,
+    recorded_folder_version,
+)
 from selene_dag.defs.resources import default_resources, resources_for
-from selene_dag.defs.run_owner import owner_tags, release_dead_runs
+from selene_dag.defs.run_owner import others_run_here, owner_tags, release_dead_runs
 from selene_dag.defs.sessions import (
     DISTILL_SELECTION,
     PROJECTS_SELECTION,
@@ -136,6 +141,21 @@ def _freeze_loaded_objects() -> None:
         gc.freeze()
 
 
+@contextmanager
+def keep_store_open(settings: Settings | None, instance: dg.DagsterInstance) -> Iterator[None]:
+    """Hold the store of ``settings`` open for the block, so that the steps of its runs and
+    the reads around them join the database DuckDB already holds in this process, unless
+    another process may run steps in ``instance`` (:func:`.run_owner.others_run_here`):
+    then a step opens the file only once it holds the pool's slot. Holding the file while
+    waiting for the slot, whose holder waits for the file, stalled both for
+    ``SELENE_LOCK_WAIT`` and failed the other's step. Nothing is held without settings."""
+    if settings is None or others_run_here(instance):
+        yield
+        return
+    with open_store(settings.db_path, wait=settings.lock_wait):
+        yield
+
+
 def materialize(
     selection: dg.AssetSelection | Sequence[str] | None,
     instance: dg.DagsterInstance,
@@ -150,17 +170,16 @@ def materialize(
     """Materialize ``selection`` in-process with the real definitions. Resources come from
     ``settings`` (None: the environment at run time, as in `dagster dev`).
 
-    With ``settings``, the store stays open for the whole run: each step's connection then
-    joins the database DuckDB already holds in this process instead of opening the file
-    and checkpointing it again on close (about 40 ms a step on a 10,000-note store).
+    With ``settings`` the store stays open for the whole run (:func:`keep_store_open`):
+    each step's connection then joins the database DuckDB already holds in this process
+    instead of opening the file and checkpointing it again on close (about 40 ms a step on
+    a 10,000-note store), unless another process (``selene-dag dev``) may run steps.
 
     The run is tagged with this process (:mod:`.run_owner`), and runs left unfinished by a
     process that died first are marked failed and their pool slots freed."""
     _freeze_loaded_objects()
-    with ExitStack() as stack:
-        if settings is not None:
-            stack.enter_context(open_store(settings.db_path, wait=settings.lock_wait))
-        release_dead_runs(instance)
+    release_dead_runs(instance)
+    with keep_store_open(settings, instance):
         return dg.materialize(
             all_assets_and_checks(),
             selection=selection,
@@ -394,21 +413,10 @@ def observe_notes_folder(
     The observation is reported as a runless event (as an external system reports one):
     the same event an observation run logs, without the run around it, which cost each
     changed ingest about 0.5 s."""
-    from dagster._core.definitions.data_version import (
-        DATA_VERSION_TAG,
-        extract_data_version_from_entry,
-    )
-
     if version is None:
         version = notes_folder_version(settings.notes_dir, settings.home)
-    record = instance.get_latest_data_version_record(notes_source.key, is_source=True)
-    if record is not None:
-        recorded = extract_data_version_from_entry(record.event_log_entry)
-        if recorded is not None and recorded.value == version:
-            return
-    instance.report_runless_asset_event(
-        dg.AssetObservation(asset_key=notes_source.key, tags={DATA_VERSION_TAG: version})
-    )
+    if recorded_folder_version(instance)[0] != version:
+        instance.report_runless_asset_event(folder_observation(version))
 
 
 def _stale_resolver(instance: dg.DagsterInstance) -> Any:

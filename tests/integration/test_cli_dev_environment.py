@@ -37,3 +37,62 @@ def test_definitions_load_silently_and_dev_keeps_the_users_filters(
     assert filters[0] == "ignore::ImportWarning"  # the user's own filter is kept
     assert len(filters) == 1 + len(QUIET_DAGSTER_WARNINGS)
     assert "Warning" not in _load_stderr(env)
+
+
+# A child that stops the way `dagster dev` does: SIGTERM mapped to its SIGINT handler.
+_DAGSTER_LIKE = """
+import os, sys, time
+from dagster._utils.interrupts import setup_interrupt_handlers
+setup_interrupt_handlers()
+print(os.getcwd(), flush=True)
+try:
+    time.sleep(120)
+except KeyboardInterrupt:
+    print("stopped", flush=True)
+"""
+
+_WRAPPER = """
+import signal, sys
+from pathlib import Path
+from selene_dag.cli import run_until_stopped
+signal.signal(signal.SIGINT, signal.SIG_IGN)  # a job started in the background
+code = run_until_stopped([sys.executable, "-c", sys.argv[1]], {}, Path(sys.argv[2]))
+sys.exit(code)
+"""
+
+
+def test_dev_passes_a_sigterm_on_to_dagster_and_starts_it_in_its_home(tmp_path: Path) -> None:
+    # SIGTERM to `selene-dag dev` killed the wrapper alone: `dagster dev`, its webserver,
+    # daemon and code servers kept running.
+    import signal
+
+    home = tmp_path / "dagster"
+    home.mkdir()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    wrapper = subprocess.Popen(
+        [sys.executable, "-c", _WRAPPER, _DAGSTER_LIKE, str(home)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert wrapper.stdout.readline().strip() == str(home)
+        wrapper.send_signal(signal.SIGTERM)
+        assert wrapper.wait(timeout=60) == 0
+        assert wrapper.stdout.read().strip() == "stopped"
+    finally:
+        wrapper.kill()
+
+
+def test_dev_gives_dagster_the_folders_of_the_settings_as_absolute_paths(
+    tmp_path: Path, monkeypatch
+) -> None:
+    from selene_dag.config import load_settings
+
+    monkeypatch.chdir(tmp_path)
+    environ = {"SELENE_NOTES_DIR": "notes", "SELENE_SESSION_ROOTS": "claude=logs"}
+    settings = load_settings(environ, home=tmp_path / "home")
+    env = dev_environment(environ, tmp_path / "dg", settings.home, settings)
+    assert env["SELENE_NOTES_DIR"] == str(tmp_path / "notes")
+    assert env["SELENE_SESSION_ROOTS"] == f"claude={tmp_path / 'logs'}"
+    assert "SELENE_DB" not in env  # not set by the user: it follows SELENE_HOME

@@ -96,3 +96,85 @@ def test_a_run_that_ended_holding_its_slot_does_not_block_the_next(tmp_path: Pat
     done = _ingest_in_a_child(tmp_path / "home", notes)
     assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
     assert not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
+
+
+_DEV_STEP = """
+import sys, time
+from pathlib import Path
+import dagster as dg
+from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.utils import make_new_run_id
+from selene_dag.config import load_settings
+from selene_dag.defs import runs
+from selene_dag.store import open_store
+
+settings = load_settings({"SELENE_LOCK_WAIT": "6"}, home=Path(sys.argv[1]))
+instance = runs.instance_for(settings)
+run_id = make_new_run_id()
+instance.add_run(
+    DagsterRun(job_name="__ASSET_JOB", run_id=run_id, status=dg.DagsterRunStatus.STARTED)
+)
+storage = instance.event_log_storage
+storage.initialize_concurrency_limit_to_default("duckdb")
+assert storage.claim_concurrency_slot("duckdb", run_id, "threads").is_claimed
+print("claimed", flush=True)
+time.sleep(2)
+try:
+    with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+        conn.execute("SELECT count(*) FROM notes").fetchone()
+    print("opened", flush=True)
+except Exception as error:
+    print("failed", error, flush=True)
+finally:
+    storage.free_concurrency_slots_for_run(run_id)
+    instance.report_run_canceled(instance.get_run_by_id(run_id))
+"""
+
+
+def test_an_ingest_beside_a_running_dev_step_waits_for_the_slot_not_the_file(
+    tmp_path: Path,
+) -> None:
+    # A step of `selene-dag dev` holds the duckdb pool's slot and opens the store a moment
+    # later; the CLI's ingest held the file from its start and waited for the slot, so the
+    # dev step failed after SELENE_LOCK_WAIT. Now the CLI's step waits for the slot and
+    # opens the file once it holds it.
+    notes = _notes(tmp_path)
+    home = tmp_path / "home"
+    settings = load_settings({"SELENE_LOCK_WAIT": "20"}, home=home)
+    service.ingest(settings, notes)
+    dev_step = subprocess.Popen(
+        [sys.executable, "-c", _DEV_STEP, str(home)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert dev_step.stdout.readline().strip() == "claimed"
+        (notes / "b.md").write_text("# Redis\nEviction starts at maxmemory.\n")
+        report = service.ingest(settings, notes)
+        assert dev_step.wait(timeout=60) == 0
+        assert dev_step.stdout.read().strip() == "opened"
+    finally:
+        dev_step.kill()
+    assert report.notes == 2
+
+
+def test_a_live_dagster_daemon_counts_as_another_process_running_steps(tmp_path: Path) -> None:
+    import time
+
+    from dagster._daemon.types import DaemonHeartbeat
+
+    from selene_dag.defs.run_owner import DAEMON_ALIVE_SECONDS, others_run_here
+
+    settings = load_settings({}, home=tmp_path / "home")
+    instance = runs.instance_for(settings)
+    assert not others_run_here(instance)
+    _stale_run(instance, owner_tags(), claim=False)  # this process's own run
+    assert not others_run_here(instance)
+
+    def beat(at: float) -> None:
+        instance.add_daemon_heartbeat(
+            DaemonHeartbeat(timestamp=at, daemon_type="SENSOR", daemon_id="dev", errors=[])
+        )
+
+    beat(time.time() - DAEMON_ALIVE_SECONDS - 60)  # a daemon stopped long ago
+    assert not others_run_here(instance)
+    beat(time.time())
+    assert others_run_here(instance)

@@ -169,7 +169,9 @@ def test_cadences_follow_seed_000_times():
     between, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 3, tzinfo=UTC), cursor)
     assert between == set()
     five_past, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 6, tzinfo=UTC), cursor)
-    assert "processed_notes" in five_past
+    # Only the essences run: the assets that follow processed_notes wait until its content
+    # changes, or the whole notes chain would run every five minutes.
+    assert five_past == {"processed_notes"}
     conditions = {
         key.to_user_string(): repr(a.automation_conditions_by_key.get(key))
         for a in defs.assets
@@ -181,6 +183,36 @@ def test_cadences_follow_seed_000_times():
     assert "0 * * * *" in conditions["thread_digests"]
     assert "30 0 * * *" in conditions["daily_summaries"]
     assert not list(defs.schedules or [])  # one mechanism per cadence
+
+
+@pytest.mark.filterwarnings("ignore:Parameter `include_sources`:dagster.BetaWarning")
+def test_a_changed_folder_runs_the_whole_notes_chain_in_one_evaluation():
+    """The essences' own clock drags nothing along (above), but a change to the notes
+    folder still reaches every asset below it at once, not one evaluation per level."""
+    from dagster._core.definitions.data_version import DATA_VERSION_TAG
+
+    from selene_dag.definitions import defs
+
+    instance = dg.DagsterInstance.ephemeral()
+
+    def observe_folder(version):
+        instance.report_runless_asset_event(
+            dg.AssetObservation("notes_source", tags={DATA_VERSION_TAG: version})
+        )
+
+    observe_folder("v1")
+    for assets_def in defs.assets:
+        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.partitions_def is None:
+            for key in assets_def.keys:
+                instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    _, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 11, tzinfo=UTC), None)
+    _, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 12, tzinfo=UTC), cursor)
+    observe_folder("v1")
+    same, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 13, tzinfo=UTC), cursor)
+    assert same == set()
+    observe_folder("v2")
+    changed, _ = _requested(defs, instance, datetime(2026, 7, 15, 3, 14, tzinfo=UTC), cursor)
+    assert DOWNSTREAM | {"search_index"} <= changed
 
 
 def test_notes_folder_sensor_fires_on_change_only(small_corpus):
@@ -205,3 +237,38 @@ def test_notes_folder_sensor_fires_on_change_only(small_corpus):
         )
     )
     assert len(changed.run_requests) == 1 and changed.cursor != first.cursor
+
+
+def _sensor_tick(instance, cursor=None):
+    """One tick of the notes folder sensor, with its events recorded as the daemon does."""
+    from selene_dag.defs.notes import notes_folder_sensor
+
+    result = notes_folder_sensor(
+        dg.build_sensor_context(
+            instance=instance, cursor=cursor, resources={"selene": SeleneResource()}
+        )
+    )
+    for event in result.asset_events:
+        instance.report_runless_asset_event(event)
+    return result
+
+
+def test_the_sensors_ingest_and_the_clis_ingest_see_one_folder_version(small_corpus):
+    """The sensor records the folder version its raw_notes run reads, so an `ingest` after
+    it has nothing to run; and after an `ingest`, the sensor requests no second run."""
+    from selene_dag.config import load_settings
+    from selene_dag.defs.runs import materialize_stale
+
+    path, _rows = small_corpus
+    settings = load_settings()
+    instance = dg.DagsterInstance.ephemeral()
+    tick = _sensor_tick(instance)
+    assert len(tick.run_requests) == 1 and len(tick.asset_events) == 1
+    materialize(["raw_notes"], instance)  # the run the sensor requested
+    assert "raw_notes" not in materialize_stale(instance, settings, NOTES_GROUP).selected
+
+    path.write_text(path.read_text() + json.dumps({"id": "n-new", "text": "A new note."}) + "\n")
+    assert "raw_notes" in materialize_stale(instance, settings, NOTES_GROUP).selected
+    after_cli = _sensor_tick(instance, tick.cursor)
+    assert not after_cli.run_requests and not after_cli.asset_events
+    assert "already ingested" in after_cli.skip_reason.skip_message
