@@ -47,7 +47,7 @@ from selene_dag.notes.context_notes import (
     leading_counts,
     prepare_leading,
 )
-from selene_dag.notes.daily import summarize_days, write_day_summaries
+from selene_dag.notes.daily import first_day_to_refresh, summarize_days, write_day_summaries
 from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
 from selene_dag.notes.fidelity import compute_tier
 from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
@@ -433,17 +433,20 @@ def fidelity_tiers(
     description=(
         "One summary per day of the notes created that day (essence → top-3 concepts → "
         "content[:100]). Monthly partitions from SELENE_DAILY_START, each filling its days; "
-        "a backfill of any range runs as one run, and the current month is refreshed daily."
+        "a backfill of any range runs as one run, and the current month is refreshed daily "
+        "(on the 1st, with the last day of the month before)."
     ),
 )
 def daily_summaries(
     context: dg.AssetExecutionContext, selene: SeleneResource
 ) -> dg.MaterializeResult:
-    """Summarize every day in the run's partition range."""
+    """Summarize every day in the run's partition range (and the day before the month in
+    progress, while its summary predates that day's end: see :func:`first_day_to_refresh`)."""
     settings = selene.settings()
     window = context.partition_time_window
     start, end = window.start.date(), window.end.date()
     with selene.connection() as conn:
+        start = first_day_to_refresh(conn, start, end, settings.now())
         engine = selene.engine(conn)
         summaries = summarize_days(conn, start, end, engine)
         write_day_summaries(conn, start, end, summaries, settings.now())

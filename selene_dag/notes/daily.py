@@ -85,6 +85,24 @@ def write_day_summaries(
             )
 
 
+def first_day_to_refresh(
+    conn: duckdb.DuckDBPyConnection, start: date, end: date, now: datetime
+) -> date:
+    """The first day a run of the month [start, end) summarizes: ``start``, or the day
+    before it when ``now`` falls in that month and the day before's summary was written
+    before the day ended (or never). The daily refresh runs the month in progress only, so
+    at 00:30 on the 1st the last day of the month before, which ended half an hour ago, is
+    finished by the new month's run."""
+    if not start <= now.date() < end:
+        return start
+    before = start - timedelta(days=1)
+    (written,) = conn.execute(
+        "SELECT max(created_at) FROM daily_summaries WHERE day = ?", [before]
+    ).fetchone()
+    ended = datetime(start.year, start.month, start.day, tzinfo=now.tzinfo)
+    return before if written is None or written < ended else start
+
+
 def days(start: date, end: date) -> list[date]:
     """Every day in [start, end)."""
     return [start + timedelta(days=i) for i in range((end - start).days)]

@@ -272,3 +272,48 @@ def test_the_sensors_ingest_and_the_clis_ingest_see_one_folder_version(small_cor
     after_cli = _sensor_tick(instance, tick.cursor)
     assert not after_cli.run_requests and not after_cli.asset_events
     assert "already ingested" in after_cli.skip_reason.skip_message
+
+
+def test_the_first_daily_refresh_of_a_month_finishes_the_last_day_of_the_one_before(
+    tmp_path, monkeypatch
+):
+    # The daily refresh (00:30) runs the month in progress only: on the 1st, the day that
+    # had just ended lived in the month before, whose partition no refresh ran again.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    path = notes / "days.jsonl"
+
+    def write(*rows):
+        path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+    morning = {
+        "id": "a",
+        "title": "Backup drill",
+        "text": "Restored the NAS backup in 14 min.",
+        "created_at": "2026-07-31T09:00:00+00:00",
+    }
+    evening = {
+        "id": "b",
+        "title": "Router swap",
+        "text": "Replaced the router with OpenWrt.",
+        "created_at": "2026-07-31T22:00:00+00:00",
+    }
+    write(morning)
+    monkeypatch.setenv("SELENE_NOTES_DIR", str(notes))
+    monkeypatch.setenv("SELENE_HOME", str(tmp_path / "home"))
+    instance = dg.DagsterInstance.ephemeral()
+
+    def day_run(now, partition):
+        monkeypatch.setenv("SELENE_NOW", now)
+        assert materialize(["raw_notes", "processed_notes"], instance).success
+        assert materialize(["daily_summaries"], instance, partition_key=partition).success
+
+    day_run("2026-07-31T12:00:00+00:00", "2026-07-01")
+    write(morning, evening)
+    day_run("2026-08-01T00:31:00+00:00", "2026-08-01")
+    day_run("2026-08-02T00:31:00+00:00", "2026-08-01")
+    from selene_dag.config import load_settings
+
+    with open_store(load_settings().db_path) as conn:
+        rows = conn.execute("SELECT day, note_count FROM daily_summaries").fetchall()
+    assert [(str(day), count) for day, count in rows] == [("2026-07-31", 2)]
