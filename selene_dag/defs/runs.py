@@ -60,6 +60,12 @@ telemetry:
 run_monitoring:
   enabled: true
   free_slots_after_run_end_seconds: 15
+# A run that automation or a sensor started and that failed (the database held by another
+# process past SELENE_LOCK_WAIT, a model server down for a moment) runs once more: a sensor
+# does not request it again. Runs of the CLI are not re-run: it reports their failure.
+run_retries:
+  enabled: true
+  max_retries: 1
 # The session sensor ticks every 5 s: its skipped ticks (nothing new) are kept one day.
 retention:
   sensor:
@@ -141,6 +147,11 @@ def _freeze_loaded_objects() -> None:
         gc.freeze()
 
 
+# The daemon's run retries are for the runs it started: a CLI run's failure is reported
+# to whoever started it, who decides.
+NO_RETRY = {"dagster/max_retries": "0"}
+
+
 @contextmanager
 def keep_store_open(settings: Settings | None, instance: dg.DagsterInstance) -> Iterator[None]:
     """Hold the store of ``settings`` open for the block, so that the steps of its runs and
@@ -186,7 +197,7 @@ def materialize(
             instance=instance,
             resources=resources_for(settings) if settings is not None else default_resources(),
             partition_key=partition_key,
-            tags={**(tags or {}), **owner_tags()},
+            tags={**(tags or {}), **owner_tags(), **NO_RETRY},
             raise_on_error=raise_on_error,
             run_config={
                 **(run_config or {}),

@@ -178,3 +178,34 @@ def test_a_live_dagster_daemon_counts_as_another_process_running_steps(tmp_path:
     assert not others_run_here(instance)
     beat(time.time())
     assert others_run_here(instance)
+
+
+def test_the_daemon_retries_a_failed_automation_run_once_and_never_a_cli_run(
+    tmp_path: Path,
+) -> None:
+    # A run automation or a sensor started that failed (the store held past
+    # SELENE_LOCK_WAIT) was never requested again: the sensor's cursor had moved on.
+    from dagster._core.execution.retries import auto_reexecution_should_retry_run
+    from dagster._core.events import RunFailureReason
+
+    settings = load_settings({}, home=tmp_path / "home")
+    instance = runs.instance_for(settings)
+    assert (instance.run_retries_enabled, instance.run_retries_max_retries) == (True, 1)
+    automation = instance.get_run_by_id(_stale_run(instance, {}, claim=False))
+    cli = instance.get_run_by_id(_stale_run(instance, {**owner_tags(), **runs.NO_RETRY}, False))
+    for run in (automation, cli):
+        instance.report_run_failed(run, "the store stayed locked")
+    failed = RunFailureReason.STEP_FAILURE
+    assert auto_reexecution_should_retry_run(
+        instance, instance.get_run_by_id(automation.run_id), failed
+    )
+    assert not auto_reexecution_should_retry_run(
+        instance, instance.get_run_by_id(cli.run_id), failed
+    )
+    # Every run the CLI starts carries the tag.
+    notes = _notes(tmp_path)
+    service.ingest(settings, notes)
+    tags = [
+        r.dagster_run.tags for r in instance.get_run_records() if HOST_TAG in r.dagster_run.tags
+    ]
+    assert tags and all(t.get("dagster/max_retries") == "0" for t in tags)
