@@ -185,8 +185,8 @@ def test_the_daemon_retries_a_failed_automation_run_once_and_never_a_cli_run(
 ) -> None:
     # A run automation or a sensor started that failed (the store held past
     # SELENE_LOCK_WAIT) was never requested again: the sensor's cursor had moved on.
-    from dagster._core.execution.retries import auto_reexecution_should_retry_run
     from dagster._core.events import RunFailureReason
+    from dagster._core.execution.retries import auto_reexecution_should_retry_run
 
     settings = load_settings({}, home=tmp_path / "home")
     instance = runs.instance_for(settings)
