@@ -264,11 +264,7 @@ def processed_notes(
         # Notes still to analyse (without an essence, or by another engine) when the run
         # stopped at its limit; those it could not give an essence do not count.
         limited = bool(settings.essence_limit) and stats.pending >= (settings.essence_limit or 0)
-        left = (
-            max(0, notes_left(conn, f"{engine.name}:{engine.model}") - stats.rejected_essences)
-            if limited
-            else 0
-        )
+        left = max(0, notes_left(conn, engine) - stats.rejected_essences) if limited else 0
         total, with_essence, remaining = conn.execute(
             "SELECT count(*), count(p.essence), count(*) - count(p.essence) FROM notes n "
             "LEFT JOIN processed_notes p ON p.note_id = n.id "

@@ -20,6 +20,7 @@ from datetime import datetime
 import duckdb
 
 from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, EngineResponseError, deferred_cache
+from selene_dag.llm.versions import ALGORITHM_VERSIONS
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
 from selene_dag.text import hash_rows
@@ -43,22 +44,33 @@ class AnalysisStats:
     unusable: list[str] = field(default_factory=list)
 
 
+def analysis_version(engine: Engine) -> str | None:
+    """The version of ``engine``'s note analysis when a newer one should analyse again
+    what an older one did (the offline engine's ``analyze_note`` algorithm), else None."""
+    return ALGORITHM_VERSIONS["analyze_note"] if engine.name == "extractive" else None
+
+
 def notes_needing_analysis(
-    conn: duckdb.DuckDBPyConnection, engine: str, limit: int | None = None
+    conn: duckdb.DuckDBPyConnection,
+    engine: str,
+    limit: int | None = None,
+    analysis: str | None = None,
 ) -> list[tuple]:
     """Return (id, title, content, content_hash) of notes to analyse by ``engine`` (its
     ``name:model`` label), newest first: new, changed, without an essence, then those
-    another engine analysed (``sql/transforms/essence_todo.sql``)."""
+    another engine analysed, or (``analysis``: :func:`analysis_version`) another version
+    of its analysis (``sql/transforms/essence_todo.sql``)."""
     sql = transform_sql("essence_todo")
     if limit is not None:
         sql += f"\nLIMIT {int(limit)}"
-    return conn.execute(sql, {"engine": engine}).fetchall()
+    return conn.execute(sql, {"engine": engine, "analysis": analysis}).fetchall()
 
 
-def notes_left(conn: duckdb.DuckDBPyConnection, engine: str) -> int:
+def notes_left(conn: duckdb.DuckDBPyConnection, engine: Engine) -> int:
     """How many notes :func:`notes_needing_analysis` would still give ``engine``."""
     sql = f"SELECT count(*) FROM ({transform_sql('essence_todo')})"
-    return int(conn.execute(sql, {"engine": engine}).fetchone()[0])
+    params = {"engine": f"{engine.name}:{engine.model}", "analysis": analysis_version(engine)}
+    return int(conn.execute(sql, params).fetchone()[0])
 
 
 def valid_essence(essence: str | None) -> str | None:
@@ -75,6 +87,7 @@ _ESSENCE_COLUMNS = (
     "essence_at",
     "source_hash",
     "engine",
+    "analysis",
 )
 
 
@@ -95,7 +108,8 @@ def analyse_notes(
     are rejected (stored as NULL and counted), the concepts and theme are kept.
     """
     engine_label = f"{engine.name}:{engine.model}"
-    todo = notes_needing_analysis(conn, engine_label, limit)
+    engine_analysis = analysis_version(engine)
+    todo = notes_needing_analysis(conn, engine_label, limit, engine_analysis)
     stats = AnalysisStats(pending=len(todo))
     upsert = transform_sql("essence_upsert")
     pending: list[dict[str, object]] = []
@@ -138,6 +152,7 @@ def analyse_notes(
         for index, (note_id, title, content, chash) in enumerate(todo, start=1):
             calls_before = engine.calls_made
             label = engine_label
+            row_analysis = engine_analysis
             if analyses is not None:
                 analysis = next(analyses)
             else:
@@ -150,6 +165,7 @@ def analyse_notes(
                         offline = ExtractiveEngine()
                     analysis = offline.analyze_note(title, content)
                     label = f"{offline.name}:{offline.model} for {engine_label}"
+                    row_analysis = analysis_version(offline)
                     stats.unusable.append(f"{note_id}: {exc}")
             essence = valid_essence(analysis.essence)
             if essence is None:
@@ -164,6 +180,7 @@ def analyse_notes(
                     "essence_at": now,
                     "source_hash": chash,
                     "engine": label,
+                    "analysis": row_analysis,
                 }
             )
             stats.analysed += 1

@@ -317,3 +317,35 @@ def test_the_first_daily_refresh_of_a_month_finishes_the_last_day_of_the_one_bef
     with open_store(load_settings().db_path) as conn:
         rows = conn.execute("SELECT day, note_count FROM daily_summaries").fetchall()
     assert [(str(day), count) for day, count in rows] == [("2026-07-31", 2)]
+
+
+def test_a_newer_offline_analysis_analyses_again_what_an_older_one_did(small_corpus):
+    # Bumping analyze_note's version re-ran processed_notes, which picked only new or
+    # changed notes: every stored note kept the older analysis's essence.
+    from selene_dag.config import load_settings
+    from selene_dag.llm.versions import ALGORITHM_VERSIONS
+
+    instance = dg.DagsterInstance.ephemeral()
+    assert materialize(["raw_notes", "processed_notes"], instance).success
+    db = load_settings().db_path
+    with open_store(db) as conn:
+        current = dict(conn.execute("SELECT note_id, essence FROM processed_notes").fetchall())
+        old, older = sorted(current)[:2]
+        conn.execute(
+            "UPDATE processed_notes SET essence = 'What an older analysis said.', analysis = ? "
+            "WHERE note_id = ?",
+            ["analyze_note@0", old],
+        )
+        # A row stored before the version was recorded.
+        conn.execute("UPDATE processed_notes SET analysis = NULL WHERE note_id = ?", [older])
+    again = materialize(["processed_notes"], instance)
+    assert _meta(again, "processed_notes")["analysed"] == 2
+    with open_store(db) as conn:
+        rows = dict(conn.execute("SELECT note_id, essence FROM processed_notes").fetchall())
+        versions = {
+            r[0] for r in conn.execute("SELECT DISTINCT analysis FROM processed_notes").fetchall()
+        }
+    assert rows == current
+    assert versions == {ALGORITHM_VERSIONS["analyze_note"]}
+    unchanged = materialize(["processed_notes"], instance)
+    assert _meta(unchanged, "processed_notes")["analysed"] == 0
