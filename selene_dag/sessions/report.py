@@ -10,6 +10,7 @@ messages). Reads open the database only when it exists. No Dagster here.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -128,22 +129,51 @@ def resolve_sessions(
         by_source = {row["source_session_id"]: row["session_key"] for row in rows}
     chosen: dict[str, ScannedFile] = {}
     real = {os.path.realpath(f.path): f for f in files}
+    source_of = {key: source for source, key in by_source.items()}
     for ident in ids:
+        if not ident.strip():
+            raise UsageError("an empty session id names no session: give a key, id or path")
         # A path as typed from anywhere (relative, through a link) names its file.
         typed = real.get(os.path.realpath(os.path.expanduser(ident)))
-        match = [
-            f
-            for f in files
-            if ident in (f.session_key, f.path, str(Path(f.path).name))
-            or by_source.get(ident) == f.session_key
-            or Path(f.path).stem.endswith(ident)
-            or f is typed
-        ]
+        match = [f for f in files if f is typed or _names(ident, f, source_of.get(f.session_key))]
+        if not match:
+            short = [f for f in files if _starts(ident, f, source_of.get(f.session_key))]
+            if len(short) > 1:
+                names = ", ".join(sorted(Path(f.path).name for f in short)[:3])
+                raise UsageError(
+                    f"'{ident}' begins the ids of {len(short)} sessions ({names}"
+                    f"{', …' if len(short) > 3 else ''}): type more of it"
+                )
+            match = short
         if not match:
             raise SessionNotFoundError(_not_found(settings, ident))
         for f in match:
             chosen[f.session_key] = f
     return list(chosen.values())
+
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+# The shortest part of an id typed to name a session: its end after a separator
+# ("…-<uuid>" of a Codex rollout) or its beginning (a uuid's first 8 characters, as git's
+# short hashes). One character matched every file ending in it.
+MIN_ID_PART = 6
+
+
+def _names(ident: str, f: ScannedFile, source_id: str | None) -> bool:
+    """Whether ``ident`` is one of ``f``'s names: its key, path, file name, stem, the
+    tool's session id, or the end of its stem after a separator."""
+    stem = Path(f.path).stem
+    if ident in (f.session_key, f.path, Path(f.path).name, stem, source_id):
+        return True
+    return len(ident) >= MIN_ID_PART and any(stem.endswith(sep + ident) for sep in ("-", "_", "."))
+
+
+def _starts(ident: str, f: ScannedFile, source_id: str | None) -> bool:
+    """Whether ``ident`` begins ``f``'s session id (a uuid in its file name, or the tool's)."""
+    if len(ident) < MIN_ID_PART:
+        return False
+    ids = [*_UUID.findall(Path(f.path).stem), *([source_id] if source_id else [])]
+    return any(i.lower().startswith(ident.lower()) for i in ids)
 
 
 def _not_found(settings: Settings, ident: str) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from selene_dag.config import SessionRoot
 from selene_dag.sessions.parsers.detect import detect_platform_file
+from selene_dag.sessions.parsers.model import ParseStats
 from selene_dag.text import path_text
 
 
@@ -60,6 +61,23 @@ def platform_mismatch(path: str, platform: str) -> str | None:
     if found is None or found == platform:
         return None
     return f"content is a {_NAMES[found]} transcript, under a {platform}= root"
+
+
+def not_a_transcript(path: str, platform: str, stats: ParseStats) -> str | None:
+    """Why the file ``path``, read as a ``platform`` transcript that gave no text at all
+    (``stats`` of that read), is no transcript: its first records are no tool's either
+    (random bytes, another program's JSON under a ``platform=`` root). None when they are
+    the tool's own (a transcript with nothing said in it yet)."""
+    try:
+        if detect_platform_file(path) is not None:
+            return None
+    except OSError:
+        return None
+    unreadable = f"{stats.errors} of {stats.lines} lines unreadable" if stats.errors else ""
+    return (
+        f"not a {_NAMES[platform]} transcript: no {_NAMES[platform]} record in it"
+        f"{f' ({unreadable})' if unreadable else ''}; it is not read"
+    )
 
 
 @dataclass(frozen=True)

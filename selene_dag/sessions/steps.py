@@ -37,7 +37,12 @@ from selene_dag.sessions.parsers import ParseStats, iter_events
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.parsers.timestamps import format_utc
 from selene_dag.sessions.redact import redact_counts
-from selene_dag.sessions.scanner import ScannedFile, platform_mismatch, scan_roots
+from selene_dag.sessions.scanner import (
+    ScannedFile,
+    not_a_transcript,
+    platform_mismatch,
+    scan_roots,
+)
 from selene_dag.sessions.scoring import CODE_FENCE, is_file_edit, score_events
 from selene_dag.sessions.store import (
     AssessmentRow,
@@ -153,6 +158,10 @@ def normalize_events(
             event.text, counts = redact_counts(event.text)
             redactions.update(counts)
         events.append(event)
+    if stats.lines and not any(e.text for e in events):
+        foreign = not_a_transcript(scanned.path, scanned.platform, stats)
+        if foreign is not None:
+            raise UsageError(foreign)
     score_events(events)
     known = known or KnownTokens()
     chunked = [e for e in events if is_chunked(e, ChunkConfig())]

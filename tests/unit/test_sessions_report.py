@@ -62,3 +62,39 @@ def test_a_session_file_is_found_by_its_path_typed_from_anywhere(tmp_path, monke
     monkeypatch.chdir(tmp_path)
     (found,) = resolve_sessions(settings, ["roots/claude/a.jsonl"])  # "outside" before
     assert found.path.endswith("a.jsonl")
+
+
+def test_a_session_is_named_by_its_whole_id_or_a_uuid_prefix_never_by_a_letter(
+    tmp_path,
+) -> None:
+    # `distill run ""` (an unset shell variable) ran every session, and `distill run c` each
+    # one whose file name ended in "c"; the 8-character uuid prefix named none.
+    import shutil
+
+    from tests.support.sessions import REAL_CLAUDE
+
+    root = tmp_path / "claude"
+    root.mkdir()
+    names = [
+        "ae9d8e74-1111-4c2c-9d9d-00000000000c.jsonl",
+        "ae9d8e99-2222-4c2c-9d9d-00000000000c.jsonl",
+        "notes-session-2.jsonl",
+    ]
+    for name in names:
+        shutil.copy(REAL_CLAUDE, root / name)
+    settings = load_settings().replace(session_roots=f"claude={root}")
+
+    def found(ident: str) -> list[str]:
+        return sorted(f.path.rsplit("/", 1)[1] for f in resolve_sessions(settings, [ident]))
+
+    with pytest.raises(UsageError, match="empty session id"):
+        resolve_sessions(settings, [""])
+    for letter in ("c", "2", "-2"):
+        with pytest.raises(SessionNotFoundError):
+            resolve_sessions(settings, [letter])
+    assert found("ae9d8e74") == [names[0]]  # a uuid's first characters
+    assert found("AE9D8E74-1111") == [names[0]]
+    with pytest.raises(UsageError, match="begins the ids of 2 sessions"):
+        resolve_sessions(settings, ["ae9d8e"])
+    assert found("notes-session-2") == [names[2]]  # the stem
+    assert found(names[1]) == [names[1]]

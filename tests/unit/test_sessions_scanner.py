@@ -219,3 +219,27 @@ def test_a_file_taken_by_its_name_under_another_tools_root_is_not_read_as_its_ow
     with pytest.raises(UsageError, match=reason):
         normalize_events(taken["codexfile.jsonl"])
     assert normalize_events(taken["mine.jsonl"])[0]
+
+
+def test_bytes_or_another_programs_json_under_a_root_are_no_session(tmp_path: Path) -> None:
+    # Random bytes and {"hello": "world"} named *.jsonl under claude= became "successful"
+    # sessions of 0 and 1 events, each with a resumable distilled file of nothing.
+    from selene_dag.errors import UsageError
+    from selene_dag.sessions.steps import normalize_events
+
+    root = tmp_path / "claude"
+    root.mkdir()
+    (root / "noise.jsonl").write_bytes(bytes(range(256)) * 16)
+    (root / "other.jsonl").write_text('{"hello": "world"}\n')
+    (root / "quiet.jsonl").write_text(
+        # The tool's own record with nothing said in it yet: a session, not a stranger.
+        '{"type":"summary","summary":"x","leafUuid":"0"}\n'
+        '{"type":"user","uuid":"1","sessionId":"s","timestamp":"2026-01-01T00:00:00Z",'
+        '"message":{"role":"user","content":""}}\n'
+    )
+    taken = {Path(f.path).name: f for f in scan_report([SessionRoot(root, "claude")]).files}
+    with pytest.raises(UsageError, match=r"not a Claude Code transcript: .*lines unreadable"):
+        normalize_events(taken["noise.jsonl"])
+    with pytest.raises(UsageError, match="no Claude Code record in it; it is not read"):
+        normalize_events(taken["other.jsonl"])
+    normalize_events(taken["quiet.jsonl"])
