@@ -898,7 +898,11 @@ def describe_session_roots(settings: Settings) -> str:
     missing = [r for r in settings.session_roots if not Path(r.path).expanduser().is_dir()]
     roots = ", ".join(
         f"{root.platform + '=' if root.platform else ''}{root.path}"
-        + (" (missing)" if root in missing else "")
+        + (
+            (" (a file, not a folder)" if Path(root.path).expanduser().exists() else " (missing)")
+            if root in missing
+            else ""
+        )
         for root in settings.session_roots
     )
     if any("," in str(root.path) for root in missing):

@@ -215,7 +215,11 @@ def _read_one(
     try:
         read = read_session(scanned, now, model=model, known=known_tokens(conn, key, model))
     except Exception as exc:  # one unreadable file must not cost the rest of the batch
-        # A user's problem (SeleneError) says itself; anything else names its kind too.
+        # A user's problem (SeleneError) says itself, a file the system refuses its reason
+        # ("Permission denied"); anything else names its kind too.
+        if isinstance(exc, OSError) and exc.strerror:
+            batch.fail(key, f"{scanned.path}: cannot be read ({exc.strerror})")
+            return None
         kind = "" if isinstance(exc, SeleneError) else f"{type(exc).__name__}: "
         batch.fail(key, f"{scanned.path}: {kind}{exc}")
         return None

@@ -198,6 +198,13 @@ def _not_found(settings: Settings, ident: str) -> str:
             f"sessions are read from those folders; add its folder to distill it, e.g. "
             f"SELENE_SESSION_ROOTS='{roots + os.pathsep if roots else ''}{folder}'"
         )
+    if path.is_dir():
+        return (
+            f"{path_text(ident)} is a folder: name a session file in it (`selene-dag distill "
+            "scan` lists them), or distill every session with --all"
+        )
+    if os.sep in ident or ident.startswith(("~", ".")) or ident.endswith((".jsonl", ".json")):
+        return f"{path_text(ident)} does not exist"
     return (
         f"no session file matches '{path_text(ident)}' under SELENE_SESSION_ROOTS "
         "(`selene-dag distill scan` lists the files found and those skipped, and why)"

@@ -3,6 +3,8 @@ still ValueErrors for callers written against the older contract."""
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from selene_dag.config import load_settings
@@ -98,3 +100,26 @@ def test_a_session_is_named_by_its_whole_id_or_a_uuid_prefix_never_by_a_letter(
         resolve_sessions(settings, ["ae9d8e"])
     assert found("notes-session-2") == [names[2]]  # the stem
     assert found(names[1]) == [names[1]]
+
+
+def test_a_folder_or_a_missing_path_typed_as_a_session_says_so(tmp_path) -> None:
+    root = tmp_path / "claude"
+    root.mkdir()
+    settings = load_settings().replace(session_roots=f"claude={root}")
+    with pytest.raises(SessionNotFoundError, match="is a folder: name a session file in it"):
+        resolve_sessions(settings, [str(root)])
+    with pytest.raises(SessionNotFoundError, match=r"gone\.jsonl does not exist"):
+        resolve_sessions(settings, [str(root / "gone.jsonl")])
+
+
+def test_a_root_that_is_a_file_is_not_called_missing(tmp_path) -> None:
+    from selene_dag.service import describe_session_roots
+
+    planted = tmp_path / "planted.json"
+    planted.write_text("{}")
+    settings = load_settings().replace(
+        session_roots=f"claude={planted}{os.pathsep}codex={tmp_path / 'none'}"
+    )
+    assert describe_session_roots(settings) == (
+        f"claude={planted} (a file, not a folder), codex={tmp_path / 'none'} (missing)"
+    )
