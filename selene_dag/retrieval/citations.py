@@ -19,7 +19,7 @@ from unicodedata import normalize
 import duckdb
 
 from selene_dag.errors import NotFoundError, UsageError
-from selene_dag.retrieval.select import line_ranges
+from selene_dag.retrieval.select import line_ranges, lines_text
 from selene_dag.sessions.chunker import render_event
 from selene_dag.sessions.store import load_events
 from selene_dag.text import plural
@@ -30,7 +30,7 @@ GAP = "…"
 # Longer than any note id and ranges a pack prints.
 MAX_CITATION_CHARS = 4096
 _RANGES = r"\d+(?:-\d+)?(?:\s*,\s*\d+(?:-\d+)?)*"
-_NOTE = re.compile(rf"note[ :](?P<id>.+?)(?: lines (?P<ranges>{_RANGES}))?")
+_NOTE = re.compile(rf"note[ :](?P<id>.+?)(?: lines? (?P<ranges>{_RANGES}))?")
 _EVENTS = re.compile(rf"(?P<key>\S+) events (?P<ranges>{_RANGES})")
 _CHUNK = re.compile(r"chunk:(?P<id>\S+)")
 _KEY = re.compile(r"[\w.-]+")
@@ -251,7 +251,7 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
         raise NotFoundError(
             f"note {cited.ref} has {plural(count, 'line')}: none in {line_ranges(cited.ranges)}"
         )
-    where = f"note {cited.ref}" + (f" lines {line_ranges(ranges)}" if ranges else "")
+    where = f"note {cited.ref}" + (f" {lines_text(ranges)}" if ranges else "")
     header = f"[{where}] {title}" if title else f"[{where}]"
     past = any(b > count for _, b in cited.ranges)
     return Shown(

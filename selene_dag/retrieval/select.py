@@ -98,10 +98,11 @@ class Selection:
 
     def citation(self) -> str:
         """The document's citation, narrowed to the excerpts' location (``locate``: what
-        each shows, ``shown_span``) unless the whole body is shown."""
+        each shows, ``shown_spans``) unless the whole body is shown."""
         if self.whole:
             return self.doc.citation
-        return locate(self.doc, [shown_span(self.doc.body, e) for e in self.excerpts])
+        body = self.doc.body
+        return locate(self.doc, [s for e in self.excerpts for s in shown_spans(body, e)])
 
     def header(self) -> str:
         """``[citation] title`` with the narrowed citation."""
@@ -132,27 +133,33 @@ class Selection:
         return f"{self.header()}\n{content}" if content else self.header()
 
 
-def shown_span(body: str, excerpt: Excerpt) -> tuple[int, int]:
-    """The span of ``body`` that ``excerpt`` shows: its passage's span, or for a cut one
-    from where its first piece starts to where its last piece ends (its pieces found in
-    the passage one after the other; the passage's span when one is not found)."""
+def shown_spans(body: str, excerpt: Excerpt) -> list[tuple[int, int]]:
+    """The spans of ``body`` that ``excerpt`` shows: its passage's span, or for a cut one
+    the span of each of its pieces (found in the passage one after the other; the
+    passage's span when one is not found)."""
+    whole = [(excerpt.start, excerpt.end)]
     if not excerpt.cut:
-        return excerpt.start, excerpt.end
+        return whole
     parts = [
         p.strip() for line in excerpt.text.splitlines() for p in line.split(" … ") if p.strip()
     ]
     parts = [p for p in parts if p != "…"]
-    if not parts:
-        return excerpt.start, excerpt.end
-    at = start = body.find(parts[0], excerpt.start, excerpt.end)
-    if start < 0:
-        return excerpt.start, excerpt.end
+    spans: list[tuple[int, int]] = []
+    at = excerpt.start
     for part in parts:  # in reading order: each found after the one before
         found = body.find(part, at, excerpt.end)
         if found < 0:
-            return excerpt.start, excerpt.end
+            return whole
         at = found + len(part)
-    return start, at
+        spans.append((found, at))
+    return spans or whole
+
+
+def shown_span(body: str, excerpt: Excerpt) -> tuple[int, int]:
+    """From where the first span ``excerpt`` shows starts to where its last one ends
+    (:func:`shown_spans`)."""
+    spans = shown_spans(body, excerpt)
+    return spans[0][0], spans[-1][1]
 
 
 def shingles(text: str, size: int = SHINGLE_WORDS) -> set[tuple[str, ...]]:
@@ -226,12 +233,25 @@ def locate(doc: Document, spans: Sequence[tuple[int, int]]) -> str:
         hi = seqs[max(through - 1, 0)]
         return f"{found['path']} events {lo}-{max(lo, hi)}"
     lines = [(_line_of(body, a), _line_of(body, max(a, b - 1))) for a, b in merged]
-    return f"{doc.citation} lines {line_ranges(lines)}"
+    return f"{doc.citation} {lines_text(lines)}"
 
 
 def line_ranges(ranges: Sequence[tuple[int, int]]) -> str:
-    """Inclusive line ranges as a note's citation names them: ``12-30, 41``."""
-    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in ranges)
+    """Inclusive line ranges as a note's citation names them, in order, those that touch
+    or overlap joined: ``12-30, 41``."""
+    joined: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if joined and a <= joined[-1][1] + 1:
+            joined[-1][1] = max(joined[-1][1], b)
+        else:
+            joined.append([a, b])
+    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in joined)
+
+
+def lines_text(ranges: Sequence[tuple[int, int]]) -> str:
+    """``line 4`` or ``lines 12-30, 41``: :func:`line_ranges` with its word."""
+    text = line_ranges(ranges)
+    return f"line {text}" if text.isdigit() else f"lines {text}"
 
 
 def select_passages(

@@ -52,7 +52,9 @@ def test_passage_packs_cite_lines_and_fit_the_budget(conversations) -> None:
         for item in result.items:
             assert item.text in result.text
             if item.excerpt and item.level == "full":
-                assert item.location.startswith(f"{item.citation} lines ")
+                assert item.location.startswith(
+                    (f"{item.citation} lines ", f"{item.citation} line ")
+                )
                 assert item.text.startswith(f"[{item.location}]")
             if result.stats["mode"] == "passages" and item.level == "reference":
                 # A reference line names its source whole, never a cut-off citation.

@@ -311,3 +311,22 @@ def test_text_a_cut_excerpt_left_out_before_the_next_one_is_marked() -> None:
     whole = Excerpt(0, body.index("Beta"), "Alpha line.", 1.0)
     beta = Excerpt(body.index("Beta"), body.index("Gamma"), "Beta left out.", 0.7, cut=True)
     assert Selection(doc, [whole, beta]).content() == "Alpha line.\nBeta left out."
+
+
+def test_a_citation_names_only_the_lines_shown_joined_and_in_the_singular_for_one() -> None:
+    # A pack cited "lines 1-6" while line 4 was left out (shown as "…"), "lines 1-6, 7, 8"
+    # for lines 1 to 8, and "lines 1" for one line.
+    from selene_dag.retrieval.citations import parse_citation
+    from selene_dag.retrieval.select import Excerpt, Selection, line_ranges
+
+    body = "\n".join(f"row {i} " + "alpha " * 5 for i in range(1, 9))
+    doc = _doc("g", body)
+    line = body.splitlines()
+    start = [body.index(x) for x in line]
+    cut = Excerpt(0, len(body), "\n".join([line[0], line[1], line[2], "…", line[4]]), 1.0, True)
+    assert Selection(doc, [cut]).citation() == "note g lines 1-3, 5"
+    pieces = [Excerpt(start[i], start[i] + len(line[i]), line[i], 1.0) for i in (0, 1, 6, 7)]
+    assert Selection(doc, pieces).citation() == "note g lines 1-2, 7-8"
+    assert Selection(doc, pieces[:1]).citation() == "note g line 1"
+    assert line_ranges([(1, 6), (7, 7), (8, 8), (10, 11)]) == "1-8, 10-11"
+    assert parse_citation("note g line 1").ranges == ((1, 1),)
