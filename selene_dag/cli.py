@@ -169,6 +169,25 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
         more = skipped["count"] - len(skipped["newest"])
         if more > 0:
             console.print(f"  … and {more:,} more")
+    sessions = document.get("sessions")
+    if sessions and sessions["files"]:
+        console.print(
+            f"sessions: {plural(sessions['files'], 'file')}, {sessions['events']:,} events, "
+            f"{plural(sessions['chunks'], 'chunk')}, {sessions['distilled']:,} distilled",
+            highlight=False,
+        )
+        if sessions["filesWithUnreadableLines"]:
+            console.print(
+                f"session files with unreadable lines: {sessions['filesWithUnreadableLines']:,} "
+                f"({plural(sessions['unreadableLines'], 'line')} skipped; most first)",
+                highlight=False,
+            )
+            for row in sessions["worst"]:
+                console.print(
+                    f"  {row['file']}: {plural(row['lines'], 'line')}; {row['first']}",
+                    highlight=False,
+                    soft_wrap=True,
+                )
 
 
 @contextmanager
@@ -604,7 +623,7 @@ def health(
     ] = False,
 ) -> None:
     """Compression health: tier distribution, essence progress, thread digests, the notes
-    folders ingested."""
+    folders ingested, and the sessions stored (with their files' unreadable lines)."""
     document = service.health(load_settings())
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")

@@ -424,7 +424,37 @@ def health_in(conn: duckdb.DuckDBPyConnection, settings: Settings) -> dict[str, 
         {"key": key, "path": str(path), "notes": notes, "exists": present}
         for key, path, notes, present in folder_counts(conn)
     ]
+    document["sessions"] = sessions_health(conn)
     return document
+
+
+def sessions_health(conn: duckdb.DuckDBPyConnection, limit: int = 5) -> dict[str, Any]:
+    """The sessions the home holds: session files, their events and chunks, the sessions
+    with a distilled file, and the files with unreadable lines (how many lines in all,
+    and the ``limit`` files with most, each with its first problem)."""
+    files, events, broken, lines = conn.execute(
+        "SELECT count(*), coalesce(sum(events), 0), count(*) FILTER (WHERE parse_errors > 0), "
+        "coalesce(sum(parse_errors), 0) FROM session_files"
+    ).fetchone()
+    (chunks,) = conn.execute("SELECT count(*) FROM chunks").fetchone()
+    (distilled,) = conn.execute(
+        "SELECT count(DISTINCT session_key) FROM distilled_sessions "
+        "WHERE NOT starts_with(session_key, 'project:')"
+    ).fetchone()
+    worst = conn.execute(
+        "SELECT path, parse_errors, error_samples[1] FROM session_files WHERE parse_errors > 0 "
+        "ORDER BY parse_errors DESC, path LIMIT ?",
+        [limit],
+    ).fetchall()
+    return {
+        "files": int(files),
+        "events": int(events),
+        "chunks": int(chunks),
+        "distilled": int(distilled),
+        "filesWithUnreadableLines": int(broken),
+        "unreadableLines": int(lines),
+        "worst": [{"file": p, "lines": int(n), "first": s or ""} for p, n, s in worst],
+    }
 
 
 # --- compaction --------------------------------------------------------------------------

@@ -387,7 +387,9 @@ def passage_literal(
 ) -> tuple[list[tuple[str, int]], int]:
     """The ``limit`` passages holding most of ``terms`` word for word (case-insensitive,
     between non-alphanumeric characters, in title or text), as ``(passage_id, terms held)``,
-    most first (ties by passage id), and how many passages hold the rarest term that
+    most first (ties: those whose title holds more of them first, the document named
+    after a ticket or a host before one that mentions it; then by passage id), and how
+    many passages hold the rarest term that
     counts (0 when none does). Only a term held by at most ``limit`` passages counts: a
     ticket number or an error code picks its passages out, while "10" or "v2" is in too
     many to tell anything. Empty without terms. A scan of the passages' text, asked only
@@ -397,21 +399,27 @@ def passage_literal(
     lowered = [t.lower() for t in terms]
     rows = conn.execute(
         f"""
-WITH p AS (SELECT passage_id, lower(title || chr(10) || text) AS body FROM {PASSAGES_TABLE}
-           WHERE list_contains($kinds, kind)),
-near AS (SELECT passage_id, body FROM p WHERE len(list_filter($terms, t -> contains(body, t))) > 0)
-SELECT passage_id, list_filter($terms, t -> regexp_matches(
+WITH p AS (SELECT passage_id, lower(title) AS title, lower(title || chr(10) || text) AS body
+           FROM {PASSAGES_TABLE} WHERE list_contains($kinds, kind)),
+near AS (SELECT * FROM p WHERE len(list_filter($terms, t -> contains(body, t))) > 0),
+held AS (SELECT passage_id, title, list_filter($terms, t -> regexp_matches(
     body, '(^|[^[:alnum:]])' || replace(t, '.', '\\.') || '($|[^[:alnum:]])')) AS held
-FROM near
+    FROM near)
+SELECT passage_id, held, list_filter(held, t -> regexp_matches(
+    title, '(^|[^[:alnum:]])' || replace(t, '.', '\\.') || '($|[^[:alnum:]])')) AS titled
+FROM held
 """,
         {"kinds": list(kinds), "terms": lowered},
     ).fetchall()
-    df = Counter(t for _, held in rows for t in held)
+    df = Counter(t for _, held, _ in rows for t in held)
     telling = {t for t, n in df.items() if n <= limit}
-    scored = [(str(p), sum(t in telling for t in held)) for p, held in rows]
-    scored = [(p, n) for p, n in scored if n]
-    scored.sort(key=lambda x: (-x[1], x[0]))
-    return scored[:limit], min((df[t] for t in telling), default=0)
+    scored = [
+        (str(p), sum(t in telling for t in held), sum(t in telling for t in titled))
+        for p, held, titled in rows
+    ]
+    scored = [s for s in scored if s[1]]
+    scored.sort(key=lambda x: (-x[1], -x[2], x[0]))
+    return [(p, n) for p, n, _ in scored[:limit]], min((df[t] for t in telling), default=0)
 
 
 def passage_dense(

@@ -18,6 +18,10 @@ NOTES = {
     "player.md": "# Video player\n\nError 153 means the player configuration is wrong.\n",
     "api.md": "# Interface\n\nThe v2 release drops the legacy auth.\n",
     "release.md": "# Changelog\n\nVersion 2.0.1 fixed the login loop; 2.0.2 added dark mode.\n",
+    # A record that names another beside one named after it: the one named after it first.
+    "adr-003.md": "# ADR-003 Queue choice\n\nWe keep RabbitMQ; see [[ADR-005 Cache choice]] for "
+    "the cache and ADR-004 for the logs. Queue latency, queue depth, queue owners.\n",
+    "adr-005.md": "# ADR-005 Cache choice\n\nValkey replaces Redis for the session cache.\n",
 }
 # Notes that share every other word of the questions, and other numbers.
 FILLER = {
@@ -48,6 +52,7 @@ def settings(tmp_path_factory: pytest.TempPathFactory):
         ("2.0.1", "release.md"),  # a version is a word of its own
         ("what is the unique marker zq1234x", "marker.md"),
         ("what does error 153 mean in the video player", "player.md"),
+        ("What is ADR-005 about?", "adr-005.md"),
     ],
 )
 def test_a_number_finds_its_note(settings, question: str, note: str) -> None:

@@ -217,3 +217,24 @@ def test_the_file_a_distillation_replaces_is_removed_after_its_row(tmp_path: Pat
         paths = {Path(r[0]) for r in conn.execute("SELECT path FROM distilled_sessions").fetchall()}
     assert path in paths and older not in paths
     assert path.is_file() and not older.exists()
+
+
+def test_health_tells_the_sessions_the_home_holds_and_their_unreadable_lines(
+    tmp_path: Path,
+) -> None:
+    # `health` showed only notes: a home of 420 sessions read as empty, and the lines a
+    # session file could not give were in no report.
+    settings, root = _home(tmp_path, 2)
+    broken = root / "-proj01" / "s01.jsonl"
+    broken.write_text(broken.read_text(encoding="utf-8") + "{not json\n", encoding="utf-8")
+    rows = service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
+    assert all(r["ok"] for r in rows)
+    sessions = service.health(settings)["sessions"]
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        events, chunks = conn.execute(
+            "SELECT (SELECT count(*) FROM session_events), (SELECT count(*) FROM chunks)"
+        ).fetchone()
+    assert (sessions["files"], sessions["events"], sessions["chunks"]) == (2, events, chunks)
+    assert sessions["distilled"] == 2 and sessions["unreadableLines"] == 1
+    [worst] = sessions["worst"]
+    assert worst["file"] == str(broken) and "line" in worst["first"]
