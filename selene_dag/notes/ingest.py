@@ -703,6 +703,49 @@ def _page_properties(body: str) -> tuple[dict[str, str], str]:
     return found, "".join(lines[taken:]).lstrip("\r\n")
 
 
+def _yaml_problem(exc: BaseException) -> str:
+    """A YAML error as one line naming the file line it is on (the front matter starts
+    on line 2): ``line 3: mapping values are not allowed here``."""
+    text = str(getattr(exc, "problem", "") or "") or (str(exc).splitlines() or [""])[0]
+    mark = getattr(exc, "problem_mark", None)
+    text = text or type(exc).__name__
+    return f"line {mark.line + 2}: {text}" if mark is not None else text
+
+
+_SIMPLE_KEY = re.compile(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
+
+
+def _colon_in_value(front: str, exc: BaseException) -> dict[str, Any] | None:
+    """The front matter read line by line when YAML refused it only because a value holds
+    ': ' unquoted (``title: Decision: which offer``, the commonest hand-written slip):
+    each ``key: value`` line a string (quotes around it removed), each ``- item`` line
+    under an empty key a list item; None for any other error or a line neither is."""
+    if "mapping values are not allowed" not in str(getattr(exc, "problem", "") or exc):
+        return None
+    out: dict[str, Any] = {}
+    last: str | None = None
+    for line in front.splitlines():
+        if not line.strip() or line.lstrip().startswith("#"):
+            continue
+        item = line.strip()
+        if item.startswith("- "):
+            if last is not None and out[last] is None:
+                out[last] = []
+            if last is None or not isinstance(out[last], list):
+                return None
+            out[last].append(item[2:].strip().strip("'\""))
+            continue
+        if line[:1].isspace():
+            return None
+        found = _SIMPLE_KEY.match(line)
+        if found is None:
+            return None
+        last = found[1]
+        value = (found[2] or "").strip()
+        out[last] = value.strip("'\"") if value else None
+    return out or None
+
+
 def _parse_markdown(
     text: str, rel: str, source: str, mtime: datetime
 ) -> tuple[NoteRecord | None, IngestError | None]:
@@ -715,7 +758,17 @@ def _parse_markdown(
         try:
             loaded = yaml.load(match.group(1), Loader=_YAML_LOADER)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
-            broken = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+            broken = _yaml_problem(exc)
+            loaded = _colon_in_value(match.group(1), exc)
+            if loaded is not None:
+                meta = loaded
+                problem = IngestError.note_kept(
+                    source,
+                    None,
+                    f"front-matter {broken}: its lines read as 'key: value' up to the first "
+                    "': ' (quote a value that holds ': ')",
+                )
+                broken = None
         else:
             if loaded is not None and not isinstance(loaded, dict):
                 broken = "expected key: value pairs"

@@ -398,3 +398,25 @@ def test_a_daily_summary_line_does_not_say_the_title_twice():
     assert note_line("Bread", "Rye needs a longer proof.", None, "") == (
         "- Bread: Rye needs a longer proof."
     )
+
+
+def test_a_value_holding_a_colon_keeps_the_front_matter_and_the_problem_names_its_line(
+    tmp_path,
+):
+    # `title: Decision: which offer` made YAML refuse the whole front matter ("mapping
+    # values are not allowed in this context"): the created date and tags were lost for
+    # the file's date, and the message named neither the line nor the field.
+    (tmp_path / "offer.md").write_text(
+        "---\ncreated: 2025-03-02\ntitle: Decision: which offer\ntags:\n  - jobs\n  - offer\n"
+        "---\nWe take the Northwind offer.\n"
+    )
+    (tmp_path / "broken.md").write_text("---\ncreated: 2025-03-02\ntitle: [unclosed\n---\nbody")
+    result = read_notes(tmp_path)
+    offer = next(n for n in result.notes if n.id == "offer.md")
+    assert offer.title == "Decision: which offer"
+    assert offer.created_at.date().isoformat() == "2025-03-02"
+    assert list(offer.tags) == ["jobs", "offer"]
+    reasons = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors}
+    assert "front-matter line 3: mapping values are not allowed" in reasons["offer.md"]
+    assert "quote a value that holds ': '" in reasons["offer.md"]
+    assert reasons["broken.md"].startswith("note kept, front-matter ignored: line 4: ")
