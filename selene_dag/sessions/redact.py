@@ -202,6 +202,25 @@ _KEY_RULES = (
         "--",
     ),
     _rule(
+        "user_password",
+        # Said in words: "my admin password is MyDogRex2019", "the password for the NAS
+        # was Tr0ub4dor&3". A value with a letter and a digit or a symbol, of 6 characters
+        # or more, so that prose ("the password is stored in the vault", "is correct")
+        # stays; a quoted one of any letters.
+        r"(?P<head>\b(?i:password|passwd|passphrase|passcode)(?:[ \t]+(?i:for|of|to|on)"
+        r"[ \t][^\n.;:!?]{1,40}?)?[ \t]+(?i:is|was|is now)[ \t]+)"
+        r"(?:(?P<q>[\"'`])" + _NOT_A_REFERENCE + r"[^\"'`\n]{6,128}(?P=q)"
+        r"|(?![\-$*{<\[%])(?![0-9]+\b)"
+        r"(?=[^\s\"'`<>(){}\[\],;]*[A-Za-z])(?=[^\s\"'`<>(){}\[\],;]*[0-9!@#%^&*+=~])"
+        r"[^\s\"'`<>(){}\[\],;]{5,127}[^\s\"'`<>(){}\[\],;.!?:])",
+        "assword",
+        "ASSWORD",
+        "asswd",
+        "assphrase",
+        "ASSPHRASE",
+        "asscode",
+    ),
+    _rule(
         "basic_auth",
         # Credentials are base64: a digit, a symbol or a capital inside ("Basic
         # Authentication" is prose).

@@ -308,3 +308,26 @@ def test_a_long_run_of_name_characters_is_left_as_it_is() -> None:
     # secret's: the text stays.
     for text in ("token" * 8000, "token_" * 8000 + "\n", "PASSWORD" * 8000 + "=x"):
         assert redact(text) == text
+
+
+def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not() -> None:
+    # A prompt saying "my admin password is MyDogRex2019Secret" was stored and shown in
+    # clear: only assignments and flags were read.
+    said = {
+        "my admin password is MyDogRex2019Secret": "my admin password is ",
+        "the password for the NAS box was Qw3rty!x, keep it": "the password for the NAS box was ",
+        'the passphrase is "correct horse battery"': 'the passphrase is "',
+    }
+    for text, head in said.items():
+        assert redact(text).startswith(head + "[REDACTED:user_password]"), text
+    for prose in (
+        "the password is stored in the vault",
+        "is the password is correct?",
+        "the password is at least 8 characters",
+        "Password is 12345678 digits long?",
+        "the password is $DB_PASS",
+        "the password is <your-password>",
+    ):
+        assert "REDACTED" not in redact(prose), prose
+    # A long run of the words stays linear.
+    assert redact("password for " * 30_000) == "password for " * 30_000
