@@ -66,6 +66,7 @@ from selene_dag.retrieval.index import SearchIndexError, index_exists, index_is_
 from selene_dag.retrieval.pack import NOTHING_MATCHED, AskResult, PassageRanker
 from selene_dag.retrieval.pack import ask as ask_pack
 from selene_dag.retrieval.search import SOURCES, parse_sources
+from selene_dag.sessions import rejected as sessions_rejected
 from selene_dag.sessions import report as sessions_report
 from selene_dag.sessions.conversation import session_conversation
 from selene_dag.sessions.parsers.detect import detect_platform_file
@@ -910,11 +911,15 @@ def idle_roots_hint(settings: Settings) -> str:
     """For a ``distill run --all`` that ran nothing: one line saying how many files the
     session roots leave out (``distill scan`` says why), or, when they hold no session
     file, which roots were read and which are missing; "" when neither. Reads the roots
-    only, not the database."""
+    and the files rejected for their content (``sessions.rejected``), not the database."""
     found = scan_report(settings.session_roots)
-    if found.skipped:
+    rejected = sessions_rejected.load(settings)
+    left_out = len(found.skipped) + sum(
+        sessions_rejected.reason_for(rejected, f) is not None for f in found.files
+    )
+    if left_out:
         return (
-            f"{plural(len(found.skipped), 'file')} under SELENE_SESSION_ROOTS left out: "
+            f"{plural(left_out, 'file')} under SELENE_SESSION_ROOTS left out: "
             "`selene-dag distill scan` says why"
         )
     if found.files:
@@ -1203,6 +1208,10 @@ def distill_run(
             for row in sessions_report.distill_scan(settings)
             if row["state"] != "done"
         } | sessions_report.counted_in_another_model(settings)
+        # A file rejected for its content, unchanged since, is listed by `distill scan`
+        # with the files left out, not read again (sessions.rejected).
+        rejected = sessions_rejected.load(settings)
+        files = [f for f in files if sessions_rejected.reason_for(rejected, f) is None]
         todo = set(runs.sessions_to_run(instance, [f.session_key for f in files], changed))
         otherwise = (
             sessions_report.distilled_with_other_settings(settings) if run_config is None else set()
@@ -1218,6 +1227,7 @@ def distill_run(
         outcome |= runs.materialize_sessions(
             settings, [f.session_key for f in files], instance, run_config, on_batch=on_batch
         )
+        sessions_rejected.remember(settings, [(f, outcome.get(f.session_key) or "") for f in files])
     if again:
         outcome |= runs.materialize_distillations(
             settings, [f.session_key for f in again], instance, on_batch=on_batch

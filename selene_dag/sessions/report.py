@@ -19,6 +19,8 @@ import duckdb
 
 from selene_dag.config import Settings
 from selene_dag.errors import UsageError
+from selene_dag.sessions.rejected import load as load_rejected
+from selene_dag.sessions.rejected import reason_for as rejected_reason
 from selene_dag.sessions.scanner import ScannedFile, is_under_roots, scan_report, scan_roots
 from selene_dag.sessions.steps import SessionNotFoundError
 from selene_dag.sessions.store import fetch_dicts
@@ -61,12 +63,18 @@ def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
 
     A file row has key, platform, path, size, events, parse errors and ``state``: ``new``
     (never ingested), ``grown`` (size or mtime changed since) or ``done``. A skipped row has
-    ``path`` and ``reason`` (empty, not a transcript, another platform under an explicit root).
+    ``path`` and ``reason`` (empty, not a transcript, another platform under an explicit root,
+    or, read once, its content found to be no transcript: ``sessions.rejected``).
     """
     known = _known(settings)
     result = scan_report(settings.session_roots)
+    rejected = load_rejected(settings)
     rows = []
+    skipped = [{"path": s.path, "reason": s.reason} for s in result.skipped]
     for f in result.files:
+        if (reason := rejected_reason(rejected, f)) is not None:
+            skipped.append({"path": f.path, "reason": reason})
+            continue
         seen = known.get(f.session_key)
         if seen is None:
             state = "new"
@@ -85,7 +93,6 @@ def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
                 "state": state,
             }
         )
-    skipped = [{"path": s.path, "reason": s.reason} for s in result.skipped]
     return {"files": rows, "skipped": skipped}
 
 

@@ -238,3 +238,36 @@ def test_health_tells_the_sessions_the_home_holds_and_their_unreadable_lines(
     assert sessions["distilled"] == 2 and sessions["unreadableLines"] == 1
     [worst] = sessions["worst"]
     assert worst["file"] == str(broken) and "line" in worst["first"]
+
+
+def test_a_file_rejected_for_its_content_is_read_once_until_it_changes(tmp_path: Path) -> None:
+    # A Codex rollout under claude= failed every `distill run --all` (a scheduled run never
+    # succeeded) and `distill status` counted it as new for ever.
+    from selene_dag.sessions.report import distill_status, scan_listing
+    from tests.support.sessions import REAL_CODEX
+
+    settings, root = _home(tmp_path, 1)
+    stray = root / "-proj00" / "rollout.jsonl"
+    shutil.copy(REAL_CODEX, stray)
+    instance = dg.DagsterInstance.ephemeral()
+    first = {
+        Path(r["path"]).name: r
+        for r in service.distill_run(settings, all_files=True, instance=instance)
+    }
+    assert first["s00.jsonl"]["ok"] and not first["rollout.jsonl"]["ok"]
+    assert "content is a Codex CLI transcript" in first["rollout.jsonl"]["error"]
+    assert service.distill_run(settings, all_files=True, instance=instance) == []
+    listing = scan_listing(settings)
+    assert [Path(f["path"]).name for f in listing["files"]] == ["s00.jsonl"]
+    assert [(s["path"], s["reason"].split(";")[0]) for s in listing["skipped"]] == [
+        (str(stray), "content is a Codex CLI transcript, under a claude= root")
+    ]
+    assert distill_status(settings)["new"] == 0
+    assert "1 file under SELENE_SESSION_ROOTS left out" in service.idle_roots_hint(settings)
+    # Named, it is read (and fails with its reason); changed, --all reads it again.
+    [named] = service.distill_run(settings, [str(stray)], instance=instance)
+    assert not named["ok"]
+    with stray.open("a", encoding="utf-8") as handle:
+        handle.write("\n")
+    [again] = service.distill_run(settings, all_files=True, instance=instance)
+    assert again["path"] == str(stray) and not again["ok"]
