@@ -1031,8 +1031,16 @@ def _seed_for_question(
         if session:
             matches = scored_sessions_named(conn, session)
             if not matches:
+                try:
+                    sessions_report.resolve_sessions(settings, [session])
+                except (SessionNotFoundError, UsageError):
+                    raise SessionNotFoundError(
+                        f"no session matches {session!r} (`selene-dag distill report` lists "
+                        "the sessions distilled, `selene-dag distill scan` the files found)"
+                    ) from None
                 raise SessionNotFoundError(
-                    f"no scored session matches {session!r}: run distill first"
+                    f"{session!r} is not distilled yet: run `selene-dag distill run "
+                    f"{session}` first"
                 )
             key = matches[0].session_key
         try:

@@ -112,8 +112,18 @@ def test_one_session_only_and_the_errors(home: Settings, tmp_path: Path) -> None
     assert parse_file(out["path"], "claude").events
     with pytest.raises(NotFoundError, match="no scored session chunk matches"):
         service.distill_seed(home, "claude", question="xylophone quasar", out_dir=tmp_path)
-    with pytest.raises(NotFoundError, match="no scored session matches"):
+    with pytest.raises(
+        NotFoundError, match=r"no session matches .nope. \(`selene-dag distill report`"
+    ):
         service.distill_seed(home, "claude", "nope", question=QUESTION, out_dir=tmp_path)
+    later = home.session_roots[0].path / "later" / "late-session.jsonl"
+    later.parent.mkdir()
+    shutil.copy(CLAUDE, later)
+    try:
+        with pytest.raises(NotFoundError, match="'late-session' is not distilled yet: run"):
+            service.distill_seed(home, "claude", "late-session", question=QUESTION)
+    finally:
+        shutil.rmtree(later.parent)
     with pytest.raises(UsageError, match="empty"):
         service.distill_seed(home, "claude", question="  ", out_dir=tmp_path)
     with pytest.raises(UsageError):
