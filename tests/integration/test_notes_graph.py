@@ -149,8 +149,10 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
         "threadDigests",
         "skippedInputs",
         "noteFolders",
+        "sessions",
     }
     assert document["skippedInputs"] == {"count": 0, "newest": []}
+    assert document["sessions"]["files"] == document["sessions"]["unreadableLines"] == 0
     (folder,) = document["noteFolders"]
     assert (folder["notes"], folder["exists"]) == (577, True)
     assert sum(document["tiers"].values()) == 577
