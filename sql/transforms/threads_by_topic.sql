@@ -1,15 +1,27 @@
--- Topic threads: one thread per theme (the source's topic, else the analysed primary theme).
--- Rebuilds membership of origin='topic' threads; model-detected threads are left alone.
+-- Topic threads: one thread per topic: the source's topic, else the folder the note is in
+-- inside its ingested folder (a vault's project folder), else its first tag, else the
+-- analysed primary theme. Rebuilds membership of origin='topic' threads; model-detected
+-- threads are left alone.
 CREATE OR REPLACE TEMP TABLE topic_members AS
-SELECT 'topic:' || lower(trim(coalesce(n.topic, p.primary_theme))) AS thread_id,
-       lower(trim(coalesce(n.topic, p.primary_theme)))            AS name,
-       n.id AS note_id,
-       greatest(n.updated_at, coalesce(p.last_accessed_at, n.updated_at)) AS activity_at
-FROM notes AS n
-LEFT JOIN processed_notes AS p ON p.note_id = n.id
-WHERE n.deleted_at IS NULL AND NOT n.test_run
-  AND coalesce(n.topic, p.primary_theme) IS NOT NULL
-  AND trim(coalesce(n.topic, p.primary_theme)) <> '';
+WITH filed AS (
+    SELECT n.id, n.updated_at, p.last_accessed_at,
+           lower(trim(coalesce(
+               nullif(trim(n.topic), ''),
+               -- <folder key>/<subfolder>/<file>: the subfolder.
+               CASE WHEN len(string_split(n.id, '/')) >= 3
+                    THEN nullif(trim(string_split(n.id, '/')[2]), '') END,
+               nullif(trim(ltrim(n.tags[1], '#')), ''),
+               p.primary_theme))) AS topic
+    FROM notes AS n
+    LEFT JOIN processed_notes AS p ON p.note_id = n.id
+    WHERE n.deleted_at IS NULL AND NOT n.test_run
+)
+SELECT 'topic:' || topic AS thread_id,
+       topic           AS name,
+       id              AS note_id,
+       greatest(updated_at, coalesce(last_accessed_at, updated_at)) AS activity_at
+FROM filed
+WHERE topic IS NOT NULL AND topic <> '';
 
 -- Only memberships that changed are written: one edited note touches its own rows.
 DELETE FROM thread_notes AS t

@@ -115,14 +115,15 @@ def add_session(conn: duckdb.DuckDBPyConnection) -> None:
         )
 
 
-def ingested_folder(root: Path, notes: dict[str, str]):
+def ingested_folder(root: Path, notes: dict[str, str], exist_ok: bool = False):
     """A home under ``root`` holding the markdown ``notes`` (file name -> text) of a folder
-    named ``notes``, ingested through the service with the offline engine; its settings."""
+    named ``notes``, ingested through the service with the offline engine; its settings.
+    ``exist_ok``: the folder (and the subfolders the names need) is made already."""
     from selene_dag import service
     from selene_dag.config import load_settings
 
     folder = root / "notes"
-    folder.mkdir()
+    folder.mkdir(exist_ok=exist_ok)
     for name, text in notes.items():
         (folder / name).write_text(text, encoding="utf-8")
     settings = load_settings({"SELENE_LLM": "extractive"}, home=root / "home")

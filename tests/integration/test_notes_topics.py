@@ -1,0 +1,40 @@
+"""Offline threads group a vault as its owner filed it: by a note's topic, else the
+folder it sits in, else its first tag, else its analysed theme. A vault's project folder
+made one thread per note (each note's own theme), so no project thread ever got a digest
+and its notes aged apart. Real files, a real ingest through Dagster."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from selene_dag.store import open_store
+from tests.support.ask import ingested_folder
+
+PROJECT = {
+    "larkspur-overview.md": "# Overview\n\nThe checkout service runs on PostgreSQL 14.\n",
+    "larkspur-pg16.md": "# Upgrade\n\nWe moved the database from PostgreSQL 14 to 16.\n",
+    "larkspur-valkey.md": "# Cache\n\nRedis 7.0 was replaced with Valkey 8.0 in April.\n",
+}
+TAGGED = {
+    f"lab-{i}.md": f"---\ntags: [homelab, note{i}]\n---\n# Lab {i}\n\nThe {word} is in rack {i}.\n"
+    for i, word in enumerate(["switch", "router", "nas"], start=1)
+}
+FILED = {
+    "topic.md": "---\ntopic: Cooking\ntags: [homelab]\n---\n# Brine\n\nSalt at 5 percent.\n",
+}
+
+
+def test_a_vaults_folders_and_tags_are_its_threads(tmp_path: Path) -> None:
+    notes = {**TAGGED, **FILED, **{f"larkspur/{n}": text for n, text in PROJECT.items()}}
+    (tmp_path / "notes" / "larkspur").mkdir(parents=True)
+    settings = ingested_folder(tmp_path, notes, exist_ok=True)
+    with open_store(settings.db_path) as conn:
+        members = conn.execute(
+            "SELECT t.name, list(tn.note_id ORDER BY tn.note_id) FROM threads t "
+            "JOIN thread_notes tn ON tn.thread_id = t.id WHERE t.origin = 'topic' "
+            "GROUP BY t.name ORDER BY t.name"
+        ).fetchall()
+    threads = {name: [i.split("/")[-1] for i in ids] for name, ids in members}
+    assert threads["larkspur"] == sorted(PROJECT)  # the folder, whatever each note's theme
+    assert threads["homelab"] == sorted(TAGGED)  # the first tag
+    assert threads["cooking"] == ["topic.md"]  # the topic, before its tag
