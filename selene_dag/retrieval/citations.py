@@ -9,6 +9,7 @@ three pure); ``show`` reads what a citation points at from the store.
 
 from __future__ import annotations
 
+import os
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -331,5 +332,7 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     where = f"{min(records)}-{max(records)}" if records else ""
     last = events[-1].seq
     past = any(b > last for _, b in cited.ranges)
-    note = f"the session's last event is {last}: events past it are not there" if past else ""
-    return Shown(header + "\n" + "\n".join(parts), path, where, note=note)
+    notes = [f"the session's last event is {last}: events past it are not there"] if past else []
+    if path and not os.path.exists(path):
+        notes.append(f"{path} is gone: these are the events stored when it was read")
+    return Shown(header + "\n" + "\n".join(parts), path, where, note="; ".join(notes))

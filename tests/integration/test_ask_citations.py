@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -219,3 +220,21 @@ def test_the_show_command(store, monkeypatch: pytest.MonkeyPatch) -> None:
     bad = CliRunner().invoke(cli.app, ["show", "what", "is", "this?"])
     assert bad.exit_code == 1 and bad.stdout == ""
     assert bad.stderr.startswith("error: not a citation") and bad.stderr.count("\n") == 1
+
+
+def test_show_of_a_session_whose_file_is_gone_says_so(store) -> None:
+    # The events are the stored ones; `show` named the old path as if it were there.
+    conn, _events, chunks, _ = store
+    chunk = chunks[0]
+    citation = f"{chunk.session_key} events {chunk.seqs[0]}-{chunk.seqs[0]}"
+    shown = show(conn, citation)
+    assert "gone" not in shown.note
+    source = Path(shown.source)
+    kept = source.with_suffix(".kept")
+    source.rename(kept)
+    try:
+        gone = show(conn, citation)
+    finally:
+        kept.rename(source)
+    assert gone.text == shown.text
+    assert gone.note == f"{source} is gone: these are the events stored when it was read"
