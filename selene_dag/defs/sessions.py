@@ -768,8 +768,14 @@ def session_files_sensor(
         [*existing, *new_keys], changed_files(files, cursor), SENSOR_BATCH
     )
     partition_requests = [SESSION_PARTITIONS.build_add_request(new_keys)] if new_keys else []
+    next_cursor = json.dumps({f.path: [f.size, f.mtime] for f in files}, sort_keys=True)
+    if not requests and not partition_requests:
+        return dg.SensorResult(
+            skip_reason=f"no new or grown session file ({len(files)} under the roots)",
+            cursor=next_cursor,
+        )
     return dg.SensorResult(
         run_requests=requests,
         dynamic_partitions_requests=partition_requests,
-        cursor=json.dumps({f.path: [f.size, f.mtime] for f in files}, sort_keys=True),
+        cursor=next_cursor,
     )

@@ -186,6 +186,8 @@ def test_sensor_adds_partitions_and_requests_new_or_grown_files(world) -> None:
         )
     )
     assert idle.run_requests == [] and idle.dynamic_partitions_requests == []
+    # A skipped tick says why (it read "Sensor function returned an empty result").
+    assert idle.skip_reason.skip_message == "no new or grown session file (3 under the roots)"
     codex = next(f for f in world["files"] if f.platform == "codex")
     with open(codex.path, "a", encoding="utf-8") as handle:
         handle.write(
