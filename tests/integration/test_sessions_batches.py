@@ -271,3 +271,24 @@ def test_a_file_rejected_for_its_content_is_read_once_until_it_changes(tmp_path:
         handle.write("\n")
     [again] = service.distill_run(settings, all_files=True, instance=instance)
     assert again["path"] == str(stray) and not again["ok"]
+
+
+def test_after_a_clean_run_the_next_unchanged_all_need_not_ask_dagster(tmp_path: Path) -> None:
+    # The first unchanged `distill run --all` after a run loaded Dagster to learn that
+    # nothing was left (4 s of a 424-file home); only the one after it was fast.
+    from selene_dag import last_verdict
+
+    settings, root = _home(tmp_path, 2)
+    assert len(service.distill_run(settings, all_files=True)) == 2
+    key = last_verdict.current_key(settings, "distill", notes=False)
+    assert last_verdict.holds(settings, key)
+    assert service.distill_run(settings, all_files=True) == []
+    # A grown file moves the key: the verdict does not hold, the file runs.
+    with (root / "-proj01" / "s01.jsonl").open("a", encoding="utf-8") as handle:
+        handle.write(SMALL.read_text(encoding="utf-8").splitlines()[-1] + "\n")
+    assert not last_verdict.holds(
+        settings, last_verdict.current_key(settings, "distill", notes=False)
+    )
+    assert [Path(r["path"]).name for r in service.distill_run(settings, all_files=True)] == [
+        "s01.jsonl"
+    ]
