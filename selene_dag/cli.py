@@ -354,6 +354,18 @@ def ingest(
     if report.skipped_total > len(report.skipped):
         more = report.skipped_total - len(report.skipped)
         err.print(f"… and {more:,} more (all in the ingest_errors table; newest in `health`)")
+    if report.analysed_offline:
+        err.print(
+            f"{plural(report.analysed_offline, 'note')} analysed offline: the model's answer "
+            "was unusable (the run's log names each)",
+            highlight=False,
+        )
+    if report.essences_left:
+        err.print(
+            f"{plural(report.essences_left, 'note')} left without an essence at "
+            "SELENE_ESSENCE_LIMIT: the next ingest goes on",
+            highlight=False,
+        )
     others = report.home_notes - report.notes
     home_total = f" (the home holds {report.home_notes:,} in all)" if others > 0 else ""
     err.print(

@@ -15,7 +15,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
@@ -152,6 +152,10 @@ class IngestReport:
     empty_folder: bool = False
     # Notes deleted (or their folder forgotten) before that this ingest brought back.
     restored: int = 0
+    # Notes the model answered unusably, analysed by the offline engine instead.
+    analysed_offline: int = 0
+    # Notes left without an essence when the run stopped at SELENE_ESSENCE_LIMIT.
+    essences_left: int = 0
 
 
 SKIPPED_SHOWN = 20
@@ -248,8 +252,14 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
             if not outcome.success:
                 raise RunFailedError(f"ingest failed: {runs.failure_message(outcome.result)}")
             meta = outcome.metadata("raw_notes")
+            analysis = outcome.metadata("processed_notes")
             with open_store(settings.db_path, wait=settings.lock_wait) as conn:
                 report = _ingest_report(conn, path, started, tuple(outcome.selected), meta)
+            report = replace(
+                report,
+                analysed_offline=int(analysis.get("analysed_offline") or 0),
+                essences_left=int(analysis.get("essences_left") or 0),
+            )
     # Dagster found nothing to run: remembered unless something it rests on moved while it
     # decided (the folder walked again, outside the block).
     if (

@@ -61,7 +61,7 @@ def test_a_note_the_model_cannot_answer_is_analysed_offline_and_the_rest_go_on(
     with FakeOllama(malformed_when="POISON") as fake:
         settings = _settings(tmp_path / "home", fake, essence_limit=0)
         report = service.ingest(settings, path)
-        assert report.notes == 5
+        assert (report.notes, report.analysed_offline) == (5, 1)  # the CLI says so
         engines = _engines(tmp_path / "home")
         assert engines["notes/n4"] == "extractive:extractive-v1 for ollama:mistral:7b"
         assert {engines[f"notes/n{i}"] for i in range(4)} == {"ollama:mistral:7b"}
@@ -103,7 +103,7 @@ def test_essences_left_at_the_limit_are_taken_up_by_the_next_ingest(tmp_path: Pa
     path = _notes(tmp_path / "notes", count=5)
     with FakeOllama() as fake:
         settings = _settings(tmp_path / "home", fake, essence_limit=2)
-        service.ingest(settings, path)
+        assert service.ingest(settings, path).essences_left == 3  # the CLI says so
         assert len(_engines(tmp_path / "home")) == 2
         # The notes not analysed yet are shown in full: health counts them there.
         assert sum(service.health(settings)["tiers"].values()) == 5
@@ -136,3 +136,23 @@ def test_an_unlimited_essence_limit_survives_a_settings_copy() -> None:
     assert settings.essence_limit is None
     assert settings.replace(model="llama3:8b").essence_limit is None  # was 10 again
     assert load_settings({"SELENE_LLM": "ollama"}).replace(model="x").essence_limit == 10
+
+
+def test_the_ingest_command_says_what_the_model_left(tmp_path: Path, monkeypatch) -> None:
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+
+    path = _notes(tmp_path / "notes", count=5)
+    with FakeOllama() as fake:
+        for name, value in {
+            "SELENE_HOME": str(tmp_path / "home"),
+            "SELENE_LLM": "ollama",
+            "SELENE_OLLAMA_HOST": fake.url,
+            "SELENE_NOW": "2026-07-15",
+            "SELENE_ESSENCE_LIMIT": "2",
+        }.items():
+            monkeypatch.setenv(name, value)
+        result = CliRunner().invoke(app, ["ingest", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "3 notes left without an essence at SELENE_ESSENCE_LIMIT" in result.output
