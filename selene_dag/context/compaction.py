@@ -216,6 +216,28 @@ def opening_request(
     return OPENING_PREFIX + request if request else ""
 
 
+# A summary line that opens with this many characters of the opening request (or is
+# shorter and opens it) repeats it: both may be cut, each at its own length.
+REPEAT_PREFIX_CHARS = 60
+
+
+def repeats(line: str, opening: str) -> bool:
+    """Whether the summary line ``line`` says again the request ``opening`` quotes (a
+    bullet of it, whole or cut where the quote is cut elsewhere)."""
+
+    def plain(text: str) -> str:
+        return " ".join(text.lower().split()).strip(" .…")
+
+    said = plain(line.lstrip("-*• "))
+    request = plain(opening.removeprefix(OPENING_PREFIX))
+    if not said:
+        return False
+    if said in request:
+        return True
+    shared = len(said) if len(said) < REPEAT_PREFIX_CHARS else REPEAT_PREFIX_CHARS
+    return said[:shared] == request[:shared]
+
+
 def _with_digest(messages: list[Message], text: str) -> list[Message]:
     """``messages`` carrying the digest ``text``: an earlier digest message replaced, or a
     new one after the system messages."""
@@ -622,11 +644,8 @@ def compact_messages(
                     raise TypeError("summarizer must return a str")
                 summary = truncate_to_tokens(summary.strip(), P3_SUMMARY_TOKENS, model)
                 if opening:  # what the quoted opening request says, said once
-                    quoted = " ".join(opening.lower().split())
                     summary = "\n".join(
-                        line
-                        for line in summary.splitlines()
-                        if " ".join(line.lstrip("-*• ").lower().split()) not in quoted
+                        line for line in summary.splitlines() if not repeats(line, opening)
                     ).strip()
                 if not summary:
                     steps.append(

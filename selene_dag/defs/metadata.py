@@ -21,6 +21,8 @@ CLOCK_TAG = {"selene/clock": "day"}
 AS_OF_DAY = "as_of_day"
 # processed_notes: notes a run left without an essence because it reached its limit.
 ESSENCES_LEFT = "essences_left"
+# A sessions step that failed for every file of its run: each file's own reason, by key.
+FAILED_FILES = "failed_files"
 
 
 def code_version(

@@ -24,7 +24,7 @@ import dagster as dg
 
 from selene_dag.config import Settings
 from selene_dag.definitions import defs
-from selene_dag.defs.metadata import AS_OF_DAY, ESSENCES_LEFT
+from selene_dag.defs.metadata import AS_OF_DAY, ESSENCES_LEFT, FAILED_FILES
 from selene_dag.defs.notes import (
     FORGOTTEN_FOLDER,
     daily_summaries,
@@ -294,9 +294,17 @@ def session_batches(ordered: Sequence[str], chosen: Sequence[str], size: int) ->
 
 
 def _partition_errors(result: dg.ExecuteInProcessResult) -> dict[str, str]:
-    """Per-partition ``error`` metadata the steps of a batch run recorded, first one wins."""
+    """Per-partition ``error`` metadata the steps of a batch run recorded, first one wins;
+    for a step that failed for every file of its run, each file's reason its failure
+    carries (``FAILED_FILES``)."""
     errors: dict[str, str] = {}
     for event in result.all_events:
+        if event.is_step_failure:
+            failure = getattr(event.event_specific_data, "user_failure_data", None)
+            value = failure.metadata.get(FAILED_FILES) if failure is not None else None
+            for key, message in (getattr(value, "value", None) or {}).items():
+                errors.setdefault(key, f"{event.step_key}: {message}")
+            continue
         if not event.is_step_materialization:
             continue
         materialization = event.event_specific_data.materialization

@@ -19,7 +19,7 @@ import dagster as dg
 
 from selene_dag.config import Settings
 from selene_dag.defs.conditions import FOLLOW_UPSTREAM
-from selene_dag.defs.metadata import duckdb_asset, markdown_table
+from selene_dag.defs.metadata import FAILED_FILES, duckdb_asset, markdown_table
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.errors import SeleneError
 from selene_dag.llm import get_engine
@@ -107,10 +107,15 @@ class _Batch:
                 metadata={**metadata, **self.figures[key]},
             )
         if not self.versions:
+            # Each file's own reason goes with the failure too: the caller reports (and
+            # remembers) every file by its own, not by the run's summary.
+            errors = {FAILED_FILES: dg.MetadataValue.json(dict(sorted(self.failed.items())))}
             if len(self.keys) == 1:
-                raise dg.Failure(description=self.failed[self.keys[0]])
+                raise dg.Failure(description=self.failed[self.keys[0]], metadata=errors)
             lines = "; ".join(f"{k}: {m}" for k, m in sorted(self.failed.items())[:5])
-            raise dg.Failure(description=f"every session file of the run failed: {lines}")
+            raise dg.Failure(
+                description=f"every session file of the run failed: {lines}", metadata=errors
+            )
         version = content_hash(*(f"{k}={v}" for k, v in sorted(self.versions.items())))
         summary = {
             "session_files": dg.MetadataValue.int(len(self.keys)),

@@ -53,11 +53,13 @@ def remember(settings: Settings, failed: Iterable[tuple[ScannedFile, str]]) -> N
     known = load(settings)
     changed = False
     for f, reason in failed:
-        if reason and CONTENT_REJECTED in reason:
-            # "session_events: <path>: <why>": the why alone, the path is the row's.
-            at = reason.find(f.path + ": ")
-            text = reason[at + len(f.path) + 2 :] if at >= 0 else reason
-            known[f.path] = (f.size, f.mtime, text)
+        # "session_events: <path>: <why>": the file's own reason, the why alone kept (a
+        # run's summary of several files' reasons is no file's).
+        own = f"{f.path}: "
+        at = reason.find(own) if reason else -1
+        why = reason[at + len(own) :] if at >= 0 else ""
+        if CONTENT_REJECTED in why and ": " not in reason[:at].rstrip(": ").strip():
+            known[f.path] = (f.size, f.mtime, why)
             changed = True
         elif known.pop(f.path, None) is not None:
             changed = True

@@ -292,3 +292,23 @@ def test_after_a_clean_run_the_next_unchanged_all_need_not_ask_dagster(tmp_path:
     assert [Path(r["path"]).name for r in service.distill_run(settings, all_files=True)] == [
         "s01.jsonl"
     ]
+
+
+def test_files_rejected_together_are_each_remembered_with_their_own_reason(
+    tmp_path: Path,
+) -> None:
+    # When every new file of a run was rejected, each was remembered with the run's
+    # summary (another file's reason, cut with "…").
+    from selene_dag.sessions.report import scan_listing
+    from tests.support.sessions import REAL_CODEX
+
+    settings, root = _home(tmp_path, 0)
+    folder = root / "-stray"
+    folder.mkdir(parents=True)
+    (folder / "noise.jsonl").write_bytes(bytes(range(256)) * 8)
+    shutil.copy(REAL_CODEX, folder / "rollout.jsonl")
+    rows = service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
+    assert [r["ok"] for r in rows] == [False, False]
+    reasons = {Path(s["path"]).name: s["reason"] for s in scan_listing(settings)["skipped"]}
+    assert reasons["noise.jsonl"].startswith("not a Claude Code transcript: ")
+    assert reasons["rollout.jsonl"].startswith("content is a Codex CLI transcript")

@@ -588,3 +588,22 @@ def test_a_tool_result_sent_as_content_parts_is_no_request() -> None:
     ]
     r = compact_messages(msgs, 300, M)
     assert any("regression test for the refund path" in str(m["content"]) for m in r.messages)
+
+
+def test_a_long_opening_request_is_not_said_again_as_a_cut_bullet() -> None:
+    # An opening request over the quote's length was quoted (cut) and came back as the
+    # summary's first bullet (cut elsewhere): the same words twice.
+    msgs = _conversation(30)
+    task = "Port the audio recorder to AudioWorklet nodes: " + " ".join(
+        f"move module m{i} and its test t{i} across." for i in range(40)
+    )
+    msgs.insert(1, {"role": "user", "content": task})
+    window = int(message_tokens(msgs, M) / 0.85 * 0.75)
+
+    def summarizer(text: str, max_tokens: int) -> str:
+        return f"- {task[:180]}…\n- the meters were kept"
+
+    first = compact_messages(msgs, window, M, summarizer=summarizer)
+    summary = next(m for m in first.messages if m["content"].startswith("[SUMMARY OF EARLIER"))
+    assert summary["content"].count("Port the audio recorder") == 1
+    assert "- the meters were kept" in summary["content"]
