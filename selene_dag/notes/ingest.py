@@ -718,13 +718,22 @@ _SIMPLE_KEY = re.compile(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
 def _colon_in_value(front: str, exc: BaseException) -> dict[str, Any] | None:
     """The front matter read line by line when YAML refused it only because a value holds
     ': ' unquoted (``title: Decision: which offer``, the commonest hand-written slip):
-    each ``key: value`` line a string (quotes around it removed), each ``- item`` line
-    under an empty key a list item; None for any other error or a line neither is."""
+    each ``key: value`` line's value read as YAML alone (a date, a ``[a, b]`` list), else
+    as its text (quotes around it removed); ``- item`` lines under an empty key a list; a
+    ``|`` or ``>`` value its indented lines. None for any other error or a line none of
+    these is."""
     if "mapping values are not allowed" not in str(getattr(exc, "problem", "") or exc):
         return None
     out: dict[str, Any] = {}
     last: str | None = None
+    block: list[str] | None = None  # the lines of a | or > value being read
     for line in front.splitlines():
+        if block is not None:
+            if not line.strip() or line[:1].isspace():
+                block.append(line.strip())
+                continue
+            out[last or ""] = "\n".join(block).strip()
+            block = None
         if not line.strip() or line.lstrip().startswith("#"):
             continue
         item = line.strip()
@@ -733,7 +742,7 @@ def _colon_in_value(front: str, exc: BaseException) -> dict[str, Any] | None:
                 out[last] = []
             if last is None or not isinstance(out[last], list):
                 return None
-            out[last].append(item[2:].strip().strip("'\""))
+            out[last].append(_lone_value(item[2:]))
             continue
         if line[:1].isspace():
             return None
@@ -742,8 +751,23 @@ def _colon_in_value(front: str, exc: BaseException) -> dict[str, Any] | None:
             return None
         last = found[1]
         value = (found[2] or "").strip()
-        out[last] = value.strip("'\"") if value else None
+        if value in ("|", ">", "|-", ">-", "|+", ">+"):
+            block = []
+            continue
+        out[last] = _lone_value(value) if value else None
+    if block is not None:
+        out[last or ""] = "\n".join(block).strip()
     return out or None
+
+
+def _lone_value(text: str) -> Any:
+    """A front-matter value read as YAML on its own (a date, a number, ``[a, b]``), else
+    its text with the quotes around it removed."""
+    try:
+        value = yaml.load(text, Loader=_YAML_LOADER)
+    except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+        return text.strip().strip("'\"")
+    return value if not isinstance(value, dict) else text.strip().strip("'\"")
 
 
 def _parse_markdown(

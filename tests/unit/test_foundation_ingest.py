@@ -410,12 +410,18 @@ def test_a_value_holding_a_colon_keeps_the_front_matter_and_the_problem_names_it
         "---\ncreated: 2025-03-02\ntitle: Decision: which offer\ntags:\n  - jobs\n  - offer\n"
         "---\nWe take the Northwind offer.\n"
     )
+    (tmp_path / "flow.md").write_text(
+        "---\ntitle: Decision: which offer\ntags: [career, \"offers\"]\ndescription: |\n"
+        "  Why: the salary.\n  And the team.\n---\nBody.\n"
+    )
     (tmp_path / "broken.md").write_text("---\ncreated: 2025-03-02\ntitle: [unclosed\n---\nbody")
     result = read_notes(tmp_path)
     offer = next(n for n in result.notes if n.id == "offer.md")
     assert offer.title == "Decision: which offer"
     assert offer.created_at.date().isoformat() == "2025-03-02"
     assert list(offer.tags) == ["jobs", "offer"]
+    flow = next(n for n in result.notes if n.id == "flow.md")
+    assert (flow.title, list(flow.tags)) == ("Decision: which offer", ["career", "offers"])
     reasons = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors}
     assert "front-matter line 3: mapping values are not allowed" in reasons["offer.md"]
     assert "quote a value that holds ': '" in reasons["offer.md"]
