@@ -307,9 +307,9 @@ def processed_notes(
     # no input's change says (without it tiers stopped aging).
     automation_condition=follow_or_every(TIERS_CRON),
     description=(
-        "Notes grouped into threads: one per topic by default (a note's topic, else the "
-        "folder it sits in inside the ingested folder, else its first tag, else its primary "
-        "theme); with a model "
+        "Notes grouped into threads: one per topic by default (a note's topic, else its first "
+        "tag, else the folder it sits in unless that folder holds most of the notes, else its "
+        "primary theme); with a model "
         "engine, the model's thread detection over the 30 newest unthreaded notes adds more, "
         "and each active thread whose newest notes changed is read again: its summary and "
         "motivation rewritten, its direction and whether it shifted recorded. A thread is "

@@ -1,20 +1,34 @@
--- Topic threads: one thread per topic: the source's topic, else the folder the note is in
--- inside its ingested folder (a vault's project folder), else its first tag, else the
--- analysed primary theme. Rebuilds membership of origin='topic' threads; model-detected
--- threads are left alone.
+-- Topic threads: one thread per topic: the source's topic, else the note's first tag, else
+-- the folder it sits in (a vault's project folder; not one that holds most of its ingested
+-- folder's notes, as Logseq's pages/ or an archive's top folder: that says nothing of a
+-- topic), else the analysed primary theme. Rebuilds membership of origin='topic' threads;
+-- model-detected threads are left alone.
 CREATE OR REPLACE TEMP TABLE topic_members AS
-WITH filed AS (
-    SELECT n.id, n.updated_at, p.last_accessed_at,
-           lower(trim(coalesce(
-               nullif(trim(n.topic), ''),
-               -- <folder key>/<subfolder>/<file>: the subfolder.
-               CASE WHEN len(string_split(n.id, '/')) >= 3
-                    THEN nullif(trim(string_split(n.id, '/')[2]), '') END,
-               nullif(trim(ltrim(n.tags[1], '#')), ''),
-               p.primary_theme))) AS topic
+WITH live AS (
+    SELECT n.*, string_split(n.id, '/') AS parts
     FROM notes AS n
-    LEFT JOIN processed_notes AS p ON p.note_id = n.id
     WHERE n.deleted_at IS NULL AND NOT n.test_run
+),
+placed AS (
+    -- <folder key>/…/<folder>/<file>: the folder the file sits in.
+    SELECT *, parts[1] AS home_folder,
+           CASE WHEN len(parts) >= 3 THEN nullif(trim(parts[len(parts) - 1]), '') END AS folder
+    FROM live
+),
+sized AS (
+    SELECT *, count(*) OVER (PARTITION BY home_folder, folder) AS in_folder,
+              count(*) OVER (PARTITION BY home_folder)         AS in_home
+    FROM placed
+),
+filed AS (
+    SELECT s.id, s.updated_at, p.last_accessed_at,
+           lower(trim(coalesce(
+               nullif(trim(s.topic), ''),
+               nullif(trim(ltrim(s.tags[1], '#')), ''),
+               CASE WHEN 2 * s.in_folder <= s.in_home THEN s.folder END,
+               p.primary_theme))) AS topic
+    FROM sized AS s
+    LEFT JOIN processed_notes AS p ON p.note_id = s.id
 )
 SELECT 'topic:' || topic AS thread_id,
        topic           AS name,

@@ -1,7 +1,8 @@
-"""Offline threads group a vault as its owner filed it: by a note's topic, else the
-folder it sits in, else its first tag, else its analysed theme. A vault's project folder
-made one thread per note (each note's own theme), so no project thread ever got a digest
-and its notes aged apart. Real files, a real ingest through Dagster."""
+"""Offline threads group a vault as its owner filed it: by a note's topic, else its first
+tag, else the folder it sits in (unless that folder holds most of the vault), else its
+analysed theme. A vault's project folder made one thread per note (each note's own theme),
+so no project thread ever got a digest and its notes aged apart. Real files, a real ingest
+through Dagster."""
 
 from __future__ import annotations
 
@@ -21,12 +22,17 @@ TAGGED = {
 }
 FILED = {
     "topic.md": "---\ntopic: Cooking\ntags: [homelab]\n---\n# Brine\n\nSalt at 5 percent.\n",
+    # PARA: the folder a note sits in, not the one above it.
+    "1 Projects/Alpha/plan.md": "# Plan\n\nShip the alpha on Monday.\n",
+    "1 Projects/Alpha/risks.md": "# Risks\n\nThe vendor may be late.\n",
+    "1 Projects/Beta/plan.md": "# Beta plan\n\nBeta waits for the design review.\n",
 }
 
 
 def test_a_vaults_folders_and_tags_are_its_threads(tmp_path: Path) -> None:
     notes = {**TAGGED, **FILED, **{f"larkspur/{n}": text for n, text in PROJECT.items()}}
-    (tmp_path / "notes" / "larkspur").mkdir(parents=True)
+    for folder in ("larkspur", "1 Projects/Alpha", "1 Projects/Beta"):
+        (tmp_path / "notes" / folder).mkdir(parents=True)
     settings = ingested_folder(tmp_path, notes, exist_ok=True)
     with open_store(settings.db_path) as conn:
         members = conn.execute(
@@ -38,3 +44,24 @@ def test_a_vaults_folders_and_tags_are_its_threads(tmp_path: Path) -> None:
     assert threads["larkspur"] == sorted(PROJECT)  # the folder, whatever each note's theme
     assert threads["homelab"] == sorted(TAGGED)  # the first tag
     assert threads["cooking"] == ["topic.md"]  # the topic, before its tag
+    assert threads["alpha"] == ["plan.md", "risks.md"] and threads["beta"] == ["plan.md"]
+
+
+def test_a_folder_holding_most_of_the_vault_is_no_topic(tmp_path: Path) -> None:
+    # Logseq keeps every page in pages/: one thread of the whole graph.
+    notes = {
+        f"pages/{name}.md": f"# {name}\n\n{text}\n"
+        for name, text in {
+            "carbonara": "Guanciale, pecorino and eggs, no cream.",
+            "ragu": "Simmer the ragu for three hours.",
+            "borrow-checker": "The borrow checker rejects two mutable references.",
+            "lifetimes": "Lifetimes name how long a reference lives.",
+        }.items()
+    }
+    notes["journals/2026_05_01.md"] = "# May 1\n\nCooked carbonara.\n"
+    (tmp_path / "notes" / "pages").mkdir(parents=True)
+    (tmp_path / "notes" / "journals").mkdir(parents=True)
+    settings = ingested_folder(tmp_path, notes, exist_ok=True)
+    with open_store(settings.db_path) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM threads").fetchall()}
+    assert "pages" not in names and "journals" in names

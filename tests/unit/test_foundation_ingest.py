@@ -411,7 +411,7 @@ def test_a_value_holding_a_colon_keeps_the_front_matter_and_the_problem_names_it
         "---\nWe take the Northwind offer.\n"
     )
     (tmp_path / "flow.md").write_text(
-        "---\ntitle: Decision: which offer\ntags: [career, \"offers\"]\ndescription: |\n"
+        '---\ntitle: Decision: which offer\ntags: [career, "offers"]\ndescription: |\n'
         "  Why: the salary.\n  And the team.\n---\nBody.\n"
     )
     (tmp_path / "broken.md").write_text("---\ncreated: 2025-03-02\ntitle: [unclosed\n---\nbody")
