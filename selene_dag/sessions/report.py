@@ -10,7 +10,6 @@ messages). Reads open the database only when it exists. No Dagster here.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -19,6 +18,7 @@ import duckdb
 
 from selene_dag.config import Settings
 from selene_dag.errors import UsageError
+from selene_dag.sessions import naming
 from selene_dag.sessions.rejected import load as load_rejected
 from selene_dag.sessions.rejected import reason_for as rejected_reason
 from selene_dag.sessions.scanner import ScannedFile, is_under_roots, scan_report, scan_roots
@@ -138,49 +138,25 @@ def resolve_sessions(
     real = {os.path.realpath(f.path): f for f in files}
     source_of = {key: source for source, key in by_source.items()}
     for ident in ids:
-        if not ident.strip():
-            raise UsageError("an empty session id names no session: give a key, id or path")
+        naming.check_id(ident)
         # A path as typed from anywhere (relative, through a link) names its file.
         typed = real.get(os.path.realpath(os.path.expanduser(ident)))
-        match = [f for f in files if f is typed or _names(ident, f, source_of.get(f.session_key))]
+        match = [
+            f
+            for f in files
+            if f is typed
+            or naming.names(ident, f.session_key, f.path, source_of.get(f.session_key))
+        ]
         if not match:
-            short = [f for f in files if _starts(ident, f, source_of.get(f.session_key))]
+            short = [f for f in files if naming.begins(ident, f.path, source_of.get(f.session_key))]
             if len(short) > 1:
-                names = ", ".join(sorted(Path(f.path).name for f in short)[:3])
-                raise UsageError(
-                    f"'{ident}' begins the ids of {len(short)} sessions ({names}"
-                    f"{', …' if len(short) > 3 else ''}): type more of it"
-                )
+                raise naming.ambiguous(ident, [f.path for f in short])
             match = short
         if not match:
             raise SessionNotFoundError(_not_found(settings, ident))
         for f in match:
             chosen[f.session_key] = f
     return list(chosen.values())
-
-
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
-# The shortest part of an id typed to name a session: its end after a separator
-# ("…-<uuid>" of a Codex rollout) or its beginning (a uuid's first 8 characters, as git's
-# short hashes). One character matched every file ending in it.
-MIN_ID_PART = 6
-
-
-def _names(ident: str, f: ScannedFile, source_id: str | None) -> bool:
-    """Whether ``ident`` is one of ``f``'s names: its key, path, file name, stem, the
-    tool's session id, or the end of its stem after a separator."""
-    stem = Path(f.path).stem
-    if ident in (f.session_key, f.path, Path(f.path).name, stem, source_id):
-        return True
-    return len(ident) >= MIN_ID_PART and any(stem.endswith(sep + ident) for sep in ("-", "_", "."))
-
-
-def _starts(ident: str, f: ScannedFile, source_id: str | None) -> bool:
-    """Whether ``ident`` begins ``f``'s session id (a uuid in its file name, or the tool's)."""
-    if len(ident) < MIN_ID_PART:
-        return False
-    ids = [*_UUID.findall(Path(f.path).stem), *([source_id] if source_id else [])]
-    return any(i.lower().startswith(ident.lower()) for i in ids)
 
 
 def _not_found(settings: Settings, ident: str) -> str:
@@ -385,12 +361,16 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
             else None
         )
         row["top_chunks"] = best.get(row["session_key"], [])
-    if session:
-        out = [
-            r
-            for r in out
-            if session in (r["session_key"], r["session_id"], r["path"], Path(r["path"]).name)
+    if session is not None:
+        naming.check_id(session)
+        named = [
+            r for r in out if naming.names(session, r["session_key"], r["path"], r["session_id"])
         ]
+        if not named:
+            named = [r for r in out if naming.begins(session, r["path"], r["session_id"])]
+            if len(named) > 1:
+                raise naming.ambiguous(session, [r["path"] for r in named])
+        out = named
         if not out:
             raise SessionNotFoundError(f"no ingested session matches {session!r}")
     return out
@@ -492,10 +472,14 @@ def distill_seed(
     if conn is None:
         raise SessionNotFoundError(_NO_DATABASE)
     try:
-        rows = scored_sessions_named(conn, session) if session else scored_session_files(conn)
+        rows = scored_sessions_named(conn, session) if session is not None else None
+        rows = scored_session_files(conn) if rows is None else rows
         if not rows:
             raise SessionNotFoundError(
-                f"no scored session{' matches ' + repr(session) if session else ''}: run distill first"
+                f"no session matches {session!r}: `selene-dag distill report` lists the "
+                "sessions distilled"
+                if session is not None
+                else "no scored session: run `selene-dag distill run` first"
             )
         config = DistillerConfig.from_settings(settings, max_tokens)
         # Unnamed, the most recent session that kept a chunk: a seed of none is no seed.

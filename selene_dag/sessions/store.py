@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import duckdb
 
+from selene_dag.sessions import naming
 from selene_dag.sessions.chunker import Chunk
 from selene_dag.sessions.distiller import ScoredChunk
 from selene_dag.sessions.parsers.model import SessionEvent
@@ -307,10 +308,18 @@ def scored_session_files(
 
 
 def scored_sessions_named(conn: duckdb.DuckDBPyConnection, session: str) -> list[SessionFileRow]:
-    """The scored sessions (newest file first) whose key or tool's session id is ``session``."""
-    return [
-        r for r in scored_session_files(conn) if session in (r.session_key, r.source_session_id)
-    ]
+    """The scored sessions (newest file first) ``session`` names (``sessions.naming``: a key,
+    the tool's id, a path, a file name or stem, or a uuid's first characters). Raises
+    UsageError for an empty id, or a uuid's beginning that begins several sessions' ids."""
+    naming.check_id(session)
+    rows = scored_session_files(conn)
+    named = [r for r in rows if naming.names(session, r.session_key, r.path, r.source_session_id)]
+    if named:
+        return named
+    begun = [r for r in rows if naming.begins(session, r.path, r.source_session_id)]
+    if len(begun) > 1:
+        raise naming.ambiguous(session, [r.path for r in begun])
+    return begun
 
 
 def project_names(conn: duckdb.DuckDBPyConnection) -> list[str]:

@@ -431,7 +431,8 @@ def test_distill_run_all_with_nothing_new_is_decided_without_dagster_once_dagste
     runs = [run("distill", "run", "--all", env=env) for _ in range(3)]
     assert all(r.returncode == 0 for r in runs), runs[-1].stderr[-2000:]
     imported = [{line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines()} for r in runs]
-    assert ["dagster" in names for names in imported] == [True, True, False]
+    # The run asks Dagster once more after it ran: the next unchanged run needs no Dagster.
+    assert ["dagster" in names for names in imported] == [True, False, False]
     assert "3 session files distilled" in runs[0].stdout
     assert all("0 session files distilled" in r.stdout for r in runs[1:])
     new = roots / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"

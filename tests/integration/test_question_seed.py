@@ -116,6 +116,19 @@ def test_one_session_only_and_the_errors(home: Settings, tmp_path: Path) -> None
         NotFoundError, match=r"no session matches .nope. \(`selene-dag distill report`"
     ):
         service.distill_seed(home, "claude", "nope", question=QUESTION, out_dir=tmp_path)
+    # Every command names a session the same way: a uuid's first characters, never "".
+    (row,) = service.distill_report(home, "019a93b9")
+    assert row["session_key"] == codex_key
+    seeded = service.distill_seed(
+        home, "claude", "019a93b9", question="rollout session tokens", out_dir=tmp_path
+    )
+    assert seeded["sessions"] == [codex_key]
+    for call in (
+        lambda: service.distill_report(home, ""),
+        lambda: service.distill_seed(home, "claude", " ", question=QUESTION, out_dir=tmp_path),
+    ):
+        with pytest.raises(UsageError, match="empty session id"):
+            call()
     later = home.session_roots[0].path / "later" / "late-session.jsonl"
     later.parent.mkdir()
     shutil.copy(CLAUDE, later)

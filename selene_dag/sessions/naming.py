@@ -1,0 +1,52 @@
+"""How a user names a session: the one rule every command that takes a session id follows
+(``distill run``, ``distill report``, ``distill seed``).
+
+A session is named by its key, the tool's own session id, its file's path, name or stem,
+the end of its stem after a separator (``…-<uuid>`` of a Codex rollout) from
+``MIN_ID_PART`` characters, or, when nothing names it so, the first characters of its uuid
+(``ae9d8e74``, as git's short hashes). An empty id names none: an unset shell variable ran
+every session.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from selene_dag.errors import UsageError
+
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.I)
+# The shortest part of an id typed to name a session: one character matched every file
+# ending in it.
+MIN_ID_PART = 6
+
+
+def check_id(ident: str) -> None:
+    """Raise UsageError for an empty or blank session id."""
+    if not ident.strip():
+        raise UsageError("an empty session id names no session: give a key, id or path")
+
+
+def names(ident: str, key: str, path: str, source_id: str | None) -> bool:
+    """Whether ``ident`` is one of the names of the session ``key`` read from ``path``."""
+    stem = Path(path).stem
+    if ident in (key, path, Path(path).name, stem, source_id):
+        return True
+    return len(ident) >= MIN_ID_PART and any(stem.endswith(sep + ident) for sep in ("-", "_", "."))
+
+
+def begins(ident: str, path: str, source_id: str | None) -> bool:
+    """Whether ``ident`` begins the session's uuid (in its file name, or the tool's id)."""
+    if len(ident) < MIN_ID_PART:
+        return False
+    ids = [*_UUID.findall(Path(path).stem), *([source_id] if source_id else [])]
+    return any(i.lower().startswith(ident.lower()) for i in ids)
+
+
+def ambiguous(ident: str, paths: list[str]) -> UsageError:
+    """The error for a uuid's beginning that begins several sessions' ids."""
+    shown = ", ".join(sorted(Path(p).name for p in paths)[:3])
+    more = ", …" if len(paths) > 3 else ""
+    return UsageError(
+        f"'{ident}' begins the ids of {len(paths)} sessions ({shown}{more}): type more of it"
+    )
