@@ -64,6 +64,14 @@ _NOT_A_VALUE = (
     # A reference ($VAR, ${VAR}, {{ var }}, <your-key>), a YAML tag (!vault) or a list.
     r"(?![$*{<\[!])(?!%[A-Za-z_]\w*%)"
 )
+# How a password is kept or checked, said in prose after "the password is": a hash or
+# cipher's name, or a word with a "-hashed"/"-only" kind of ending.
+_KEPT_HOW = (
+    r"(?i:sha-?\d+|md5|bcrypt|scrypt|argon2\w*|pbkdf2\w*|aes-?\d+\w*|rsa-?\d+|base64"
+    r"|oauth2?|2fa|mfa|e2e|http/\d|utf-?8)(?![A-Za-z0-9])"
+    r"|[^\s\"'`<>(){}\[\],;]*-(?i:hashed|encrypted|encoded|salted|derived|protected|based"
+    r"|generated|managed|only|tested|safe|compliant|signed)(?![A-Za-z])"
+)
 # An unquoted value: up to a space, a quote, a bracket, a separator (``&`` of a query
 # string included) or a backslash.
 _BARE = r"[^\s\"'`(){}\[\]<>,;&\\]"
@@ -204,15 +212,20 @@ _KEY_RULES = (
     _rule(
         "user_password",
         # Said in words: "my admin password is MyDogRex2019", "the password for the NAS
-        # was Tr0ub4dor&3". A value with a letter and a digit or a symbol, of 6 characters
-        # or more, so that prose ("the password is stored in the vault", "is correct")
-        # stays; a quoted one of any letters.
+        # (db01.prod) was Tr0ub4dor&3", "password is: …", "my password's …". A value with
+        # a letter and a digit or a symbol, of 6 characters or more, so that prose ("the
+        # password is stored in the vault", "is correct") stays; a quoted one of any
+        # letters. Not a scheme that says how a password is kept ("SHA-256 hashed",
+        # "base64-encoded", "argon2id", "2FA-protected").
         r"(?P<head>\b(?i:password|passwd|passphrase|passcode)(?:[ \t]+(?i:for|of|to|on)"
-        r"[ \t][^\n.;:!?]{1,40}?)?[ \t]+(?i:is|was|is now)[ \t]+)"
+        r"[ \t][^\n;:!?]{1,40}?)?(?:[ \t]+(?i:is|was|is now):?|'s)[ \t]+)"
         r"(?:(?P<q>[\"'`])" + _NOT_A_REFERENCE + r"[^\"'`\n]{6,128}(?P=q)"
-        r"|(?![\-$*{<\[%])(?![0-9]+\b)"
+        r"|(?![\-$*{<\[%])(?![0-9]+\b)(?!" + _KEPT_HOW + r")"
         r"(?=[^\s\"'`<>(){}\[\],;]*[A-Za-z])(?=[^\s\"'`<>(){}\[\],;]*[0-9!@#%^&*+=~])"
-        r"[^\s\"'`<>(){}\[\],;]{5,127}[^\s\"'`<>(){}\[\],;.!?:])",
+        r"[^\s\"'`<>(){}\[\],;]{5,127}[^\s\"'`<>(){}\[\],;.!?:]"
+        r"(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;]|$))"  # the whole word, its end's stop left
+        r"(?![ \t]+(?i:hashed|encrypted|encoded|salted|stored|derived|protected|based|"
+        r"generated|rotated|compliant|only)\b))",
         "assword",
         "ASSWORD",
         "asswd",

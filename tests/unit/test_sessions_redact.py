@@ -317,6 +317,9 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "my admin password is MyDogRex2019Secret": "my admin password is ",
         "the password for the NAS box was Qw3rty!x, keep it": "the password for the NAS box was ",
         'the passphrase is "correct horse battery"': 'the passphrase is "',
+        "Password is: MyDogRex2019Secret": "Password is: ",
+        "my password's MyDogRex2019Secret": "my password's ",
+        "the password for db01.prod is Xk9#mQ2!vL": "the password for db01.prod is ",
     }
     for text, head in said.items():
         assert redact(text).startswith(head + "[REDACTED:user_password]"), text
@@ -327,6 +330,14 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "Password is 12345678 digits long?",
         "the password is $DB_PASS",
         "the password is <your-password>",
+        # How a password is kept, in a session about auth.
+        "the password is SHA-256 hashed",
+        "the password is base64-encoded",
+        "the password is argon2id",
+        "the password is AES-256 encrypted at rest",
+        "the password is 2FA-protected",
+        "the password is 1Password-managed",
+        "the password is bcrypt2 based",
     ):
         assert "REDACTED" not in redact(prose), prose
     # A long run of the words stays linear.
