@@ -133,6 +133,9 @@ class Selection:
         return f"{self.header()}\n{content}" if content else self.header()
 
 
+_FENCE = re.compile(r"(?:`{3,}|~{3,})[\w+.#-]*")
+
+
 def shown_spans(body: str, excerpt: Excerpt) -> list[tuple[int, int]]:
     """The spans of ``body`` that ``excerpt`` shows: its passage's span, or for a cut one
     the span of each of its pieces (found in the passage one after the other; the
@@ -147,6 +150,14 @@ def shown_spans(body: str, excerpt: Excerpt) -> list[tuple[int, int]]:
     spans: list[tuple[int, int]] = []
     at = excerpt.start
     for part in parts:  # in reading order: each found after the one before
+        if _FENCE.fullmatch(part):
+            # A fence the cut shows: the body's own when it is the next line there, else
+            # one the cut added to close a code block it cut (the body's is far below).
+            ahead = at + len(body[at : excerpt.end]) - len(body[at : excerpt.end].lstrip())
+            if body.startswith(part, ahead):
+                at = ahead + len(part)
+                spans.append((ahead, at))
+            continue
         found = body.find(part, at, excerpt.end)
         if found < 0:
             return whole

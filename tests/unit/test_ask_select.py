@@ -330,3 +330,16 @@ def test_a_citation_names_only_the_lines_shown_joined_and_in_the_singular_for_on
     assert Selection(doc, pieces[:1]).citation() == "note g line 1"
     assert line_ranges([(1, 6), (7, 7), (8, 8), (10, 11)]) == "1-8, 10-11"
     assert parse_citation("note g line 1").ranges == ((1, 1),)
+
+
+def test_a_fence_the_cut_adds_is_not_cited_as_the_bodys_far_below() -> None:
+    # A cut code block is closed by a fence of the cut's own: found as the body's closing
+    # fence 40 lines below, it stretched "lines 209-217" to "209-255".
+    from selene_dag.retrieval.select import Excerpt, Selection
+
+    lines = ["Run it:", "```", *[f"header{i}: value {i}" for i in range(40)], "```", "Done."]
+    body = "\n".join(lines)
+    doc = _doc("h", body)
+    shown = "\n".join(["Run it:", "```", "header0: value 0", "header1: value 1", "```"])
+    cut = Excerpt(0, len(body), shown, 1.0, True)
+    assert Selection(doc, [cut]).citation() == "note h lines 1-4"
