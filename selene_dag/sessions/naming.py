@@ -28,10 +28,14 @@ def check_id(ident: str) -> None:
 
 
 def names(ident: str, key: str, path: str, source_id: str | None) -> bool:
-    """Whether ``ident`` is one of the names of the session ``key`` read from ``path``."""
+    """Whether ``ident`` is one of the names of the session ``key`` read from ``path``:
+    its key, path, file name, stem or the tool's session id."""
+    return ident in (key, path, Path(path).name, Path(path).stem, source_id)
+
+
+def ends(ident: str, path: str) -> bool:
+    """Whether ``ident`` is the end of the session file's stem after a separator."""
     stem = Path(path).stem
-    if ident in (key, path, Path(path).name, stem, source_id):
-        return True
     return len(ident) >= MIN_ID_PART and any(stem.endswith(sep + ident) for sep in ("-", "_", "."))
 
 
@@ -43,10 +47,26 @@ def begins(ident: str, path: str, source_id: str | None) -> bool:
     return any(i.lower().startswith(ident.lower()) for i in ids)
 
 
+def by_part(ident: str, paths: list[str], sources: list[str | None]) -> list[int]:
+    """The indexes of the sessions ``ident`` names by part of an id, when no whole name
+    matched: the ends of file stems, else the beginnings of uuids. Raises UsageError when
+    the part names several sessions."""
+    for match in (
+        lambda i: ends(ident, paths[i]),
+        lambda i: begins(ident, paths[i], sources[i]),
+    ):
+        found = [i for i in range(len(paths)) if match(i)]
+        if len(found) > 1:
+            raise ambiguous(ident, [paths[i] for i in found])
+        if found:
+            return found
+    return []
+
+
 def ambiguous(ident: str, paths: list[str]) -> UsageError:
-    """The error for a uuid's beginning that begins several sessions' ids."""
+    """The error for a part of an id that several sessions' ids hold."""
     shown = ", ".join(sorted(Path(p).name for p in paths)[:3])
     more = ", …" if len(paths) > 3 else ""
     return UsageError(
-        f"'{ident}' begins the ids of {len(paths)} sessions ({shown}{more}): type more of it"
+        f"'{ident}' is part of the ids of {len(paths)} sessions ({shown}{more}): type more of it"
     )

@@ -148,10 +148,10 @@ def resolve_sessions(
             or naming.names(ident, f.session_key, f.path, source_of.get(f.session_key))
         ]
         if not match:
-            short = [f for f in files if naming.begins(ident, f.path, source_of.get(f.session_key))]
-            if len(short) > 1:
-                raise naming.ambiguous(ident, [f.path for f in short])
-            match = short
+            found = naming.by_part(
+                ident, [f.path for f in files], [source_of.get(f.session_key) for f in files]
+            )
+            match = [files[i] for i in found]
         if not match:
             raise SessionNotFoundError(_not_found(settings, ident))
         for f in match:
@@ -367,9 +367,10 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
             r for r in out if naming.names(session, r["session_key"], r["path"], r["session_id"])
         ]
         if not named:
-            named = [r for r in out if naming.begins(session, r["path"], r["session_id"])]
-            if len(named) > 1:
-                raise naming.ambiguous(session, [r["path"] for r in named])
+            found = naming.by_part(
+                session, [r["path"] for r in out], [r["session_id"] for r in out]
+            )
+            named = [out[i] for i in found]
         out = named
         if not out:
             raise SessionNotFoundError(f"no ingested session matches {session!r}")

@@ -316,10 +316,8 @@ def scored_sessions_named(conn: duckdb.DuckDBPyConnection, session: str) -> list
     named = [r for r in rows if naming.names(session, r.session_key, r.path, r.source_session_id)]
     if named:
         return named
-    begun = [r for r in rows if naming.begins(session, r.path, r.source_session_id)]
-    if len(begun) > 1:
-        raise naming.ambiguous(session, [r.path for r in begun])
-    return begun
+    found = naming.by_part(session, [r.path for r in rows], [r.source_session_id for r in rows])
+    return [rows[i] for i in found]
 
 
 def project_names(conn: duckdb.DuckDBPyConnection) -> list[str]:

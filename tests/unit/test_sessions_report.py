@@ -96,9 +96,12 @@ def test_a_session_is_named_by_its_whole_id_or_a_uuid_prefix_never_by_a_letter(
             resolve_sessions(settings, [letter])
     assert found("ae9d8e74") == [names[0]]  # a uuid's first characters
     assert found("AE9D8E74-1111") == [names[0]]
-    with pytest.raises(UsageError, match="begins the ids of 2 sessions"):
+    with pytest.raises(UsageError, match="is part of the ids of 2 sessions"):
         resolve_sessions(settings, ["ae9d8e"])
     assert found("notes-session-2") == [names[2]]  # the stem
+    assert found("2222-4c2c-9d9d-00000000000c") == [names[1]]  # the stem's end
+    with pytest.raises(UsageError, match="is part of the ids of 2 sessions"):
+        resolve_sessions(settings, ["00000000000c"])  # the end of two: it ran both
     assert found(names[1]) == [names[1]]
 
 
