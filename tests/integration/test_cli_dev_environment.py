@@ -44,8 +44,8 @@ _DAGSTER_LIKE = """
 import os, sys, time
 from dagster._utils.interrupts import setup_interrupt_handlers
 setup_interrupt_handlers()
-print(os.getcwd(), flush=True)
-try:
+try:  # the signal may come as soon as the line is out
+    print(os.getcwd(), flush=True)
     time.sleep(120)
 except KeyboardInterrupt:
     print("stopped", flush=True)
