@@ -234,7 +234,7 @@ def repeats(line: str, opening: str) -> bool:
         return False
     if said in request:
         return True
-    shared = len(said) if len(said) < REPEAT_PREFIX_CHARS else REPEAT_PREFIX_CHARS
+    shared = min(len(said), REPEAT_PREFIX_CHARS)
     return said[:shared] == request[:shared]
 
 

@@ -47,6 +47,23 @@ def reason_for(known: Mapping[str, tuple[int, float, str]], f: ScannedFile) -> s
     return entry[2]
 
 
+def split(
+    settings: Settings, files: Iterable[ScannedFile]
+) -> tuple[list[ScannedFile], list[tuple[ScannedFile, str]]]:
+    """``files`` cut into those to read and those rejected for their content while
+    unchanged since, each with its reason."""
+    known = load(settings)
+    kept: list[ScannedFile] = []
+    rejected: list[tuple[ScannedFile, str]] = []
+    for f in files:
+        reason = reason_for(known, f)
+        if reason is None:
+            kept.append(f)
+        else:
+            rejected.append((f, reason))
+    return kept, rejected
+
+
 def remember(settings: Settings, failed: Iterable[tuple[ScannedFile, str]]) -> None:
     """Remember the files of ``failed`` (file, failure reason) rejected for their content,
     and forget those of the rest (a file that now reads, or fails for another reason)."""

@@ -19,8 +19,7 @@ import duckdb
 from selene_dag.config import Settings
 from selene_dag.errors import UsageError
 from selene_dag.sessions import naming
-from selene_dag.sessions.rejected import load as load_rejected
-from selene_dag.sessions.rejected import reason_for as rejected_reason
+from selene_dag.sessions.rejected import split as split_rejected
 from selene_dag.sessions.scanner import ScannedFile, is_under_roots, scan_report, scan_roots
 from selene_dag.sessions.steps import SessionNotFoundError
 from selene_dag.sessions.store import fetch_dicts
@@ -68,13 +67,11 @@ def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     """
     known = _known(settings)
     result = scan_report(settings.session_roots)
-    rejected = load_rejected(settings)
+    files, rejected = split_rejected(settings, result.files)
     rows = []
     skipped = [{"path": s.path, "reason": s.reason} for s in result.skipped]
-    for f in result.files:
-        if (reason := rejected_reason(rejected, f)) is not None:
-            skipped.append({"path": f.path, "reason": reason})
-            continue
+    skipped += [{"path": f.path, "reason": reason} for f, reason in rejected]
+    for f in files:
         seen = known.get(f.session_key)
         if seen is None:
             state = "new"
