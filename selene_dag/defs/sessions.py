@@ -239,7 +239,7 @@ def _read_one(
     "sessions",
     partitions_def=SESSION_PARTITIONS,
     backfill_policy=SESSION_BACKFILL,
-    code_version="8",  # 7-8: passwords said in words; 6: cookies, webhooks, npm tokens
+    code_version="9",  # 9: htpasswd, net use, curl -b, query pwd; 7-8: passwords in words
     description=(
         "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "

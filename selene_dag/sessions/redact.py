@@ -5,13 +5,16 @@ Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
 (``sk_live_``, ``rk_test_``, ...), ``aws_access_key`` (``AKIA``/``ASIA``), ``github_token``
 (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key``
 (``AIza``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``gitlab_token``
-(``glpat-``, ...), ``webhook_url`` (Slack and Discord webhook URLs), ``cookie`` (a
-``Cookie:``/``Set-Cookie:`` header's value, ``curl --cookie``), ``bearer`` (``Bearer
+(``glpat-``, ``glcbt-``, ...), ``webhook_url`` (Slack and Discord webhook URLs), ``cookie`` (a
+``Cookie:``/``Set-Cookie:`` header's value, ``curl --cookie``/``-b``, a ``cookies={…}``
+dict), ``bearer`` (``Bearer
 <token>``, ``Authorization: Token <token>``), ``basic_auth`` (``Authorization: Basic
 <credentials>``), ``url_password`` (the password of ``scheme://user:password@host``),
 ``user_password`` (a password on a command line: ``curl -u user:password``, ``mysql
 -ppassword``, ``sshpass -p value``, ``docker login -p value``, ``--password value``,
-``--api-key value``), ``env_secret`` (``NAME=value`` where NAME is upper case and contains
+``--api-key value``, ``htpasswd -b file user password``, ``net use \\\\srv\\share password``,
+``net user name password /add``, a query string's ``&pwd=value``, a password said in words:
+``the password you need is …``), ``env_secret`` (``NAME=value`` where NAME is upper case and contains
 PASSWORD, SECRET, TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a
 config file, a JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
 ``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
@@ -125,11 +128,20 @@ _KEY_RULES = (
     _rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
     _rule(
         "gitlab_token",
-        r"\bgl(?:pat|dt|rt|ptt)-[A-Za-z0-9_\-]{20,}",
+        # Personal, OAuth app, deploy, runner, CI job, pipeline trigger, feed, incoming
+        # mail, agent, SCIM and feature-flag client tokens.
+        r"\bgl(?:pat|oas|dt|rtr?|cbt|ptt|ft|imt|agent|soat|ffct)-[A-Za-z0-9_\-]{20,}",
         "glpat-",
+        "gloas-",
         "gldt-",
-        "glrt-",
+        "glrt",
+        "glcbt-",
         "glptt-",
+        "glft-",
+        "glimt-",
+        "glagent-",
+        "glsoat-",
+        "glffct-",
     ),
     _rule(
         "webhook_url",
@@ -153,6 +165,21 @@ _KEY_RULES = (
         r"(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*",
         "ookie",
         "OOKIE",
+    ),
+    _rule(
+        "cookie",
+        # curl -b "name=value; …" (a -b without "=" names a cookie file).
+        r"(?P<head>\bcurl\b[^\n|;&]{0,200}?(?<!\S)-b(?:[ \t]+|=)[\"']?)"
+        r"[^\s;=:,\"'\\()<>@]{1,128}=[^\s;\"'\\]{4,}"
+        r"(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*",
+        "curl",
+    ),
+    _rule(
+        "cookie",
+        # A cookies dict in code: requests.get(url, cookies={"sessionid": "…"}).
+        r"(?P<head>(?<![\w.-])cookies\s*=\s*\{)"
+        r"(?=[^{}\n]{0,256}?:\s*[\"'][^\"'\n]{4,})[^{}\n]{4,512}?(?=\})",
+        "cookies",
     ),
     _rule(
         "bearer",
@@ -206,7 +233,9 @@ _KEY_RULES = (
         r"(?P<head>--(?<!\S--)[a-z0-9\-]{0,30}?(?:password|passwd|(?<=-)pass|token|secret"
         r"|api-?key|access-key|secret-key)(?:[ \t]|=(?=[\"'])))"
         r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]{4,}(?P=q)"
-        r"|(?![\-$*{<\[])(?!%[A-Za-z_]\w*%)(?![0-9]+\b)(?=[^\s\"']*[0-9!@#%^&*+/=~])[^\s\"']{4,})",
+        r"|(?![\-$*{<\[])(?!%[A-Za-z_]\w*%)(?![0-9]+\b)(?=[^\s\"']*[0-9!@#%^&*+/=~])[^\s\"']{4,}"
+        # A PIN-like password of digits only (not a token's count: --max-token 4096).
+        r"|(?:(?<=password[ \t])|(?<=passwd[ \t])|(?<=-pass[ \t]))[0-9]{6,}(?![^\s\"']))",
         "--",
     ),
     _rule(
@@ -218,7 +247,11 @@ _KEY_RULES = (
         # letters. Not a scheme that says how a password is kept ("SHA-256 hashed",
         # "base64-encoded", "argon2id", "2FA-protected").
         r"(?P<head>\b(?i:password|passwd|passphrase|passcode)(?:[ \t]+(?i:for|of|to|on)"
-        r"[ \t][^\n;:!?]{1,40}?)?(?:[ \t]+(?i:is|was|is now):?|'s)[ \t]+)"
+        r"[ \t][^\n;:!?]{1,40}?)?"
+        # "the password (that) you need is …", "the password we use was …"
+        r"(?:[ \t]+(?i:that[ \t]+|which[ \t]+)?(?i:you|we|i|they)(?:'ll)?[ \t]+[a-z]{2,12}"
+        r"(?:[ \t]+(?:to|for)[ \t]+[a-z]{2,12})?)?"
+        r"(?:[ \t]+(?i:is|was|is now):?|'s)[ \t]+)"
         r"(?:(?P<q>[\"'`])" + _NOT_A_REFERENCE + r"[^\"'`\n]{6,128}(?P=q)"
         r"|(?![\-$*{<\[%])(?![0-9]+\b)(?!" + _KEPT_HOW + r")"
         r"(?=[^\s\"'`<>(){}\[\],;]*[A-Za-z])(?=[^\s\"'`<>(){}\[\],;]*[0-9!@#%^&*+=~])"
@@ -232,6 +265,43 @@ _KEY_RULES = (
         "assphrase",
         "ASSPHRASE",
         "asscode",
+    ),
+    _rule(
+        "user_password",
+        # htpasswd -b[c] FILE USER PASSWORD, htpasswd -nb USER PASSWORD.
+        # Up to four options, one of them holding "b" (bounded: a run of options is not
+        # tried every way).
+        r"(?P<head>\bhtpasswd(?=(?:[ \t]+-[A-Za-z]+){0,3}[ \t]+-[A-Za-z]*b)(?:[ \t]+-[A-Za-z]+){1,4}"
+        r"(?:[ \t]+(?![-|&;<>])\S+)?[ \t]+(?![-|&;<>])\S+[ \t]+)"
+        r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]+(?P=q)"
+        r"|(?![|&;<>\-])" + _NOT_A_REFERENCE + r"[^\s\"']{4,})",
+        "htpasswd",
+    ),
+    _rule(
+        "user_password",
+        # Windows: net use [Z:] \\server\share PASSWORD [/user:NAME], net use … /user:NAME
+        # PASSWORD, net user NAME PASSWORD /add (a "*" asks for it). After "net user NAME"
+        # a value with a digit or a symbol, or one an option follows ("the net user
+        # command lists users" is prose).
+        r"(?P<head>\b(?:net|NET|Net)[ \t]+(?:(?:use|USE)(?:[ \t]+[A-Za-z]:)?[ \t]+\\\\\S+"
+        r"(?:[ \t]+/(?i:user|u):\S+)?[ \t]+"
+        r"|(?:user|USER)[ \t]+(?![/\-])[^\s/]+[ \t]+"
+        r"(?=[^\s\"']*[0-9!@#$%^&*+=~]|[\"']|[^\s\"']+[ \t]+/)))"
+        r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]+(?P=q)"
+        r"|(?![/*\-|&;<>])" + _NOT_A_REFERENCE + r"[^\s\"']+)",
+        "et use",
+        "ET USE",
+    ),
+    _rule(
+        "user_password",
+        # A query string's password: ?user=admin&pwd=letmein.
+        r"(?P<head>[?&](?i:pwd|pw|pass|passwd|password|passphrase)=)"
+        + _NOT_A_REFERENCE
+        + r"[^&#\s\"'<>\\]{3,256}",
+        "&p",
+        "?p",
+        "&P",
+        "?P",
     ),
     _rule(
         "basic_auth",
@@ -258,7 +328,9 @@ _KEY_RULES = (
         "config_secret",
         # An XML element holding a secret (Maven's settings.xml, .NET configs).
         r"(?P<head><(?P<tag>[A-Za-z_\-]{0,32}?(?i:password|passwd|passphrase|secret|token"
-        r"|api[_-]?key))>)" + _NOT_A_REFERENCE + r"[^<\n]{1,256}?(?=</(?P=tag)>)",
+        r"|api[_-]?key))>\s{0,80})"
+        + _NOT_A_REFERENCE
+        + r"[^<\s](?:[^<\n]{0,254}[^<\s])??(?=\s{0,80}</(?P=tag)>)",
         "</",
     ),
     _rule(
@@ -266,6 +338,13 @@ _KEY_RULES = (
         # .NET's appSettings: <add key="ApiKey" value="…" />.
         r"(?P<head><add\s+key=\"[^\"]{0,64}?(?i:password|passwd|secret|token|api[_-]?key)\"\s+"
         r"value=)(?P<q>\")" + _NOT_A_REFERENCE + r"[^\"\n]{1,256}(?P=q)",
+        "<add ",
+    ),
+    _rule(
+        "config_secret",
+        # The same, the value first: <add value="…" key="ApiKey" />.
+        r"(?P<head><add\s+value=)(?P<q>\")" + _NOT_A_REFERENCE + r"[^\"\n]{1,256}(?P=q)"
+        r"(?=\s+key=\"[^\"]{0,64}?(?i:password|passwd|secret|token|api[_-]?key)\")",
         "<add ",
     ),
 )

@@ -177,6 +177,45 @@ def test_env_assignments_keep_their_name() -> None:
             "x -----BEGIN PGP PRIVATE KEY BLOCK-----\nlQOYBF\n-----END PGP PRIVATE KEY BLOCK----- y",
             "x [REDACTED:private_key] y",
         ),
+        # Missed before: curl's -b, a cookies dict, an XML value on its own line, .NET's
+        # attributes the other way round, htpasswd, net use / net user, GitLab's other
+        # prefixes, a query string's pwd, a password of digits after --password.
+        ('curl -b "sid=abc123def; c=zz" x', 'curl -b "[REDACTED:cookie]" x'),
+        (
+            'requests.get(u, cookies={"sessionid": "abc123def456"})',
+            "requests.get(u, cookies={[REDACTED:cookie]})",
+        ),
+        (
+            "<password>\n    letmein\n</password>",
+            "<password>\n    [REDACTED:config_secret]\n</password>",
+        ),
+        (
+            '<add value="abc123" key="ApiKey" />',
+            '<add value="[REDACTED:config_secret]" key="ApiKey" />',
+        ),
+        (
+            "htpasswd -b /etc/nginx/.htpasswd admin S3cret!",
+            "htpasswd -b /etc/nginx/.htpasswd admin [REDACTED:user_password]",
+        ),
+        (
+            "htpasswd -nb admin hunter22 | tee f",
+            "htpasswd -nb admin [REDACTED:user_password] | tee f",
+        ),
+        (
+            "net use Z: \\\\srv\\share P@ssw0rd /user:bob",
+            "net use Z: \\\\srv\\share [REDACTED:user_password] /user:bob",
+        ),
+        (
+            "net use \\\\srv\\share /user:bob hunter22",
+            "net use \\\\srv\\share /user:bob [REDACTED:user_password]",
+        ),
+        ("net user bob Passw0rd! /add", "net user bob [REDACTED:user_password] /add"),
+        ("glcbt-64_abcdefghijklmnopqrstuv", "[REDACTED:gitlab_token]"),
+        (
+            "https://x/login?user=admin&pwd=letmein&x=1",
+            "https://x/login?user=admin&pwd=[REDACTED:user_password]&x=1",
+        ),
+        ("tool --password 12345678 -h x", "tool --password [REDACTED:user_password] -h x"),
     ],
 )
 def test_secrets_in_config_urls_and_json(text: str, expected: str) -> None:
@@ -231,6 +270,10 @@ sshpass -p "$PASS" ssh host; mysql -p"$PW" db; docker run -p 8080:80 img
 --password %DB_PASSWORD%  set DB_PASSWORD=%SECRET%  postgres://a:%PW%@host/db
 export GOOGLE_API_KEY='... your key here ...'
 dogsheep ALL = (root) NOPASSWD: /usr/bin/systemctl restart x
+curl -b cookies.txt https://x; r = get(u, cookies={"a": token}); <add value="dark" key="Theme" />
+htpasswd -c /etc/.htpasswd admin; run htpasswd -b to set it in batch mode
+net use Z: \\\\srv\\share *; net user bob /delete; the net user command lists users
+?pass=$PW; --max-token 409600; --password 1234
 """
 
 
@@ -308,6 +351,9 @@ def test_a_long_run_of_name_characters_is_left_as_it_is() -> None:
     # secret's: the text stays.
     for text in ("token" * 8000, "token_" * 8000 + "\n", "PASSWORD" * 8000 + "=x"):
         assert redact(text) == text
+    # A run of options after htpasswd was tried every way (20,000 options: 30 s).
+    text = "htpasswd " + "-b " * 20_000
+    assert redact(text) == text
 
 
 def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not() -> None:
@@ -320,6 +366,8 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "Password is: MyDogRex2019Secret": "Password is: ",
         "my password's MyDogRex2019Secret": "my password's ",
         "the password for db01.prod is Xk9#mQ2!vL": "the password for db01.prod is ",
+        "the password you need is Hunter2024x": "the password you need is ",
+        "the password we use for staging was Stag1ng#": "the password we use for staging was ",
     }
     for text, head in said.items():
         assert redact(text).startswith(head + "[REDACTED:user_password]"), text
@@ -338,6 +386,7 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "the password is 2FA-protected",
         "the password is 1Password-managed",
         "the password is bcrypt2 based",
+        "the password you need is in the vault",
     ):
         assert "REDACTED" not in redact(prose), prose
     # A long run of the words stays linear.
