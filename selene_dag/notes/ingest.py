@@ -63,6 +63,7 @@ from selene_dag.notes.app_exports import (
 from selene_dag.notes.canvas import canvas_text, is_canvas
 from selene_dag.notes.chat_exports import export_kind, exported_chats
 from selene_dag.notes.comments import strip_comments
+from selene_dag.notes.copied_dates import dated_by_creation
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.file_cache import Entry, FileCache, stamp_of
@@ -340,6 +341,7 @@ def read_notes(
             errors.append(IngestError.note_kept(source, None, reason))
         _take(result, seen, scope, source, notes, errors)
     parsed_files.save()
+    result.notes = dated_by_creation(result.notes)
     return result
 
 

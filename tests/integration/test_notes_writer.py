@@ -221,3 +221,34 @@ def test_a_file_whose_problems_cost_no_note_still_tracks_deletions(tmp_path: Pat
     assert ingest(json.dumps(odd), json.dumps(gone)) == 0
     assert ingest(json.dumps(odd), "{broken") == 0
     assert ingest(json.dumps(odd)) == 1
+
+
+def test_a_cloned_vault_dates_its_notes_by_creation_not_by_the_clone(tmp_path: Path) -> None:
+    # A clone gives every file the same mtime: notes that say when they were created and
+    # not when they were updated looked edited today (every tier full). The copy's window
+    # is told from edits; a note edited after the clone keeps its own mtime.
+    db, folder = tmp_path / "selene.duckdb", tmp_path / "vault"
+    folder.mkdir()
+    clone = datetime(2026, 7, 1, 9, tzinfo=UTC).timestamp()
+    for i in range(24):
+        path = folder / f"note-{i:02d}.md"
+        path.write_text(f"---\ncreated: 2024-{i % 12 + 1:02d}-10\n---\n# Note {i}\nText {i}.\n")
+        os.utime(path, (clone + i, clone + i))
+    (folder / "undated.md").write_text("# Undated\nNo dates.\n")
+    os.utime(folder / "undated.md", (clone, clone))
+    (folder / "edited.md").write_text("---\ncreated: 2024-02-02\n---\n# Edited\nLater.\n")
+    edited = datetime(2026, 7, 20, 9, tzinfo=UTC).timestamp()
+    os.utime(folder / "edited.md", (edited, edited))
+
+    with open_store(db) as conn:
+        scope = ingest_scope(conn, folder)
+        write_notes(conn, read_notes(folder, scope), scope, NOW)
+        rows = dict(
+            conn.execute(
+                "SELECT split_part(id, '/', -1), updated_at::DATE::VARCHAR FROM notes"
+            ).fetchall()
+        )
+    assert rows["note-00.md"] == "2024-01-10"
+    assert rows["note-13.md"] == "2024-02-10"
+    assert rows["edited.md"] == "2026-07-20"  # an edit after the clone
+    assert rows["undated.md"] == "2026-07-01"  # nothing better than the file's time
