@@ -9,7 +9,10 @@ in ``note_folders`` (key, absolute path), so a key never changes once given.
 
 A path inside a registered folder (a sub-folder or one file) belongs to that folder (the
 innermost, when registered folders nest): its
-notes get the same ids as when the whole folder is ingested. Registered folders nested
+notes get the same ids as when the whole folder is ingested. A folder registered because a
+file or an archive in it was ingested alone (``whole`` false) holds only the files right in
+it: a folder below it is a folder of its own (``~/Downloads/vault`` after a download in
+``~/Downloads``), until the folder itself is ingested. Registered folders nested
 inside a newly ingested folder keep their own notes: the new folder's ingest skips them.
 
 A folder that moved (a registered folder that no longer exists, at least half of whose
@@ -80,6 +83,12 @@ def registered_folders(conn: duckdb.DuckDBPyConnection) -> dict[Path, str]:
     return {Path(path): key for path, key in rows}
 
 
+def _whole_folders(conn: duckdb.DuckDBPyConnection) -> set[Path]:
+    """The registered folders that were ingested whole (they hold their sub-folders)."""
+    rows = conn.execute("SELECT path FROM note_folders WHERE whole").fetchall()
+    return {Path(path) for (path,) in rows}
+
+
 def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 
@@ -94,7 +103,8 @@ def require_text_path(path: Path) -> None:
 def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestScope:
     """The scope of ingesting ``path`` (a folder or a file); reads the database only.
 
-    The folder is the innermost registered folder holding ``path``; otherwise ``path``
+    The folder is the innermost registered folder holding ``path`` (one registered for a
+    file ingested alone holds only the files right in it); otherwise ``path``
     itself (a file: its parent folder), under the key of the registered folder it moved
     from (see the module's docstring), or the key it had when it was forgotten, else under
     a new key: its name, or its name with the first free ``-N`` suffix (N ≥ 2) when another
@@ -104,7 +114,11 @@ def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestSco
     require_text_path(path)
     own = path.parent if path.is_file() else path
     folders = registered_folders(conn)
-    holders = sorted((f for f in folders if _inside(own, f)), key=lambda f: -len(f.parts))
+    whole = _whole_folders(conn)
+    holders = sorted(
+        (f for f in folders if own == f or (f in whole and _inside(own, f))),
+        key=lambda f: -len(f.parts),
+    )
     if holders:
         folder = holders[0]
         return IngestScope(folders[folder], folder, path, _nested(folders, path, folder))
@@ -222,9 +236,9 @@ def _files_inside(folder: Path) -> set[str]:
 
 
 def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None:
-    """Record the scope's folder in ``note_folders`` when it is new (idempotent); when it
-    moved, record its new path (and that of folders registered inside it) and move its
-    notes' and problems' sources with it."""
+    """Record the scope's folder in ``note_folders`` when it is new (idempotent), and
+    whether it was ingested whole; when it moved, record its new path (and that of folders
+    registered inside it) and move its notes' and problems' sources with it."""
     if scope.moved_from is not None:
         execute_script(
             conn,
@@ -234,10 +248,15 @@ def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None
                 "new": str(scope.folder).rstrip("/") + "/",
             },
         )
+    whole = scope.path == scope.folder
     if scope.new:
         conn.execute(
-            "INSERT INTO note_folders (key, path) VALUES (?, ?) ON CONFLICT DO NOTHING",
-            [scope.key, str(scope.folder)],
+            "INSERT INTO note_folders (key, path, whole) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
+            [scope.key, str(scope.folder), whole],
+        )
+    elif whole:  # registered for a file in it, ingested whole now: it holds its sub-folders
+        conn.execute(
+            "UPDATE note_folders SET whole = true WHERE key = ? AND NOT whole", [scope.key]
         )
 
 
@@ -252,6 +271,15 @@ def find_folder(conn: duckdb.DuckDBPyConnection, target: str) -> tuple[str, Path
     for candidate in (path, path.resolve()):
         if candidate in folders:
             return folders[candidate], candidate
+    holder = next(
+        (f for f in sorted(folders, key=lambda f: -len(f.parts)) if f in path.parents), None
+    )
+    if holder is not None and not path.is_dir():
+        key = folders[holder]
+        raise UsageError(
+            f"{target}: a file of the ingested folder {key} ({holder}); forget takes a folder: "
+            f"`selene-dag forget {key}` forgets every note of {key}"
+        )
     known = ", ".join(
         f"{key} ({path})" for path, key in sorted(folders.items(), key=lambda kv: kv[1])
     )

@@ -232,6 +232,12 @@ def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
     outcome = runner.invoke(app, ["forget", "nope"], env=env)
     assert outcome.exit_code == 1
     assert "nope: no ingested folder has this key or path; the home holds a (" in outcome.output
+    # A file of an ingested folder (an archive ingested alone) is named as one.
+    pie = next(p for p in tmp_path.rglob("pie.md"))
+    outcome = runner.invoke(app, ["forget", str(pie)], env=env)
+    assert outcome.exit_code == 1
+    assert f"{pie}: a file of the ingested folder a (" in outcome.output
+    assert "`selene-dag forget a` forgets every note of a" in outcome.output
 
 
 def test_forgotten_folders_of_one_name_come_back_under_their_own_keys(
@@ -297,13 +303,14 @@ def test_two_archives_in_one_folder_keep_their_notes(tmp_path: Path, home: Path)
     assert rows["downloads/v2.zip/n1.md"][0] == f"{renamed.resolve()}!/n1.md"
     assert service.ingest(settings, renamed).id_prefix == "downloads/v2.zip/"  # and it stays
     # An archive holding a path a plain file of the folder has: never an older copy of it.
+    # (A folder under "downloads", which holds only the files right in it, is its own.)
     loose = downloads / "loose"
     _write(loose, {"n1.md": "# Loose\na plain file"})
-    service.ingest(settings, loose / "n1.md")
+    assert service.ingest(settings, loose / "n1.md").id_prefix == "loose/"
     with zipfile.ZipFile(loose / "packed.zip", "w") as zipped:
         zipped.writestr("n1.md", "# Packed\nan archived note")
-    assert service.ingest(settings, loose / "packed.zip").id_prefix == "downloads/loose/packed.zip/"
-    assert "a plain file" in _rows(settings.db_path)["downloads/loose/n1.md"][1]
+    assert service.ingest(settings, loose / "packed.zip").id_prefix == "loose/packed.zip/"
+    assert "a plain file" in _rows(settings.db_path)["loose/n1.md"][1]
 
 
 def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
@@ -349,6 +356,40 @@ def test_a_file_or_sub_folder_of_a_registered_folder_keeps_its_ids(
     assert set(after) == {"notes/todo.md", "notes/work/plan.md", "notes/work/log.md"}
     assert after["notes/todo.md"] == before["notes/todo.md"]  # outside the sub-folder
     assert after["notes/work/log.md"][2] is True
+
+
+def test_a_folder_registered_for_a_download_in_it_holds_no_folder_below_it(
+    tmp_path: Path, home: Path
+) -> None:
+    # A zip ingested from ~/Downloads registered ~/Downloads, and every folder under it
+    # became one of its sub-folders: a vault moved there was stored twice (not seen as
+    # moved), a new one got "Downloads/vault/…" ids. Such a folder holds only the files
+    # right in it, until it is ingested whole.
+    import zipfile
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    downloads = tmp_path / "Downloads"
+    downloads.mkdir()
+    with zipfile.ZipFile(downloads / "export.zip", "w") as zipped:
+        zipped.writestr("todo.md", "# Todo\nbuy otter food")
+    assert service.ingest(settings, downloads / "export.zip").id_prefix == "Downloads/"
+    _write(downloads, {"loose.md": "# Loose\na loose note"})
+    assert service.ingest(settings, downloads / "loose.md").id_prefix == "Downloads/"
+
+    files = {f"n{i}.md": f"# Note {i}\nthe heron count of pond {i}" for i in range(4)}
+    vault = _write(tmp_path / "vault", files)
+    assert service.ingest(settings, vault).inserted == 4
+    vault.rename(downloads / "vault")
+    moved = service.ingest(settings, downloads / "vault")
+    assert (moved.id_prefix, moved.inserted, moved.moved_from) == ("vault/", 0, str(vault))
+    fresh = _write(downloads / "fresh", {"f.md": "# Fresh\nnew"})
+    assert service.ingest(settings, fresh).id_prefix == "fresh/"
+    assert len([r for r in _rows(settings.db_path).values() if not r[2]]) == 7
+
+    # Ingested whole, it holds its sub-folders (those registered keep their own notes).
+    assert service.ingest(settings, downloads).notes == 2
+    _write(downloads, {"later/l.md": "# Later\nsub-folder of a whole folder"})
+    assert service.ingest(settings, downloads / "later").id_prefix == "Downloads/"
 
 
 def test_a_registered_folder_inside_a_new_one_keeps_its_notes(
