@@ -28,7 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
-from selene_dag.errors import NotFoundError, SeleneError
+from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
 # the default.
@@ -94,7 +94,9 @@ class AskRequest(BaseModel):
     model_config = _STRICT
 
     question: str = Field(description="The question to build context for.")
-    budget: int = Field(gt=0, description="Token budget of the pack (target model).")
+    budget: int = Field(
+        gt=0, le=MAX_BUDGET, strict=True, description="Token budget of the pack (target model)."
+    )
     sources: list[str] | str | None = Field(
         default=None,
         description="Subset of ['notes', 'sessions'] (default both): a list, or one "
@@ -108,7 +110,7 @@ class ContextRequest(BaseModel):
 
     model_config = _STRICT
 
-    budget: int = Field(gt=0, description="Token budget of the pack.")
+    budget: int = Field(gt=0, le=MAX_BUDGET, strict=True, description="Token budget of the pack.")
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
 
 
@@ -118,7 +120,7 @@ class CompactRequest(BaseModel):
     model_config = _STRICT
 
     messages: list[dict[str, Any]] = Field(description="Chat messages {role, content, ...}.")
-    window: int = Field(gt=0, description="Context window in tokens.")
+    window: int = Field(gt=0, le=MAX_BUDGET, strict=True, description="Context window in tokens.")
     digest: list[dict[str, Any]] = Field(
         default_factory=list,
         description="Memory digest, {stage, decision, superseded?} entries: the result "

@@ -25,17 +25,24 @@ class NotFoundError(SeleneError, LookupError):
     """Something the request names does not exist (a session, a chunk, a database)."""
 
 
+# No model reads more: a larger number is a typo (and past 2^63 DuckDB cannot take it).
+MAX_BUDGET = 100_000_000
+
+
 def check_budget(value: object, name: str = "budget", minimum: int = 1) -> int:
-    """Return ``value`` when it is an int ≥ ``minimum`` (a bool is not an int here).
+    """Return ``value`` when it is an int from ``minimum`` to :data:`MAX_BUDGET` (a bool is
+    not an int here).
 
     Raises ``TypeError`` for a non-int and :class:`UsageError` (a ``ValueError``) for a
-    number below ``minimum``, naming ``name`` in one line. The one budget validator of the
+    number out of that range, naming ``name`` in one line. The one budget validator of the
     package: the context library calls it with ``minimum=0``, the front doors with 1.
     """
     if isinstance(value, bool) or not isinstance(value, int):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
     if value < minimum:
         raise UsageError(f"{name} must be >= {minimum}, got {value}")
+    if value > MAX_BUDGET:
+        raise UsageError(f"{name} must be <= {MAX_BUDGET:,} tokens, got {value:,}")
     return value
 
 

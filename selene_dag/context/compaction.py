@@ -5,7 +5,9 @@ Thresholds (fractions of the context window, seed numbers): warn above 60 %, pru
 above the compaction threshold and stopping as soon as they are under it:
 
 * P1 strip chitchat: user messages of at most 50 characters whose trimmed text is
-  shorter than 15 characters and has no ``?`` or ``!`` (the latest request stays when no
+  shorter than 15 characters, has no ``?`` or ``!`` and holds only acknowledgement words
+  ("ok", "thanks", "got it", "ya", "好的"; "use postgres" is an instruction and stays;
+  the seed's rule has no word list) (the latest request stays when no
   assistant answered it yet, the task at hand, or when it asks more than an
   acknowledgement: "Step 1" stays, an answered "ok" goes);
 * P2 drop the oldest completed stages (messages with ``stage`` and ``completed: true``),
@@ -40,6 +42,7 @@ Tokens are counted in the target model's tokens, plus ``MESSAGE_OVERHEAD`` per m
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -123,15 +126,69 @@ def message_tokens(messages: Sequence[Message], model: str | None = None) -> int
     return sum(counts) + MESSAGE_OVERHEAD * len(messages)
 
 
+# Words of an acknowledgement: a latest message of only these asks nothing.
+_ACKNOWLEDGEMENT_WORDS = frozenset(
+    [
+        "ok",
+        "okay",
+        "k",
+        "kk",
+        "thanks",
+        "thank",
+        "you",
+        "thx",
+        "ty",
+        "yes",
+        "yep",
+        "yeah",
+        "yup",
+        "sure",
+        "cool",
+        "great",
+        "nice",
+        "perfect",
+        "got",
+        "it",
+        "alright",
+        "fine",
+        "good",
+        "awesome",
+        "done",
+        "lgtm",
+        "noted",
+        "right",
+        "agreed",
+        "understood",
+    ]
+)
+# A short user message made only of these (or of no word: "👍") is chitchat, in the
+# languages users write most. The seed's shape alone (short, no "?" or "!") also took a
+# short instruction for chitchat: "use postgres", "skip tests", "v2 then" were dropped
+# while "thanks!" stayed.
+_MORE_CHITCHAT = """
+    okey oke okk ya yah y ye yea excellent tysm u much very so roger agree sounds looks np
+    problem go ahead on continue proceed next yay hmm hm mm ah oh wow lol haha hehe
+    please pls plz and then that's thats works lanjut lanjutkan baik sip siap mantap makasih
+    terima kasih betul benar bagus setuju iya si sí vale gracias bien claro ja jo danke gut
+    genau super oui merci bon d'accord daccord sim obrigado obrigada certo beleza grazie
+    bene va da spasibo 好 好的 嗯 谢谢 是 对 行 可以 はい ありがとう 了解 うん 네 감사합니다 알겠습니다
+    """
+_CHITCHAT_WORDS = _ACKNOWLEDGEMENT_WORDS | frozenset(_MORE_CHITCHAT.split())
+_WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+|[^\W_]+", re.UNICODE)
+
+
 def is_chitchat(message: Mapping[str, Any]) -> bool:
-    """A short user acknowledgement ("ok", "ya"): ≤ 50 chars, trimmed < 15, no ? or !."""
+    """A short user acknowledgement ("ok", "ya", "thanks"): ≤ 50 chars, trimmed < 15, no ?
+    or !, and every word of it an acknowledgement's (a short instruction stays)."""
     if message.get("role") != "user":
         return False
     content = message.get("content", "")
     if len(content) > CHITCHAT_MAX_LENGTH:
         return False
     text = content.strip().lower()
-    return len(text) < CHITCHAT_SHORT_LENGTH and "?" not in text and "!" not in text
+    if len(text) >= CHITCHAT_SHORT_LENGTH or "?" in text or "!" in text:
+        return False
+    return all(word in _CHITCHAT_WORDS for word in _WORD.findall(text))
 
 
 def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
@@ -334,42 +391,6 @@ def _pending_request(messages: Sequence[Message]) -> int | None:
             if text.strip() and not text.lstrip().startswith("[tool_use"):
                 return None
     return latest
-
-
-_ACKNOWLEDGEMENT_WORDS = frozenset(
-    [
-        "ok",
-        "okay",
-        "k",
-        "kk",
-        "thanks",
-        "thank",
-        "you",
-        "thx",
-        "ty",
-        "yes",
-        "yep",
-        "yeah",
-        "yup",
-        "sure",
-        "cool",
-        "great",
-        "nice",
-        "perfect",
-        "got",
-        "it",
-        "alright",
-        "fine",
-        "good",
-        "awesome",
-        "done",
-        "lgtm",
-        "noted",
-        "right",
-        "agreed",
-        "understood",
-    ]
-)
 
 
 def _acknowledges(text: str) -> bool:

@@ -137,6 +137,8 @@ def load_conversation(path: str | Path) -> Conversation:
         if exc.msg == "Extra data":  # more than one JSON value: one message per line
             return _jsonl_conversation(path, text)
         raise ValueError(f"{path}: invalid JSON ({exc.msg} at line {exc.lineno})") from None
+    if isinstance(data, Mapping) and "messages" not in data and "role" in data:
+        return _jsonl_conversation(path, text)  # a JSONL file of one message
     try:
         messages, digest = parse_messages(data)
     except (TypeError, ValueError) as exc:

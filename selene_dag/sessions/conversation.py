@@ -73,11 +73,16 @@ def session_conversation(path: Path | str, platform: str | None = None) -> Conve
     messages: list[Message] = []
     redacted: Counter[str] = Counter()
     form = platform
+    said = []
     for event in iter_events(path, platform, stats):
         form = event.platform
         role = message_role(event)
-        if role is None or event.abandoned or event.is_sidechain or not event.text.strip():
-            continue
+        if role is not None and not event.abandoned and event.text.strip():
+            said.append((role, event))
+    # A sidechain (a subagent's turns) is left out, unless the file is a subagent's own
+    # transcript, every record of it on the sidechain.
+    main = [(role, event) for role, event in said if not event.is_sidechain]
+    for role, event in main or said:
         text, counts = redact_counts(event_message_text(event))
         redacted.update(counts)
         if messages and messages[-1]["role"] == role:

@@ -119,6 +119,11 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         # A misspelt field is named, not ignored (it asked with the default budget).
         ("/ask", {"question": "docker", "budget": 10, "budjet": 5}, "budjet: Extra inputs"),
         ("/show", {"citation": "note docker/exec.md", "arround": 3}, "arround"),
+        # A number past any model's window (it stamped every note as used), a budget
+        # written as a string or a boolean (taken as 500 and 1).
+        ("/ask", {"question": "docker", "budget": 10**30}, "budget"),
+        ("/context", {"budget": "500"}, "budget"),
+        ("/compact", {"messages": [], "window": True}, "window"),
     ],
 )
 def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: str) -> None:

@@ -258,6 +258,10 @@ def test_check_budget() -> None:
         check_budget(0)
     with pytest.raises(TypeError):
         check_budget(True)
+    # Past any model's window: a typo, and past 2^63 DuckDB failed with a traceback.
+    assert check_budget(100_000_000) == 100_000_000
+    with pytest.raises(UsageError, match="budget must be <= 100,000,000 tokens"):
+        check_budget(10**30)
 
 
 def test_recall_is_case_insensitive_share() -> None:

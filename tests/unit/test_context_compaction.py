@@ -391,6 +391,10 @@ def test_load_messages_list_and_object(tmp_path) -> None:
     b.write_text(json.dumps({"messages": msgs, "digest": [{"stage": "s", "decision": "d"}]}))
     assert load_messages(a) == msgs and load_messages(b) == msgs
     assert load_conversation(b).digest == [{"stage": "s", "decision": "d"}]
+    # A JSONL file of one line is one JSON object: it was refused as no list of messages.
+    one = tmp_path / "one.jsonl"
+    one.write_text(json.dumps(msgs[0]) + "\n")
+    assert load_messages(one) == msgs and load_conversation(one).form == "jsonl"
 
 
 @pytest.mark.parametrize(
@@ -607,3 +611,12 @@ def test_a_long_opening_request_is_not_said_again_as_a_cut_bullet() -> None:
     summary = next(m for m in first.messages if m["content"].startswith("[SUMMARY OF EARLIER"))
     assert summary["content"].count("Port the audio recorder") == 1
     assert "- the meters were kept" in summary["content"]
+
+
+def test_a_short_instruction_is_not_chitchat() -> None:
+    # "use postgres" (a decision, 12 characters) was dropped as chitchat while "thanks!"
+    # stayed: only a message of acknowledgement words is chitchat.
+    for said in ("use postgres", "skip tests", "v2 then", "do stage A", "2"):
+        assert strip_chitchat([{"role": "user", "content": said}]), said
+    for said in ("ok", "ya", "ok thanks", "got it.", "👍", "sounds good", "terima kasih", "好的"):
+        assert strip_chitchat([{"role": "user", "content": said}]) == [], said

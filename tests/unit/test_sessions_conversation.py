@@ -60,6 +60,18 @@ def test_rewound_branches_and_side_chains_are_left_out() -> None:
     assert "Listing the files." in "\n".join(contents)
 
 
+def test_a_subagents_own_transcript_is_its_conversation() -> None:
+    # Every record of a subagent's file is on the sidechain: it was refused as holding
+    # "no prompt, reply or tool call".
+    path = FIXTURES / "claude" / "claude-code-log_ef958aa1_subagents_agent-a4ca7529859c158c2.jsonl"
+    events = parse_file(path).events
+    assert events and all(e.is_sidechain for e in events)
+    conversation = session_conversation(path)
+    assert conversation.messages[0]["role"] == "user"
+    prompts = [e.text.strip() for e in events if e.kind == "user_prompt" and not e.abandoned]
+    assert prompts and prompts[0] in conversation.messages[0]["content"]
+
+
 def test_an_agents_own_compaction_summary_stays_as_a_system_message() -> None:
     conversation = session_conversation(FIXTURES / "codex" / "shapes_errors_plans_compaction.jsonl")
     summaries = [m for m in conversation.messages if m["role"] == "system"]
