@@ -224,8 +224,12 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     ingesting one folder never changes or deletes another folder's notes. ``notes`` in the
     report counts the live notes of this folder (under ``path``), ``home_notes`` all."""
     path = path.expanduser()  # a "~/notes" that no shell expanded (a script, a config)
-    if not path.exists():
-        raise UsageError(f"{path} does not exist")
+    try:
+        path.stat()
+    except FileNotFoundError:
+        raise UsageError(f"{path} does not exist") from None
+    except OSError as exc:  # a folder on the way that this user may not enter
+        raise UsageError(f"{path} cannot be read ({exc.strerror or exc})") from None
     require_text_path(path.resolve())
     settings = settings.replace(notes_dir=path.resolve())
     started = time.perf_counter()

@@ -393,7 +393,10 @@ def ignored_members(paths: Sequence[str], ignore_files: dict[str, str]) -> set[s
 
 
 def walk_notes_folder(
-    path: Path, skip: Sequence[Path] = (), passed_over: list[str] | None = None
+    path: Path,
+    skip: Sequence[Path] = (),
+    passed_over: list[str] | None = None,
+    unlisted: list[tuple[str, str]] | None = None,
 ) -> Iterator[tuple[str, list[str]]]:
     """Each folder under ``path`` that may hold notes (top-down, sub-folders in name
     order), with the names of its files (regular files, or links to one) that are not
@@ -402,7 +405,8 @@ def walk_notes_folder(
     ``logseq/``, ``node_modules``, a Python virtual environment), links to folders (not
     entered, as ``os.walk`` does) and what a ``.seleneignore`` file lists
     (:class:`IgnoreRules`) in its folder and below; the paths of those are added to
-    ``passed_over`` when it is given. A folder that cannot be listed is passed over."""
+    ``passed_over`` when it is given. A folder that cannot be listed is passed over, and
+    added to ``unlisted`` (with the reason) when it is given."""
     if not path.is_dir():
         return
     skipped = {str(folder) for folder in skip}
@@ -415,7 +419,9 @@ def walk_notes_folder(
         try:
             with os.scandir(folder) as listing:
                 entries = list(listing)
-        except OSError:
+        except OSError as exc:
+            if unlisted is not None:
+                unlisted.append((folder, exc.strerror or str(exc)))
             continue
         folders: list[os.DirEntry[str]] = []
         files: list[os.DirEntry[str]] = []

@@ -83,6 +83,8 @@ from selene_dag.notes.listing import (
     ZIP_SUFFIXES,
     html_twins,
     note_files,
+    unlisted_folders,
+    walk_once,
 )
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
@@ -265,7 +267,10 @@ def read_notes(
     base = scope.folder if scope else root.parent if root.is_file() else root
     result = IngestResult()
     seen: dict[str, str] = {}
-    files = note_files(root, scope.skip if scope else ())
+    with walk_once():  # the files and the folders that could not be listed: one walk
+        files = note_files(root, scope.skip if scope else ())
+        inside_skip = tuple(str(f).rstrip("/") + "/" for f in (scope.skip if scope else ()))
+        unlisted = [u for u in unlisted_folders(root) if not (u[0] + "/").startswith(inside_skip)]
     # os.walk enters no linked folder, so below a root that is its own real path a file's
     # path is its source (resolving each file cost a tenth of a vault's read). A file that
     # is a link keeps its path in the folder as its source too: resolved to its target
@@ -341,6 +346,12 @@ def read_notes(
             errors.append(IngestError.note_kept(source, None, reason))
         _take(result, seen, scope, source, notes, errors)
     parsed_files.save()
+    for folder, reason in unlisted:
+        # Its notes are not seen: they stay as they were (marked failed, not deleted).
+        where = _text.path_text(folder)
+        why = f"cannot list this folder ({reason}): its notes are kept as they were"
+        result.errors.append(IngestError(where, None, why))
+        result.files_failed.append(where.rstrip("/") + "/")
     result.notes = dated_by_creation(result.notes)
     return result
 

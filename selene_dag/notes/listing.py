@@ -51,6 +51,12 @@ NOTE_SUFFIXES = (
 )
 
 
+def unlisted_folders(path: Path) -> tuple[tuple[str, str], ...]:
+    """The folders under the folder ``path`` that could not be listed, with the reason
+    (the walk :func:`note_files` made); none for a file."""
+    return _walk(path).unlisted if path.is_dir() else ()
+
+
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, HTML,
     JSON(L), ENEX, canvases; an HTML copy of a note read from another file left out, see
@@ -169,6 +175,8 @@ class FolderWalk:
     folders: tuple[tuple[str, tuple[str, ...]], ...]
     passed_over: tuple[str, ...]
     notes: tuple[str, ...]  # the note files' paths, sorted (see :func:`note_files`)
+    # The folders that could not be listed, with the reason ("Permission denied").
+    unlisted: tuple[tuple[str, str], ...] = ()
 
 
 # The walks of the current :func:`walk_once` block, by the folder's path as given; None
@@ -183,7 +191,11 @@ def walk_once() -> Iterator[None]:
     :func:`other_files` of a folder walked already in the block use that walk again (in
     this thread and the code it calls). For one ingest: its folder version, the notes it
     reads and its report then rest on one listing, and a file added or removed in the
-    meantime is seen by the next ingest, as one added just after it would be."""
+    meantime is seen by the next ingest, as one added just after it would be. A block
+    inside another uses the outer block's walks."""
+    if _WALKS.get() is not None:  # inside a block already: its walks serve this one too
+        yield
+        return
     token = _WALKS.set({})
     try:
         yield
@@ -199,10 +211,12 @@ def _walk(path: Path) -> FolderWalk:
     if walks is not None and (found := walks.get(key)) is not None:
         return found
     passed_over: list[str] = []
+    unlisted: list[tuple[str, str]] = []
     folders = tuple(
-        (folder, tuple(files)) for folder, files in walk_notes_folder(path, passed_over=passed_over)
+        (folder, tuple(files))
+        for folder, files in walk_notes_folder(path, passed_over=passed_over, unlisted=unlisted)
     )
-    walk = FolderWalk(folders, tuple(passed_over), _note_paths(folders))
+    walk = FolderWalk(folders, tuple(passed_over), _note_paths(folders), tuple(unlisted))
     if walks is not None:
         walks[key] = walk
     return walk

@@ -57,6 +57,9 @@ def test_help_on_every_command():
         ({"SELENE_NOW": "soon"}, ["context"], ["SELENE_NOW"]),
         ({}, ["health"], ["no database", "selene-dag ingest"]),
         ({}, ["ingest", "/no/such/folder"], ["does not exist"]),
+        # A path the system refuses to look at (a folder this user may not enter, a name
+        # too long): a traceback before.
+        ({}, ["ingest", "/tmp/" + "x" * 300 + "/n.md"], ["cannot be read (File name too long)"]),
         ({}, ["context", "--budget", "0"], ["--budget"]),
     ],
 )

@@ -252,3 +252,51 @@ def test_a_cloned_vault_dates_its_notes_by_creation_not_by_the_clone(tmp_path: P
     assert rows["note-13.md"] == "2024-02-10"
     assert rows["edited.md"] == "2026-07-20"  # an edit after the clone
     assert rows["undated.md"] == "2026-07-01"  # nothing better than the file's time
+
+
+def test_a_folder_that_cannot_be_listed_is_reported_and_its_notes_are_kept(
+    tmp_path: Path,
+) -> None:
+    # A sub-folder this user may not enter (permissions changed, a mount that failed) was
+    # passed over in silence, and its notes, not seen, were marked deleted.
+    import shutil
+    import tempfile
+
+    # Somewhere another user may enter: the test reads as "nobody" when run as root.
+    base = Path(tempfile.mkdtemp(dir="/tmp", prefix="selene-unlisted-"))
+    try:
+        base.chmod(0o755)
+        folder = base / "vault"
+        (folder / "locked").mkdir(parents=True)
+        (folder / "open.md").write_text("# Open\nreadable\n")
+        (folder / "locked" / "hidden.md").write_text("# Hidden\nbehind a lock\n")
+        db = tmp_path / "selene.duckdb"
+        with open_store(db) as conn:
+            scope = ingest_scope(conn, folder)
+            write_notes(conn, read_notes(folder, scope), scope, NOW)
+            scope = ingest_scope(conn, folder)
+        (folder / "locked").chmod(0)
+        try:
+            if os.geteuid() == 0:  # root enters any folder: read as another user
+                os.seteuid(65534)
+            result = read_notes(folder, scope)
+        finally:
+            if os.getuid() == 0:
+                os.seteuid(0)
+            (folder / "locked").chmod(0o755)
+        problems = [(e.source, e.error) for e in result.errors]
+        assert problems == [
+            (
+                str(folder / "locked"),
+                "cannot list this folder (Permission denied): its notes are kept as they were",
+            )
+        ]
+        with open_store(db) as conn:
+            stats = write_notes(conn, result, scope, NOW)
+            live = conn.execute(
+                "SELECT split_part(id, '/', -1) FROM notes WHERE deleted_at IS NULL ORDER BY 1"
+            ).fetchall()
+        assert stats.deleted == 0
+        assert live == [("hidden.md",), ("open.md",)]
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
