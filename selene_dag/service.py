@@ -230,6 +230,14 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         raise UsageError(f"{path} does not exist") from None
     except OSError as exc:  # a folder on the way that this user may not enter
         raise UsageError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    if path.is_file() and not path.name.lower().endswith(NOTE_SUFFIXES) and not is_archive(path):
+        # As a folder's walk passes it over: a PDF's bytes were stored as a note, then
+        # marked deleted by the folder's next ingest.
+        kind = f"{path.suffix} files" if path.suffix else "files without a suffix"
+        raise UsageError(
+            f"{path}: ingest does not read {kind}; it reads {INGEST_READS}, and archives of "
+            "them (.zip, .tar, .tar.gz, Joplin's .jex)"
+        )
     require_text_path(path.resolve())
     settings = settings.replace(notes_dir=path.resolve())
     started = time.perf_counter()

@@ -586,6 +586,13 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
     outcome = CliRunner().invoke(app, ["ingest", str(folder)])
     assert outcome.exit_code == 0, outcome.output
     assert "no note file in" in outcome.output and "2 .rst" in outcome.output
+    # Named alone, such a file is refused as the folder passes it over (a PDF's bytes were
+    # stored as a note, then marked deleted by the folder's next ingest).
+    docs = _write(tmp_path / "docs", {"manual.pdf": "%PDF-1.4 x", "data.csv": "a,b\n1,2\n"})
+    for name, kind in (("manual.pdf", ".pdf files"), ("data.csv", ".csv files")):
+        outcome = CliRunner().invoke(app, ["ingest", str(docs / name)])
+        assert outcome.exit_code == 1, outcome.output
+        assert f"ingest does not read {kind}; it reads markdown" in outcome.output
     # An empty folder says so too (it said only "0 notes").
     empty = tmp_path / "nothing"
     empty.mkdir()
