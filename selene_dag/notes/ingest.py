@@ -775,10 +775,13 @@ def _colon_in_value(front: str, exc: BaseException) -> dict[str, Any] | None:
 
 def _lone_value(text: str) -> Any:
     """A front-matter value read as YAML on its own (a date, a number, ``[a, b]``), else
-    its text with the quotes around it removed."""
+    its text with the quotes around it removed; None for a list or mapping YAML cannot read
+    (``[unclosed, list`` became the tags ``[unclosed`` and ``list``)."""
     try:
         value = yaml.load(text, Loader=_YAML_LOADER)
     except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError):
+        if text.lstrip().startswith(("[", "{")):
+            return None
         return text.strip().strip("'\"")
     return value if not isinstance(value, dict) else text.strip().strip("'\"")
 

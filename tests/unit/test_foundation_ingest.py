@@ -426,3 +426,8 @@ def test_a_value_holding_a_colon_keeps_the_front_matter_and_the_problem_names_it
     assert "front-matter line 3: mapping values are not allowed" in reasons["offer.md"]
     assert "quote a value that holds ': '" in reasons["offer.md"]
     assert reasons["broken.md"].startswith("note kept, front-matter ignored: line 4: ")
+    # A list YAML cannot read, beside such a value, is dropped (it was split at its commas
+    # into the tags "[unclosed" and "list").
+    (tmp_path / "half.md").write_text("---\ntitle: Also: broken\ntags: [unclosed, list\n---\nx")
+    half = next(n for n in read_notes(tmp_path).notes if n.id == "half.md")
+    assert (half.title, half.tags) == ("Also: broken", ())
