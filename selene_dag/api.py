@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 # Imported here, not lazily on the first static file the server sends: a first import
 # inside the server's event loop thread can race another thread's import (Python 3.11's
@@ -29,6 +29,11 @@ from pydantic import BaseModel, ConfigDict, Field
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from selene_dag.context.compaction import CompactionReport
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
 # the default.
@@ -253,17 +258,22 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
 
     @app.post("/compact")
     def compact_endpoint(body: CompactRequest) -> dict[str, Any]:
-        """Compact ``messages`` to fit a ``window``-token context."""
+        """Compact ``messages`` to fit a ``window``-token context (as ``selene-dag
+        compact``: the configured engine writes the summary, a model's cached in the
+        home's ``llm_cache``)."""
         settings = settings_provider()
         model = body.model or settings.model
-        report = service.compact(
-            settings,
-            body.messages,
-            body.window,
-            model,
-            summarize_with_engine=False,
-            digest=body.digest,
-        )
+
+        def compact(cache: duckdb.DuckDBPyConnection | None = None) -> CompactionReport:
+            return service.compact(
+                settings, body.messages, body.window, model, digest=body.digest, cache_conn=cache
+            )
+
+        if settings.llm != "extractive" and settings.db_path.exists():
+            with shared.cursor(settings) as cur:
+                report = compact(cur)
+        else:
+            report = compact()
         return {
             "window": report.window,
             "model": model,

@@ -87,6 +87,14 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
     compact = api.post("/compact", json={"messages": messages, "window": 600}).json()
     assert compact["tokens_after"] <= 600 < compact["tokens_before"]
     assert compact["messages"][-1]["content"] == "the last question, kept as text"
+    # The same messages as `selene-dag compact` gives: the engine writes the summary (the
+    # API's was the oldest messages' text cut short).
+    from selene_dag import service
+    from selene_dag.config import load_settings
+
+    cli = service.compact(load_settings(home=home), messages, 600)
+    assert compact["messages"] == cli.messages
+    assert any(m["content"].startswith("[SUMMARY") for m in cli.messages)
     # A memory digest's decisions are always carried, compacted or not.
     digest = [{"stage": "plan", "decision": "ship on Friday"}]
     kept = api.post("/compact", json={"messages": messages[:3], "window": 600, "digest": digest})
