@@ -481,14 +481,24 @@ def _parse_html(
 
 
 def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
-    """``raw`` as text: UTF-8, a bad byte replaced (and said so), Windows line ends
-    (CRLF) as line breaks: kept, they mixed two kinds of line end in a pack."""
+    """``raw`` as text: UTF-8, a bad byte replaced (and said so); a file with no UTF-8
+    character beyond ASCII and bytes that are not UTF-8 is in a one-byte encoding (an old
+    editor's Windows-1252 or Latin-1) and read as that (and said so): replaced, "Café
+    résumé" became "Caf� r�sum�". Windows line ends (CRLF) as line breaks: kept, they
+    mixed two kinds of line end in a pack."""
     try:
         return raw.decode("utf-8").replace("\r\n", "\n"), []
     except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8", errors="replace").replace("\r\n", "\n")
-        reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
-        return text, [IngestError.note_kept(source, None, reason)]
+        text = raw.decode("utf-8", errors="replace")
+        if all(c.isascii() or c == "\ufffd" for c in text):
+            try:
+                text = raw.decode("cp1252")
+            except UnicodeDecodeError:  # a byte Windows-1252 leaves undefined
+                text = raw.decode("latin-1")
+            reason = "not UTF-8: read as Windows-1252 (Latin-1); save it as UTF-8 to be sure"
+        else:
+            reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
+        return text.replace("\r\n", "\n"), [IngestError.note_kept(source, None, reason)]
 
 
 def _take(

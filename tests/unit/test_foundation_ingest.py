@@ -177,7 +177,8 @@ def test_logseq_page_properties_give_title_and_tags(tmp_path):
 
 def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     (tmp_path / "good.md").write_text("# Good\nfine")
-    (tmp_path / "latin1.md").write_bytes("# Caf\xe9\n".encode("latin-1"))
+    (tmp_path / "latin1.md").write_bytes("# Caf\xe9 \u2013 cr\xe8me\n".encode("cp1252"))
+    (tmp_path / "bad-byte.md").write_bytes("# Na\xefve \xe9t\xe9\n".encode() + b"\xff")
     (tmp_path / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody")
     (tmp_path / "unclosed.md").write_text("---\ntitle: x\nbody without end")
     lines = [
@@ -195,14 +196,18 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     # A broken front-matter or a bad byte costs the metadata or the byte, not the note;
     # an empty note is skipped. Every problem is recorded with its reason.
     kept = sorted(n.id for n in result.notes)
-    assert kept == ["broken.md", "good.md", "j1", "j3", "latin1.md", "unclosed.md"]
+    assert kept == ["bad-byte.md", "broken.md", "good.md", "j1", "j3", "latin1.md", "unclosed.md"]
     by_id = {n.id: n for n in result.notes}
     assert by_id["broken.md"].content.strip() == "body"
-    assert by_id["latin1.md"].title == "Caf\ufffd"
+    # A file in a one-byte encoding is read as Windows-1252 (its bytes were replaced:
+    # "Caf\ufffd"); a UTF-8 file with a bad byte keeps its UTF-8, the byte replaced.
+    assert by_id["latin1.md"].title == "Caf\xe9 \u2013 cr\xe8me"
+    assert by_id["bad-byte.md"].content.endswith("\ufffd")
     assert "body without end" in by_id["unclosed.md"].content
     errors = {(e.source.rsplit("/", 1)[-1], e.line) for e in result.errors}
     assert errors == {
         ("latin1.md", None),
+        ("bad-byte.md", None),
         ("broken.md", None),
         ("unclosed.md", None),
         ("notes.jsonl", 2),
@@ -213,7 +218,8 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     assert all(e.error for e in result.errors)
     reasons = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors if e.line is None}
     assert reasons["broken.md"].startswith("note kept, front-matter ignored")
-    assert reasons["latin1.md"].startswith("note kept, invalid UTF-8 replaced")
+    assert reasons["latin1.md"].startswith("note kept, not UTF-8: read as Windows-1252")
+    assert reasons["bad-byte.md"].startswith("note kept, invalid UTF-8 replaced")
     assert reasons["empty.md"] == "empty note: no text after the front-matter"
 
 
