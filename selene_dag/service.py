@@ -76,6 +76,7 @@ from selene_dag.store import (
     close_store,
     connect,
     open_store,
+    others_waiting,
     recorded_day,
     table_counts,
 )
@@ -816,7 +817,11 @@ class SharedStore:
     the connection ``linger`` seconds after the last user is done (0: at once), so a
     client asking in sequence does not pay for opening each time, yet an idle server
     leaves the file to other processes (a Dagster run can write between bursts). While it
-    is open no other process can write, so staleness is checked only when it opens.
+    is open no other process can write, so staleness is checked only when it opens. When
+    another process waits for the file (``store.others_waiting``), new requests wait, the
+    connection closes once the requests in flight are done, and it opens again after that
+    process had its turn (a server under steady load kept it for ever: every ingest beside
+    it failed); a request that waits longer than ``SELENE_LOCK_WAIT`` fails (503).
     ``write_lock`` serializes the only writes, the access stamps.
     """
 
@@ -837,18 +842,35 @@ class SharedStore:
 
     def _acquire(self, settings: Settings) -> tuple[Path, duckdb.DuckDBPyConnection]:
         path = Path(settings.db_path).resolve()
-        with self._lock:
-            entry = self._open.get(path)
-            if entry is None:
-                if self.refresh_index:
-                    refresh_index_if_stale(settings)
-                entry = self._open[path] = _Open(connect(path, wait=settings.lock_wait))
-                self.opened += 1
-            if entry.closer is not None:
-                entry.closer.cancel()
-                entry.closer = None
-            entry.users += 1
-            return path, entry.conn
+        deadline = time.monotonic() + settings.lock_wait
+        while True:
+            with self._lock:
+                entry = self._open.get(path)
+                waiting = others_waiting(path)
+                if entry is not None and waiting and not entry.draining:
+                    entry.draining = True  # let the waiting process have the file
+                    if entry.users == 0:
+                        if entry.closer is not None:
+                            entry.closer.cancel()
+                        self._close(path, entry)
+                        entry = None
+                if entry is None and not waiting:
+                    if self.refresh_index:
+                        refresh_index_if_stale(settings)
+                    entry = self._open[path] = _Open(connect(path, wait=settings.lock_wait))
+                    self.opened += 1
+                if entry is not None and not entry.draining:
+                    if entry.closer is not None:
+                        entry.closer.cancel()
+                        entry.closer = None
+                    entry.users += 1
+                    return path, entry.conn
+            if time.monotonic() >= deadline:
+                raise StoreError(
+                    f"{path} is wanted by another process, which kept it longer than "
+                    f"SELENE_LOCK_WAIT ({settings.lock_wait:g} s); ask again once its run is done"
+                )
+            time.sleep(_WAIT_PAUSE)
 
     def _release(self, path: Path) -> None:
         with self._lock:
@@ -856,7 +878,7 @@ class SharedStore:
             entry.users -= 1
             if entry.users > 0:
                 return
-            if self.linger == 0:
+            if entry.draining or self.linger == 0:
                 self._close(path, entry)
                 return
             timer = threading.Timer(self.linger, self._close_if_idle, args=(path, entry))
@@ -901,6 +923,11 @@ class _Open:
     conn: duckdb.DuckDBPyConnection
     users: int = 0
     closer: threading.Timer | None = None
+    draining: bool = False  # another process waits: no new user, closed when the last leaves
+
+
+# How often a request waiting for another process's turn with the file looks again.
+_WAIT_PAUSE = 0.05
 
 
 # --- cache of model calls ------------------------------------------------------------------

@@ -8,6 +8,7 @@ previous migration left it, and raises :class:`MigrationError`.
 
 from __future__ import annotations
 
+import os
 import re
 import time
 from collections.abc import Callable, Iterator
@@ -122,6 +123,47 @@ _WAIT_NOTICE: ContextVar[Callable[[Path, float], None] | None] = ContextVar(
 )
 
 
+# A process waiting for the file says so with an empty file beside it, named with its pid
+# (``selene.duckdb.waiting-4242``): a server that keeps the file open while requests come
+# (``service.SharedStore``) lets it go for the waiting writer, which a server under steady
+# load otherwise never did (every ingest beside it failed after SELENE_LOCK_WAIT).
+_WAITING = ".waiting-"
+
+
+def _waiting_marker(path: Path) -> Path:
+    return path.with_name(f"{path.name}{_WAITING}{os.getpid()}")
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # another user's process: there
+        return True
+    return True
+
+
+def others_waiting(db_path: Path | str) -> bool:
+    """Whether another live process is waiting to open ``db_path`` (see :func:`connect`);
+    the marks of processes that ended are removed."""
+    path = Path(db_path)
+    prefix = f"{path.name}{_WAITING}"
+    try:
+        names = [name for name in os.listdir(path.parent) if name.startswith(prefix)]
+    except OSError:
+        return False
+    for name in names:
+        pid = name[len(prefix) :]
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        if _alive(int(pid)):
+            return True
+        with suppress(OSError):
+            os.unlink(path.parent / name)
+    return False
+
+
 @contextmanager
 def waiting_notice(notice: Callable[[Path, float], None]) -> Iterator[None]:
     """While the body runs, a :func:`connect` (in this context) that finds its file locked
@@ -149,8 +191,9 @@ def connect(
     replayed by every later connection). A copy of the store takes both files.
 
     A file locked by another process (DuckDB allows one writer) is tried again every
-    0.05–0.25 s for up to ``wait`` seconds; then a :class:`StoreError` says which file
-    and what to do. ``wait=0`` tries once.
+    0.05–0.25 s for up to ``wait`` seconds, a mark beside the file saying so (see
+    :func:`others_waiting`); then a :class:`StoreError` says which file and what to do.
+    ``wait=0`` tries once.
     """
     path = Path(db_path)
     if not read_only:
@@ -158,26 +201,36 @@ def connect(
     deadline = time.monotonic() + max(wait, 0.0)
     pause = _POLL_FIRST
     told = False
-    while True:
-        try:
-            conn = duckdb.connect(str(path), read_only=read_only)
-            break
-        except duckdb.Error as exc:
-            if not _is_lock_error(exc):
-                raise StoreError(f"cannot open {path}: {exc}") from exc
-            left = deadline - time.monotonic()
-            if left <= 0:
-                waited = f" for {wait:g} s" if wait > 0 else ""
-                raise StoreError(
-                    f"{path} is locked by another process (DuckDB allows one writer) and stayed "
-                    f"locked{waited}; stop the other selene-dag or Dagster process, wait for its "
-                    "run to finish, or set SELENE_LOCK_WAIT to wait longer"
-                ) from exc
-            if not told and (notice := _WAIT_NOTICE.get()) is not None:
-                notice(path, wait)
-            told = True
-            time.sleep(min(pause, left))
-            pause = min(pause * 2, _POLL_MOST)
+    marker: Path | None = None
+    try:
+        while True:
+            try:
+                conn = duckdb.connect(str(path), read_only=read_only)
+                break
+            except duckdb.Error as exc:
+                if not _is_lock_error(exc):
+                    raise StoreError(f"cannot open {path}: {exc}") from exc
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    waited = f" for {wait:g} s" if wait > 0 else ""
+                    raise StoreError(
+                        f"{path} is locked by another process (DuckDB allows one writer) and "
+                        f"stayed locked{waited}; stop the other selene-dag or Dagster process, "
+                        "wait for its run to finish, or set SELENE_LOCK_WAIT to wait longer"
+                    ) from exc
+                if marker is None:
+                    marker = _waiting_marker(path)
+                    with suppress(OSError):  # a folder this process may not write: no mark
+                        marker.touch()
+                if not told and (notice := _WAIT_NOTICE.get()) is not None:
+                    notice(path, wait)
+                told = True
+                time.sleep(min(pause, left))
+                pause = min(pause * 2, _POLL_MOST)
+    finally:
+        if marker is not None:
+            with suppress(OSError):
+                marker.unlink()
     # Timestamps come back in UTC whatever the machine's zone, so tests and demos agree.
     conn.execute("SET TimeZone = 'UTC'")
     if not read_only:

@@ -220,3 +220,52 @@ def test_a_store_held_by_another_process_is_waited_for_then_503(
         resp = api.post("/ask", json=question)
     assert resp.status_code == 200
     assert resp.json()["items"][0]["citation"] == "note docker/exec.md"
+
+
+def test_a_process_waiting_for_the_store_gets_it_from_a_busy_server(
+    api: httpx.Client, home: Path
+) -> None:
+    # Under steady requests the server never went idle, so it never let the file go: an
+    # ingest beside it failed after SELENE_LOCK_WAIT. A waiting process says so, and the
+    # server lets it have the file between requests.
+    import subprocess
+    import sys
+
+    stop = threading.Event()
+    statuses: list[int] = []
+
+    def ask_again() -> None:
+        while not stop.is_set():
+            statuses.append(
+                api.post("/ask", json={"question": "docker", "budget": 200}).status_code
+            )
+
+    load = [threading.Thread(target=ask_again, daemon=True) for _ in range(4)]
+    for thread in load:
+        thread.start()
+    try:
+        while len(statuses) < 8:  # the server is busy
+            time.sleep(0.02)
+        writer = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from selene_dag.store import connect; "
+                "c = connect(sys.argv[1], wait=8); "
+                "c.execute('CREATE TABLE IF NOT EXISTS written_beside (i INT)'); c.close()",
+                str(home / "selene.duckdb"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        served_after = len(statuses)
+        while len(statuses) < served_after + 8:  # and serves again after the write
+            time.sleep(0.02)
+    finally:
+        stop.set()
+        for thread in load:
+            thread.join(timeout=30)
+    assert writer.returncode == 0, writer.stderr
+    assert set(statuses) == {200}
+    assert not list(home.glob("selene.duckdb.waiting-*"))  # the mark went with the wait
