@@ -391,6 +391,9 @@ def ingest(
         err.print(service.documents_left_out_hint(report), highlight=False, soft_wrap=True)
     if report.passed_over:
         err.print(service.passed_over_hint(report), highlight=False, soft_wrap=True)
+    if not report.notes and report.skipped_total and path.is_file():
+        # A file named alone that gave nothing: a failure a script should see.
+        raise SeleneError(f"{path}: no note could be read from it (the problem is above)")
 
 
 @app.command()

@@ -593,6 +593,12 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
         outcome = CliRunner().invoke(app, ["ingest", str(docs / name)])
         assert outcome.exit_code == 1, outcome.output
         assert f"ingest does not read {kind}; it reads markdown" in outcome.output
+    # A file named alone that gives no note fails (exit 0 with "0 notes" before).
+    (docs / "fake.zip").write_text("not a zip")
+    outcome = CliRunner().invoke(app, ["ingest", str(docs / "fake.zip")])
+    assert outcome.exit_code == 1, outcome.output
+    assert "cannot read the archive" in outcome.output
+    assert "fake.zip: no note could be read from it" in outcome.output
     # An empty folder says so too (it said only "0 notes").
     empty = tmp_path / "nothing"
     empty.mkdir()
