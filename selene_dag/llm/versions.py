@@ -6,7 +6,7 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@4",
+    "analyze_note": "analyze_note@5",
     "detect_threads": "detect_threads@2",
     "digest_thread": "digest_thread@4",
     "summarize": "summarize@4",

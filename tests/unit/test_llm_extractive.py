@@ -52,9 +52,22 @@ def test_essence_is_a_central_sentence_of_the_prose() -> None:
     assert any("apache" in c or "bench" in c for c in analysis.concepts)
 
 
-def test_code_only_note_falls_back_to_the_title() -> None:
-    analysis = ExtractiveEngine().analyze_note("Bash loop over files", "```\nfor f in *; do\n```")
-    assert analysis.essence.startswith("Bash loop over files")
+def test_a_note_without_prose_is_said_by_its_table_or_its_code() -> None:
+    # Its essence was its title ("Subscriptions."), which told a model nothing the title
+    # line does not: a table's columns and first rows, a code block's language and lines.
+    table = (
+        "# Subscriptions\n\n| Service | Monthly |\n|---|---|\n| Netflix | 15.49 |\n"
+        "| Spotify | 10.99 |\n"
+    )
+    essence = ExtractiveEngine().analyze_note("Subscriptions", table).essence
+    assert essence == "Subscriptions: Service, Monthly — Netflix 15.49; Spotify 10.99."
+    code = "```bash\n# each file\nfor f in *; do echo $f; done\n```"
+    essence = ExtractiveEngine().analyze_note("Bash loop over files", code).essence
+    assert essence == "Bash loop over files (bash): for f in *; do echo $f; done"
+    # With neither, the title, made long enough.
+    assert ExtractiveEngine().analyze_note("Bash loop", "```\n```").essence == (
+        "A short note: Bash loop."
+    )
     short = ExtractiveEngine().analyze_note("ab", "")
     assert len(short.essence) > 10
 

@@ -7,8 +7,12 @@ title, an early-position bonus, a bonus for insight cues ("the trick is", "turns
 "the fix", "you can", ...), and a length fit (40–260 characters preferred); it loses points
 for ending in ':' (it introduces a code block) or pointing at one ("the following", "like
 this"), or opening with a bare pronoun. The best sentence is the essence; a short best
-sentence (< 90 chars) is joined by the next best one (in document order). An essence is
-always > 10 characters for a note with text (the title is the last fallback).
+sentence (< 90 chars) is joined by the next best one (in document order). A note without
+a sentence of prose (a table, code blocks) is said by its structure: the title, then a
+table's columns and first rows, or a code block's language and first lines
+(``Subscriptions: Service, Monthly — Netflix 15.49; Spotify 10.99.``): the title alone
+told a model nothing the title line does not. An essence is always > 10 characters for a
+note with text (the title is the last fallback).
 
 A note longer than 200,000 characters is analysed on its beginning.
 
@@ -80,7 +84,7 @@ def pick_essence(title: str, content: str, prose: str | None = None) -> str:
     if not candidates:
         candidates = [s for s in sentences if len(s) >= MIN_ESSENCE_CHARS]
     if not candidates:
-        return _title_fallback(title, content)
+        return _structure_essence(title, content) or _title_fallback(title, content)
     central, to_title = centrality(candidates, title or None)
     top_central = float(central.max()) or 1.0
     n = len(candidates)
@@ -110,6 +114,46 @@ def pick_essence(title: str, content: str, prose: str | None = None) -> str:
     if len(essence) < MIN_ESSENCE_CHARS:
         return _title_fallback(title, content)
     return essence
+
+
+_TABLE_ROW = re.compile(r"^\s*\|(.+)\|\s*$")
+_TABLE_RULE = re.compile(r"^[\s|:\-]+$")
+_FENCED = re.compile(r"^(```|~~~)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^\1", re.MULTILINE | re.DOTALL)
+_COMMENT_LINE = re.compile(r"^\s*(#|//|--|/\*|\*|;)")
+# What the structure of a note without prose may take: a sentence's room.
+_STRUCTURE_CHARS = 240
+
+
+def _structure_essence(title: str, content: str) -> str:
+    """The title and what a note of no prose holds: its first table's columns and first
+    rows, else its first code block's language and first lines; "" when it has neither."""
+    name = " ".join(title.split()).rstrip(".:")
+    rows = [
+        [" ".join(cell.split()) for cell in m.group(1).split("|")]
+        for line in content.splitlines()
+        if (m := _TABLE_ROW.match(line)) and not _TABLE_RULE.match(line)
+    ]
+    if len(rows) >= 2:
+        said = f"{', '.join(c for c in rows[0] if c)} —"
+        for row in rows[1:]:
+            cells = " ".join(c for c in row if c)
+            if len(said) + len(cells) > _STRUCTURE_CHARS:
+                break
+            said += f" {cells};"
+        return _text.ensure_period(f"{name}: {said.rstrip(';—').rstrip()}" if name else said)
+    block = _FENCED.search(content)
+    if block is None:
+        return ""
+    lines = [
+        " ".join(line.split())
+        for line in block.group(3).splitlines()
+        if line.strip() and not _COMMENT_LINE.match(line)
+    ]
+    code = _text.shorten(" ".join(lines), _STRUCTURE_CHARS)
+    if not code:
+        return ""
+    language = f" ({block.group(2)})" if block.group(2) else ""
+    return f"{name}{language}: {code}" if name else code
 
 
 def _title_fallback(title: str, content: str) -> str:
