@@ -2,7 +2,8 @@
 
 Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
 ``anthropic_key`` (``sk-ant-``), ``openai_key`` (``sk-``, ``sk-proj-``), ``stripe_key``
-(``sk_live_``, ``rk_test_``, ...), ``aws_access_key`` (``AKIA``/``ASIA``), ``github_token``
+(``sk_live_``, ``rk_test_``, ...), ``aws_access_key`` (``AKIA``/``ASIA``), ``aws_secret_key``
+(40 characters of base64 near "aws" or "secret"), ``github_token``
 (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key``
 (``AIza``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``gitlab_token``
 (``glpat-``, ``glcbt-``, ...), ``webhook_url`` (Slack and Discord webhook URLs), ``cookie`` (a
@@ -113,6 +114,20 @@ _KEY_RULES = (
     _rule("openai_key", r"\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_\-]{20,}", "sk-"),
     _rule("stripe_key", r"\b[rs]k_(?:live|test)_[A-Za-z0-9]{16,}", "k_live_", "k_test_"),
     _rule("aws_access_key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b", "AKIA", "ASIA"),
+    _rule(
+        "aws_secret_key",
+        # A secret access key said anywhere near "aws" or "secret" (in prose too: "my AWS
+        # secret key is wJalr…"): 40 characters of base64 with a small and a capital letter
+        # and a digit, alone (a git hash has no capital).
+        r"(?P<head>\b(?i:aws|secret)[^\n]{0,40}?)(?<![A-Za-z0-9/+])"
+        r"(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[0-9])"
+        r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
+        "aws",
+        "AWS",
+        "Aws",
+        "ecret",
+        "ECRET",
+    ),
     _rule(
         "github_token",
         r"\b(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",

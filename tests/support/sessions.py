@@ -21,6 +21,7 @@ PLANTED = {
     "anthropic_key": "sk-ant-" + "api03-" + "Zq9" * 12,
     "openai_key": "sk-" + "proj-" + "Tx7" * 10,
     "aws_access_key": "AKIA" + "QWERTYUIOPASDFGH",
+    "aws_secret_key": "my AWS secret key is " + "wJalrXUtnFEMI/K7MDENG/" + "bPxRfiCYEXAMPLEKEY",
     "github_token": "ghp_" + "a1B2" * 10,
     "google_api_key": "AIza" + "SyB" * 11 + "xy",
     "slack_token": "xoxb-" + "123456789012-" + "AbCdEfGhIjKl",
@@ -61,6 +62,8 @@ def secret_values() -> list[str]:
             values.append(text.split("=", 1)[1].strip())
         elif kind == "private_key":
             values.append("MIIEpAIBAAKCAQEA")
+        elif kind == "aws_secret_key":
+            values.append(text.rsplit(" ", 1)[1])
         else:
             values.append(text)
     return values

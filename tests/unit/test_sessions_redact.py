@@ -23,6 +23,7 @@ _SHAPES = {
     "openai_key": r"sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_]{20,}",
     "stripe_key": r"[rs]k_(?:live|test)_[A-Za-z0-9]{16,}",
     "aws_access_key": r"(?:AKIA|ASIA)[0-9A-Z]{16}",
+    "aws_secret_key": r"(?:aws|AWS|secret) key is [a-z]{13}[A-Z]{13}[0-9]{14}",
     "github_token": r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
@@ -79,7 +80,7 @@ def test_env_assignments_keep_their_name() -> None:
         ("password=SuperSecretPw123!", "password=[REDACTED:config_secret]"),
         (
             "[default]\naws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY\n",
-            "[default]\naws_secret_access_key = [REDACTED:config_secret]\n",
+            "[default]\naws_secret_access_key = [REDACTED:aws_secret_key]\n",
         ),
         (
             '{"password": "hunter22", "apiKey": "abcdef123456", "max_tokens": 4000}',
@@ -274,6 +275,7 @@ curl -b cookies.txt https://x; r = get(u, cookies={"a": token}); <add value="dar
 htpasswd -c /etc/.htpasswd admin; run htpasswd -b to set it in batch mode
 net use Z: \\\\srv\\share *; net user bob /delete; the net user command lists users
 ?pass=$PW; --max-token 409600; --password 1234
+aws s3 ls; secret rotated at commit 3f786850e387550fdab836ed7e6dc881de23001b
 """
 
 
