@@ -70,6 +70,7 @@ from selene_dag.sessions import rejected as sessions_rejected
 from selene_dag.sessions import report as sessions_report
 from selene_dag.sessions.conversation import session_conversation
 from selene_dag.sessions.parsers.detect import detect_platform_file
+from selene_dag.sessions.redact import redact
 from selene_dag.sessions.scanner import ScannedFile, scan_report
 from selene_dag.store import (
     StoreError,
@@ -564,8 +565,10 @@ def compact(
                     raise SummaryUnavailable(str(exc)) from exc
 
             summarizer = summarize
+        # What is summarized is redacted first: a summary never repeats a secret, a model
+        # never reads one, its cache never keeps one.
         report = compact_messages(
-            conversation, window, model=model, summarizer=summarizer, digest=digest
+            conversation, window, model=model, summarizer=summarizer, digest=digest, redactor=redact
         )
     if conversation and not report.messages:
         raise SeleneError(

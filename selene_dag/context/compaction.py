@@ -535,6 +535,7 @@ def compact_messages(
     model: str | None = None,
     summarizer: Summarizer | None = None,
     digest: Sequence[Mapping[str, Any]] = (),
+    redactor: Callable[[str], str] | None = None,
 ) -> CompactionReport:
     """Run P1–P4 then the brute prune on ``messages`` for a ``window``-token context.
 
@@ -542,8 +543,11 @@ def compact_messages(
     threshold (85 %). ``summarizer(text, max_tokens) -> str`` (default: extractive leading
     sentences) writes the P3 summary; a summarizer raising ``SummaryUnavailable`` skips it.
     ``digest`` entries ``{stage, decision, superseded?}``: their decisions are always
-    carried in the memory digest message, which also names the stages P2 compacted. The
-    returned messages always fit ``window``. Raises TypeError/ValueError on bad input.
+    carried in the memory digest message, which also names the stages P2 compacted.
+    ``redactor(text) -> text``, when given, is applied to what is summarized and to the
+    quoted opening request (a summary never repeats a secret; the messages kept whole are
+    as given). The returned messages always fit ``window``. Raises TypeError/ValueError on
+    bad input.
     """
     msgs = validate_messages(messages)
     check_context_budget(0, window)  # validates window
@@ -656,6 +660,8 @@ def compact_messages(
                     ]
                     + [f"[{conversation[i]['role']}]: {conversation[i]['content']}" for i in oldest]
                 )
+                if redactor is not None:
+                    opening, transcript = redactor(opening), redactor(transcript)
                 try:
                     summary = summarize(transcript, P3_SUMMARY_TOKENS)
                     skipped = "the summarizer answered nothing"

@@ -70,3 +70,21 @@ def test_a_server_that_is_down_skips_the_summary_and_the_rest_still_fits(tmp_pat
     assert report.resolved_at == "prune" and report.tokens_after <= window
     assert message_tokens(report.messages, MODEL) <= window
     assert report.messages[-1] == msgs[-1]  # the newest message is kept whole
+
+
+def test_a_summary_never_repeats_a_secret_and_the_model_never_reads_one(tmp_path: Path) -> None:
+    # A JSON conversation's secrets went into the summary (and so into the model's prompt
+    # and the home's cache); the messages kept whole are the caller's own, as given.
+    import json
+
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    msgs = _messages()
+    msgs[1]["content"] = f"Question 0: deploy with {key} and password=hunter2secret. {PARA}?"
+    offline = service.compact(load_settings(home=tmp_path / "offline"), msgs, _window(msgs), MODEL)
+    summary = offline.messages[1]["content"]
+    assert summary.startswith("[SUMMARY") and "[REDACTED:aws_access_key]" in summary
+    assert key not in summary and "hunter2secret" not in summary
+    with FakeOllama() as server:
+        service.compact(_settings(tmp_path, server.url), msgs, _window(msgs), MODEL)
+        sent = json.dumps(server.bodies)
+    assert "Question 0" in sent and key not in sent and "hunter2secret" not in sent
