@@ -20,11 +20,13 @@ from typing import TYPE_CHECKING, Any
 # parser is not thread-safe: "AST constructor recursion depth mismatch").
 from anyio import open_file as _eager_open_file  # noqa: F401
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException
 
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
@@ -194,6 +196,15 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         else:
             status = 422
         return JSONResponse(status_code=status, content={"detail": str(exc)})
+
+    @app.exception_handler(HTTPException)
+    async def http_error(request: Request, exc: HTTPException) -> Any:
+        # A body that is not UTF-8 fails before validation, as a bare 400: one shape for
+        # every bad body (422, a sentence).
+        if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
+            detail = "the body is not JSON (it is not UTF-8 text)"
+            return JSONResponse(status_code=422, content={"detail": detail})
+        return await http_exception_handler(request, exc)
 
     @app.exception_handler(RequestValidationError)
     async def invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:

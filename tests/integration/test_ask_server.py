@@ -150,6 +150,12 @@ def test_what_the_home_lacks_is_404_and_a_body_that_is_not_json_says_so(
     assert resp.status_code == 422 and resp.json()["detail"].startswith("the body is not JSON")
     resp = api.post("/show", content=b"not json")  # curl -d's form type
     assert resp.status_code == 422 and resp.json()["detail"].startswith("the body is not")
+    body = b'{"question": "\xff\xfe", "budget": 100}'  # not UTF-8: a bare 400 before
+    resp = api.post("/ask", content=body, headers={"content-type": "application/json"})
+    assert resp.status_code == 422 and resp.json()["detail"] == (
+        "the body is not JSON (it is not UTF-8 text)"
+    )
+    assert api.get("/no-such-page").status_code == 404  # other HTTP errors as they were
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -> None:
