@@ -413,10 +413,14 @@ def context_in(
     conn: duckdb.DuckDBPyConnection, settings: Settings, budget: int, model: str | None = None
 ) -> dict[str, Any]:
     """The tiered pack of all notes read through ``conn`` (no access stamps), as the API's
-    JSON document: budget, model, total_tokens (counted on the text), counts, text."""
+    JSON document: budget, model, total_tokens (counted on the text), counts, text. Raises
+    NotFoundError when the home holds no note."""
     check_budget(budget, "budget")
     model = model or settings.model
-    pack = pack_all_notes(load_context_notes(conn), budget, model)
+    notes = load_context_notes(conn)
+    if not notes:  # as `selene-dag context` says it (an empty text, 200, before)
+        raise NotFoundError("no notes yet: run `selene-dag ingest PATH` first")
+    pack = pack_all_notes(notes, budget, model)
     return {
         "budget": budget,
         "model": model,

@@ -275,3 +275,16 @@ def test_a_process_waiting_for_the_store_gets_it_from_a_busy_server(
     assert writer.returncode == 0, writer.stderr
     assert set(statuses) == {200}
     assert not list(home.glob("selene.duckdb.waiting-*"))  # the mark went with the wait
+
+
+def test_context_of_a_home_without_notes_says_so_as_the_cli_does(tmp_path: Path) -> None:
+    from selene_dag import service
+    from selene_dag.config import load_settings
+    from selene_dag.errors import NotFoundError
+
+    conn = connect(tmp_path / "selene.duckdb")  # a store, no note yet
+    try:
+        with pytest.raises(NotFoundError, match="no notes yet: run `selene-dag ingest PATH`"):
+            service.context_in(conn, load_settings(home=tmp_path), 500)
+    finally:
+        conn.close()
