@@ -12,7 +12,8 @@ innermost, when registered folders nest): its
 notes get the same ids as when the whole folder is ingested. A folder registered because a
 file or an archive in it was ingested alone (``whole`` false) holds only the files right in
 it: a folder below it is a folder of its own (``~/Downloads/vault`` after a download in
-``~/Downloads``), until the folder itself is ingested. Registered folders nested
+``~/Downloads``), until the folder itself is ingested, or while a folder ingested whole
+holds it (that folder's ingest passes over all of it). Registered folders nested
 inside a newly ingested folder keep their own notes: the new folder's ingest skips them.
 
 A folder that moved (a registered folder that no longer exists, at least half of whose
@@ -115,8 +116,12 @@ def ingest_scope(conn: duckdb.DuckDBPyConnection, path: Path | str) -> IngestSco
     own = path.parent if path.is_file() else path
     folders = registered_folders(conn)
     whole = _whole_folders(conn)
+    # A folder registered for a file in it holds its sub-folders still when a folder
+    # ingested whole holds it: that one's ingest passes over all of it, as over any folder
+    # registered inside it (a note there would otherwise be stored under both).
+    holding = {f for f in folders if f in whole or any(_inside(f, w) for w in whole if w != f)}
     holders = sorted(
-        (f for f in folders if own == f or (f in whole and _inside(own, f))),
+        (f for f in folders if own == f or (f in holding and _inside(own, f))),
         key=lambda f: -len(f.parts),
     )
     if holders:
@@ -274,7 +279,7 @@ def find_folder(conn: duckdb.DuckDBPyConnection, target: str) -> tuple[str, Path
     holder = next(
         (f for f in sorted(folders, key=lambda f: -len(f.parts)) if f in path.parents), None
     )
-    if holder is not None and not path.is_dir():
+    if holder is not None and path.is_file():
         key = folders[holder]
         raise UsageError(
             f"{target}: a file of the ingested folder {key} ({holder}); forget takes a folder: "

@@ -9,14 +9,18 @@
 -- keeps the stored one, or takes its update date, its file's mtime (`modified_at`, markdown)
 -- or the time of the ingest that first stores it. One without an update date keeps the
 -- stored one while its content is the same (an mtime moved by a checkout is no update),
--- else takes its file's mtime or the time of the ingest that reads the new content.
+-- else takes its file's mtime or the time of the ingest that reads the new content; never
+-- a time at or before its stored update (a file copied again gives its notes their creation
+-- date for the copy's mtime: an edited one would have gone back to it).
 INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source, topic,
                    tags, test_run, deleted_at, ingested_at)
 SELECT i.id, i.title, i.content, i.content_hash,
        coalesce(i.created_at, n.created_at, i.updated_at, i.modified_at, $now),
        coalesce(i.updated_at,
                 CASE WHEN n.content_hash = i.content_hash THEN n.updated_at END,
-                i.modified_at, $now),
+                CASE WHEN i.modified_at > n.updated_at OR n.updated_at IS NULL
+                     THEN i.modified_at END,
+                $now),
        i.source, i.topic, i.tags, i.test_run, NULL, $now
 FROM incoming AS i
 LEFT JOIN notes AS n USING (id)

@@ -392,6 +392,23 @@ def test_a_folder_registered_for_a_download_in_it_holds_no_folder_below_it(
     assert service.ingest(settings, downloads / "later").id_prefix == "Downloads/"
 
 
+def test_a_folder_registered_for_a_file_inside_a_whole_folder_holds_its_sub_folders(
+    tmp_path: Path, home: Path
+) -> None:
+    # x/sub registered for one file, then x ingested whole (passing over all of sub): a
+    # note of x/sub/deeper was stored under x, then again under sub once sub was ingested.
+    settings = load_settings(home=home, now_override="2026-07-15")
+    x = _write(
+        tmp_path / "x", {"a.md": "# A\na", "sub/b.md": "# B\nb", "sub/deeper/c.md": "# C\nc"}
+    )
+    service.ingest(settings, x / "sub" / "b.md")
+    assert service.ingest(settings, x).notes == 1
+    assert service.ingest(settings, x / "sub" / "deeper" / "c.md").id_prefix == "sub/"
+    service.ingest(settings, x / "sub")
+    live = sorted(i for i, row in _rows(settings.db_path).items() if not row[2])
+    assert live == ["sub/b.md", "sub/deeper/c.md", "x/a.md"]
+
+
 def test_a_registered_folder_inside_a_new_one_keeps_its_notes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -793,3 +810,30 @@ def test_a_note_id_typed_with_composed_accents_finds_a_decomposed_file_name(
     service.ingest(settings, folder)
     typed = unicodedata.normalize("NFC", "note cv/résumé.md")
     assert "Ten years of DuckDB." in service.show(settings, typed).text
+
+
+def test_a_folder_that_cannot_be_listed_is_a_one_line_error(tmp_path: Path, home: Path) -> None:
+    # It gave "0 notes, 0 inputs with problems" (or kept its stored notes) in silence.
+    import os
+    import shutil
+    import tempfile
+
+    from selene_dag.errors import UsageError
+
+    base = Path(tempfile.mkdtemp(dir="/tmp", prefix="selene-unlisted-"))
+    try:
+        base.chmod(0o755)
+        locked = _write(base / "locked", {"n.md": "# N\nhidden"})
+        locked.chmod(0)
+        settings = load_settings(home=home)
+        try:
+            if os.geteuid() == 0:  # root lists any folder: look as another user
+                os.seteuid(65534)
+            with pytest.raises(UsageError, match="locked cannot be listed \\(Permission denied\\)"):
+                service.ingest(settings, locked)
+        finally:
+            if os.getuid() == 0:
+                os.seteuid(0)
+            locked.chmod(0o755)
+    finally:
+        shutil.rmtree(base, ignore_errors=True)

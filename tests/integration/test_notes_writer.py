@@ -253,6 +253,24 @@ def test_a_cloned_vault_dates_its_notes_by_creation_not_by_the_clone(tmp_path: P
     assert rows["edited.md"] == "2026-07-20"  # an edit after the clone
     assert rows["undated.md"] == "2026-07-01"  # nothing better than the file's time
 
+    # Edited, then copied again (every mtime moved at once): the edit is not dated back to
+    # the note's creation (it went back to 2024-01-10), nor the others moved.
+    note = folder / "note-00.md"
+    note.write_text(note.read_text() + "An edit.\n")
+    again = datetime(2026, 7, 25, 9, tzinfo=UTC).timestamp()
+    for path in folder.iterdir():
+        os.utime(path, (again, again))
+    with open_store(db) as conn:
+        scope = ingest_scope(conn, folder)
+        write_notes(conn, read_notes(folder, scope), scope, NOW)
+        rows = dict(
+            conn.execute(
+                "SELECT split_part(id, '/', -1), updated_at::DATE::VARCHAR FROM notes"
+            ).fetchall()
+        )
+    assert rows["note-00.md"] == NOW.date().isoformat()  # the ingest that read the edit
+    assert rows["note-13.md"] == "2024-02-10"
+
 
 def test_a_folder_that_cannot_be_listed_is_reported_and_its_notes_are_kept(
     tmp_path: Path,
