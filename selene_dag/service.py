@@ -880,8 +880,9 @@ class SharedStore:
                     return path, entry.conn
             if time.monotonic() >= deadline:
                 raise StoreError(
-                    f"{path} is wanted by another process, which kept it longer than "
-                    f"SELENE_LOCK_WAIT ({settings.lock_wait:g} s); ask again once its run is done"
+                    f"{path} is wanted by another process (it waits, as {path.name}.waiting-<pid> "
+                    f"beside it says), which kept it longer than SELENE_LOCK_WAIT "
+                    f"({settings.lock_wait:g} s); ask again once its run is done"
                 )
             time.sleep(_WAIT_PAUSE)
 

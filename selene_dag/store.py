@@ -128,6 +128,10 @@ _WAIT_NOTICE: ContextVar[Callable[[Path, float], None] | None] = ContextVar(
 # (``service.SharedStore``) lets it go for the waiting writer, which a server under steady
 # load otherwise never did (every ingest beside it failed after SELENE_LOCK_WAIT).
 _WAITING = ".waiting-"
+# The waiting process touches its mark at every try (every 0.25 s at most): a mark not
+# touched for this long is left over (a process killed while it waited, whose pid another
+# process may have taken since) and is removed.
+_WAITING_FRESH = 5.0
 
 
 def _waiting_marker(path: Path) -> Path:
@@ -145,8 +149,9 @@ def _alive(pid: int) -> bool:
 
 
 def others_waiting(db_path: Path | str) -> bool:
-    """Whether another live process is waiting to open ``db_path`` (see :func:`connect`);
-    the marks of processes that ended are removed."""
+    """Whether another live process is waiting to open ``db_path`` (see :func:`connect`):
+    a mark of another pid touched in the last ``_WAITING_FRESH`` seconds, of a process that
+    is running; the marks of processes that ended or stopped touching them are removed."""
     path = Path(db_path)
     prefix = f"{path.name}{_WAITING}"
     try:
@@ -157,10 +162,15 @@ def others_waiting(db_path: Path | str) -> bool:
         pid = name[len(prefix) :]
         if not pid.isdigit() or int(pid) == os.getpid():
             continue
-        if _alive(int(pid)):
+        mark = path.parent / name
+        try:
+            fresh = time.time() - mark.stat().st_mtime < _WAITING_FRESH
+        except OSError:  # gone since the listing
+            continue
+        if fresh and _alive(int(pid)):
             return True
         with suppress(OSError):
-            os.unlink(path.parent / name)
+            mark.unlink()
     return False
 
 
@@ -218,10 +228,9 @@ def connect(
                         f"stayed locked{waited}; stop the other selene-dag or Dagster process, "
                         "wait for its run to finish, or set SELENE_LOCK_WAIT to wait longer"
                     ) from exc
-                if marker is None:
-                    marker = _waiting_marker(path)
-                    with suppress(OSError):  # a folder this process may not write: no mark
-                        marker.touch()
+                marker = marker or _waiting_marker(path)
+                with suppress(OSError):  # a folder this process may not write: no mark
+                    marker.touch()  # at every try: a mark not touched is left over
                 if not told and (notice := _WAIT_NOTICE.get()) is not None:
                     notice(path, wait)
                 told = True

@@ -157,3 +157,23 @@ conn.close()
     conn.execute("DELETE FROM chunk_scores WHERE session_key = 's3'")  # failed on a broken index
     assert conn.execute("SELECT count(*) FROM chunk_scores").fetchone() == (40,)
     conn.close()
+
+
+def test_a_waiting_mark_left_over_does_not_count(tmp_path: Path) -> None:
+    # A process killed while it waited left its mark; its pid may be another process's
+    # since (a server then answered 503 to everything): a mark not touched for a few
+    # seconds is left over, removed at the next look.
+    import os
+    import time
+
+    from selene_dag.store import others_waiting
+
+    db = tmp_path / "selene.duckdb"
+    mark = tmp_path / f"selene.duckdb.waiting-{os.getppid()}"  # a live process that is not us
+    mark.touch()
+    assert others_waiting(db)
+    old = time.time() - 60
+    os.utime(mark, (old, old))
+    assert not others_waiting(db) and not mark.exists()
+    (tmp_path / f"selene.duckdb.waiting-{os.getpid()}").touch()  # our own: never another's
+    assert not others_waiting(db)
