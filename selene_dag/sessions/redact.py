@@ -98,6 +98,9 @@ def _rule(kind: str, pattern: str, *triggers: str) -> _Rule:
     return _Rule(kind, re.compile(pattern), triggers)
 
 
+# An option of htpasswd, with the cost -C takes.
+_HTPASSWD_OPTION = r"[ \t]+-[A-Za-z]+(?:[ \t]+[0-9]+)?"
+
 # In this order: a key inside an assignment is named by its own kind, and an Anthropic key
 # is not taken for an OpenAI one.
 _KEY_RULES = (
@@ -183,10 +186,11 @@ _KEY_RULES = (
     ),
     _rule(
         "cookie",
-        # curl -b "name=value; …" (a -b without "=" names a cookie file).
-        r"(?P<head>\bcurl\b[^\n|;&]{0,200}?(?<!\S)-b(?:[ \t]+|=)[\"']?)"
+        # curl -b "name=value; …" (a -b without "=" names a cookie file); unquoted, one
+        # pair (the shell ends the command at a ";").
+        r"(?P<head>\bcurl\b[^\n|;&]{0,200}?(?<!\S)-b(?:[ \t]+|=)(?P<cq>[\"'])?)"
         r"[^\s;=:,\"'\\()<>@]{1,128}=[^\s;\"'\\]{4,}"
-        r"(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*",
+        r"(?(cq)(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*)",
         "curl",
     ),
     _rule(
@@ -246,11 +250,11 @@ _KEY_RULES = (
         # One space before the value (a help text's columns have more), and a value with a
         # digit or a symbol ("--token string", "--password Password to use" are help).
         r"(?P<head>--(?<!\S--)[a-z0-9\-]{0,30}?(?:password|passwd|(?<=-)pass|token|secret"
-        r"|api-?key|access-key|secret-key)(?:[ \t]|=(?=[\"'])))"
+        r"|api-?key|access-key|secret-key)(?:[ \t]|=(?=[\"'])|=(?=[0-9]{6,}(?![^\s\"']))))"
         r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]{4,}(?P=q)"
         r"|(?![\-$*{<\[])(?!%[A-Za-z_]\w*%)(?![0-9]+\b)(?=[^\s\"']*[0-9!@#%^&*+/=~])[^\s\"']{4,}"
         # A PIN-like password of digits only (not a token's count: --max-token 4096).
-        r"|(?:(?<=password[ \t])|(?<=passwd[ \t])|(?<=-pass[ \t]))[0-9]{6,}(?![^\s\"']))",
+        r"|(?:(?<=password[ \t=])|(?<=passwd[ \t=])|(?<=-pass[ \t=]))[0-9]{6,}(?![^\s\"']))",
         "--",
     ),
     _rule(
@@ -265,7 +269,7 @@ _KEY_RULES = (
         r"[ \t][^\n;:!?]{1,40}?)?"
         # "the password (that) you need is …", "the password we use was …"
         r"(?:[ \t]+(?i:that[ \t]+|which[ \t]+)?(?i:you|we|i|they)(?:'ll)?[ \t]+[a-z]{2,12}"
-        r"(?:[ \t]+(?:to|for)[ \t]+[a-z]{2,12})?)?"
+        r"(?:[ \t]+(?:to|for|on|with|in)(?:[ \t]+[a-z]{2,12})?)?)?"
         r"(?:[ \t]+(?i:is|was|is now):?|'s)[ \t]+)"
         r"(?:(?P<q>[\"'`])" + _NOT_A_REFERENCE + r"[^\"'`\n]{6,128}(?P=q)"
         r"|(?![\-$*{<\[%])(?![0-9]+\b)(?!" + _KEPT_HOW + r")"
@@ -281,16 +285,28 @@ _KEY_RULES = (
         "ASSPHRASE",
         "asscode",
     ),
-    _rule(
-        "user_password",
-        # htpasswd -b[c] FILE USER PASSWORD, htpasswd -nb USER PASSWORD.
-        # Up to four options, one of them holding "b" (bounded: a run of options is not
-        # tried every way).
-        r"(?P<head>\bhtpasswd(?=(?:[ \t]+-[A-Za-z]+){0,3}[ \t]+-[A-Za-z]*b)(?:[ \t]+-[A-Za-z]+){1,4}"
-        r"(?:[ \t]+(?![-|&;<>])\S+)?[ \t]+(?![-|&;<>])\S+[ \t]+)"
-        r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]+(?P=q)"
-        r"|(?![|&;<>\-])" + _NOT_A_REFERENCE + r"[^\s\"']{4,})",
-        "htpasswd",
+    *(
+        _rule(
+            "user_password",
+            # htpasswd -b[c] FILE USER PASSWORD, htpasswd -nb USER PASSWORD: up to four
+            # options (``-C 10`` with its cost), one holding "b", then the file unless one
+            # holds "n". The options are taken whole and the arguments counted, never tried
+            # another way: a password given as $VAR let the user name be taken for it.
+            r"(?P<head>\bhtpasswd"
+            rf"(?=(?:{_HTPASSWD_OPTION}){{0,3}}[ \t]+-[A-Za-z]*b)"
+            + (
+                rf"(?=(?:{_HTPASSWD_OPTION}){{0,3}}[ \t]+-[A-Za-z]*n)"
+                if names_file_not
+                else rf"(?!(?:{_HTPASSWD_OPTION}){{0,3}}[ \t]+-[A-Za-z]*n)"
+            )
+            + rf"(?>(?:{_HTPASSWD_OPTION}){{1,4}})"
+            + r"(?:[ \t]+(?![-|&;<>])\S+)" * (1 if names_file_not else 2)
+            + r"[ \t]+)"
+            r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]+(?P=q)"
+            r"|(?![|&;<>\-])" + _NOT_A_REFERENCE + r"[^\s\"']{4,})",
+            "htpasswd",
+        )
+        for names_file_not in (True, False)
     ),
     _rule(
         "user_password",
@@ -303,16 +319,18 @@ _KEY_RULES = (
         r"|(?:user|USER)[ \t]+(?![/\-])[^\s/]+[ \t]+"
         r"(?=[^\s\"']*[0-9!@#$%^&*+=~]|[\"']|[^\s\"']+[ \t]+/)))"
         r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]+(?P=q)"
-        r"|(?![/*\-|&;<>])" + _NOT_A_REFERENCE + r"[^\s\"']+)",
+        r"|(?![/*\-|&;<>%])(?![^\s]*[<>|&])" + _NOT_A_REFERENCE + r"[^\s\"']+)",
         "et use",
         "ET USE",
     ),
     _rule(
         "user_password",
         # A query string's password: ?user=admin&pwd=letmein.
+        # Not a flag's word (?pass=false) or a path (a file manager's ?pwd=/home/x).
         r"(?P<head>[?&](?i:pwd|pw|pass|passwd|password|passphrase)=)"
         + _NOT_A_REFERENCE
-        + r"[^&#\s\"'<>\\]{3,256}",
+        + r"(?!(?i:true|false|null|none|undefined)(?![^&#\s\"'<>\\]))(?![/~])"
+        r"[^&#\s\"'<>\\]{3,256}",
         "&p",
         "?p",
         "&P",

@@ -217,6 +217,14 @@ def test_env_assignments_keep_their_name() -> None:
             "https://x/login?user=admin&pwd=[REDACTED:user_password]&x=1",
         ),
         ("tool --password 12345678 -h x", "tool --password [REDACTED:user_password] -h x"),
+        # htpasswd's -C takes its cost (the user name was taken for the password);
+        # unquoted, curl -b holds one pair (the shell ends the command at ";").
+        (
+            "htpasswd -b -B -C 10 .htpasswd alice Secr3t",
+            "htpasswd -b -B -C 10 .htpasswd alice [REDACTED:user_password]",
+        ),
+        ("curl -b sid=xyz123; echo done", "curl -b [REDACTED:cookie]; echo done"),
+        ("mysql --password=123456 db", "mysql --password=[REDACTED:user_password] db"),
     ],
 )
 def test_secrets_in_config_urls_and_json(text: str, expected: str) -> None:
@@ -275,6 +283,8 @@ curl -b cookies.txt https://x; r = get(u, cookies={"a": token}); <add value="dar
 htpasswd -c /etc/.htpasswd admin; run htpasswd -b to set it in batch mode
 net use Z: \\\\srv\\share *; net user bob /delete; the net user command lists users
 ?pass=$PW; --max-token 409600; --password 1234
+htpasswd -bc /etc/nginx/.htpasswd admin $PASSWORD; htpasswd -bBC 10 file user; --token=123456
+net user bob 2>nul; net user %1 %2 /add; ?pass=false&x=1 /api?pwd=null ?pwd=/home/user
 aws s3 ls; secret rotated at commit 3f786850e387550fdab836ed7e6dc881de23001b
 """
 
@@ -370,6 +380,7 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "the password for db01.prod is Xk9#mQ2!vL": "the password for db01.prod is ",
         "the password you need is Hunter2024x": "the password you need is ",
         "the password we use for staging was Stag1ng#": "the password we use for staging was ",
+        "the password we agreed on is Banana42": "the password we agreed on is ",
     }
     for text, head in said.items():
         assert redact(text).startswith(head + "[REDACTED:user_password]"), text
