@@ -161,19 +161,22 @@ _ACKNOWLEDGEMENT_WORDS = frozenset(
         "understood",
     ]
 )
-# A short user message made only of these (or of no word: "👍") is chitchat, in the
+# A short user message made only of these is chitchat, in the
 # languages users write most. The seed's shape alone (short, no "?" or "!") also took a
 # short instruction for chitchat: "use postgres", "skip tests", "v2 then" were dropped
 # while "thanks!" stayed.
 _MORE_CHITCHAT = """
     okey oke okk ya yah y ye yea excellent tysm u much very so roger agree sounds looks np
-    problem go ahead on continue proceed next yay hmm hm mm ah oh wow lol haha hehe
+    problem go ahead on continue proceed next yay ah oh wow lol haha hehe
     please pls plz and then that's thats works lanjut lanjutkan baik sip siap mantap makasih
     terima kasih betul benar bagus setuju iya si sí vale gracias bien claro ja jo danke gut
     genau super oui merci bon d'accord daccord sim obrigado obrigada certo beleza grazie
     bene va da spasibo 好 好的 嗯 谢谢 是 对 行 可以 はい ありがとう 了解 うん 네 감사합니다 알겠습니다
     """
-_CHITCHAT_WORDS = _ACKNOWLEDGEMENT_WORDS | frozenset(_MORE_CHITCHAT.split())
+# "done" says a step is over (an acknowledgement of the latest request, not chitchat).
+_CHITCHAT_WORDS = (_ACKNOWLEDGEMENT_WORDS | frozenset(_MORE_CHITCHAT.split())) - {"done"}
+# A message of no word is chitchat when its symbols are these (a "👎" or "❌" says no).
+_CHITCHAT_SYMBOLS = frozenset("👍👌🙏😊🙂😀😄✅✔️❤️🎉.…,~ \t\n\ufe0f")
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+|[^\W_]+", re.UNICODE)
 
 
@@ -188,7 +191,10 @@ def is_chitchat(message: Mapping[str, Any]) -> bool:
     text = content.strip().lower()
     if len(text) >= CHITCHAT_SHORT_LENGTH or "?" in text or "!" in text:
         return False
-    return all(word in _CHITCHAT_WORDS for word in _WORD.findall(text))
+    words = _WORD.findall(text)
+    if not words:
+        return all(c in _CHITCHAT_SYMBOLS for c in text)
+    return all(word in _CHITCHAT_WORDS for word in words)
 
 
 def strip_chitchat(messages: Sequence[Message]) -> list[Message]:

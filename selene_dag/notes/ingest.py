@@ -482,15 +482,24 @@ def _parse_html(
 
 def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
     """``raw`` as text: UTF-8, a bad byte replaced (and said so); a file with no UTF-8
-    character beyond ASCII and bytes that are not UTF-8 is in a one-byte encoding (an old
-    editor's Windows-1252 or Latin-1) and read as that (and said so): replaced, "Café
-    résumé" became "Caf� r�sum�". Windows line ends (CRLF) as line breaks: kept, they
-    mixed two kinds of line end in a pack."""
+    character beyond ASCII and bytes that are not UTF-8, few among its letters, is Latin
+    text in a one-byte encoding (an old editor's Windows-1252 or Latin-1) and read as that
+    (and said so): replaced, "Café résumé" became "Caf� r�sum�". Windows line ends (CRLF)
+    as line breaks: kept, they mixed two kinds of line end in a pack."""
     try:
         return raw.decode("utf-8").replace("\r\n", "\n"), []
     except UnicodeDecodeError as exc:
         text = raw.decode("utf-8", errors="replace")
-        if all(c.isascii() or c == "\ufffd" for c in text):
+        high = sum(b > 0x7F for b in raw)
+        latin = sum(c.isascii() and c.isalpha() for c in text)
+        if (
+            all(c.isascii() or c == "\ufffd" for c in text)
+            # A file cut inside its last character is UTF-8 that lost a byte.
+            and exc.reason != "unexpected end of data"
+            # Accents among Latin words, not a script of its own written in one-byte
+            # letters (Windows-1251 Russian read as Windows-1252 looks like real text).
+            and high < latin
+        ):
             try:
                 text = raw.decode("cp1252")
             except UnicodeDecodeError:  # a byte Windows-1252 leaves undefined

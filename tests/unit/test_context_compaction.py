@@ -616,7 +616,17 @@ def test_a_long_opening_request_is_not_said_again_as_a_cut_bullet() -> None:
 def test_a_short_instruction_is_not_chitchat() -> None:
     # "use postgres" (a decision, 12 characters) was dropped as chitchat while "thanks!"
     # stayed: only a message of acknowledgement words is chitchat.
-    for said in ("use postgres", "skip tests", "v2 then", "do stage A", "2"):
+    for said in (
+        "use postgres",
+        "skip tests",
+        "v2 then",
+        "do stage A",
+        "2",
+        "👎",
+        "❌",
+        "hmm",
+        "done",
+    ):
         assert strip_chitchat([{"role": "user", "content": said}]), said
     for said in ("ok", "ya", "ok thanks", "got it.", "👍", "sounds good", "terima kasih", "好的"):
         assert strip_chitchat([{"role": "user", "content": said}]) == [], said

@@ -179,6 +179,11 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     (tmp_path / "good.md").write_text("# Good\nfine")
     (tmp_path / "latin1.md").write_bytes("# Caf\xe9 \u2013 cr\xe8me\n".encode("cp1252"))
     (tmp_path / "bad-byte.md").write_bytes("# Na\xefve \xe9t\xe9\n".encode() + b"\xff")
+    # Cut inside its last character, or Russian in Windows-1251: replaced, not misread.
+    (tmp_path / "cut.md").write_bytes("# Caf\xe9".encode()[:-1])
+    (tmp_path / "russian.md").write_bytes(
+        "# \u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440".encode("cp1251")
+    )
     (tmp_path / "broken.md").write_text("---\ntitle: [unclosed\n---\nbody")
     (tmp_path / "unclosed.md").write_text("---\ntitle: x\nbody without end")
     lines = [
@@ -196,18 +201,32 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     # A broken front-matter or a bad byte costs the metadata or the byte, not the note;
     # an empty note is skipped. Every problem is recorded with its reason.
     kept = sorted(n.id for n in result.notes)
-    assert kept == ["bad-byte.md", "broken.md", "good.md", "j1", "j3", "latin1.md", "unclosed.md"]
+    assert kept == [
+        "bad-byte.md",
+        "broken.md",
+        "cut.md",
+        "good.md",
+        "j1",
+        "j3",
+        "latin1.md",
+        "russian.md",
+        "unclosed.md",
+    ]
     by_id = {n.id: n for n in result.notes}
     assert by_id["broken.md"].content.strip() == "body"
     # A file in a one-byte encoding is read as Windows-1252 (its bytes were replaced:
     # "Caf\ufffd"); a UTF-8 file with a bad byte keeps its UTF-8, the byte replaced.
     assert by_id["latin1.md"].title == "Caf\xe9 \u2013 cr\xe8me"
     assert by_id["bad-byte.md"].content.endswith("\ufffd")
+    assert by_id["cut.md"].title == "Caf\ufffd"
+    assert by_id["russian.md"].title == "\ufffd" * 6 + " " + "\ufffd" * 3
     assert "body without end" in by_id["unclosed.md"].content
     errors = {(e.source.rsplit("/", 1)[-1], e.line) for e in result.errors}
     assert errors == {
         ("latin1.md", None),
         ("bad-byte.md", None),
+        ("cut.md", None),
+        ("russian.md", None),
         ("broken.md", None),
         ("unclosed.md", None),
         ("notes.jsonl", 2),

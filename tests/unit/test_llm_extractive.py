@@ -64,6 +64,12 @@ def test_a_note_without_prose_is_said_by_its_table_or_its_code() -> None:
     code = "```bash\n# each file\nfor f in *; do echo $f; done\n```"
     essence = ExtractiveEngine().analyze_note("Bash loop over files", code).essence
     assert essence == "Bash loop over files (bash): for f in *; do echo $f; done"
+    # A wide table is cut to a sentence's room; CSS's "* {" is no comment.
+    wide = "| " + " | ".join(f"Column {i}" for i in range(80)) + " |\n|" + "---|" * 80 + "\n"
+    wide += "| " + " | ".join(str(i) for i in range(80)) + " |\n"
+    assert len(ExtractiveEngine().analyze_note("Wide", wide).essence) <= 260
+    css = ExtractiveEngine().analyze_note("CSS reset", "```css\n* { margin: 0; }\n```").essence
+    assert css == "CSS reset (css): * { margin: 0; }"
     # With neither, the title, made long enough.
     assert ExtractiveEngine().analyze_note("Bash loop", "```\n```").essence == (
         "A short note: Bash loop."

@@ -119,7 +119,9 @@ def pick_essence(title: str, content: str, prose: str | None = None) -> str:
 _TABLE_ROW = re.compile(r"^\s*\|(.+)\|\s*$")
 _TABLE_RULE = re.compile(r"^[\s|:\-]+$")
 _FENCED = re.compile(r"^(```|~~~)[ \t]*([\w+#.-]*)[^\n]*\n(.*?)^\1", re.MULTILINE | re.DOTALL)
-_COMMENT_LINE = re.compile(r"^\s*(#|//|--|/\*|\*|;)")
+# A comment's line; not a line that starts with "*" (CSS's "* {", a block comment's
+# middle lines are rare in a note's snippets).
+_COMMENT_LINE = re.compile(r"^\s*(#|//|--|/\*|;)")
 # What the structure of a note without prose may take: a sentence's room.
 _STRUCTURE_CHARS = 240
 
@@ -129,8 +131,8 @@ def _structure_essence(title: str, content: str) -> str:
     rows, else its first code block's language and first lines; "" when it has neither."""
     name = " ".join(title.split()).rstrip(".:")
     rows = [
-        [" ".join(cell.split()) for cell in m.group(1).split("|")]
-        for line in content.splitlines()
+        [" ".join(cell.split()).replace("\0", "|") for cell in m.group(1).split("|")]
+        for line in content.replace("\\|", "\0").splitlines()  # an escaped \| is a cell's
         if (m := _TABLE_ROW.match(line)) and not _TABLE_RULE.match(line)
     ]
     if len(rows) >= 2:
@@ -140,7 +142,8 @@ def _structure_essence(title: str, content: str) -> str:
             if len(said) + len(cells) > _STRUCTURE_CHARS:
                 break
             said += f" {cells};"
-        return _text.ensure_period(f"{name}: {said.rstrip(';—').rstrip()}" if name else said)
+        said = f"{name}: {said.rstrip(';—').rstrip()}" if name else said
+        return _text.ensure_period(_text.shorten(said, len(name) + _STRUCTURE_CHARS))
     block = _FENCED.search(content)
     if block is None:
         return ""
