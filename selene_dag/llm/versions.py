@@ -6,7 +6,7 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@5",
+    "analyze_note": "analyze_note@6",
     "detect_threads": "detect_threads@2",
     "digest_thread": "digest_thread@4",
     "summarize": "summarize@4",
