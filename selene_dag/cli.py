@@ -28,6 +28,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from selene_dag import __version__, service
 from selene_dag.config import Settings, load_settings
@@ -67,8 +68,16 @@ app.add_typer(cache_app, name="cache")
 app.add_typer(distill_app, name="distill")
 
 # Piped output gets a wide console: rich would otherwise squeeze tables into 80 columns.
-err = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200)
-out = Console(width=None if sys.stdout.isatty() else 200)
+# No markup: what is printed holds the user's text (paths, questions, messages), and a
+# "[/bold]" in it raised from inside rich; styles are given as Text.
+err = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200, markup=False)
+out = Console(width=None if sys.stdout.isatty() else 200, markup=False)
+
+
+def _error_line(message: str) -> Text:
+    """``error: <message>``, the word in bold red, the message as it is."""
+    return Text.assemble(("error:", "bold red"), f" {message}")
+
 
 F = TypeVar("F", bound=Callable[..., Any])
 _DEBUG = {"on": False}
@@ -86,7 +95,7 @@ def guarded(fn: F) -> F:
         except SeleneError as exc:
             if _DEBUG["on"]:
                 traceback.print_exc()
-            err.print(f"[bold red]error:[/] {exc}", highlight=False, soft_wrap=True)
+            err.print(_error_line(str(exc)), highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]
@@ -218,7 +227,7 @@ def _progress(label: str) -> Iterator[Callable[[int, int], None]]:
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
 
     with Progress(
-        f"[bold]{label}",
+        Text(label, style="bold"),
         BarColumn(),
         MofNCompleteColumn(),
         TimeElapsedColumn(),
@@ -291,8 +300,10 @@ def demo(
         f"now {settings.now().isoformat()})"
     )
     with (
-        err.status("materializing the graph…") as status,
-        _run_progress(settings, lambda line: status.update(f"materializing the graph… {line}")),
+        err.status(Text("materializing the graph…")) as status,
+        _run_progress(
+            settings, lambda line: status.update(Text(f"materializing the graph… {line}"))
+        ),
     ):
         report = service.demo(settings, force=force)
     if report.up_to_date:
@@ -308,7 +319,7 @@ def demo(
     _print_counts(report.counts, "selene-dag demo: rows per table")
     _print_health(report.health)
     for name, digest in report.digests:
-        err.print(f"[bold]{name}[/] digest: {digest}", highlight=False)
+        err.print(Text.assemble((name, "bold"), f" digest: {digest}"), highlight=False)
     verb = "up to date" if report.up_to_date else "materialized"
     out.print(
         f"demo: {plural(report.counts.get('notes', 0), 'note')} {verb} in {settings.db_path} "
@@ -335,8 +346,8 @@ def ingest(
     """Ingest notes from PATH and materialize the notes group so ask/context see them."""
     settings = _settings(home)
     with (
-        err.status(f"ingesting {path}…") as status,
-        _run_progress(settings, lambda line: status.update(f"ingesting {path}… {line}")),
+        err.status(Text(f"ingesting {path}…")) as status,
+        _run_progress(settings, lambda line: status.update(Text(f"ingesting {path}… {line}"))),
     ):
         report = service.ingest(settings, path)
     ran = (
@@ -408,8 +419,8 @@ def forget(
     are not touched; ingest it again to bring them back)."""
     settings = _settings(home)
     with (
-        err.status(f"forgetting {folder}…") as status,
-        _run_progress(settings, lambda line: status.update(f"forgetting {folder}… {line}")),
+        err.status(Text(f"forgetting {folder}…")) as status,
+        _run_progress(settings, lambda line: status.update(Text(f"forgetting {folder}… {line}"))),
     ):
         report = service.forget(settings, folder)
     err.print(
@@ -791,7 +802,7 @@ def eval_command(
         "bm25_topk": "bm25 top-k",
         "bm25_passages": "bm25 passages",
     }
-    console = Console(width=120)
+    console = Console(width=120, markup=False)
     for report in reports:
         table = Table(title=f"recall at {report.budget:,} tokens")
         table.add_column("question", justify="left")
@@ -1169,7 +1180,7 @@ def main() -> None:
             typer.echo(context.get_help())
             raise SystemExit(0) from None
         hint = f" (see `{context.command_path} --help`)" if context is not None else ""
-        err.print(f"[bold red]error:[/] {message}{hint}", highlight=False)
+        err.print(_error_line(f"{message}{hint}"), highlight=False)
         raise SystemExit(exc.exit_code) from None
     except typer.Abort:
         raise SystemExit(130) from None

@@ -212,6 +212,12 @@ def test_eval_command_reports_ask_and_baselines(notes_home: Path, tmp_path: Path
     table = CliRunner().invoke(_cli(), ["eval", str(questions), "--budget", "300"])
     assert table.exit_code == 0, table.output
     assert "bm25 passages" in table.stdout
+    # A question holding what rich reads as markup is shown as written (it raised).
+    marked = tmp_path / "marked.jsonl"
+    marked.write_text(json.dumps({"question": "[/bold] docker [test]", "must_contain": ["x"]}))
+    table = CliRunner().invoke(_cli(), ["eval", str(marked), "--budget", "300"])
+    assert table.exit_code == 0, table.output
+    assert "[/bold] docker [test]" in table.stdout
     several = CliRunner().invoke(
         _cli(),
         ["eval", str(questions), "--budget", "300", "--budget", "100", "--format", "json"],
