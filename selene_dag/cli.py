@@ -543,8 +543,8 @@ def context(
     )
     if pack.notes and pack.counts.get("excluded", 0) == pack.notes:
         err.print(
-            f"note: a budget of {budget:,} tokens holds no note, not even its title line; "
-            "raise --budget",
+            f"note: a budget of {plural(budget, 'token')} holds no note: not even the first "
+            "note's title line fits (notes are packed in priority order); raise --budget",
             highlight=False,
         )
 

@@ -75,6 +75,12 @@ def _fallback_preview(note: Mapping[str, Any]) -> str:
     return content[:FALLBACK_CONTENT_LENGTH] + suffix
 
 
+# A skeleton line shows at most this much of the title: a pack that cannot hold every
+# skeleton line keeps the leading ones that fit, and one long title (a clipped web page's)
+# took the room of all of them.
+SKELETON_TITLE_CHARS = 120
+
+
 def render_note(note: Mapping[str, Any], tier: str) -> str:
     """The block of ``note`` at ``tier`` in seed 000's format (unknown tier: ``full``)."""
     _check_note(note)
@@ -89,6 +95,8 @@ def render_note(note: Mapping[str, Any], tier: str) -> str:
             return f"--- {title}{theme_part} ---\n{essence}"
         return f"--- {title} ---\n{_fallback_preview(note)}"
     if tier == "skeleton":
+        if len(title) > SKELETON_TITLE_CHARS:
+            title = title[: SKELETON_TITLE_CHARS - 1].rstrip() + "…"
         return f"- {title} [{note.get('primary_theme') or 'unthemed'}]"
     return f"--- {title} ---\n{content}"
 

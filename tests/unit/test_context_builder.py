@@ -251,6 +251,18 @@ def test_pack_notes_keeps_highest_priority_skeletons_when_not_all_fit() -> None:
     assert count_tokens(pack.text, M) <= 40
 
 
+def test_a_long_title_does_not_take_the_room_of_every_skeleton_line() -> None:
+    # The newest note's 720-character title (a clipped page's) did not fit a 150-token
+    # pack as a skeleton line, and the pack kept nothing after it: 0 tokens, 21 excluded.
+    notes = [note(i) for i in range(1, 21)]
+    notes.append({**note(99), "title": "A very long title " * 40})
+    pack = pack_notes(notes, 150, M)
+    assert pack.order[0] == 99 and len(pack.order) > 5
+    line = pack.text.splitlines()[0]
+    assert line.startswith("- A very long title") and "…" in line and len(line) < 160
+    assert count_tokens(pack.text, M) <= 150
+
+
 def test_pack_notes_custom_priority_and_zero_budget() -> None:
     notes = [note(i) for i in range(5)]
     pack = pack_notes(notes, 10_000, M, priority=lambda n: -n["id"])
