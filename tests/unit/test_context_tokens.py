@@ -127,6 +127,22 @@ def test_unknown_model_uses_largest_factor_and_warns_once() -> None:
     assert b > 0
 
 
+def test_an_unknown_model_counts_numbers_digit_by_digit() -> None:
+    # The prose-calibrated factor fell short on numbers: SentencePiece vocabularies (the
+    # Mistral ones here, Llama 2 and Gemma alike) split them into single digits.
+    texts = [
+        "3.14159265358979 " * 200,
+        "id,value\n" + "\n".join(f"{i},{i * 37 % 1000}" for i in range(500)),
+        "build 20240315 took 1234 ms; 98.6% passed of 4096 cases. " * 40,
+    ]
+    for text in texts:
+        estimate = count_tokens(text, "llama2:13b")
+        assert estimate >= count_tokens(text, "mistral:7b")
+        assert estimate >= count_tokens(text, "mistral-nemo")
+        cut = truncate_to_tokens(text, 300, "llama2:13b")
+        assert count_tokens(cut, "llama2:13b") <= 300 and count_tokens(cut, "mistral:7b") <= 300
+
+
 def test_calibration_factors_cover_the_demo_corpus() -> None:
     import json
 
