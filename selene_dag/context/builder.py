@@ -260,12 +260,24 @@ def prepare_notes(
     exactly those counts, e.g. read from a store of counts made before).
 
     ``priority`` is a key (larger = more important; default :func:`default_priority`);
-    ties keep input order. Raises TypeError on bad input.
+    ties keep input order. Raises TypeError on bad input, ValueError when two notes share an
+    ``id`` (the pack's tiers are by id: one note's was lost).
     """
     if isinstance(notes, str | bytes) or not isinstance(notes, Sequence):
         raise TypeError("notes must be a sequence of note mappings")
+    seen: set[Any] = set()
     for note in notes:
         _check_note(note)
+        if "id" in note:
+            try:
+                repeated = note["id"] in seen
+                seen.add(note["id"])
+            except TypeError:
+                raise TypeError(
+                    f"a note's id must be hashable, got {type(note['id']).__name__}"
+                ) from None
+            if repeated:
+                raise ValueError(f"two notes have the id {note['id']!r}: ids must be unique")
     if priority is not None and not callable(priority):
         raise TypeError("priority must be a callable note -> sort key")
     tokenizer_for(model)

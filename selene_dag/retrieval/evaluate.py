@@ -117,8 +117,10 @@ def _question(data: object) -> Question:
         facts = [facts]
     if not isinstance(question, str) or not question.strip():
         raise ValueError("'question' must be a non-empty string")
-    if not isinstance(facts, list) or not facts or not all(isinstance(f, str) and f for f in facts):
+    if not isinstance(facts, list) or not facts:
         raise ValueError("'must_contain' must be a string or a non-empty list of strings")
+    if not all(isinstance(f, str) and f.strip() for f in facts):
+        raise ValueError("'must_contain' holds an empty string or a value that is not a string")
     source = data.get("source")
     if source is not None and not isinstance(source, str):
         raise ValueError("'source' must be a string")

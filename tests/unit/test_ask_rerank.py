@@ -282,6 +282,9 @@ def test_load_questions(tmp_path: Path) -> None:
     bad.write_text('{"question": "q?", "must_contain": "a"}\n{"question": ""}\n')
     with pytest.raises(UsageError, match=r"bad\.jsonl, line 2: 'question' must be"):
         load_questions(bad)  # every entry a question, or an error
+    bad.write_text('{"question": "q?", "must_contain": ["subselect", ""]}\n')
+    with pytest.raises(UsageError, match="'must_contain' holds an empty string"):
+        load_questions(bad)  # it said "a non-empty list", which the list is
     bad.write_text("not json\n")
     with pytest.raises(ValueError, match="not JSON"):
         load_questions(bad)

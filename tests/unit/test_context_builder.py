@@ -263,6 +263,14 @@ def test_a_long_title_does_not_take_the_room_of_every_skeleton_line() -> None:
     assert count_tokens(pack.text, M) <= 150
 
 
+def test_notes_sharing_an_id_or_with_an_unhashable_one_are_refused() -> None:
+    # The pack's tiers are by id: of two notes "x", one's tier was lost without a word.
+    with pytest.raises(ValueError, match="two notes have the id 'x'"):
+        pack_notes([{**note(1), "id": "x"}, {**note(2), "id": "x"}], 1000, M)
+    with pytest.raises(TypeError, match="a note's id must be hashable, got list"):
+        pack_notes([{**note(1), "id": ["x"]}], 1000, M)
+
+
 def test_pack_notes_custom_priority_and_zero_budget() -> None:
     notes = [note(i) for i in range(5)]
     pack = pack_notes(notes, 10_000, M, priority=lambda n: -n["id"])
