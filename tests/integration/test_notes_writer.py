@@ -240,14 +240,16 @@ def test_a_cloned_vault_dates_its_notes_by_creation_not_by_the_clone(tmp_path: P
     edited = datetime(2026, 7, 20, 9, tzinfo=UTC).timestamp()
     os.utime(folder / "edited.md", (edited, edited))
 
-    with open_store(db) as conn:
-        scope = ingest_scope(conn, folder)
-        write_notes(conn, read_notes(folder, scope), scope, NOW)
-        rows = dict(
-            conn.execute(
+    def updated() -> dict[str, str]:
+        with open_store(db) as conn:
+            scope = ingest_scope(conn, folder)
+            write_notes(conn, read_notes(folder, scope), scope, NOW)
+            rows = conn.execute(
                 "SELECT split_part(id, '/', -1), updated_at::DATE::VARCHAR FROM notes"
             ).fetchall()
-        )
+        return dict(rows)
+
+    rows = updated()
     assert rows["note-00.md"] == "2024-01-10"
     assert rows["note-13.md"] == "2024-02-10"
     assert rows["edited.md"] == "2026-07-20"  # an edit after the clone
@@ -260,14 +262,7 @@ def test_a_cloned_vault_dates_its_notes_by_creation_not_by_the_clone(tmp_path: P
     again = datetime(2026, 7, 25, 9, tzinfo=UTC).timestamp()
     for path in folder.iterdir():
         os.utime(path, (again, again))
-    with open_store(db) as conn:
-        scope = ingest_scope(conn, folder)
-        write_notes(conn, read_notes(folder, scope), scope, NOW)
-        rows = dict(
-            conn.execute(
-                "SELECT split_part(id, '/', -1), updated_at::DATE::VARCHAR FROM notes"
-            ).fetchall()
-        )
+    rows = updated()
     assert rows["note-00.md"] == NOW.date().isoformat()  # the ingest that read the edit
     assert rows["note-13.md"] == "2024-02-10"
 
