@@ -709,7 +709,11 @@ def ask_command(
         started = time.perf_counter()
         reply = service.answer(settings, question, result.text)
         err.print(f"answer from {settings.model} in {time.perf_counter() - started:.1f} s")
-        sys.stdout.write(reply.rstrip("\n") + "\n")
+        if format == "json":  # the pack's document with the answer in it
+            document = {**result.to_json(), "answer": reply.rstrip("\n")}
+            sys.stdout.write(json.dumps(document, ensure_ascii=False, indent=2) + "\n")
+        else:
+            sys.stdout.write(reply.rstrip("\n") + "\n")
     elif format == "json":
         sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
     elif result.text:

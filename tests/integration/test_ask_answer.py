@@ -1,6 +1,8 @@
 """`ask --answer` sends the pack to the model (Ollama, through the real client) and prints
 only the model's answer; the extractive engine refuses with one clear line."""
 
+import json
+
 import dagster as dg
 from typer.testing import CliRunner
 
@@ -15,6 +17,9 @@ def _ingest() -> None:
         ["raw_notes", "processed_notes", "threads", "fidelity_tiers"],
         dg.DagsterInstance.ephemeral(),
     )
+
+
+ASKED = ["ask", "running docker container bash shell", "--budget", "300", "--answer"]
 
 
 def test_answer_goes_through_the_model_and_prints_its_reply(notes_home, monkeypatch):  # noqa: F811
@@ -39,6 +44,14 @@ def test_answer_goes_through_the_model_and_prints_its_reply(notes_home, monkeypa
         )
         assert again.stdout == result.stdout
         assert server.requests["/api/chat"] + server.requests["/api/generate"] == calls  # cached
+        # As JSON: the pack's document with the answer in it (the answer alone, not JSON).
+        as_json = CliRunner().invoke(
+            app,
+            [*ASKED, "--format", "json"],
+        )
+        assert as_json.exit_code == 0, as_json.output
+        document = json.loads(as_json.stdout)
+        assert document["answer"] == result.stdout.strip() and document["items"]
 
 
 def test_answer_with_the_extractive_engine_is_a_one_line_user_error(notes_home):  # noqa: F811
