@@ -232,12 +232,11 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
         raise UsageError(f"{path} does not exist") from None
     except OSError as exc:  # a folder on the way that this user may not enter
         raise UsageError(f"{path} cannot be read ({exc.strerror or exc})") from None
-    if path.is_dir():
-        try:  # a folder this user may not list gave "0 notes" (or kept its notes) in silence
-            with os.scandir(path):
-                pass
-        except OSError as exc:
-            raise UsageError(f"{path} cannot be listed ({exc.strerror or exc})") from None
+    # A folder this user may not list gave "0 notes" (or kept its notes) in silence; asked
+    # of the system, not by listing it (an ingest lists its folder once).
+    effective = os.access in os.supports_effective_ids
+    if path.is_dir() and not os.access(path, os.R_OK | os.X_OK, effective_ids=effective):
+        raise UsageError(f"{path} cannot be listed (Permission denied)")
     if path.is_file() and not path.name.lower().endswith(NOTE_SUFFIXES) and not is_archive(path):
         # As a folder's walk passes it over: a PDF's bytes were stored as a note, then
         # marked deleted by the folder's next ingest.
