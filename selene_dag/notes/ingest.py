@@ -541,6 +541,30 @@ def _take(
 ZIP_MEMBER_LIMIT = 1 << 30
 
 
+# The folder an app puts around every page of an export under a name of that export
+# alone: Notion's ``Export-<uuid>`` and a Bear backup's ``Bear Notes 2023-10-11 at
+# 10.12.bear2bk``. Left out of a page's path (its id): in it, a newer export of the same
+# pages gave every note a new id (all new, all deleted).
+_EXPORT_FOLDER = re.compile(
+    r"^(?:Export-[0-9a-fA-F]{8}(?:-[0-9a-fA-F]{4}){3}-[0-9a-fA-F]{12}"
+    r"|Bear Notes \d{4}-\d{2}-\d{2} at \d{2}\.\d{2}\.bear2bk)/"
+)
+# Pages an export adds about itself, no note of the user's: Notion's index of the export
+# (its workspace's details), Google Takeout's archive browser (the account's address) and
+# Keep's list of labels.
+_EXPORT_PAGES = re.compile(
+    r"^(?:index\.html|(?:Takeout/)?archive_browser\.html|(?:Takeout/)?Keep/Labels\.txt)$"
+)
+# A Standard Notes backup holds its notes in this file; the plain-text copies beside it
+# (``Items/Note/<title>-<id>.txt``) are the same notes again.
+_STANDARD_NOTES_BACKUP = re.compile(r"^Standard Notes Backup and Import File[^/]*\.txt$")
+
+
+def _page_path(name: str) -> str:
+    """A member's path inside an export, the folder of that export alone left out."""
+    return _EXPORT_FOLDER.sub("", name, count=1)
+
+
 def _zip_members(
     archive: Path | io.BytesIO, source: str, mtime: datetime, nested: bool = True
 ) -> tuple[list[tuple[str, str, bytes, datetime]], list[IngestError]]:
@@ -555,13 +579,19 @@ def _zip_members(
     errors: list[IngestError] = []
     try:
         with zipfile.ZipFile(archive) as zipped:
-            twins = html_twins(zipped.namelist())
+            names = zipped.namelist()
+            twins = html_twins(names)
+            standard_notes = any(_STANDARD_NOTES_BACKUP.match(n) for n in names)
             for info in sorted(zipped.infolist(), key=lambda i: i.filename):
                 name = info.filename
                 parts = PurePosixPath(name).parts
                 if info.is_dir() or any(part.startswith((".", "__MACOSX")) for part in parts):
                     continue
-                if name in twins:
+                if name in twins or (standard_notes and name.startswith("Items/")):
+                    continue
+                if _EXPORT_PAGES.match(_page_path(name)) and (
+                    _EXPORT_FOLDER.match(name) or not name.startswith("index")
+                ):
                     continue
                 suffix = PurePosixPath(name).suffix.lower()
                 inner = nested and suffix == ".zip"
@@ -581,7 +611,7 @@ def _zip_members(
                     members += found
                     errors += problems
                 else:
-                    members.append((where, name, zipped.read(info), stamp))
+                    members.append((where, _page_path(name), zipped.read(info), stamp))
     except (zipfile.BadZipFile, RuntimeError, OSError, ValueError, EOFError) as exc:
         # RuntimeError: an encrypted member; OSError, ValueError, EOFError: a damaged archive.
         errors.append(IngestError(source, None, f"cannot read the archive: {exc}"))
