@@ -47,7 +47,12 @@ from selene_dag.notes.context_notes import (
     leading_counts,
     prepare_leading,
 )
-from selene_dag.notes.daily import first_day_to_refresh, summarize_days, write_day_summaries
+from selene_dag.notes.daily import (
+    MODEL_DAYS,
+    first_day_to_refresh,
+    summarize_days,
+    write_day_summaries,
+)
 from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
 from selene_dag.notes.fidelity import compute_tier
 from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
@@ -424,13 +429,16 @@ def fidelity_tiers(
     "notes",
     model=True,
     deps=[processed_notes],
-    code_version=code_version("2", prompts=("summarize",)),  # 2: the title said once
+    # 3: a model for the last month's days of two notes or more; 2: the title said once
+    code_version=code_version("3", prompts=("summarize",)),
     partitions_def=SUMMARY_PARTITIONS,
     backfill_policy=dg.BackfillPolicy.single_run(),
     automation_condition=dg.AutomationCondition.on_cron(DAILY_SUMMARY_CRON),
     description=(
         "One summary per day of the notes created that day (essence → top-3 concepts → "
-        "content[:100]). Monthly partitions from SELENE_DAILY_START, each filling its days; "
+        "content[:100]), after a model's summary, with a model server, for the days of the "
+        "last month that hold two notes or more. Monthly partitions from SELENE_DAILY_START, "
+        "each filling its days; "
         "a backfill of any range runs as one run, and the current month is refreshed daily "
         "(on the 1st, with the last day of the month before)."
     ),
@@ -446,7 +454,8 @@ def daily_summaries(
     with selene.connection() as conn:
         start = first_day_to_refresh(conn, start, end, settings.now())
         engine = selene.engine(conn)
-        summaries = summarize_days(conn, start, end, engine)
+        since = settings.now().date() - timedelta(days=MODEL_DAYS)
+        summaries = summarize_days(conn, start, end, engine, model_since=since)
         write_day_summaries(conn, start, end, summaries, settings.now())
     days_with_notes = len(summaries)
     preview = [

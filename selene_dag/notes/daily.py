@@ -41,10 +41,22 @@ def note_line(title: str, essence: str | None, concepts: list[str] | None, conte
     return f"- {title}: {' '.join(content.split())[:100]}..."
 
 
+# A model writes the summary of a day of two notes or more within this many days of now;
+# older days, and a day of one note (its essence says it), are listed offline: a first
+# run over years of notes asked a model server once per day (473 calls for the demo).
+MODEL_DAYS = 31
+
+
 def summarize_days(
-    conn: duckdb.DuckDBPyConnection, start: date, end: date, engine: Engine | None = None
+    conn: duckdb.DuckDBPyConnection,
+    start: date,
+    end: date,
+    engine: Engine | None = None,
+    model_since: date | None = None,
 ) -> list[DaySummary]:
-    """Summaries for every day in [start, end) that has live, non-test notes."""
+    """Summaries for every day in [start, end) that has live, non-test notes: the notes'
+    lines, after a summary the ``engine`` writes when it is a model's, for the days of two
+    notes or more from ``model_since`` on (every day when None)."""
     rows = conn.execute(
         "SELECT (n.created_at AT TIME ZONE 'UTC')::DATE AS day, n.id, n.title, p.essence, "
         "p.concepts, n.content FROM notes n LEFT JOIN processed_notes p ON p.note_id = n.id "
@@ -61,7 +73,8 @@ def summarize_days(
         lines = "\n".join(note_line(t, e, c, body) for _, t, e, c, body in notes)
         header = f"{day.isoformat()}: {len(notes)} note{'s' if len(notes) != 1 else ''}"
         text = f"{header}\n{lines}"
-        if engine is not None and engine.name != "extractive":
+        recent = model_since is None or day >= model_since
+        if engine is not None and engine.name != "extractive" and recent and len(notes) > 1:
             text = f"{header}\n{engine.summarize(lines, SUMMARY_MAX_TOKENS)}\n\n{lines}"
         summaries.append(DaySummary(day, text, [n[0] for n in notes]))
     return summaries
