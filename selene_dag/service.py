@@ -25,7 +25,7 @@ import duckdb
 from selene_dag import last_verdict
 from selene_dag.config import PINNED_NOW_FILE, Settings
 from selene_dag.context.builder import pack_notes
-from selene_dag.context.compaction import CompactionReport, SummaryUnavailable, compact_messages
+from selene_dag.context.compaction import CompactionReport, compact_messages
 from selene_dag.context.messages import Conversation, load_conversation, parse_messages
 from selene_dag.context.tokens import count_tokens
 from selene_dag.errors import NotFoundError, SeleneError, UsageError, check_budget
@@ -555,6 +555,7 @@ def compact(
         except (TypeError, ValueError) as exc:  # the input's shape, named by the validator
             raise UsageError(str(exc)) from exc
     summarizer: Callable[[str, int], str] | None = None
+    fell_back: list[str] = []  # why the model did not write a summary, when it did not
     with contextlib.ExitStack() as stack:
         if summarize_with_engine:
             # A model's summaries are cached in the home's llm_cache when the home exists
@@ -566,12 +567,17 @@ def compact(
             engine = get_engine(settings, cache_conn=cache_conn)
 
             def summarize(text: str, max_tokens: int) -> str:
-                # A model server that is down skips the summary; the other steps still fit
-                # the conversation to its window.
+                # A model server that is down leaves the summary to the offline engine (the
+                # step said "skipped" and the prune cut the opening request: worse than no
+                # server at all); the step says why.
                 try:
                     return engine.summarize(text, max_tokens, model, kind="conversation")
                 except EngineError as exc:
-                    raise SummaryUnavailable(str(exc)) from exc
+                    from selene_dag.llm.extractive import ExtractiveEngine
+
+                    fell_back.append(str(exc))
+                    offline = ExtractiveEngine()
+                    return offline.summarize(text, max_tokens, model, kind="conversation")
 
             summarizer = summarize
         # What is summarized is redacted first: a summary never repeats a secret, a model
@@ -579,6 +585,14 @@ def compact(
         report = compact_messages(
             conversation, window, model=model, summarizer=summarizer, digest=digest, redactor=redact
         )
+    if fell_back:
+        steps = [
+            replace(step, detail=f"{step.detail} (the offline summary: {fell_back[0]})")
+            if step.name.startswith("P3")
+            else step
+            for step in report.steps
+        ]
+        report = replace(report, steps=steps)
     if conversation and not report.messages:
         raise SeleneError(
             f"a window of {plural(window, 'token')} holds no message of this "

@@ -59,16 +59,19 @@ def test_the_models_summary_is_cached_in_the_home(tmp_path: Path) -> None:
     assert first.messages == second.messages
 
 
-def test_a_server_that_is_down_skips_the_summary_and_the_rest_still_fits(tmp_path: Path) -> None:
+def test_a_server_that_is_down_leaves_the_summary_to_the_offline_engine(tmp_path: Path) -> None:
+    # The step was skipped, and the prune then cut the opening request: a server that is
+    # down gave a worse result than no server. The offline summary stands in, and says so.
     msgs = _messages()
     window = _window(msgs)
     down = _settings(tmp_path, f"http://127.0.0.1:{free_port()}")
     report = service.compact(down, msgs, window, MODEL)
+    offline = service.compact(load_settings(home=tmp_path / "offline"), msgs, window, MODEL)
     p3 = next(s for s in report.steps if s.name.startswith("P3"))
-    assert p3.removed == 0 and p3.detail.startswith("skipped: ")
-    assert p3.detail.startswith("skipped: cannot reach Ollama at http://127.0.0.1:")
-    assert report.resolved_at == "prune" and report.tokens_after <= window
-    assert message_tokens(report.messages, MODEL) <= window
+    assert p3.removed == 20
+    assert "(the offline summary: cannot reach Ollama at http://127.0.0.1:" in p3.detail
+    assert report.messages == offline.messages
+    assert report.tokens_after <= window and message_tokens(report.messages, MODEL) <= window
     assert report.messages[-1] == msgs[-1]  # the newest message is kept whole
 
 
