@@ -670,7 +670,9 @@ def ask_in(
     if sources is not None and not isinstance(sources, str):
         sources = ",".join(sources)
     now = settings.now()
+    started = time.perf_counter()
     expansion, rewrite_note = _rewrite(conn, settings, question, write_lock)
+    rewrite_ms = (time.perf_counter() - started) * 1000
     # A server that failed the rewrite is not asked again for the same question.
     ranker, rerank_problems = (
         _passage_ranker(conn, settings, write_lock) if not rewrite_note else (None, [])
@@ -686,6 +688,8 @@ def ask_in(
         passage_ranker=ranker,
     )
     if settings.llm != "extractive":
+        # The model's rewrite of the question, before the pack, is part of what ask took.
+        result.stats["elapsed_ms"] = round(result.stats["elapsed_ms"] + rewrite_ms, 1)
         result.stats["rewrite"] = expansion or rewrite_note
         result.stats["rerank"] = _rerank_note(result.stats, rerank_problems, rewrite_note)
     if result.stats.get("note") == NOTHING_MATCHED:

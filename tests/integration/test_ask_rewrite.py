@@ -57,3 +57,14 @@ def test_a_server_that_is_down_leaves_ask_on_its_offline_path(notes_home, monkey
     assert result.stats["rewrite"].startswith("not rewritten")
     assert result.stats["rerank"].startswith("not reranked")
     assert result.text == offline.text and result.items
+
+
+def test_the_time_ask_took_counts_the_rewrite(notes_home, monkeypatch):  # noqa: F811
+    # The rewrite runs before the pack's own clock: a 3 s model call was reported as a
+    # pack of 0.3 s.
+    _ingest()
+    with FakeOllama(delay=0.5) as server:
+        monkeypatch.setenv("SELENE_LLM", "ollama")
+        monkeypatch.setenv("SELENE_OLLAMA_HOST", server.url)
+        result = service.ask(load_settings(), QUESTION, 400)
+    assert result.stats["elapsed_ms"] >= 2 * 500  # the rewrite and the rerank, each 0.5 s
