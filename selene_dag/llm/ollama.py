@@ -181,15 +181,15 @@ class OllamaEngine(BaseEngine):
                 )
             if exc.status_code >= 500:
                 return EngineUnavailable(
-                    f"Ollama at {self.host} failed on {task}{tried}: {message} "
+                    f"Ollama at {self.host} failed on the {task} task{tried}: {message} "
                     f"(HTTP {exc.status_code}); check the server log"
                 )
             return EngineResponseError(
-                f"Ollama at {self.host} rejected {task}: {message} (HTTP {exc.status_code})"
+                f"Ollama at {self.host} rejected the {task} task: {message} (HTTP {exc.status_code})"
             )
         if isinstance(exc, httpx.TimeoutException):
             return EngineUnavailable(
-                f"Ollama at {self.host} did not answer {task} within {self.timeout:g} s{tried}: "
+                f"Ollama at {self.host} did not answer the {task} task within {self.timeout:g} s{tried}: "
                 "raise SELENE_OLLAMA_TIMEOUT or use a smaller model"
             )
         return EngineUnavailable(
@@ -213,7 +213,7 @@ class OllamaEngine(BaseEngine):
             raise self._fail(exc, task) from None
         except ValueError as exc:  # a 200 whose body is not Ollama's JSON (a proxy's page)
             raise EngineUnavailable(
-                f"{self.host} answered {task} with something that is not Ollama's JSON "
+                f"{self.host} answered the {task} task with something that is not Ollama's JSON "
                 f"({' '.join(str(exc).split())[:80]}): is SELENE_OLLAMA_HOST an Ollama server?"
             ) from None
         raise AssertionError("unreachable")  # pragma: no cover

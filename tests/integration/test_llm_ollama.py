@@ -107,7 +107,9 @@ def test_server_down_is_one_clear_line() -> None:
 def test_slow_server_times_out_after_one_retry() -> None:
     with FakeOllama(delay=3) as fake:
         engine = engine_for(fake, timeout=0.3)
-        with pytest.raises(EngineUnavailable, match=r"did not answer analyze_note within 0\.3 s"):
+        with pytest.raises(
+            EngineUnavailable, match=r"did not answer the analyze_note task within 0\.3 s"
+        ):
             engine.analyze_note(NOTE_TITLE, NOTE_BODY)
         assert fake.requests["/api/chat"] == 2
 
