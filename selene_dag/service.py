@@ -52,6 +52,7 @@ from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import is_archive, read_notes
 from selene_dag.notes.listing import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, walk_once
 from selene_dag.paths import assets_dir
+from selene_dag.redact import redact
 from selene_dag.retrieval.citations import Shown, parse_citation
 from selene_dag.retrieval.citations import show as show_citation
 from selene_dag.retrieval.evaluate import (
@@ -70,7 +71,6 @@ from selene_dag.sessions import rejected as sessions_rejected
 from selene_dag.sessions import report as sessions_report
 from selene_dag.sessions.conversation import session_conversation
 from selene_dag.sessions.parsers.detect import detect_platform_file
-from selene_dag.sessions.redact import redact
 from selene_dag.sessions.scanner import ScannedFile, scan_report
 from selene_dag.store import (
     StoreError,

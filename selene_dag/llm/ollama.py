@@ -46,6 +46,7 @@ from selene_dag.llm.engine import (
     require_text,
 )
 from selene_dag.llm.prompts import PromptTemplate, load_prompt
+from selene_dag.redact import redact
 
 DEFAULT_HOST = "http://127.0.0.1:11434"
 
@@ -230,7 +231,10 @@ class OllamaEngine(BaseEngine):
     def _chat(
         self, task: str, prompt: str, num_predict: int, schema: dict[str, Any] | None = None
     ) -> tuple[str, int | None, int | None]:
-        """One chat request; returns (answer text, prompt tokens, output tokens)."""
+        """One chat request; returns (answer text, prompt tokens, output tokens). Secrets in
+        the prompt are redacted first: a note's AWS key or password was sent to the model
+        (which may not be on this machine) and came back in a thread's stored text."""
+        prompt = redact(prompt)
         prompt_tokens = count_tokens(prompt, model=self.model)
         options = {
             "num_ctx": self._num_ctx(prompt_tokens, num_predict),

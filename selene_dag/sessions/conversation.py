@@ -14,9 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 from selene_dag.context.messages import Conversation, Message
+from selene_dag.redact import redact_counts
 from selene_dag.sessions.parsers import ParseStats, iter_events
 from selene_dag.sessions.parsers.model import SessionEvent
-from selene_dag.sessions.redact import redact_counts
 
 # Event kind -> message role. Other kinds are not part of the conversation. A tool's result
 # goes back to the model in a user message, as Anthropic's API takes it: a "tool" message

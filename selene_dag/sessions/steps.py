@@ -22,6 +22,7 @@ from selene_dag.config import Settings
 from selene_dag.context.tokens import count_tokens_batch
 from selene_dag.errors import NotFoundError, UsageError
 from selene_dag.llm.prompts import load_prompt
+from selene_dag.redact import redact_counts
 from selene_dag.sessions.assessors import (
     Assessor,
     ChunkView,
@@ -36,7 +37,6 @@ from selene_dag.sessions.generators import SeedMeta, overhead_tokens, write_sess
 from selene_dag.sessions.parsers import ParseStats, iter_events
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.parsers.timestamps import format_utc
-from selene_dag.sessions.redact import redact_counts
 from selene_dag.sessions.scanner import (
     ScannedFile,
     not_a_transcript,

@@ -176,3 +176,18 @@ def test_constructor_validates_arguments() -> None:
         OllamaEngine(model=" ")
     with pytest.raises(ValueError):
         OllamaEngine(timeout=0)
+
+
+def test_a_model_is_never_sent_a_secret(fake_ollama: FakeOllama) -> None:  # noqa: F811
+    # A note's AWS key and password went into the analysis and thread prompts, and came
+    # back in a thread's stored text; the model may not be on this machine.
+    import json
+
+    key = "AKIA" + "QWERTYUIOPASDFGH"
+    note = f"Deploy notes. The key is {key} and db_password: hunter2-supersecret for staging."
+    engine = engine_for(fake_ollama)
+    engine.analyze_note("Deploy", note)
+    engine.summarize(note, 50)
+    sent = json.dumps(fake_ollama.bodies)
+    assert "Deploy notes" in sent and "[REDACTED:aws_access_key]" in sent
+    assert key not in sent and "hunter2-supersecret" not in sent
