@@ -9,8 +9,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from selene_dag import redact as redact_module
-from selene_dag.sessions.parsers import parse_file
 from selene_dag.redact import SECRET_KINDS, redact, redact_counts
+from selene_dag.sessions.parsers import parse_file
 from tests.support.sessions import ALL_FILES, PLANTED, REAL_CLAUDE, plant_secrets, secret_values
 
 # What each kind matches, without the lookarounds, back-references and conditionals
