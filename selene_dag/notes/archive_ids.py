@@ -8,8 +8,10 @@ another file of the folder holds (a plain file, or another archive that is still
 of which this one holds less than half the notes) gets ids of its own,
 ``<key>/<archive's path in the folder>/<path inside>``. An archive that took the place of
 one gone from the folder (renamed, or downloaded again), holding at least half of its
-notes' paths, takes its ids. Decided when the archive is first stored, then kept: the
-prefix its stored notes carry says which.
+notes' paths, takes its ids, and so does a newer export beside an older one still there
+(most of the notes they share say the same: a Takeout download is named by its time).
+Decided when the archive is first stored, then kept: the prefix its stored notes carry
+says which.
 """
 
 from __future__ import annotations
@@ -83,7 +85,7 @@ def archive_prefix(
     matches.sort(key=lambda m: (-m[0], m[1]))
     if matches and (len(matches) == 1 or matches[0][0] > matches[1][0]):
         return stored_prefix(conn, matches[0][1], scope) or scope.id_prefix
-    if _clashes(conn, scope, [n.id for n in result.notes]):
+    if _clashes(conn, scope, {n.id: n.content_hash for n in result.notes}):
         return own_prefix(scope)
     return scope.id_prefix
 
@@ -108,16 +110,23 @@ def _gone_archives(conn: duckdb.DuckDBPyConnection, scope: IngestScope, archive:
     return sorted(str(a) for (a,) in rows if str(a) != archive and not Path(str(a)).exists())
 
 
-def _clashes(conn: duckdb.DuckDBPyConnection, scope: IngestScope, ids: list[str]) -> bool:
-    """Whether another file of the folder holds one of ``ids``: a plain file, or an archive
-    still there or of which these notes hold less than half."""
-    rows = conn.execute(
-        "SELECT split_part(source, '!/', 1) AS file, contains(source, '!/') AS archived, "
-        "count(*) AS shared FROM notes WHERE deleted_at IS NULL AND list_contains(?, id) "
-        "GROUP BY ALL",
-        [ids],
+def _clashes(conn: duckdb.DuckDBPyConnection, scope: IngestScope, hashes: dict[str, str]) -> bool:
+    """Whether another file of the folder holds one of these notes' ids (``{id: content
+    hash}``): a plain file, or an archive of which these notes hold less than half, or one
+    still there that is not an older export of the same notes (most of the notes they share
+    said the same: Takeout names each download by its time, and a newer one beside the
+    older stored every note twice)."""
+    stored = conn.execute(
+        "SELECT split_part(source, '!/', 1), contains(source, '!/'), id, content_hash "
+        "FROM notes WHERE deleted_at IS NULL AND list_contains(?, id)",
+        [list(hashes)],
     ).fetchall()
-    for file, archived, shared in rows:
+    files: dict[tuple[str, bool], list[int]] = {}
+    for file, archived, note_id, digest in stored:
+        counts = files.setdefault((str(file), bool(archived)), [0, 0])
+        counts[0] += 1
+        counts[1] += digest == hashes[note_id]
+    for (file, archived), (shared, same) in sorted(files.items()):
         if not archived:
             return True  # a plain file's note: never an older copy of this archive's
         (held,) = conn.execute(
@@ -125,6 +134,6 @@ def _clashes(conn: duckdb.DuckDBPyConnection, scope: IngestScope, ids: list[str]
             "AND starts_with(source, ?)",
             [scope.id_prefix, f"{file}!/"],
         ).fetchone()
-        if shared * 2 < held or Path(file).exists():
+        if shared * 2 < held or (Path(file).exists() and same * 2 <= shared):
             return True
     return False

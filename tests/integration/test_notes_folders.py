@@ -313,6 +313,32 @@ def test_two_archives_in_one_folder_keep_their_notes(tmp_path: Path, home: Path)
     assert "a plain file" in _rows(settings.db_path)["loose/n1.md"][1]
 
 
+def test_a_newer_export_beside_the_older_one_updates_its_notes(tmp_path: Path, home: Path) -> None:
+    # Takeout names each download by its time: the newer beside the older one stored every
+    # note twice (own ids, as for two different vaults zipped side by side).
+    import zipfile
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    downloads = tmp_path / "downloads"
+    downloads.mkdir()
+    notes = {f"Takeout/Keep/n{i}.md": f"# Note {i}\nkept item {i}" for i in range(4)}
+
+    def export(name: str, files: dict[str, str]) -> Path:
+        with zipfile.ZipFile(downloads / name, "w") as zipped:
+            for member, text in files.items():
+                zipped.writestr(member, text)
+        return downloads / name
+
+    older = export("takeout-20240101T000000Z-001.zip", notes)
+    assert service.ingest(settings, older).inserted == 4
+    edited = {**notes, "Takeout/Keep/n0.md": "# Note 0\nkept item 0, edited"}
+    newer = export("takeout-20240601T000000Z-001.zip", edited)
+    report = service.ingest(settings, newer)
+    assert (report.id_prefix, report.inserted, report.changed) == ("downloads/", 0, 1)
+    live = [i for i, row in _rows(settings.db_path).items() if not row[2]]
+    assert len(live) == 4
+
+
 def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
     settings = load_settings(home=home, now_override="2026-07-15")
     files = {"todo.md": "# Todo\nthe same words", "sub/idea.md": "# Idea\nthe same idea"}
