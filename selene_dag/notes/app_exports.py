@@ -21,9 +21,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 
+# An untitled Keep note is titled by its first line, cut to this many characters (its
+# file's name is the moment it was made: "2023-08-01T14_29_43.842+10_00.json").
+KEEP_TITLE_CHARS = 80
+
+
 def keep_note(data: Mapping[str, Any]) -> dict[str, Any] | None:
     """The note object of a Google Keep note file (``is_keep_note``), or None for a note in
-    the trash or one without text."""
+    the trash or one with neither text nor title (an image alone). A note with a title and
+    no text (its image or drawing left out) is its title; an untitled one is titled by its
+    first line; a title's line breaks are spaces."""
     if data.get("isTrashed"):
         return None
     text = data.get("textContent")
@@ -33,15 +40,22 @@ def keep_note(data: Mapping[str, Any]) -> dict[str, Any] | None:
             for item in _list(data.get("listContent"))
             if isinstance(item, Mapping) and isinstance(item.get("text"), str)
         )
-    if not text.strip():  # an image or a drawing alone
-        return None
+    title = data.get("title")
+    title = " ".join(title.split()) if isinstance(title, str) else ""
+    if not text.strip():  # an image or a drawing alone: its title, when it has one
+        if not title:
+            return None
+        text = title
+    if not title:
+        first = next(line for line in text.splitlines() if line.strip())
+        title = " ".join(first.lstrip("-[]x ").split())[:KEEP_TITLE_CHARS] or None
     labels = [
         label["name"]
         for label in _list(data.get("labels"))
         if isinstance(label, Mapping) and isinstance(label.get("name"), str)
     ]
     return {
-        "title": data.get("title") or None,
+        "title": title or None,
         "content": text,
         "created_at": _microseconds(data.get("createdTimestampUsec")),
         "updated_at": _microseconds(data.get("userEditedTimestampUsec")),

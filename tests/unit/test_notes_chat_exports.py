@@ -224,6 +224,10 @@ def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
         )
     )
     (keep / "Old.json").write_text(json.dumps({"textContent": "gone", "isTrashed": True}))
+    # A title and an image, no text: dropped without a word before.
+    photo = {"title": "Whiteboard\nafter the retro", "textContent": "", "isTrashed": False}
+    (keep / "Whiteboard.json").write_text(json.dumps(photo))
+    (keep / "Image.json").write_text(json.dumps({"textContent": "", "isTrashed": False}))
     (keep / "Labels.txt").write_text("house\n")
     journal = tmp_path / "Journal.json"
     journal.write_text(
@@ -248,6 +252,7 @@ def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
     assert set(notes) == {
         "Takeout/Keep/Boiler service.json",
         "Takeout/Keep/Groceries.json",
+        "Takeout/Keep/Whiteboard.json",
         "D1E2",
     }
     # The label list is no note, and a note's .html copy beside its .json is not left out.
@@ -257,6 +262,10 @@ def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
     assert boiler.created_at == datetime.fromtimestamp(1690000000, tz=UTC)
     assert boiler.updated_at == datetime.fromtimestamp(1700000000, tz=UTC)
     assert notes["Takeout/Keep/Groceries.json"].content == "- [x] oat milk\n- [ ] rye bread"
+    # Untitled: its first line (it was titled by its file's name); a title on two lines.
+    assert notes["Takeout/Keep/Groceries.json"].title == "oat milk"
+    whiteboard = notes["Takeout/Keep/Whiteboard.json"]
+    assert (whiteboard.title, whiteboard.content) == ("Whiteboard after the retro",) * 2
     lisbon = notes["D1E2"]
     assert (lisbon.title, lisbon.tags) == ("Lisbon", ("travel",))
     assert lisbon.created_at == datetime(2024, 4, 2, 8, 10, tzinfo=UTC)
