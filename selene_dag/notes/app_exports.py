@@ -20,7 +20,6 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
-
 # An untitled Keep note is titled by its first line, cut to this many characters (its
 # file's name is the moment it was made: "2023-08-01T14_29_43.842+10_00.json").
 KEEP_TITLE_CHARS = 80
