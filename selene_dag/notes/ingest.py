@@ -560,6 +560,18 @@ _EXPORT_PAGES = re.compile(
 _STANDARD_NOTES_BACKUP = re.compile(r"^Standard Notes Backup and Import File[^/]*\.txt$")
 
 
+def _member_name(info: zipfile.ZipInfo) -> str:
+    """A zip member's name: UTF-8 when its bytes are (macOS and others write UTF-8 names
+    without the flag that says so, which Python reads as code page 437: "Search ΓÇô and
+    Find" for "Search – and Find"), else as the zip file says."""
+    if info.flag_bits & 0x800 or info.filename.isascii():
+        return info.filename
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except UnicodeError:
+        return info.filename
+
+
 def _page_path(name: str) -> str:
     """A member's path inside an export, the folder of that export alone left out."""
     return _EXPORT_FOLDER.sub("", name, count=1)
@@ -579,11 +591,11 @@ def _zip_members(
     errors: list[IngestError] = []
     try:
         with zipfile.ZipFile(archive) as zipped:
-            names = zipped.namelist()
+            infos = sorted(zipped.infolist(), key=_member_name)
+            names = [_member_name(info) for info in infos]
             twins = html_twins(names)
             standard_notes = any(_STANDARD_NOTES_BACKUP.match(n) for n in names)
-            for info in sorted(zipped.infolist(), key=lambda i: i.filename):
-                name = info.filename
+            for info, name in zip(infos, names, strict=True):
                 parts = PurePosixPath(name).parts
                 if info.is_dir() or any(part.startswith((".", "__MACOSX")) for part in parts):
                     continue

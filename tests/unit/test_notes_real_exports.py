@@ -81,3 +81,19 @@ def test_a_standard_notes_backup_zip_gives_each_note_once(tmp_path: Path) -> Non
         zipped.writestr("Items/Note/Ithaka-7e31caac.txt", "As you set out for Ithaka")
     notes = read_notes(archive).notes
     assert [(n.id, n.title) for n in notes] == [("7e31caac-8cc4-4877-8433-ae41cbfcc6be", "Ithaka")]
+
+
+def test_a_zip_of_utf8_names_without_the_utf8_flag_keeps_them(tmp_path: Path) -> None:
+    # macOS writes UTF-8 names without the flag saying so; read as code page 437 they came
+    # out as "Search ΓÇô and Find".
+    name = "Search – and Find.md".encode()
+    placeholder = b"Q" * len(name)
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w") as zipped:
+        zipped.writestr(placeholder.decode(), "# Search – and Find\nFind text.\n")
+    archive = tmp_path / "Ulysses Export.zip"
+    archive.write_bytes(out.getvalue().replace(placeholder, name))
+    with zipfile.ZipFile(archive) as check:  # the flag is not set: Python reads cp437
+        assert check.namelist() == [name.decode("cp437")]
+    (note,) = read_notes(archive).notes
+    assert note.id == "Search – and Find.md" and note.source.endswith("!/Search – and Find.md")
