@@ -178,6 +178,14 @@ class _Converter(HTMLParser):
             self._sink().append("[x] " if "checked" in values else "[ ] ")
         elif tag == "en-todo":  # Evernote's checkbox
             self._sink().append("[x] " if values.get("checked") == "true" else "[ ] ")
+        elif self.cell is not None and tag in ("span", "div"):
+            classes = values.get("class", "").split()
+            if "selected-value" in classes and "".join(self.cell).strip():
+                self.cell.append(", ")  # Notion's values of a multi-select, one a span
+            elif "checkbox-on" in classes:  # Notion's checkbox property, a <div> alone
+                self.cell.append("Yes")
+            elif "checkbox-off" in classes:
+                self.cell.append("No")
         elif tag == "code" and not self.pre:
             self._sink().append("`")
         elif tag in _BLOCKS:

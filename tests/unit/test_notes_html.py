@@ -183,3 +183,31 @@ def test_any_tag_soup_is_read_without_raising(parts: list[str]) -> None:
 )  # fmt: skip
 def test_elements_left_open_end_with_the_page(page: str, text: str) -> None:
     assert html_note(page).text == text
+
+
+def test_a_notion_multi_select_and_checkbox_property_read_as_values(tmp_path: Path) -> None:
+    # The values of a multi-select ran together ("Tags: home officecoffee": no tags) and a
+    # checkbox, a <div> of a class alone, was empty.
+    row = '<tr class="property-row property-row-{kind}"><th>{name}</th><td>{value}</td></tr>'
+    rows = "".join(
+        row.format(kind=kind, name=name, value=value)
+        for kind, name, value in (
+            (
+                "multi_select",
+                "Tags",
+                '<span class="selected-value">home office</span>'
+                '<span class="selected-value">coffee</span>',
+            ),
+            ("checkbox", "Serviced", '<div class="checkbox checkbox-on"></div>'),
+            ("checkbox", "Sold", '<div class="checkbox checkbox-off"></div>'),
+        )
+    )
+    page = (
+        '<html><body><article class="page"><header><h1 class="page-title">Espresso machine'
+        f'</h1><table class="properties"><tbody>{rows}</tbody></table></header>'
+        '<div class="page-body"><p>Plumbed in.</p></div></article></body></html>'
+    )
+    (tmp_path / "Espresso machine 1590080aa5a3802488c2e857dea7aa7e.html").write_text(page)
+    (note,) = read_notes(tmp_path).notes
+    assert note.tags == ("home office", "coffee")
+    assert "Tags: home office, coffee\nServiced: Yes\nSold: No" in note.content
