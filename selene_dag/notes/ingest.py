@@ -88,7 +88,7 @@ from selene_dag.notes.listing import (
 )
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
-from selene_dag.notes.textbundle import bundle_info, bundle_of
+from selene_dag.notes.textbundle import bear_tags, bundle_info, bundle_of
 
 
 def is_archive(path: Path) -> bool:
@@ -392,7 +392,7 @@ def _with_bundle_info(
     parsed: tuple[list[NoteRecord], list[IngestError]], info: bytes | None
 ) -> tuple[list[NoteRecord], list[IngestError]]:
     """A TextBundle's note with what its ``info.json`` says (Bear's dates, where the text
-    gives none); none when Bear put it in the trash."""
+    gives none; a Bear note's tags, from its text); none when Bear put it in the trash."""
     notes, errors = parsed
     fields = bundle_info(info)
     if fields.trashed:
@@ -402,6 +402,9 @@ def _with_bundle_info(
             note,
             created_at=note.created_at or fields.created_at,
             updated_at=note.updated_at or fields.updated_at,
+            tags=tuple(dict.fromkeys((*note.tags, *bear_tags(note.content))))
+            if fields.bear
+            else note.tags,
         )
         for note in notes
     ]

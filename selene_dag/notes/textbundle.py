@@ -4,11 +4,13 @@
 Bear exports notes so, and its backups (``.bear2bk``, Bear 1's ``.bearbk``) are zip archives
 of them; Bear writes its own fields in ``info.json`` under ``net.shinyfrog.bear``:
 ``creationDate`` and ``modificationDate`` (``2021-01-13T22:22:59+0100``), ``trashed`` and
-``archived`` (0 or 1).
+``archived`` (0 or 1). Bear's tags are written in the text: ``#tag``, ``#parent/child``,
+``#two words#`` (:func:`bear_tags`).
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from datetime import datetime
 from pathlib import PurePosixPath
@@ -30,6 +32,7 @@ class BundleInfo:
     trashed: bool = False
     created_at: datetime | None = None
     updated_at: datetime | None = None
+    bear: bool = False  # Bear's note: its tags are in its text
 
 
 def bundle_of(rel: str) -> str | None:
@@ -66,4 +69,24 @@ def bundle_info(raw: bytes | None) -> BundleInfo:
         trashed=bool(bear.get("trashed")),
         created_at=_date(bear.get("creationDate")),
         updated_at=_date(bear.get("modificationDate")),
+        bear=True,
     )
+
+
+_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+# After a space or a line's start (not "C#", not a link's "#part"), not a heading's "# ":
+# "#two words#" (closed by a "#" right after a letter), else "#tag" to the next space.
+_BEAR_TAG = re.compile(
+    r"(?<![^\s(\[])#(?:([^\s#][^#\n]{0,60}?[^\s#\\])#(?![^\s.,;:!?)\]])|([^\s#]+))"
+)
+
+
+def bear_tags(text: str) -> tuple[str, ...]:
+    """The tags a Bear note writes in its text, in order, each once: ``#tag``,
+    ``#parent/child``, ``#two words#``; none inside code, none of digits alone (``#1``)."""
+    found: dict[str, None] = {}
+    for match in _BEAR_TAG.finditer(_CODE.sub(" ", text)):
+        tag = (match.group(1) or match.group(2)).rstrip(".,;:!?)]/")
+        if tag and not tag.isdigit():
+            found[tag] = None
+    return tuple(found)

@@ -97,3 +97,10 @@ def test_a_zip_of_utf8_names_without_the_utf8_flag_keeps_them(tmp_path: Path) ->
         assert check.namelist() == [name.decode("cp437")]
     (note,) = read_notes(archive).notes
     assert note.id == "Search – and Find.md" and note.source.endswith("!/Search – and Find.md")
+
+
+def test_a_bear_notes_tags_are_read_from_its_text() -> None:
+    # Bear writes its tags in the text (#Test-Tag): none was read.
+    notes = {n.title: n for n in read_notes(EXPORTS / "backup.bear2bk").notes}
+    assert notes["File with asset, content, and a tag"].tags == ("Test-Tag",)
+    assert notes["Archived File"].tags == ()
