@@ -438,6 +438,28 @@ def _prune_priority(messages: Sequence[Message]) -> list[int]:
     return list(dict.fromkeys(order))
 
 
+def _alternating(messages: list[Message]) -> list[Message]:
+    """``messages`` with each user or assistant message that follows one of the same role
+    joined to it (a blank line between), when neither carries more than its role and
+    content: the prune left runs of user turns, which chat templates that require the
+    turns to alternate (Mistral's) refuse."""
+    out: list[Message] = []
+    for message in messages:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and message["role"] == last["role"] in ("user", "assistant")
+            and set(message) == set(last) == {"role", "content"}
+        ):
+            out[-1] = {
+                "role": last["role"],
+                "content": f"{last['content']}\n\n{message['content']}",
+            }
+        else:
+            out.append(message)
+    return out
+
+
 def brute_prune(
     messages: Sequence[Message],
     window: int,
@@ -734,6 +756,12 @@ def compact_messages(
             if index is not None and msgs[index] not in pruned:
                 notes.append(f"{what} cut or left out")
         removed = len(msgs) - len(pruned) + len(cut)
+        alternating = _alternating(pruned)
+        if len(alternating) < len(pruned):
+            joined = message_tokens(alternating, model)
+            if joined <= window:  # one message overhead less per join: never more
+                notes.append(f"{len(pruned) - len(alternating)} joined to the turn before")
+                pruned, tokens = alternating, joined
         steps.append(CompactionStep("brute prune", removed, start, tokens, "; ".join(notes)))
         msgs = pruned
         # The report names the last step that actually changed the messages.
