@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
@@ -23,6 +24,8 @@ from typing import Any
 # An untitled Keep note is titled by its first line, cut to this many characters (its
 # file's name is the moment it was made: "2023-08-01T14_29_43.842+10_00.json").
 KEEP_TITLE_CHARS = 80
+# A checklist item's mark, "- [x] ", left out of a title made of it.
+_ITEM_MARK = re.compile(r"^\s*-\s+(?:\[[ xX]\]\s*)?")
 
 
 def keep_note(data: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -47,7 +50,7 @@ def keep_note(data: Mapping[str, Any]) -> dict[str, Any] | None:
         text = title
     if not title:
         first = next(line for line in text.splitlines() if line.strip())
-        title = " ".join(first.lstrip("-[]x ").split())[:KEEP_TITLE_CHARS] or None
+        title = " ".join(_ITEM_MARK.sub("", first).split())[:KEEP_TITLE_CHARS] or None
     labels = [
         label["name"]
         for label in _list(data.get("labels"))

@@ -114,8 +114,8 @@ def _clashes(conn: duckdb.DuckDBPyConnection, scope: IngestScope, hashes: dict[s
     """Whether another file of the folder holds one of these notes' ids (``{id: content
     hash}``): a plain file, or an archive of which these notes hold less than half, or one
     still there that is not an older export of the same notes (most of the notes they share
-    said the same: Takeout names each download by its time, and a newer one beside the
-    older stored every note twice)."""
+    said the same, and it is older: Takeout names each download by its time, and a newer
+    one beside the older stored every note twice)."""
     stored = conn.execute(
         "SELECT split_part(source, '!/', 1), contains(source, '!/'), id, content_hash "
         "FROM notes WHERE deleted_at IS NULL AND list_contains(?, id)",
@@ -134,6 +134,18 @@ def _clashes(conn: duckdb.DuckDBPyConnection, scope: IngestScope, hashes: dict[s
             "AND starts_with(source, ?)",
             [scope.id_prefix, f"{file}!/"],
         ).fetchone()
-        if shared * 2 < held or (Path(file).exists() and same * 2 <= shared):
+        if shared * 2 < held:
+            return True
+        if Path(file).exists() and (same * 2 <= shared or _newer(Path(file), scope.path)):
             return True
     return False
+
+
+def _newer(other: Path, archive: Path) -> bool:
+    """Whether the archive ``other`` was written after ``archive``: an older export ingested
+    again after the newer one took their notes must not take them back (its text would
+    overwrite the newer edits)."""
+    try:
+        return other.stat().st_mtime > archive.stat().st_mtime
+    except OSError:
+        return False

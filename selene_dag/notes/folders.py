@@ -253,13 +253,16 @@ def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None
                 "new": str(scope.folder).rstrip("/") + "/",
             },
         )
-    whole = scope.path == scope.folder
+    # Ingested whole, or a note below it taken as its own (a folder ingested whole held it
+    # then): it holds its sub-folders from now on, or that note would be stored again under
+    # a folder of its own once the holder is forgotten.
+    whole = scope.path.is_dir() or scope.path.parent != scope.folder
     if scope.new:
         conn.execute(
             "INSERT INTO note_folders (key, path, whole) VALUES (?, ?, ?) ON CONFLICT DO NOTHING",
             [scope.key, str(scope.folder), whole],
         )
-    elif whole:  # registered for a file in it, ingested whole now: it holds its sub-folders
+    elif whole:  # registered for a file in it: it holds its sub-folders now
         conn.execute(
             "UPDATE note_folders SET whole = true WHERE key = ? AND NOT whole", [scope.key]
         )

@@ -495,13 +495,11 @@ def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
         text = raw.decode("utf-8", errors="replace")
         high = sum(b > 0x7F for b in raw)
         latin = sum(c.isascii() and c.isalpha() for c in text)
-        if (
-            all(c.isascii() or c == "\ufffd" for c in text)
-            # A file cut inside its last character is UTF-8 that lost a byte.
-            and exc.reason != "unexpected end of data"
+        if all(c.isascii() or c == "\ufffd" for c in text) and (
             # Accents among Latin words, not a script of its own written in one-byte
-            # letters (Windows-1251 Russian read as Windows-1252 looks like real text).
-            and high < latin
+            # letters (Windows-1251 Russian read as Windows-1252 looks like real text);
+            # a short text says too little to tell.
+            high < latin or high <= 3
         ):
             try:
                 text = raw.decode("cp1252")
@@ -640,9 +638,10 @@ def _archive_ignore_files(archive: Path) -> dict[str, str]:
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zipped:
-                for name in zipped.namelist():
+                for info in zipped.infolist():
+                    name = _page_path(_member_name(info))  # as the members' paths are
                     if PurePosixPath(name).name == IGNORE_FILE:
-                        text = zipped.read(name).decode("utf-8", "replace")
+                        text = zipped.read(info).decode("utf-8", "replace")
                         found[str(PurePosixPath(name).parent).removeprefix(".")] = text
         elif tarfile.is_tarfile(archive):
             with tarfile.open(archive) as tarred:

@@ -73,20 +73,26 @@ def bundle_info(raw: bytes | None) -> BundleInfo:
     )
 
 
-_CODE = re.compile(r"```.*?(?:```|\Z)|`[^`\n]*`", re.DOTALL)
+_CODE = re.compile(r"```.*?(?:```|\Z)|~~~.*?(?:~~~|\Z)|`[^`\n]*`", re.DOTALL)
 # After a space or a line's start (not "C#", not a link's "#part"), not a heading's "# ":
 # "#two words#" (closed by a "#" right after a letter), else "#tag" to the next space.
+# A tag starts with a letter or a digit and holds no bracket (a "(#anchor)" link, a
+# "[#tag](url)", a "#[[wiki]]"); one that is a number or a date ("#5.00", "#2023-10-01") is
+# none.
 _BEAR_TAG = re.compile(
-    r"(?<![^\s(\[])#(?:([^\s#][^#\n]{0,60}?[^\s#\\])#(?![^\s.,;:!?)\]])|([^\s#]+))"
+    r"(?<!\S)#(?:([^\W_][^#\n\[\]()]{0,60}?[^\s#\\\[\]()])#(?![^\s.,;:!?)\]])"
+    r"|([^\W_][^\s#\[\]()]*))"
 )
+_NUMBER = re.compile(r"^\d[\d.,:/-]*$")
 
 
 def bear_tags(text: str) -> tuple[str, ...]:
     """The tags a Bear note writes in its text, in order, each once: ``#tag``,
-    ``#parent/child``, ``#two words#``; none inside code, none of digits alone (``#1``)."""
+    ``#parent/child``, ``#two words#``; none inside code, none that is a number or a date
+    (``#1``, ``#5.00``), none inside a link."""
     found: dict[str, None] = {}
     for match in _BEAR_TAG.finditer(_CODE.sub(" ", text)):
         tag = (match.group(1) or match.group(2)).rstrip(".,;:!?)]/")
-        if tag and not tag.isdigit():
+        if tag and not _NUMBER.match(tag):
             found[tag] = None
     return tuple(found)

@@ -316,6 +316,7 @@ def test_two_archives_in_one_folder_keep_their_notes(tmp_path: Path, home: Path)
 def test_a_newer_export_beside_the_older_one_updates_its_notes(tmp_path: Path, home: Path) -> None:
     # Takeout names each download by its time: the newer beside the older one stored every
     # note twice (own ids, as for two different vaults zipped side by side).
+    import os
     import zipfile
 
     settings = load_settings(home=home, now_override="2026-07-15")
@@ -333,10 +334,15 @@ def test_a_newer_export_beside_the_older_one_updates_its_notes(tmp_path: Path, h
     assert service.ingest(settings, older).inserted == 4
     edited = {**notes, "Takeout/Keep/n0.md": "# Note 0\nkept item 0, edited"}
     newer = export("takeout-20240601T000000Z-001.zip", edited)
+    os.utime(older, (1_700_000_000, 1_700_000_000))  # downloaded before the newer one
     report = service.ingest(settings, newer)
     assert (report.id_prefix, report.inserted, report.changed) == ("downloads/", 0, 1)
     live = [i for i, row in _rows(settings.db_path).items() if not row[2]]
     assert len(live) == 4
+    # The older one ingested again does not take its notes back: its text would overwrite
+    # the newer edit.
+    assert service.ingest(settings, older).id_prefix == f"downloads/{older.name}/"
+    assert "edited" in _rows(settings.db_path)["downloads/Takeout/Keep/n0.md"][1]
 
 
 def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
@@ -433,6 +439,12 @@ def test_a_folder_registered_for_a_file_inside_a_whole_folder_holds_its_sub_fold
     service.ingest(settings, x / "sub")
     live = sorted(i for i, row in _rows(settings.db_path).items() if not row[2])
     assert live == ["sub/b.md", "sub/deeper/c.md", "x/a.md"]
+    # The whole folder forgotten, sub holds the note it took below it (it was stored again
+    # as deeper/c.md under a folder of its own).
+    service.forget(settings, "x")
+    assert service.ingest(settings, x / "sub" / "deeper" / "c.md").id_prefix == "sub/"
+    live = sorted(i for i, row in _rows(settings.db_path).items() if not row[2])
+    assert live == ["sub/b.md", "sub/deeper/c.md"]
 
 
 def test_a_registered_folder_inside_a_new_one_keeps_its_notes(

@@ -179,8 +179,10 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     (tmp_path / "good.md").write_text("# Good\nfine")
     (tmp_path / "latin1.md").write_bytes("# Caf\xe9 \u2013 cr\xe8me\n".encode("cp1252"))
     (tmp_path / "bad-byte.md").write_bytes("# Na\xefve \xe9t\xe9\n".encode() + b"\xff")
-    # Cut inside its last character, or Russian in Windows-1251: replaced, not misread.
-    (tmp_path / "cut.md").write_bytes("# Caf\xe9".encode()[:-1])
+    # Windows-1252 ending in an accent, a short one; Russian in Windows-1251: replaced,
+    # not misread as Latin.
+    (tmp_path / "cut.md").write_bytes("# Menu: caf\xe9".encode("cp1252"))
+    (tmp_path / "short.md").write_bytes("# \xc0 c\xf4t\xe9".encode("cp1252"))
     (tmp_path / "russian.md").write_bytes(
         "# \u041f\u0440\u0438\u0432\u0435\u0442 \u043c\u0438\u0440".encode("cp1251")
     )
@@ -210,6 +212,7 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
         "j3",
         "latin1.md",
         "russian.md",
+        "short.md",
         "unclosed.md",
     ]
     by_id = {n.id: n for n in result.notes}
@@ -218,7 +221,8 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     # "Caf\ufffd"); a UTF-8 file with a bad byte keeps its UTF-8, the byte replaced.
     assert by_id["latin1.md"].title == "Caf\xe9 \u2013 cr\xe8me"
     assert by_id["bad-byte.md"].content.endswith("\ufffd")
-    assert by_id["cut.md"].title == "Caf\ufffd"
+    assert by_id["cut.md"].title == "Menu: caf\xe9"
+    assert by_id["short.md"].title == "\xc0 c\xf4t\xe9"
     assert by_id["russian.md"].title == "\ufffd" * 6 + " " + "\ufffd" * 3
     assert "body without end" in by_id["unclosed.md"].content
     errors = {(e.source.rsplit("/", 1)[-1], e.line) for e in result.errors}
@@ -227,6 +231,7 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
         ("bad-byte.md", None),
         ("cut.md", None),
         ("russian.md", None),
+        ("short.md", None),
         ("broken.md", None),
         ("unclosed.md", None),
         ("notes.jsonl", 2),

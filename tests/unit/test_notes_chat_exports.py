@@ -228,6 +228,7 @@ def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
     photo = {"title": "Whiteboard\nafter the retro", "textContent": "", "isTrashed": False}
     (keep / "Whiteboard.json").write_text(json.dumps(photo))
     (keep / "Image.json").write_text(json.dumps({"textContent": "", "isTrashed": False}))
+    (keep / "Xmas.json").write_text(json.dumps({"textContent": "xylophone lesson at six"}))
     (keep / "Labels.txt").write_text("house\n")
     journal = tmp_path / "Journal.json"
     journal.write_text(
@@ -253,6 +254,7 @@ def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
         "Takeout/Keep/Boiler service.json",
         "Takeout/Keep/Groceries.json",
         "Takeout/Keep/Whiteboard.json",
+        "Takeout/Keep/Xmas.json",
         "D1E2",
     }
     # The label list is no note, and a note's .html copy beside its .json is not left out.
@@ -264,6 +266,7 @@ def test_google_keep_and_day_one_exports_are_notes(tmp_path: Path) -> None:
     assert notes["Takeout/Keep/Groceries.json"].content == "- [x] oat milk\n- [ ] rye bread"
     # Untitled: its first line (it was titled by its file's name); a title on two lines.
     assert notes["Takeout/Keep/Groceries.json"].title == "oat milk"
+    assert notes["Takeout/Keep/Xmas.json"].title == "xylophone lesson at six"  # its x kept
     whiteboard = notes["Takeout/Keep/Whiteboard.json"]
     assert (whiteboard.title, whiteboard.content) == ("Whiteboard after the retro",) * 2
     lisbon = notes["D1E2"]

@@ -104,3 +104,14 @@ def test_a_bear_notes_tags_are_read_from_its_text() -> None:
     notes = {n.title: n for n in read_notes(EXPORTS / "backup.bear2bk").notes}
     assert notes["File with asset, content, and a tag"].tags == ("Test-Tag",)
     assert notes["Archived File"].tags == ()
+
+
+def test_a_seleneignore_inside_an_export_folder_still_applies(tmp_path: Path) -> None:
+    # Its rules were keyed by the export's folder, which the pages' paths no longer hold.
+    export = "Export-0a1b2c3d-0000-4000-8000-123456789abc"
+    archive = tmp_path / "export.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr(f"{export}/.seleneignore", "drafts/\n")
+        zipped.writestr(f"{export}/Page.md", "# Page\nkept")
+        zipped.writestr(f"{export}/drafts/Draft.md", "# Draft\npassed over")
+    assert [n.id for n in read_notes(archive).notes] == ["Page.md"]

@@ -16,6 +16,10 @@ from selene_dag.notes.textbundle import bear_tags
         ("```\n#not-a-tag\n```\n#yes", ("yes",)),
         # Not a heading, a number, C#, a link's part or inline code.
         ("# Heading\nC# and url#part and #1 and `#code`", ()),
+        # Nor a link to an anchor, a tag inside a link, a wiki link, a ~~~ block, a
+        # shebang, a price, a date or punctuation.
+        ("[x](#heading-one) ![i](#x) [#tag](url) #[[wiki]]", ()),
+        ("~~~\n#tilde\n~~~\n#!/bin/sh\n#5.00 #2023-10-01 #- #_ #**bold**", ()),
     ],
 )
 def test_bear_tags(text: str, tags: tuple[str, ...]) -> None:
