@@ -99,7 +99,7 @@ def _rule(kind: str, pattern: str, *triggers: str) -> _Rule:
 
 
 # An option of htpasswd, with the cost -C takes.
-_HTPASSWD_OPTION = r"[ \t]+-[A-Za-z]+(?:[ \t]+[0-9]+)?"
+_HTPASSWD_OPTION = r"[ \t]+-[A-Za-z]+(?:[0-9]+|[ \t]+[0-9]+)?"
 
 # In this order: a key inside an assignment is named by its own kind, and an Anthropic key
 # is not taken for an OpenAI one.
@@ -121,8 +121,11 @@ _KEY_RULES = (
         "aws_secret_key",
         # A secret access key said anywhere near "aws" or "secret" (in prose too: "my AWS
         # secret key is wJalr…"): 40 characters of base64 with a small and a capital letter
-        # and a digit, alone (a git hash has no capital).
-        r"(?P<head>\b(?i:aws|secret)[^\n]{0,40}?)(?<![A-Za-z0-9/+])"
+        # and a digit, alone (a git hash has no capital); "aws" and "secret" as words (not
+        # "secretary", "awsRegion"), the key no path (s3://trail/AWSLogs/…: no "//" in it,
+        # no "/" first).
+        r"(?P<head>(?<![A-Za-z])(?i:aws|secrets?)(?![A-Za-z])[^\n]{0,40}?)(?<![A-Za-z0-9/+:])"
+        r"(?!/)(?![A-Za-z0-9/+]{0,38}//)"
         r"(?=[A-Za-z0-9/+]{0,39}[a-z])(?=[A-Za-z0-9/+]{0,39}[A-Z])(?=[A-Za-z0-9/+]{0,39}[0-9])"
         r"[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])",
         "aws",
@@ -189,7 +192,7 @@ _KEY_RULES = (
         # curl -b "name=value; …" (a -b without "=" names a cookie file); unquoted, one
         # pair (the shell ends the command at a ";").
         r"(?P<head>\bcurl\b[^\n|;&]{0,200}?(?<!\S)-b(?:[ \t]+|=)(?P<cq>[\"'])?)"
-        r"[^\s;=:,\"'\\()<>@]{1,128}=[^\s;\"'\\]{4,}"
+        r"[^\s;=:,\"'\\()<>@]{1,128}=(?![$%{])[^\s;\"'\\]{4,}"
         r"(?(cq)(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*)",
         "curl",
     ),
@@ -249,13 +252,24 @@ _KEY_RULES = (
         # (The pattern opens with its literal "--", which the engine looks for fast.)
         # One space before the value (a help text's columns have more), and a value with a
         # digit or a symbol ("--token string", "--password Password to use" are help).
-        r"(?P<head>--(?<!\S--)[a-z0-9\-]{0,30}?(?:password|passwd|(?<=-)pass|token|secret"
+        # Not datasette's --plugin-secret PLUGIN KEY VALUE (its value is third: below),
+        # nor docker's --secret id=…,src=… (where the secret is, not what it is).
+        r"(?P<head>--(?<!\S--)(?!plugin-secret)[a-z0-9\-]{0,30}?(?:password|passwd|(?<=-)pass|token|secret"
         r"|api-?key|access-key|secret-key)(?:[ \t]|=(?=[\"'])|=(?=[0-9]{6,}(?![^\s\"']))))"
         r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]{4,}(?P=q)"
-        r"|(?![\-$*{<\[])(?!%[A-Za-z_]\w*%)(?![0-9]+\b)(?=[^\s\"']*[0-9!@#%^&*+/=~])[^\s\"']{4,}"
+        r"|(?![\-$*{<\[])(?!%[A-Za-z_]\w*%)(?![0-9]+\b)(?!(?:id|src|source|type|env)=)"
+        r"(?=[^\s\"']*[0-9!@#%^&*+/=~])[^\s\"']{4,}"
         # A PIN-like password of digits only (not a token's count: --max-token 4096).
         r"|(?:(?<=password[ \t=])|(?<=passwd[ \t=])|(?<=-pass[ \t=]))[0-9]{6,}(?![^\s\"']))",
         "--",
+    ),
+    _rule(
+        "user_password",
+        # datasette publish … --plugin-secret PLUGIN KEY VALUE.
+        r"(?P<head>--plugin-secret[ \t]+[^\s\"']+[ \t]+[^\s\"']+[ \t]+)"
+        r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]+(?P=q)"
+        r"|(?![\-|&;<>])" + _NOT_A_REFERENCE + r"[^\s\"']+)",
+        "--plugin-secret",
     ),
     _rule(
         "user_password",
@@ -269,7 +283,8 @@ _KEY_RULES = (
         r"[ \t][^\n;:!?]{1,40}?)?"
         # "the password (that) you need is …", "the password we use was …"
         r"(?:[ \t]+(?i:that[ \t]+|which[ \t]+)?(?i:you|we|i|they)(?:'ll)?[ \t]+[a-z]{2,12}"
-        r"(?:[ \t]+(?:to|for|on|with|in)(?:[ \t]+[a-z]{2,12})?)?)?"
+        r"(?:[ \t]+(?i:you|me|us|them|him|her))?"
+        r"(?:[ \t]+(?:to|for|on|with|in|over|back)(?:[ \t]+[a-z]{2,12})?)?)?"
         r"(?:[ \t]+(?i:is|was|is now):?|'s)[ \t]+)"
         r"(?:(?P<q>[\"'`])" + _NOT_A_REFERENCE + r"[^\"'`\n]{6,128}(?P=q)"
         r"|(?![\-$*{<\[%])(?![0-9]+\b)(?!" + _KEPT_HOW + r")"
@@ -293,17 +308,17 @@ _KEY_RULES = (
             # holds "n". The options are taken whole and the arguments counted, never tried
             # another way: a password given as $VAR let the user name be taken for it.
             r"(?P<head>\bhtpasswd"
-            rf"(?=(?:{_HTPASSWD_OPTION}){{0,3}}[ \t]+-[A-Za-z]*b)"
+            rf"(?=(?:{_HTPASSWD_OPTION}){{0,5}}[ \t]+-[A-Za-z]*b)"
             + (
-                rf"(?=(?:{_HTPASSWD_OPTION}){{0,3}}[ \t]+-[A-Za-z]*n)"
+                rf"(?=(?:{_HTPASSWD_OPTION}){{0,5}}[ \t]+-[A-Za-z]*n)"
                 if names_file_not
-                else rf"(?!(?:{_HTPASSWD_OPTION}){{0,3}}[ \t]+-[A-Za-z]*n)"
+                else rf"(?!(?:{_HTPASSWD_OPTION}){{0,5}}[ \t]+-[A-Za-z]*n)"
             )
-            + rf"(?>(?:{_HTPASSWD_OPTION}){{1,4}})"
+            + rf"(?>(?:{_HTPASSWD_OPTION}){{1,6}})"
             + r"(?:[ \t]+(?![-|&;<>])\S+)" * (1 if names_file_not else 2)
             + r"[ \t]+)"
             r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n]+(?P=q)"
-            r"|(?![|&;<>\-])" + _NOT_A_REFERENCE + r"[^\s\"']{4,})",
+            r"|(?![|&;<>\-])" + _NOT_A_REFERENCE + r"[^\s\"';|&]{4,})",
             "htpasswd",
         )
         for names_file_not in (True, False)
@@ -322,6 +337,8 @@ _KEY_RULES = (
         r"|(?![/*\-|&;<>%])(?![^\s]*[<>|&])" + _NOT_A_REFERENCE + r"[^\s\"']+)",
         "et use",
         "ET USE",
+        "ET use",
+        "et USE",
     ),
     _rule(
         "user_password",
@@ -329,8 +346,9 @@ _KEY_RULES = (
         # Not a flag's word (?pass=false) or a path (a file manager's ?pwd=/home/x).
         r"(?P<head>[?&](?i:pwd|pw|pass|passwd|password|passphrase)=)"
         + _NOT_A_REFERENCE
-        + r"(?!(?i:true|false|null|none|undefined)(?![^&#\s\"'<>\\]))(?![/~])"
-        r"[^&#\s\"'<>\\]{3,256}",
+        + r"(?!(?i:true|false|null|none|undefined)(?![^&#\s\"'<>\\.,;:!?)\]]))(?![/~])"
+        # Not the prose's stop after it ("?pwd=true.", "(?pass=x1y2z3)").
+        r"[^&#\s\"'<>\\]{2,255}[^&#\s\"'<>\\.,;:!?)\]]",
         "&p",
         "?p",
         "&P",
@@ -444,6 +462,8 @@ _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _PLACEHOLDER = re.compile(
     r"(?:[a-z]{1,4}[-_](?:[a-z]{1,5}[-_])?)?[*•xX.\-_#]{3,}|.{0,12}(?:\.\.\.|…)|(?:\.\.\.|…).*"
     r"|<[^<>]*>|(?i:.*\byour[-_ ].*)"
+    # A name for the value, not one: RANDOM_PASSWORD, MY-PERSONAL-ACCESS-TOKEN, api-key.
+    r"|(?i:(?:[a-z]+[-_])*(?:password|passwd|token|secret|key|apikey)(?:[-_][a-z]+)*)"
 )
 
 

@@ -225,6 +225,21 @@ def test_env_assignments_keep_their_name() -> None:
         ),
         ("curl -b sid=xyz123; echo done", "curl -b [REDACTED:cookie]; echo done"),
         ("mysql --password=123456 db", "mysql --password=[REDACTED:user_password] db"),
+        # Options glued to their value, six of them; NET in capitals; a plugin's secret.
+        (
+            "htpasswd -b -B -C 10 -c -m f u Secr3t; htpasswd -bBC10 f u Secr3t",
+            "htpasswd -b -B -C 10 -c -m f u [REDACTED:user_password]; "
+            "htpasswd -bBC10 f u [REDACTED:user_password]",
+        ),
+        (
+            "NET use Z: \\\\srv\\share secret123",
+            "NET use Z: \\\\srv\\share [REDACTED:user_password]",
+        ),
+        (
+            '--plugin-secret datasette-auth0 client_id "n9eaHS0ckIsu"',
+            '--plugin-secret datasette-auth0 client_id "[REDACTED:user_password]"',
+        ),
+        ("?user=a&pwd=letmein.", "?user=a&pwd=[REDACTED:user_password]."),
     ],
 )
 def test_secrets_in_config_urls_and_json(text: str, expected: str) -> None:
@@ -285,6 +300,10 @@ net use Z: \\\\srv\\share *; net user bob /delete; the net user command lists us
 ?pass=$PW; --max-token 409600; --password 1234
 htpasswd -bc /etc/nginx/.htpasswd admin $PASSWORD; htpasswd -bBC 10 file user; --token=123456
 net user bob 2>nul; net user %1 %2 /add; ?pass=false&x=1 /api?pwd=null ?pwd=/home/user
+use ?pwd=true. or (?pass=false), ?pw=null; curl -b session=$SESSION_ID x
+aws s3 ls s3://trail/AWSLogs/123456789012/CloudTrail/; the secretary wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY
+password=RANDOM_PASSWORD; Bearer MY-PERSONAL-ACCESS-TOKEN; docker build --secret id=npmrc,src=x .
+--plugin-secret datasette-auth0 client_secret "$CLIENT_SECRET"
 aws s3 ls; secret rotated at commit 3f786850e387550fdab836ed7e6dc881de23001b
 """
 
@@ -381,6 +400,8 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "the password you need is Hunter2024x": "the password you need is ",
         "the password we use for staging was Stag1ng#": "the password we use for staging was ",
         "the password we agreed on is Banana42": "the password we agreed on is ",
+        "the password I gave you is Winter2024x": "the password I gave you is ",
+        "the password they sent over was 7Kx!pQ2z": "the password they sent over was ",
     }
     for text, head in said.items():
         assert redact(text).startswith(head + "[REDACTED:user_password]"), text
