@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 # Imported here, not lazily on the first static file the server sends: a first import
 # inside the server's event loop thread can race another thread's import (Python 3.11's
@@ -31,11 +31,6 @@ from starlette.exceptions import HTTPException
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError
-
-if TYPE_CHECKING:
-    import duckdb
-
-    from selene_dag.context.compaction import CompactionReport
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
 # the default.
@@ -270,21 +265,14 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
     @app.post("/compact")
     def compact_endpoint(body: CompactRequest) -> dict[str, Any]:
         """Compact ``messages`` to fit a ``window``-token context (as ``selene-dag
-        compact``: the configured engine writes the summary, a model's cached in the
-        home's ``llm_cache``)."""
+        compact``: the configured engine writes the summary). A model's summary is not
+        kept in the home's cache: the store would be held while the model writes, and an
+        ingest beside the server failed."""
         settings = settings_provider()
         model = body.model or settings.model
-
-        def compact(cache: duckdb.DuckDBPyConnection | None = None) -> CompactionReport:
-            return service.compact(
-                settings, body.messages, body.window, model, digest=body.digest, cache_conn=cache
-            )
-
-        if settings.llm != "extractive" and settings.db_path.exists():
-            with shared.cursor(settings) as cur:
-                report = compact(cur)
-        else:
-            report = compact()
+        report = service.compact(
+            settings, body.messages, body.window, model, digest=body.digest, home_cache=False
+        )
         return {
             "window": report.window,
             "model": model,

@@ -536,13 +536,14 @@ def compact(
     *,
     summarize_with_engine: bool = True,
     digest: Sequence[Mapping[str, Any]] = (),
-    cache_conn: duckdb.DuckDBPyConnection | None = None,
+    home_cache: bool = True,
 ) -> CompactionReport:
     """Compact a conversation (a file ``read_conversation`` reads, a conversation read
     already, or a list of messages with its memory ``digest``) for a ``window``-token
     context. With ``summarize_with_engine`` the configured engine writes the summaries,
-    a model's cached in ``cache_conn``'s ``llm_cache`` (else the home's, when it has a
-    store)."""
+    a model's cached in the home's ``llm_cache`` when the home has a store and
+    ``home_cache`` is set (the store is held while the model writes: the server leaves it
+    to writers and caches for the request only)."""
     check_budget(window, "--window")
     model = model or settings.model
     if isinstance(messages, Path):
@@ -560,7 +561,8 @@ def compact(
         if summarize_with_engine:
             # A model's summaries are cached in the home's llm_cache when the home exists
             # (compact needs no store: without one they are cached for this run only).
-            if cache_conn is None and settings.llm != "extractive" and settings.db_path.exists():
+            cache_conn = None
+            if home_cache and settings.llm != "extractive" and settings.db_path.exists():
                 cache_conn = stack.enter_context(
                     open_store(settings.db_path, wait=settings.lock_wait)
                 )

@@ -288,3 +288,45 @@ def test_context_of_a_home_without_notes_says_so_as_the_cli_does(tmp_path: Path)
             service.context_in(conn, load_settings(home=tmp_path), 500)
     finally:
         conn.close()
+
+
+def test_compact_with_a_model_does_not_hold_the_store_while_it_writes(
+    api: httpx.Client, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # POST /compact kept the shared connection through the model's call: an ingest beside
+    # it failed after SELENE_LOCK_WAIT.
+    import subprocess
+    import sys
+
+    from tests.support.fake_ollama import FakeOllama
+
+    messages = [
+        {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
+        for i in range(30)
+    ]
+    with FakeOllama(delay=4.0) as server:
+        monkeypatch.setenv("SELENE_LLM", "ollama")
+        monkeypatch.setenv("SELENE_OLLAMA_HOST", server.url)
+        answer: list[httpx.Response] = []
+        request = threading.Thread(
+            target=lambda: answer.append(
+                api.post("/compact", json={"messages": messages, "window": 600})
+            )
+        )
+        request.start()
+        while not server.total_requests:  # the model is writing
+            time.sleep(0.05)
+        writer = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys, duckdb; duckdb.connect(sys.argv[1]).close()",
+                str(home / "selene.duckdb"),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        request.join(timeout=60)
+    assert writer.returncode == 0, writer.stderr
+    assert answer and answer[0].status_code == 200
