@@ -461,7 +461,19 @@ class ScaledTokenizer:
         def prefix(k: int) -> str:
             return decode(tokens[:k]).decode("utf-8", errors="ignore")
 
-        return _back_off(max_tokens, len(tokens), prefix, self.count, self.factor)
+        if text.translate(_NO_DIGITS) == text:
+            return _back_off(max_tokens, len(tokens), prefix, self.count, self.factor)
+        # Numbers count digit by digit, not in proportion to the base tokens: stepping back
+        # by the factor kept half the budget. The longest prefix that fits, searched.
+        best, low, high = "", 0, min(len(tokens) - 1, max_tokens)
+        while low <= high:
+            middle = (low + high) // 2
+            candidate = prefix(middle)
+            if self.count(candidate) <= max_tokens:
+                best, low = candidate, middle + 1
+            else:
+                high = middle - 1
+        return best
 
 
 class _TekkenWrapper:
