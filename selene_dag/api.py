@@ -139,7 +139,9 @@ class ShowRequest(BaseModel):
     citation: str = Field(
         description="A citation as a pack item gives it (its location or citation, or its id)."
     )
-    around: int = Field(default=0, ge=0, description="Lines or events of context on each side.")
+    around: int = Field(
+        default=0, ge=0, strict=True, description="Lines or events of context on each side."
+    )
 
 
 SWAGGER_PREFIX = "/static/swagger-ui"

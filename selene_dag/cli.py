@@ -68,10 +68,16 @@ app.add_typer(cache_app, name="cache")
 app.add_typer(distill_app, name="distill")
 
 # Piped output gets a wide console: rich would otherwise squeeze tables into 80 columns.
-# No markup: what is printed holds the user's text (paths, questions, messages), and a
-# "[/bold]" in it raised from inside rich; styles are given as Text.
-err = Console(stderr=True, soft_wrap=True, width=None if sys.stderr.isatty() else 200, markup=False)
-out = Console(width=None if sys.stdout.isatty() else 200, markup=False)
+# No markup and no emoji codes: what is printed holds the user's text (paths, questions,
+# messages), and a "[/bold]" in it raised from inside rich; styles are given as Text.
+err = Console(
+    stderr=True,
+    soft_wrap=True,
+    width=None if sys.stderr.isatty() else 200,
+    markup=False,
+    emoji=False,  # "n:fire:" is a folder's name, not an emoji
+)
+out = Console(width=None if sys.stdout.isatty() else 200, markup=False, emoji=False)
 
 
 def _error_line(message: str) -> Text:
@@ -806,7 +812,7 @@ def eval_command(
         "bm25_topk": "bm25 top-k",
         "bm25_passages": "bm25 passages",
     }
-    console = Console(width=120, markup=False)
+    console = Console(width=120, markup=False, emoji=False)
     for report in reports:
         table = Table(title=f"recall at {report.budget:,} tokens")
         table.add_column("question", justify="left")

@@ -164,7 +164,8 @@ def others_waiting(db_path: Path | str) -> bool:
             continue
         mark = path.parent / name
         try:
-            fresh = time.time() - mark.stat().st_mtime < _WAITING_FRESH
+            # Either way: a mark from a clock ahead (another machine's) is not fresh for ever.
+            fresh = abs(time.time() - mark.stat().st_mtime) < _WAITING_FRESH
         except OSError:  # gone since the listing
             continue
         if fresh and _alive(int(pid)):

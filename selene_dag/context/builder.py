@@ -266,18 +266,19 @@ def prepare_notes(
     if isinstance(notes, str | bytes) or not isinstance(notes, Sequence):
         raise TypeError("notes must be a sequence of note mappings")
     seen: set[Any] = set()
-    for note in notes:
+    for position, note in enumerate(notes):
         _check_note(note)
-        if "id" in note:
-            try:
-                repeated = note["id"] in seen
-                seen.add(note["id"])
-            except TypeError:
-                raise TypeError(
-                    f"a note's id must be hashable, got {type(note['id']).__name__}"
-                ) from None
-            if repeated:
-                raise ValueError(f"two notes have the id {note['id']!r}: ids must be unique")
+        key = note.get("id", position)  # a note without one: its position
+        try:
+            repeated = key in seen
+            seen.add(key)
+        except TypeError:
+            raise TypeError(f"a note's id must be hashable, got {type(key).__name__}") from None
+        if repeated:
+            raise ValueError(
+                f"two notes have the id {key!r} (a note without an id is keyed by its "
+                "position): ids must be unique"
+            )
     if priority is not None and not callable(priority):
         raise TypeError("priority must be a callable note -> sort key")
     tokenizer_for(model)

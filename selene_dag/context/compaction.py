@@ -175,8 +175,11 @@ _MORE_CHITCHAT = """
     """
 # "done" says a step is over (an acknowledgement of the latest request, not chitchat).
 _CHITCHAT_WORDS = (_ACKNOWLEDGEMENT_WORDS | frozenset(_MORE_CHITCHAT.split())) - {"done"}
-# A message of no word is chitchat when its symbols are these (a "👎" or "❌" says no).
-_CHITCHAT_SYMBOLS = frozenset("👍👌🙏😊🙂😀😄✅✔️❤️🎉.…,~ \t\n\ufe0f")
+# A message is chitchat only when its symbols are these too (a "👎" or "❌" says no); skin
+# tones and the emoji variation selector go with them.
+_CHITCHAT_SYMBOLS = frozenset(
+    "👍👌🙏😊🙂😀😄✅✔️❤️🎉.…,~'’ \t\n\ufe0f" + "".join(map(chr, range(0x1F3FB, 0x1F400)))
+)
 _WORD = re.compile(r"[^\W\d_]+(?:'[^\W\d_]+)?|\d+|[^\W_]+", re.UNICODE)
 
 
@@ -192,9 +195,10 @@ def is_chitchat(message: Mapping[str, Any]) -> bool:
     if len(text) >= CHITCHAT_SHORT_LENGTH or "?" in text or "!" in text:
         return False
     words = _WORD.findall(text)
-    if not words:
-        return all(c in _CHITCHAT_SYMBOLS for c in text)
-    return all(word in _CHITCHAT_WORDS for word in words)
+    symbols = _WORD.sub("", text)
+    return all(word in _CHITCHAT_WORDS for word in words) and all(
+        c in _CHITCHAT_SYMBOLS for c in symbols
+    )
 
 
 def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
@@ -450,6 +454,8 @@ def _alternating(messages: list[Message]) -> list[Message]:
             last is not None
             and message["role"] == last["role"] in ("user", "assistant")
             and set(message) == set(last) == {"role", "content"}
+            # A tool's result stays apart: the request after it is found as the latest.
+            and not (is_tool_result(last) or is_tool_result(message))
         ):
             out[-1] = {
                 "role": last["role"],
@@ -756,17 +762,19 @@ def compact_messages(
             if index is not None and msgs[index] not in pruned:
                 notes.append(f"{what} cut or left out")
         removed = len(msgs) - len(pruned) + len(cut)
-        alternating = _alternating(pruned)
-        if len(alternating) < len(pruned):
-            joined = message_tokens(alternating, model)
-            if joined <= window:  # one message overhead less per join: never more
-                notes.append(f"{len(pruned) - len(alternating)} joined to the turn before")
-                pruned, tokens = alternating, joined
         steps.append(CompactionStep("brute prune", removed, start, tokens, "; ".join(notes)))
         msgs = pruned
         # The report names the last step that actually changed the messages.
         if steps[-1].removed:
             resolved = "prune"
+    if any(step.removed for step in steps):
+        # What was taken out can leave turns of one role in a row (the prune's kept turns,
+        # assistant turns once the "ok" between them went).
+        alternating = _alternating(msgs)
+        if len(alternating) < len(msgs):
+            joined = message_tokens(alternating, model)
+            if joined <= window:  # one message overhead less per join: never more
+                msgs, tokens = alternating, joined
     return CompactionReport(
         msgs, steps, before, tokens, window, threshold, resolved, shrink, compacted
     )

@@ -59,6 +59,7 @@ def test_help_on_every_command():
         ({}, ["ingest", "/no/such/folder"], ["does not exist"]),
         # A path holding what rich reads as markup (it raised from inside rich).
         ({}, ["ingest", "/no/[/bold]x"], ["/no/[/bold]x does not exist"]),
+        ({}, ["ingest", "/no/n:fire:"], ["/no/n:fire: does not exist"]),  # no emoji code
         # A path the system refuses to look at (a folder this user may not enter, a name
         # too long): a traceback before.
         ({}, ["ingest", "/tmp/" + "x" * 300 + "/n.md"], ["cannot be read (File name too long)"]),

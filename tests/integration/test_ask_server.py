@@ -132,6 +132,7 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/ask", {"question": "docker", "budget": 10**30}, "budget"),
         ("/context", {"budget": "500"}, "budget"),
         ("/compact", {"messages": [], "window": True}, "window"),
+        ("/show", {"citation": "note docker/exec.md", "around": True}, "around"),
     ],
 )
 def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: str) -> None:

@@ -269,6 +269,10 @@ def test_notes_sharing_an_id_or_with_an_unhashable_one_are_refused() -> None:
         pack_notes([{**note(1), "id": "x"}, {**note(2), "id": "x"}], 1000, M)
     with pytest.raises(TypeError, match="a note's id must be hashable, got list"):
         pack_notes([{**note(1), "id": ["x"]}], 1000, M)
+    # A note without an id is keyed by its position: 0 here, another note's id.
+    untitled = {"title": "first", "content": "x " * 50}
+    with pytest.raises(ValueError, match="two notes have the id 0"):
+        pack_notes([untitled, {**note(2), "id": 0}], 1000, M)
 
 
 def test_pack_notes_custom_priority_and_zero_budget() -> None:

@@ -623,6 +623,7 @@ def test_a_short_instruction_is_not_chitchat() -> None:
     # stayed: only a message of acknowledgement words is chitchat.
     for said in (
         "use postgres",
+        "ok 👎",
         "skip tests",
         "v2 then",
         "do stage A",
@@ -633,5 +634,31 @@ def test_a_short_instruction_is_not_chitchat() -> None:
         "done",
     ):
         assert strip_chitchat([{"role": "user", "content": said}]), said
-    for said in ("ok", "ya", "ok thanks", "got it.", "👍", "sounds good", "terima kasih", "好的"):
+    for said in (
+        "ok",
+        "ya",
+        "ok thanks",
+        "got it.",
+        "👍",
+        "👍🏻",
+        "sounds good",
+        "terima kasih",
+        "好的",
+    ):
         assert strip_chitchat([{"role": "user", "content": said}]) == [], said
+
+
+def test_a_tool_result_is_not_joined_to_the_request_after_it() -> None:
+    # The prune joins a run of user turns; a tool's result and the request after it stayed
+    # one message, which began "[tool_result]": compacted again, the request was not found
+    # as the latest and lost its protection.
+    from selene_dag.context.compaction import _alternating, latest_request
+
+    msgs = [
+        {"role": "user", "content": "[tool_result] 3 files"},
+        {"role": "user", "content": "Now deploy it to staging."},
+        {"role": "user", "content": "And tag the release."},
+    ]
+    joined = _alternating(msgs)
+    assert len(joined) == 2 and joined[0] == msgs[0]
+    assert latest_request(joined) == 1

@@ -175,5 +175,9 @@ def test_a_waiting_mark_left_over_does_not_count(tmp_path: Path) -> None:
     old = time.time() - 60
     os.utime(mark, (old, old))
     assert not others_waiting(db) and not mark.exists()
+    mark.touch()
+    ahead = time.time() + 3600  # a clock ahead (another machine's): not fresh for ever
+    os.utime(mark, (ahead, ahead))
+    assert not others_waiting(db) and not mark.exists()
     (tmp_path / f"selene.duckdb.waiting-{os.getpid()}").touch()  # our own: never another's
     assert not others_waiting(db)
