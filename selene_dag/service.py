@@ -152,6 +152,9 @@ class IngestReport:
     passed_over: int = 0
     # A folder that gave no note and holds no other file either.
     empty_folder: bool = False
+    # The folders ingested on their own inside it, which keep their notes (its ingest
+    # passes over them): their paths.
+    nested: tuple[str, ...] = ()
     # Notes deleted (or their folder forgotten) before that this ingest brought back.
     restored: int = 0
     # Notes the model answered unusably, analysed by the offline engine instead.
@@ -172,6 +175,13 @@ def unread_files_hint(report: IngestReport) -> str:
     found = ", ".join(f"{count:,} {suffix or 'without a suffix'}" for suffix, count in kinds[:5])
     more = " …" if len(kinds) > 5 else ""
     reads = ", ".join(NOTE_SUFFIXES)
+    if report.nested and not kinds:  # "holds no file" when its files are theirs was wrong
+        shown = ", ".join(report.nested[:3]) + (" …" if len(report.nested) > 3 else "")
+        return (
+            f"no note file of its own in {report.path}: the folders inside it that were "
+            f"ingested on their own keep their notes ({shown}); ingest one by its path to "
+            "read it again, folders below it included"
+        )
     if not kinds:
         return (
             f"no note file in {report.path}: the folder holds no file (ingest reads {INGEST_READS})"
@@ -328,6 +338,7 @@ def _ingest_report(
         moved_from=str(meta.get("moved_from", "")),
         other_files=others if unread else {},
         empty_folder=unread and not others and path.is_dir(),
+        nested=tuple(str(folder) for folder in scope.skip),
         documents_left_out=(
             {k: n for k, n in others.items() if k in DOCUMENT_SUFFIXES}
             if folder_notes and ran

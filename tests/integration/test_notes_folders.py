@@ -447,6 +447,19 @@ def test_a_folder_registered_for_a_file_inside_a_whole_folder_holds_its_sub_fold
     assert live == ["sub/b.md", "sub/deeper/c.md"]
 
 
+def test_a_folder_whose_notes_are_its_nested_folders_says_so(tmp_path: Path, home: Path) -> None:
+    # "the folder holds no file" when all its files were a folder's ingested on its own.
+    settings = load_settings(home=home, now_override="2026-07-15")
+    top = _write(tmp_path / "P", {"dl/a.md": "# A\na", "dl/vault/v.md": "# V\nv"})
+    service.ingest(settings, top / "dl" / "a.md")
+    report = service.ingest(settings, top)
+    assert report.notes == 0 and report.nested == (str(top / "dl"),)
+    hint = service.unread_files_hint(report)
+    assert hint.startswith(f"no note file of its own in {top}: the folders inside it")
+    assert str(top / "dl") in hint
+    assert service.ingest(settings, top / "dl").notes == 2  # read again, below it included
+
+
 def test_a_registered_folder_inside_a_new_one_keeps_its_notes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
