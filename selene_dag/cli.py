@@ -80,6 +80,14 @@ err = Console(
 out = Console(width=None if sys.stdout.isatty() else 200, markup=False, emoji=False)
 
 
+def _command() -> str:
+    """How to run this command again: ``selene-dag`` when that is what the PATH finds, else
+    the path it was run by (``.venv/bin/selene-dag`` outside the virtual environment)."""
+    ran = os.path.abspath(sys.argv[0])
+    found = shutil.which("selene-dag")
+    return "selene-dag" if found and os.path.abspath(found) == ran else sys.argv[0]
+
+
 def _error_line(message: str) -> Text:
     """``error: <message>``, the word in bold red, the message as it is."""
     return Text.assemble(("error:", "bold red"), f" {message}")
@@ -331,7 +339,7 @@ def demo(
         f"demo: {plural(report.counts.get('notes', 0), 'note')} {verb} in {settings.db_path} "
         f"({report.seconds:.1f} s)"
     )
-    out.print(f"next: SELENE_HOME={settings.home} selene-dag context --budget 4000")
+    out.print(f"next: SELENE_HOME={settings.home} {_command()} context --budget 4000")
 
 
 @app.command()
