@@ -281,9 +281,12 @@ def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | Non
 
 
 def _cell(value: Any, spec: str | None) -> str:
-    """A table cell: empty for None, ``format(value, spec)`` in a number column."""
+    """A table cell: empty for None, yes or no for a boolean, ``format(value, spec)`` in a
+    number column."""
     if value is None:
         return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
     return format(value, spec) if spec is not None else str(value)
 
 
