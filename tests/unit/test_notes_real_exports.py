@@ -31,6 +31,11 @@ def _renamed(source: Path, target: Path, old: str, new: str) -> Path:
     return target
 
 
+def _next_export(name: str, old: str, new: str, tmp_path: Path) -> set[str]:
+    """The note ids of the fixture ``name`` exported again: ``old`` renamed ``new``."""
+    return {n.id for n in read_notes(_renamed(EXPORTS / name, tmp_path / name, old, new)).notes}
+
+
 def test_a_newer_notion_export_keeps_its_pages_ids_and_its_index_is_no_note(
     tmp_path: Path,
 ) -> None:
@@ -39,26 +44,19 @@ def test_a_newer_notion_export_keeps_its_pages_ids_and_its_index_is_no_note(
     first = read_notes(EXPORTS / "Notion.Test.Export.zip")
     assert len(first.notes) == 278 and not first.errors
     assert not any("Export-" in n.id or n.id.endswith("index.html") for n in first.notes)
-    newer = _renamed(
-        EXPORTS / "Notion.Test.Export.zip",
-        tmp_path / "Notion.Test.Export.zip",
-        "d2b14fbf-86de-4508-a1b2-6515ff8d7aab",
-        "0a1b2c3d-0000-4000-8000-123456789abc",
+    uuid = "d2b14fbf-86de-4508-a1b2-6515ff8d7aab"
+    newer = _next_export(
+        "Notion.Test.Export.zip", uuid, "0a1b2c3d-0000-4000-8000-123456789abc", tmp_path
     )
-    assert {n.id for n in read_notes(newer).notes} == {n.id for n in first.notes}
+    assert newer == {n.id for n in first.notes}
 
 
 def test_a_newer_bear_backup_keeps_its_notes_ids(tmp_path: Path) -> None:
     # Ids held the backup's dated folder ("Bear Notes 2023-10-11 at 10.12.bear2bk/").
     first = read_notes(EXPORTS / "backup.bear2bk")
     assert first.notes and not any("Bear Notes" in n.id for n in first.notes)
-    newer = _renamed(
-        EXPORTS / "backup.bear2bk",
-        tmp_path / "backup.bear2bk",
-        "Bear Notes 2023-10-11 at 10.12",
-        "Bear Notes 2024-02-01 at 09.00",
-    )
-    assert {n.id for n in read_notes(newer).notes} == {n.id for n in first.notes}
+    newer = _next_export("backup.bear2bk", "2023-10-11 at 10.12", "2024-02-01 at 09.00", tmp_path)
+    assert newer == {n.id for n in first.notes}
 
 
 def test_a_standard_notes_backup_zip_gives_each_note_once(tmp_path: Path) -> None:
