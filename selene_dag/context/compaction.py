@@ -161,10 +161,9 @@ _ACKNOWLEDGEMENT_WORDS = frozenset(
         "understood",
     ]
 )
-# A short user message made only of these is chitchat, in the
-# languages users write most. The seed's shape alone (short, no "?" or "!") also took a
-# short instruction for chitchat: "use postgres", "skip tests", "v2 then" were dropped
-# while "thanks!" stayed.
+# A short user message made only of these is chitchat, in the languages users write most.
+# The seed's shape alone (short, no "?" or "!") also took a short instruction for chitchat:
+# "use postgres", "skip tests", "v2 then" were dropped while "thanks!" stayed.
 _MORE_CHITCHAT = """
     okey oke okk ya yah y ye yea excellent tysm u much very so roger agree sounds looks np
     problem go ahead on continue proceed next yay ah oh wow lol haha hehe
