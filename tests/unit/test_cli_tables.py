@@ -12,7 +12,7 @@ def _lines(rows: list[dict]) -> list[str]:
     return [line for line in console.export_text().splitlines() if line.startswith("│")]
 
 
-def test_numbers_line_up_and_other_values_stay_as_they_are() -> None:
+def test_numbers_line_up_booleans_read_as_words_and_text_stays() -> None:
     rows = [
         {"key": "a", "events": 1234, "cons": 5.9, "ok": True},
         {"key": "b", "events": 5, "cons": 6.28, "ok": False},
@@ -23,5 +23,5 @@ def test_numbers_line_up_and_other_values_stay_as_they_are() -> None:
     assert cells[1][1].endswith(" 5 ") and cells[1][1].startswith("   ")  # right-aligned
     assert [c[2].strip() for c in cells] == ["5.90", "6.28", "5.00"]
     assert cells[0][2].endswith("5.90 ")  # right-aligned
-    assert [c[3].strip() for c in cells] == ["True", "False", "True"]
+    assert [c[3].strip() for c in cells] == ["yes", "no", "yes"]  # not Python's True
     assert cells[0][0].startswith(" a ")  # text stays left-aligned
