@@ -267,9 +267,10 @@ def read_notes(
     base = scope.folder if scope else root.parent if root.is_file() else root
     result = IngestResult()
     seen: dict[str, str] = {}
+    skip = scope.skip if scope else ()
     with walk_once():  # the files and the folders that could not be listed: one walk
-        files = note_files(root, scope.skip if scope else ())
-        inside_skip = tuple(str(f).rstrip("/") + "/" for f in (scope.skip if scope else ()))
+        files = note_files(root, skip)
+        inside_skip = tuple(str(folder).rstrip("/") + "/" for folder in skip)
         unlisted = [u for u in unlisted_folders(root) if not (u[0] + "/").startswith(inside_skip)]
     # os.walk enters no linked folder, so below a root that is its own real path a file's
     # path is its source (resolving each file cost a tenth of a vault's read). A file that
@@ -493,13 +494,12 @@ def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
         return raw.decode("utf-8").replace("\r\n", "\n"), []
     except UnicodeDecodeError as exc:
         text = raw.decode("utf-8", errors="replace")
-        high = sum(b > 0x7F for b in raw)
-        latin = sum(c.isascii() and c.isalpha() for c in text)
         if all(c.isascii() or c == "\ufffd" for c in text) and (
             # Accents among Latin words, not a script of its own written in one-byte
             # letters (Windows-1251 Russian read as Windows-1252 looks like real text);
             # a short text says too little to tell.
-            high < latin or high <= 3
+            (high := sum(b > 0x7F for b in raw)) <= 3
+            or high < sum(c.isascii() and c.isalpha() for c in text)
         ):
             try:
                 text = raw.decode("cp1252")
@@ -592,19 +592,19 @@ def _zip_members(
     errors: list[IngestError] = []
     try:
         with zipfile.ZipFile(archive) as zipped:
-            infos = sorted(zipped.infolist(), key=_member_name)
-            names = [_member_name(info) for info in infos]
-            twins = html_twins(names)
-            standard_notes = any(_STANDARD_NOTES_BACKUP.match(n) for n in names)
-            for info, name in zip(infos, names, strict=True):
+            named = sorted(
+                ((_member_name(info), info) for info in zipped.infolist()), key=lambda m: m[0]
+            )
+            twins = html_twins([name for name, _ in named])
+            standard_notes = any(_STANDARD_NOTES_BACKUP.match(name) for name, _ in named)
+            for name, info in named:
                 parts = PurePosixPath(name).parts
                 if info.is_dir() or any(part.startswith((".", "__MACOSX")) for part in parts):
                     continue
                 if name in twins or (standard_notes and name.startswith("Items/")):
                     continue
-                if _EXPORT_PAGES.match(_page_path(name)) and (
-                    _EXPORT_FOLDER.match(name) or not name.startswith("index")
-                ):
+                page = _page_path(name)
+                if _EXPORT_PAGES.match(page) and (page != name or not name.startswith("index")):
                     continue
                 suffix = PurePosixPath(name).suffix.lower()
                 inner = nested and suffix == ".zip"
@@ -624,7 +624,7 @@ def _zip_members(
                     members += found
                     errors += problems
                 else:
-                    members.append((where, _page_path(name), zipped.read(info), stamp))
+                    members.append((where, page, zipped.read(info), stamp))
     except (zipfile.BadZipFile, RuntimeError, OSError, ValueError, EOFError) as exc:
         # RuntimeError: an encrypted member; OSError, ValueError, EOFError: a damaged archive.
         errors.append(IngestError(source, None, f"cannot read the archive: {exc}"))
