@@ -235,17 +235,9 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         """The JSON document of ``selene-dag ask --format json``: ``text`` is the exact pack
         the md form prints, ``items`` its parts with citations."""
         settings = settings_provider()
-        with shared.cursor(settings) as cur:
-            result = service.ask_in(
-                cur,
-                settings,
-                body.question,
-                body.budget,
-                model=body.model,
-                sources=body.sources,
-                write_lock=shared.write_lock,
-            )
-        result.stats["index_refreshed"] = False
+        result = service.ask_shared(
+            shared, settings, body.question, body.budget, model=body.model, sources=body.sources
+        )
         return result.to_json()
 
     @app.post("/show")
@@ -267,13 +259,12 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
     @app.post("/compact")
     def compact_endpoint(body: CompactRequest) -> dict[str, Any]:
         """Compact ``messages`` to fit a ``window``-token context (as ``selene-dag
-        compact``: the configured engine writes the summary). A model's summary is not
-        kept in the home's cache: the store would be held while the model writes, and an
-        ingest beside the server failed."""
+        compact``: the configured engine writes the summary, a model's cached in the
+        home's ``llm_cache``)."""
         settings = settings_provider()
         model = body.model or settings.model
         report = service.compact(
-            settings, body.messages, body.window, model, digest=body.digest, home_cache=False
+            settings, body.messages, body.window, model, digest=body.digest, shared=shared
         )
         return {
             "window": report.window,

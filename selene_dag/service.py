@@ -33,7 +33,8 @@ from selene_dag.llm import get_engine
 from selene_dag.llm.cache import CacheStatsRow
 from selene_dag.llm.cache import cache_clear as clear_cache_rows
 from selene_dag.llm.cache import cache_stats as cache_stat_rows
-from selene_dag.llm.engine import EngineError
+from selene_dag.llm.engine import EngineError, ModelCalls
+from selene_dag.llm.outside import with_model_calls_outside
 from selene_dag.notes.archive_ids import archive_id_prefix
 from selene_dag.notes.context_notes import (
     leading_counts,
@@ -547,14 +548,13 @@ def compact(
     *,
     summarize_with_engine: bool = True,
     digest: Sequence[Mapping[str, Any]] = (),
-    home_cache: bool = True,
+    shared: SharedStore | None = None,
 ) -> CompactionReport:
     """Compact a conversation (a file ``read_conversation`` reads, a conversation read
     already, or a list of messages with its memory ``digest``) for a ``window``-token
     context. With ``summarize_with_engine`` the configured engine writes the summaries,
-    a model's cached in the home's ``llm_cache`` when the home has a store and
-    ``home_cache`` is set (the store is held while the model writes: the server leaves it
-    to writers and caches for the request only)."""
+    a model's cached in the home's ``llm_cache`` when the home has a store (through
+    ``shared``, the server's, when given); the store is let go while the model writes."""
     check_budget(window, "--window")
     model = model or settings.model
     if isinstance(messages, Path):
@@ -566,18 +566,14 @@ def compact(
             conversation, digest = parse_messages({"messages": list(messages), "digest": digest})
         except (TypeError, ValueError) as exc:  # the input's shape, named by the validator
             raise UsageError(str(exc)) from exc
-    summarizer: Callable[[str, int], str] | None = None
-    fell_back: list[str] = []  # why the model did not write a summary, when it did not
-    with contextlib.ExitStack() as stack:
+
+    def run(
+        cache_conn: duckdb.DuckDBPyConnection | None, calls: ModelCalls | None
+    ) -> CompactionReport:
+        summarizer: Callable[[str, int], str] | None = None
+        fell_back: list[str] = []  # why the model did not write a summary, when it did not
         if summarize_with_engine:
-            # A model's summaries are cached in the home's llm_cache when the home exists
-            # (compact needs no store: without one they are cached for this run only).
-            cache_conn = None
-            if home_cache and settings.llm != "extractive" and settings.db_path.exists():
-                cache_conn = stack.enter_context(
-                    open_store(settings.db_path, wait=settings.lock_wait)
-                )
-            engine = get_engine(settings, cache_conn=cache_conn)
+            engine = get_engine(settings, cache_conn=cache_conn, deferred=calls)
 
             def summarize(text: str, max_tokens: int) -> str:
                 # A model server that is down leaves the summary to the offline engine (the
@@ -598,14 +594,29 @@ def compact(
         report = compact_messages(
             conversation, window, model=model, summarizer=summarizer, digest=digest, redactor=redact
         )
-    if fell_back:
+        if not fell_back:
+            return report
         steps = [
             replace(step, detail=f"{step.detail} (the offline summary: {fell_back[0]})")
             if step.name.startswith("P3")
             else step
             for step in report.steps
         ]
-        report = replace(report, steps=steps)
+        return replace(report, steps=steps)
+
+    # A model's summaries are cached in the home's llm_cache when the home exists (compact
+    # needs no store: without one they are cached for this run only); the model writes
+    # with the store let go.
+    if summarize_with_engine and settings.llm != "extractive" and settings.db_path.exists():
+        opener: Callable[[], contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]] = (
+            (lambda: shared.cursor(settings))
+            if shared is not None
+            else (lambda: open_store(settings.db_path, wait=settings.lock_wait))
+        )
+        write_lock = shared.write_lock if shared is not None else None
+        report, _ = with_model_calls_outside(opener, run, write_lock)
+    else:
+        report = run(None, None)
     if conversation and not report.messages:
         raise SeleneError(
             f"a window of {plural(window, 'token')} holds no message of this "
@@ -676,19 +687,22 @@ def ask_in(
     model: str | None = None,
     sources: str | Sequence[str] | None = None,
     write_lock: contextlib.AbstractContextManager[Any] | None = None,
+    calls: ModelCalls | None = None,
 ) -> AskResult:
     """Answer ``question`` through ``conn`` and stamp ``last_accessed_at`` of the notes in
-    the pack (under ``write_lock`` when given)."""
+    the pack (under ``write_lock`` when given). ``calls``: a model's calls are deferred
+    (:func:`~selene_dag.llm.outside.with_model_calls_outside`, which :func:`ask` and
+    :func:`ask_shared` use)."""
     check_budget(budget, "budget")
     if sources is not None and not isinstance(sources, str):
         sources = ",".join(sources)
     now = settings.now()
     started = time.perf_counter()
-    expansion, rewrite_note = _rewrite(conn, settings, question, write_lock)
+    expansion, rewrite_note = _rewrite(conn, settings, question, write_lock, calls)
     rewrite_ms = (time.perf_counter() - started) * 1000
     # A server that failed the rewrite is not asked again for the same question.
     ranker, rerank_problems = (
-        _passage_ranker(conn, settings, write_lock) if not rewrite_note else (None, [])
+        _passage_ranker(conn, settings, write_lock, calls) if not rewrite_note else (None, [])
     )
     result = ask_pack(
         conn,
@@ -738,6 +752,7 @@ def _rewrite(
     settings: Settings,
     question: str,
     write_lock: contextlib.AbstractContextManager[Any] | None,
+    calls: ModelCalls | None,
 ) -> tuple[str, str]:
     """The configured model's search words for ``question`` (cached in ``llm_cache``), and
     a note when there are none: the offline engine has none to give, and a model server
@@ -746,7 +761,8 @@ def _rewrite(
         return "", ""
     try:
         with write_lock or contextlib.nullcontext():
-            return get_engine(settings, cache_conn=conn).rewrite_question(question), ""
+            engine = get_engine(settings, cache_conn=conn, deferred=calls)
+            return engine.rewrite_question(question), ""
     except EngineError as exc:
         return "", f"not rewritten ({exc})"
 
@@ -755,6 +771,7 @@ def _passage_ranker(
     conn: duckdb.DuckDBPyConnection,
     settings: Settings,
     write_lock: contextlib.AbstractContextManager[Any] | None,
+    calls: ModelCalls | None,
 ) -> tuple[PassageRanker | None, list[str]]:
     """The configured model's ranking of ask's best passages (cached in ``llm_cache``),
     and a list that receives why it gave none: a model server that fails leaves the
@@ -766,7 +783,7 @@ def _passage_ranker(
     def rank(question: str, passages: Sequence[str]) -> list[int]:
         try:
             with write_lock or contextlib.nullcontext():
-                engine = get_engine(settings, cache_conn=conn)
+                engine = get_engine(settings, cache_conn=conn, deferred=calls)
                 return engine.rerank_passages(question, passages)
         except EngineError as exc:
             problems.append(str(exc))
@@ -802,9 +819,63 @@ def ask(
     if refresh:
         refresh_tiers_if_stale(settings)
     refreshed = refresh_index_if_stale(settings) if refresh else False
-    with existing_store(settings) as conn:
-        result = ask_in(conn, settings, question, budget, model=model, sources=sources)
+    result = _ask_letting_go(
+        lambda: existing_store(settings), settings, question, budget, model, sources
+    )
     result.stats["index_refreshed"] = refreshed
+    return result
+
+
+def ask_shared(
+    shared: SharedStore,
+    settings: Settings,
+    question: str,
+    budget: int,
+    *,
+    model: str | None = None,
+    sources: str | Sequence[str] | None = None,
+) -> AskResult:
+    """:func:`ask_in` on the server's shared store (``index_refreshed`` false: the store
+    refreshes a stale index when it opens)."""
+    result = _ask_letting_go(
+        lambda: shared.cursor(settings),
+        settings,
+        question,
+        budget,
+        model,
+        sources,
+        write_lock=shared.write_lock,
+    )
+    result.stats["index_refreshed"] = False
+    return result
+
+
+def _ask_letting_go(
+    open_conn: Callable[[], contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]],
+    settings: Settings,
+    question: str,
+    budget: int,
+    model: str | None,
+    sources: str | Sequence[str] | None,
+    write_lock: contextlib.AbstractContextManager[Any] | None = None,
+) -> AskResult:
+    # A model's rewrite and rerank are made with the store let go: while a process holds
+    # the file no other can write, and a model takes seconds to minutes.
+    def work(conn: duckdb.DuckDBPyConnection, calls: ModelCalls | None) -> AskResult:
+        return ask_in(
+            conn,
+            settings,
+            question,
+            budget,
+            model=model,
+            sources=sources,
+            write_lock=write_lock,
+            calls=calls,
+        )
+
+    result, calls = with_model_calls_outside(open_conn, work, write_lock)
+    if calls.ms:
+        result.stats["elapsed_ms"] = round(result.stats["elapsed_ms"] + calls.ms, 1)
     return result
 
 
@@ -826,8 +897,13 @@ def answer(settings: Settings, question: str, pack: str) -> str:
         raise UsageError("--answer needs a generative model: set SELENE_LLM=ollama")
     if not pack:
         raise NotFoundError("nothing in the notes or sessions matches the question")
-    with existing_store(settings) as conn:
-        return get_engine(settings, cache_conn=conn).answer(question, pack)
+    text, _ = with_model_calls_outside(
+        lambda: existing_store(settings),
+        lambda conn, calls: get_engine(settings, cache_conn=conn, deferred=calls).answer(
+            question, pack
+        ),
+    )
+    return text
 
 
 def read_questions(path: Path) -> QuestionFile:
@@ -1100,7 +1176,11 @@ def _seed_for_question(
     out_dir: Path | None,
     max_tokens: int | None,
 ) -> dict[str, Any]:
-    from selene_dag.retrieval.question_seed import NoChunkChosenError, seed_for_question
+    from selene_dag.retrieval.question_seed import (
+        NoChunkChosenError,
+        QuestionSeed,
+        seed_for_question,
+    )
     from selene_dag.sessions.distiller import DistillerConfig
     from selene_dag.sessions.generators import check_platform
     from selene_dag.sessions.steps import SessionNotFoundError
@@ -1110,12 +1190,15 @@ def _seed_for_question(
     if not question.strip():
         raise UsageError("--question is empty: ask what the new session should know about")
     refresh_index_if_stale(settings)
-    with existing_store(settings) as conn:
+
+    def work(
+        conn: duckdb.DuckDBPyConnection, calls: ModelCalls | None
+    ) -> tuple[QuestionSeed | None, list[str], str, bool]:
         # SELENE_DISTILL_RERANK=0 keeps the full-text order. A model server reads the
         # best candidates; without one, the CLI assessors on PATH rate them.
         ranker, problems, who = None, [], "model"
         if settings.distill_rerank:
-            ranker, problems = _passage_ranker(conn, settings, None)
+            ranker, problems = _passage_ranker(conn, settings, None, calls)
             if ranker is None:
                 ranker, problems = _cli_ranker(settings)
                 who = "CLI assessors"
@@ -1159,6 +1242,12 @@ def _seed_for_question(
                 f"{found}, none fits in {plural(exc.max_tokens, 'token')} with the session's "
                 "opening message: give a larger --max-tokens"
             ) from exc
+        return seeded, problems, who, ranker is not None
+
+    # A model's rerank is made with the store let go (an ingest meanwhile runs at once).
+    (seeded, problems, who, reranked), _ = with_model_calls_outside(
+        lambda: existing_store(settings), work
+    )
     if seeded is None:
         raise NotFoundError(
             f"no scored session chunk matches {question!r}: run `selene-dag distill run --all` "
@@ -1176,7 +1265,7 @@ def _seed_for_question(
         "budget": result.distilled.max_tokens,
         "rerank": (
             _seed_rerank_note(seeded.reranked, problems, who)
-            if ranker
+            if reranked
             else "not reranked (SELENE_DISTILL_RERANK=0)"
             if not settings.distill_rerank
             else "not reranked (no model server, and no CLI assessor on PATH)"

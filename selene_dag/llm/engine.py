@@ -167,8 +167,48 @@ class CallStats:
             bucket["made"] += 1
 
 
+@dataclass
+class ModelCalls:
+    """The model calls of one request made with the store let go (see :class:`DeferredCall`):
+    by cache key, the entry each gave, or the engine error it raised."""
+
+    done: dict[str, CacheEntry | EngineError] = field(default_factory=dict)
+    fresh: list[CacheEntry] = field(default_factory=list)  # not yet written to the store
+    ms: float = 0.0  # time spent in them
+
+
+class DeferredCall(Exception):
+    """Raised by an engine built with ``deferred`` for a call its cache does not hold: the
+    caller lets go of the store (a model takes seconds to minutes, and while the store is
+    held no other process can write), makes the call with :meth:`run`, and does its work
+    again, which then finds the answer (or the error) in ``deferred``."""
+
+    def __init__(self, calls: ModelCalls, key: str, compute: Callable[[], CacheEntry]) -> None:
+        super().__init__(f"model call {key[:12]} deferred until the store is let go")
+        self.calls = calls
+        self.key = key
+        self._compute = compute
+
+    def run(self) -> None:
+        """Make the call; its entry (kept in ``calls.fresh`` to be written to the cache) or
+        its EngineError goes to ``calls.done``. Other exceptions propagate."""
+        started = time.perf_counter()
+        try:
+            entry = self._compute()
+        except EngineError as exc:
+            self.calls.done[self.key] = exc
+        else:
+            self.calls.done[self.key] = entry
+            self.calls.fresh.append(entry)
+        finally:
+            self.calls.ms += (time.perf_counter() - started) * 1000
+
+
 class BaseEngine:
-    """Cache plumbing and statistics shared by the engines."""
+    """Cache plumbing and statistics shared by the engines.
+
+    ``deferred``: when set, a call the cache does not hold raises :class:`DeferredCall`
+    instead of being made (unless ``deferred`` holds its answer already)."""
 
     name: str = "base"
     model: str = ""
@@ -179,6 +219,7 @@ class BaseEngine:
     def __init__(self, cache: LLMCache | None = None) -> None:
         self.cache = cache if cache is not None else LLMCache(None)
         self.stats = CallStats()
+        self.deferred: ModelCalls | None = None
 
     @property
     def calls_made(self) -> int:
@@ -215,24 +256,42 @@ class BaseEngine:
         if hit is not None:
             self.stats.count(task, cached=True)
             return hit.output
+        if self.deferred is not None:
+            done = self.deferred.done.get(key)
+            if isinstance(done, EngineError):
+                raise done
+            if done is not None:
+                self.stats.count(task, cached=True)
+                return done.output
+            raise DeferredCall(
+                self.deferred, key, lambda: self._compute(key, task, recipe, compute)
+            )
+        entry = self._compute(key, task, recipe, compute)
+        self.cache.put(entry)
+        return entry.output
+
+    def _compute(
+        self,
+        key: str,
+        task: str,
+        recipe: str,
+        compute: Callable[[], tuple[Any, int | None, int | None]],
+    ) -> CacheEntry:
         started = time.perf_counter()
         output, prompt_tokens, output_tokens = compute()
         duration = (time.perf_counter() - started) * 1000
         self.stats.count(task, cached=False)
-        self.cache.put(
-            CacheEntry(
-                key=key,
-                engine=self.name,
-                model=self.model,
-                task=task,
-                recipe=recipe,
-                output=output,
-                duration_ms=round(duration, 3),
-                prompt_tokens=prompt_tokens,
-                output_tokens=output_tokens,
-            )
+        return CacheEntry(
+            key=key,
+            engine=self.name,
+            model=self.model,
+            task=task,
+            recipe=recipe,
+            output=output,
+            duration_ms=round(duration, 3),
+            prompt_tokens=prompt_tokens,
+            output_tokens=output_tokens,
         )
-        return output
 
 
 @contextmanager

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 from selene_dag.config import Settings, load_settings
 from selene_dag.llm.cache import LLMCache
-from selene_dag.llm.engine import BaseEngine
+from selene_dag.llm.engine import BaseEngine, ModelCalls
 from selene_dag.llm.versions import EXTRACTIVE_MODEL
 
 if TYPE_CHECKING:
@@ -16,6 +16,7 @@ if TYPE_CHECKING:
 def get_engine(
     settings: Settings | None = None,
     cache_conn: duckdb.DuckDBPyConnection | None = None,
+    deferred: ModelCalls | None = None,
 ) -> BaseEngine:
     """The engine named by ``settings.llm`` (default: ``load_settings()``).
 
@@ -23,7 +24,9 @@ def get_engine(
     None keeps the cache in memory. The extractive engine always caches in memory only.
     ``extractive`` needs nothing; ``ollama`` uses ``settings.ollama_host``,
     ``settings.model`` and ``settings.ollama_timeout`` and contacts the server only when
-    first called. Raises ValueError for an unknown engine name.
+    first called. ``deferred``: a model call the cache does not hold raises
+    :class:`~selene_dag.llm.engine.DeferredCall` (the caller makes it with the store let
+    go) unless ``deferred`` holds its answer. Raises ValueError for an unknown engine name.
     """
     if settings is None:
         settings = load_settings()
@@ -38,12 +41,14 @@ def get_engine(
     if settings.llm == "ollama":
         from selene_dag.llm.ollama import OllamaEngine
 
-        return OllamaEngine(
+        engine = OllamaEngine(
             host=settings.ollama_host,
             model=settings.model,
             timeout=settings.ollama_timeout,
             cache=cache,
         )
+        engine.deferred = deferred
+        return engine
     raise ValueError(f"unknown engine {settings.llm!r}: expected extractive or ollama")
 
 

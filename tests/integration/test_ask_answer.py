@@ -58,3 +58,47 @@ def test_answer_with_the_extractive_engine_is_a_one_line_user_error(notes_home):
     result = CliRunner().invoke(app, ["ask", "docker", "--budget", "300", "--answer"])
     assert result.exit_code == 1
     assert "SELENE_LLM=ollama" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_ask_and_its_answer_let_the_store_go_while_the_model_writes(notes_home, monkeypatch):  # noqa: F811
+    # `ask --answer` held the home's database through the model's rewrite, rerank and
+    # answer (a minute on a laptop's CPU): an ingest started meanwhile failed.
+    import subprocess
+    import sys
+    import threading
+    import time
+
+    from selene_dag.config import load_settings
+
+    _ingest()
+    with FakeOllama(delay=3.0) as server:
+        monkeypatch.setenv("SELENE_LLM", "ollama")
+        monkeypatch.setenv("SELENE_OLLAMA_HOST", server.url)
+        db = load_settings().db_path
+        result: list = []
+        asking = threading.Thread(
+            target=lambda: result.append(CliRunner().invoke(app, ASKED)), daemon=True
+        )
+        asking.start()
+        written: list[int] = []
+        while asking.is_alive():
+            if server.total_requests > len(written):  # a model call is under way
+                writer = subprocess.run(
+                    [
+                        sys.executable,
+                        "-c",
+                        "import sys, duckdb; c = duckdb.connect(sys.argv[1]); "
+                        "c.execute('CREATE TABLE IF NOT EXISTS beside (i INT)'); c.close()",
+                        str(db),
+                    ],
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
+                assert writer.returncode == 0, writer.stderr
+                written.append(server.total_requests)
+            time.sleep(0.05)
+        asking.join()
+    assert result[0].exit_code == 0, result[0].output
+    assert len(written) == 3  # during the rewrite, the rerank and the answer
+    assert result[0].stdout.strip() and "answer from mistral:7b" in result[0].stderr

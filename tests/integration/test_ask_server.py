@@ -291,7 +291,7 @@ def test_context_of_a_home_without_notes_says_so_as_the_cli_does(tmp_path: Path)
         conn.close()
 
 
-def test_compact_with_a_model_does_not_hold_the_store_while_it_writes(
+def test_compact_with_a_model_lets_the_store_go_while_it_writes(
     api: httpx.Client, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # POST /compact kept the shared connection through the model's call: an ingest beside
@@ -315,7 +315,10 @@ def test_compact_with_a_model_does_not_hold_the_store_while_it_writes(
             )
         )
         request.start()
-        while not server.total_requests:  # the model is writing
+        deadline = time.monotonic() + 20
+        # The model is writing, and the server let go of the file (1 s after its last use).
+        while not server.total_requests or api.app_store.is_open(home / "selene.duckdb"):  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, "the store stayed open while the model wrote"
             time.sleep(0.05)
         writer = subprocess.run(
             [
@@ -328,6 +331,75 @@ def test_compact_with_a_model_does_not_hold_the_store_while_it_writes(
             text=True,
             timeout=30,
         )
+        during = request.is_alive()
         request.join(timeout=60)
     assert writer.returncode == 0, writer.stderr
+    assert during  # the write happened while the model wrote
     assert answer and answer[0].status_code == 200
+    # The summary is cached in the home, written once the model had answered.
+    with duckdb.connect(str(home / "selene.duckdb")) as conn:
+        tasks = conn.execute("SELECT task FROM llm_cache").fetchall()
+    assert tasks == [("summarize",)]
+
+
+def test_ask_with_a_model_lets_the_store_go_while_the_model_thinks(
+    api: httpx.Client, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # POST /ask held the shared connection through the model's rewrite and rerank, and the
+    # write lock too: an ingest beside the server waited for every model call, and two
+    # questions asked at once waited for each other's model.
+    import subprocess
+    import sys
+
+    from tests.support.fake_ollama import FakeOllama
+
+    db = home / "selene.duckdb"
+    questions = ["bash shell in docker container", "how do I list docker images"]
+    with FakeOllama(delay=3.0) as server:
+        monkeypatch.setenv("SELENE_LLM", "ollama")
+        monkeypatch.setenv("SELENE_OLLAMA_HOST", server.url)
+        answers: list[httpx.Response] = []
+        requests = [
+            threading.Thread(
+                target=lambda q=q: answers.append(
+                    api.post("/ask", json={"question": q, "budget": 200})
+                )
+            )
+            for q in questions
+        ]
+        for request in requests:
+            request.start()
+        deadline = time.monotonic() + 20
+        while not server.total_requests or api.app_store.is_open(db):  # type: ignore[attr-defined]
+            assert time.monotonic() < deadline, "the store stayed open while the model thought"
+            time.sleep(0.05)
+        writer = subprocess.run(
+            [
+                sys.executable,
+                "-c",
+                "import sys, duckdb; c = duckdb.connect(sys.argv[1]); "
+                "c.execute('CREATE TABLE written_beside (i INT)'); c.close()",
+                str(db),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        waited_on_model = any(request.is_alive() for request in requests)
+        for request in requests:
+            request.join(timeout=60)
+    assert writer.returncode == 0, writer.stderr
+    assert waited_on_model  # the write happened while a question waited for the model
+    assert server.most_at_once == 2  # the two questions' model calls ran side by side
+    assert [a.status_code for a in answers] == [200, 200], [a.text for a in answers]
+    for answer in answers:
+        stats = answer.json()["stats"]
+        assert not stats["rewrite"].startswith("not rewritten"), stats
+        assert stats["rerank"].startswith("passages the model put first"), stats
+        assert stats["elapsed_ms"] >= 2 * 3000  # the rewrite and the rerank, each 3 s
+    made = server.total_requests
+    again = api.post("/ask", json={"question": questions[0], "budget": 200})
+    assert again.status_code == 200 and server.total_requests == made  # cached in the home
+    with duckdb.connect(str(db)) as conn:
+        tasks = conn.execute("SELECT task, count(*) FROM llm_cache GROUP BY task").fetchall()
+    assert dict(tasks) == {"rewrite_question": 2, "rerank_passages": 2}

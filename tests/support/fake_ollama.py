@@ -26,7 +26,8 @@ Knobs (constructor arguments, also settable as attributes while running):
 * ``overlong``: every string of a JSON answer is this many characters long (0: as built).
 * ``not_json``: model calls answer 200 with an HTML page, not Ollama's JSON (a proxy).
 
-``requests`` counts requests per path; ``bodies`` keeps every decoded request body in order.
+``requests`` counts requests per path; ``bodies`` keeps every decoded request body in order;
+``most_at_once`` is the largest number of model requests answered at the same time.
 A pytest fixture is available as ``fake_ollama`` (import it into a test module or conftest).
 """
 
@@ -205,6 +206,8 @@ class FakeOllama:
         self.not_json = not_json
         self.requests: Counter[str] = Counter()
         self.bodies: list[dict[str, Any]] = []
+        self.most_at_once = 0
+        self._at_once = 0
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._server: _Server | None = None
@@ -347,8 +350,15 @@ class _Handler(BaseHTTPRequestHandler):
         if model not in fake.models:
             self._send(404, {"error": f"model '{model}' not found"})
             return
-        if fake.delay:
-            fake._stopping.wait(fake.delay)
+        with fake._lock:
+            fake._at_once += 1
+            fake.most_at_once = max(fake.most_at_once, fake._at_once)
+        try:
+            if fake.delay:
+                fake._stopping.wait(fake.delay)
+        finally:
+            with fake._lock:
+                fake._at_once -= 1
         if fake.not_json:
             page = b"<html><body>not an Ollama server</body></html>"
             self.send_response(200)
