@@ -15,7 +15,7 @@ dict), ``bearer`` (``Bearer
 -ppassword``, ``sshpass -p value``, ``docker login -p value``, ``--password value``,
 ``--api-key value``, ``htpasswd -b file user password``, ``net use \\\\srv\\share password``,
 ``net user name password /add``, a query string's ``&pwd=value``, a password said in words:
-``the password you need is …``), ``env_secret`` (``NAME=value`` where NAME is upper case and contains
+``the password you need is …``, ``the password Xk9mQ2vLp7 was exposed``), ``env_secret`` (``NAME=value`` where NAME is upper case and contains
 PASSWORD, SECRET, TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a
 config file, a JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
 ``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
@@ -300,6 +300,23 @@ _KEY_RULES = (
         "ASSPHRASE",
         "asscode",
     ),
+    _rule(
+        "user_password",
+        # Named with no verb between ("the password PgKtjz4IJWUaxP9x is exposed", an agent
+        # repeating a value it found): a value that reads as made, not as a word or a
+        # scheme (``argon2id``, ``SHA256``): 8 characters or more holding an upper-case
+        # letter, a lower-case letter and a digit, a quoted one too.
+        r"(?P<head>\b(?i:password|passwd|passphrase)[ \t]+)(?P<q>[\"'`])?"
+        r"(?=[^\s\"'`<>(){}\[\],;]*[A-Z])(?=[^\s\"'`<>(){}\[\],;]*[a-z])"
+        r"(?=[^\s\"'`<>(){}\[\],;]*[0-9])"
+        r"[^\s\"'`<>(){}\[\],;]{7,127}[^\s\"'`<>(){}\[\],;.!?:]"
+        r"(?(q)(?P=q)|(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;]|$)))",
+        "assword",
+        "ASSWORD",
+        "asswd",
+        "assphrase",
+        "ASSPHRASE",
+    ),
     *(
         _rule(
             "user_password",
@@ -421,8 +438,10 @@ _CONNECTION_RULE = _rule(
     # Written as connection strings are: no spaces around "=", a value of no call or
     # bracket, and another ``key=value`` pair before or after it (``pwd = process.cwd();``
     # is code).
-    rf"(?P<head>(?:(?<=;)|(?<=;\s)|(?<=[\"'])|(?<=^))(?i:pwd|password|passwd)=){_NOT_A_VALUE}"
-    rf"(?![/~.])[^;\s\"'(){{}}\[\]]{{1,128}}(?=;\s?[A-Za-z ]+=|;?[\"']|;?$)",
+    rf"(?P<head>(?:(?<=;)|(?<=;\s)|(?<=[\"'])|(?<=^)|(?<=\n))(?i:pwd|password|passwd)=)"
+    rf"{_NOT_A_VALUE}(?![/~.])[^;\s\"'(){{}}\[\]]{{1,128}}"
+    # Another pair, a quote, or the line's end after it (a tool's output goes on below).
+    r"(?=;\s?[A-Za-z ]+=|;?[\"']|;?\r?(?:\n|$))",
 )
 _ASSIGNMENT_RULES = (_ENV_RULE, _CONFIG_RULE, _CONNECTION_RULE)
 _KINDS = tuple(dict.fromkeys(rule.kind for rule in (*_KEY_RULES, *_ASSIGNMENT_RULES)))

@@ -169,6 +169,12 @@ def test_env_assignments_keep_their_name() -> None:
             "Server=db;Uid=sa;Pwd=[REDACTED:config_secret];Database=x",
         ),
         ("Password=letmein;", "Password=[REDACTED:config_secret];"),
+        # A connection string's line with a tool's output below it: Pwd= was kept.
+        (
+            "Server=tcp:db,1433;User Id=sa;Pwd=Cn0mdsNxblFASf4!;\nConnected.",
+            "Server=tcp:db,1433;User Id=sa;Pwd=[REDACTED:config_secret];\nConnected.",
+        ),
+        ("Pwd=Cn0mdsNxblFASf4;\r\nok", "Pwd=[REDACTED:config_secret];\r\nok"),
         (
             "<server><password>letmein</password></server>",
             "<server><password>[REDACTED:config_secret]</password></server>",
@@ -402,6 +408,9 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "the password we agreed on is Banana42": "the password we agreed on is ",
         "the password I gave you is Winter2024x": "the password I gave you is ",
         "the password they sent over was 7Kx!pQ2z": "the password they sent over was ",
+        # An agent repeating a value it found, with no verb between (it was kept).
+        "Also the password PgKtjz4IJWUaxP9x is exposed.": "Also the password ",
+        "the password `PgKtjz4IJWUaxP9x` leaked": "the password `",
     }
     for text, head in said.items():
         assert redact(text).startswith(head + "[REDACTED:user_password]"), text
@@ -421,6 +430,11 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "the password is 1Password-managed",
         "the password is bcrypt2 based",
         "the password you need is in the vault",
+        "the password field is required",
+        "password argon2id hashing",
+        "the password OAuth2 flow",
+        "hash the password SHA256 first",
+        "PWD=/home/x; ls\nok",
     ):
         assert "REDACTED" not in redact(prose), prose
     # A long run of the words stays linear.
