@@ -447,7 +447,7 @@ class DistillConfig(dg.Config):
     deps=[chunk_scores],
     partitions_def=SESSION_PARTITIONS,
     backfill_policy=SESSION_BACKFILL,
-    code_version="1",
+    code_version="2",  # 2: the acknowledgement counted in the budget
     description=(
         "A resumable session file per source session under $SELENE_HOME/distilled/<platform>/: "
         "the chunks whose consensus reaches SELENE_DISTILL_MIN_CONSENSUS (5.0), chosen by "
@@ -511,7 +511,7 @@ def distilled_sessions(
 @duckdb_asset(
     "sessions",
     deps=[chunk_scores],
-    code_version="1",
+    code_version="2",  # 2: the acknowledgement counted; a chunk repeated across sessions once
     automation_condition=FOLLOW_UPSTREAM,
     description=(
         "One distilled session per project (working directory) across all of its scored "

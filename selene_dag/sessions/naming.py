@@ -47,7 +47,7 @@ def begins(ident: str, path: str, source_id: str | None) -> bool:
     return any(i.lower().startswith(ident.lower()) for i in ids)
 
 
-def by_part(ident: str, paths: list[str], sources: list[str | None]) -> list[int]:
+def by_part(ident: str, keys: list[str], paths: list[str], sources: list[str | None]) -> list[int]:
     """The indexes of the sessions ``ident`` names by part of an id, when no whole name
     matched: the ends of file stems, else the beginnings of uuids. Raises UsageError when
     the part names several sessions."""
@@ -57,16 +57,18 @@ def by_part(ident: str, paths: list[str], sources: list[str | None]) -> list[int
     ):
         found = [i for i in range(len(paths)) if match(i)]
         if len(found) > 1:
-            raise ambiguous(ident, [paths[i] for i in found])
+            raise ambiguous(ident, [keys[i] for i in found], [paths[i] for i in found])
         if found:
             return found
     return []
 
 
-def ambiguous(ident: str, paths: list[str]) -> UsageError:
-    """The error for a part of an id that several sessions' ids hold."""
-    shown = ", ".join(sorted(Path(p).name for p in paths)[:3])
-    more = ", …" if len(paths) > 3 else ""
-    return UsageError(
-        f"'{ident}' is part of the ids of {len(paths)} sessions ({shown}{more}): type more of it"
-    )
+def ambiguous(ident: str, keys: list[str], paths: list[str], part: bool = True) -> UsageError:
+    """The error for an id that names several sessions (``part``: a part of their ids),
+    each shown by its key, which names it alone, and its file's folder and name (two
+    copies of one transcript share the name and the tool's id)."""
+    pairs = sorted(zip(keys, paths, strict=True))
+    shown = ", ".join(f"{key} ({Path(p).parent.name}/{Path(p).name})" for key, p in pairs[:3])
+    more = ", …" if len(pairs) > 3 else ""
+    said = "is part of the ids of" if part else "names"
+    return UsageError(f"'{ident}' {said} {len(pairs)} sessions: {shown}{more}; name one by its key")

@@ -146,7 +146,10 @@ def resolve_sessions(
         ]
         if not match:
             found = naming.by_part(
-                ident, [f.path for f in files], [source_of.get(f.session_key) for f in files]
+                ident,
+                [f.session_key for f in files],
+                [f.path for f in files],
+                [source_of.get(f.session_key) for f in files],
             )
             match = [files[i] for i in found]
         if not match:
@@ -365,7 +368,10 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
         ]
         if not named:
             found = naming.by_part(
-                session, [r["path"] for r in out], [r["session_id"] for r in out]
+                session,
+                [r["session_key"] for r in out],
+                [r["path"] for r in out],
+                [r["session_id"] for r in out],
             )
             named = [out[i] for i in found]
         out = named

@@ -640,13 +640,22 @@ def distill_project(
     platforms = [s.platform for s in sessions]
     source_platform = max(sorted(set(platforms)), key=platforms.count)
     target = platform or source_platform
-    scored = [c for s in sessions for c in load_scored(conn, s.session_key)]
+    # A transcript copied beside itself (a backup, a second machine's folder) or a resumed
+    # session replaying its history holds the same chunks: each text competes once.
+    scored: list[ScoredChunk] = []
+    seen: set[str] = set()
+    for c in (c for s in sessions for c in load_scored(conn, s.session_key)):
+        if c.chunk.text not in seen:
+            seen.add(c.chunk.text)
+            scored.append(c)
     key = f"project:{project}"
     meta = SeedMeta(
         key=f"{key}:{target}",
         source_platform=source_platform,
         source_platforms=tuple(sorted(set(platforms))),
-        source_sessions=tuple(s.source_session_id or s.session_key for s in sessions),
+        source_sessions=tuple(
+            dict.fromkeys(s.source_session_id or s.session_key for s in sessions)
+        ),
         cwd=project or "/",
         created_at=newest_time(
             scored, datetime.fromtimestamp(max(s.mtime for s in sessions), tz=UTC)

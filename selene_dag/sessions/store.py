@@ -308,15 +308,28 @@ def scored_session_files(
 
 
 def scored_sessions_named(conn: duckdb.DuckDBPyConnection, session: str) -> list[SessionFileRow]:
-    """The scored sessions (newest file first) ``session`` names (``sessions.naming``: a key,
-    the tool's id, a path, a file name or stem, or a uuid's first characters). Raises
-    UsageError for an empty id, or a uuid's beginning that begins several sessions' ids."""
+    """The scored session ``session`` names (``sessions.naming``: a key, the tool's id, a
+    path, a file name or stem, or a uuid's first characters), as a list of one, or none.
+    Raises UsageError for an empty id, or one that names several sessions (a uuid's
+    beginning, or the id of copies of one transcript)."""
     naming.check_id(session)
     rows = scored_session_files(conn)
     named = [r for r in rows if naming.names(session, r.session_key, r.path, r.source_session_id)]
+    if len(named) > 1:
+        # A session's id is its subagents' transcripts' too: the file it names first.
+        named = [r for r in named if naming.names(session, r.session_key, r.path, None)] or named
+    if len(named) > 1:  # copies of one transcript share its name and id
+        raise naming.ambiguous(
+            session, [r.session_key for r in named], [r.path for r in named], part=False
+        )
     if named:
         return named
-    found = naming.by_part(session, [r.path for r in rows], [r.source_session_id for r in rows])
+    found = naming.by_part(
+        session,
+        [r.session_key for r in rows],
+        [r.path for r in rows],
+        [r.source_session_id for r in rows],
+    )
     return [rows[i] for i in found]
 
 

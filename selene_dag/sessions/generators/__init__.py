@@ -35,7 +35,8 @@ def overhead_tokens(
     whatever number of chunks ends up selected.
     """
     check_platform(platform)
-    reserve = max(
+    # The model's acknowledgement after the preamble is one of the file's texts too.
+    reserve = count_tokens(ACK_TEXT, model=model) + max(
         count_tokens(preamble(meta, n_chunks), model=model),
         count_tokens(preamble(meta, 999_999), model=model),
     )

@@ -1,0 +1,94 @@
+"""What a distilled file holds: every text of it within the budget (the model's
+acknowledgement too), and a transcript copied beside itself counted once in its project."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import dagster as dg
+import duckdb
+import pytest
+
+from selene_dag import service
+from selene_dag.config import Settings, load_settings
+from selene_dag.context.tokens import count_tokens
+from selene_dag.errors import UsageError
+from selene_dag.sessions.generators import ACK_TEXT
+from selene_dag.sessions.parsers import parse_file
+from tests.support.sessions import REAL_CLAUDE
+
+
+def _settings(tmp_path: Path, **env: str) -> Settings:
+    return load_settings(
+        {
+            "SELENE_SESSION_ROOTS": f"claude={tmp_path / 'projects'}",
+            "SELENE_LLM": "extractive",
+            "SELENE_CLI_ASSESSORS": "",
+            "SELENE_NOW": "2026-05-01T00:00:00Z",
+            **env,
+        },
+        home=tmp_path / "home",
+    )
+
+
+def _copy(tmp_path: Path, *folders: str) -> None:
+    for folder in folders:
+        target = tmp_path / "projects" / folder / REAL_CLAUDE.name
+        target.parent.mkdir(parents=True)
+        shutil.copy(REAL_CLAUDE, target)
+
+
+def _rows(settings: Settings) -> dict[str, tuple]:
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        rows = conn.execute(
+            "SELECT session_key, path, chunk_count, tokens, budget FROM distilled_sessions"
+        ).fetchall()
+    return {r[0]: r[1:] for r in rows}
+
+
+def test_every_text_of_a_distilled_file_counts_within_its_budget(tmp_path: Path) -> None:
+    # The acknowledgement after the preamble was left out of the count: a file of 1,000
+    # tokens held 1,017.
+    _copy(tmp_path, "-proj")
+    settings = _settings(tmp_path, SELENE_DISTILL_TOKEN_BUDGET="3000")
+    service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
+    rows = _rows(settings)
+    assert rows
+    for path, chunks, tokens, budget in rows.values():
+        # What the model reads: the preamble, the chunks (wrapped) and its acknowledgement;
+        # not the transcript's title or its compaction marker.
+        events = parse_file(path).events
+        texts = [e.text for e in events if e.kind not in ("summary", "compact_boundary")]
+        texts += [e.text for e in events if e.kind == "summary" and "assembled from" in e.text]
+        assert ACK_TEXT in texts and chunks >= 1
+        assert sum(count_tokens(t, settings.model) for t in texts) <= tokens <= budget == 3000
+
+
+def test_a_transcript_copied_beside_itself_counts_once_in_its_project(tmp_path: Path) -> None:
+    # A backup of ~/.claude beside it (or a second machine's folder) holds the same session:
+    # its project's distillation held every chunk twice, and named the session twice.
+    _copy(tmp_path, "-proj", "-proj-backup")
+    settings = _settings(tmp_path)
+    service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
+    rows = _rows(settings)
+    sessions = {k: v for k, v in rows.items() if not k.startswith("project:")}
+    projects = {k: v for k, v in rows.items() if k.startswith("project:")}
+    assert len(sessions) == 2 and len(projects) == 1
+    (single_chunks,) = {v[1] for v in sessions.values()}
+    path, chunks, _, _ = next(iter(projects.values()))
+    assert chunks == single_chunks
+    opening = next(e.text for e in parse_file(path).events if "assembled from" in e.text)
+    session_id = REAL_CLAUDE.stem.removeprefix("claude-code-log_")
+    assert opening.count(session_id) == 1, opening
+    # Naming the session: its id or a part of it names both copies, and the error shows
+    # the keys that name each alone (it said "type more of it", which cannot help).
+    keys = sorted(sessions)
+    with pytest.raises(UsageError) as error:
+        service.distill_seed(settings, "claude", session_id, out_dir=tmp_path / "seed")
+    assert f"names 2 sessions: {keys[0]} (" in str(error.value)
+    assert "name one by its key" in str(error.value) and keys[1] in str(error.value)
+    with pytest.raises(UsageError, match=f"is part of the ids of 2 sessions: {keys[0]}"):
+        service.distill_report(settings, session_id[:8])
+    seeded = service.distill_seed(settings, "claude", keys[1], out_dir=tmp_path / "seed")
+    assert Path(seeded["path"]).is_file()
