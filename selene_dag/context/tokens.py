@@ -164,6 +164,9 @@ _BLOCK_MIN = 2_048
 _BLOCK_MAX = 16_384
 _THREADS = max(1, min(4, os.cpu_count() or 1))
 _BLOCK_CACHE_SIZE = 65_536
+# Characters encoded per call: the ids of one call are held at once (about 36 bytes each),
+# so a 27 MB message encoded in one call took 4 GB.
+_ENCODE_CHARS = 1 << 20
 
 
 def _line_blocks(text: str) -> list[str]:
@@ -189,6 +192,57 @@ def _line_blocks(text: str) -> list[str]:
             pos = text.find("\n", pos + 1)
     blocks.append(text[start:])
     return blocks
+
+
+def _space_parts(block: str) -> list[str]:
+    """``block`` (over ``_BLOCK_MAX`` characters) cut at single spaces between two words
+    into parts of at most about ``_BLOCK_MAX`` characters, the spaces cut at left out:
+    ``" ".join(parts) == block``. A part alone starts with the word marker the space gave
+    its first word in the block, and no piece crosses a space, so the parts' counts sum
+    to the block's. A block with no such space past ``_BLOCK_MIN`` stays whole."""
+    parts: list[str] = []
+    start = 0
+    while len(block) - start > _BLOCK_MAX:
+        cut = _word_space(block, start + _BLOCK_MIN, start + _BLOCK_MAX)
+        if cut < 0:
+            break
+        parts.append(block[start:cut])
+        start = cut + 1
+    parts.append(block[start:])
+    return parts
+
+
+def _word_space(block: str, low: int, high: int) -> int:
+    """The last single space between two non-blank characters in ``block[low:high]``, or
+    else the first one after ``high``; -1 when there is none."""
+    pos = block.rfind(" ", low, high)
+    while pos > low:
+        if not block[pos - 1].isspace() and not block[pos + 1].isspace():
+            return pos
+        pos = block.rfind(" ", low, pos)
+    pos = block.find(" ", high)
+    while pos != -1 and pos + 1 < len(block):
+        if not block[pos - 1].isspace() and not block[pos + 1].isspace():
+            return pos
+        pos = block.find(" ", pos + 1)
+    return -1
+
+
+def _encode_lengths(encode: Any, texts: list[str], **options: Any) -> list[int]:
+    """How many ids ``encode`` gives each of ``texts``, encoding at most about
+    ``_ENCODE_CHARS`` characters per call (only the lengths are kept)."""
+    lengths: list[int] = []
+    group: list[str] = []
+    size = 0
+    for text in texts:
+        if group and size + len(text) > _ENCODE_CHARS:
+            lengths.extend(map(len, encode(group, **options)))
+            group, size = [], 0
+        group.append(text)
+        size += len(text)
+    if group:
+        lengths.extend(map(len, encode(group, **options)))
+    return lengths
 
 
 def _first_word(text: str) -> str:
@@ -220,22 +274,26 @@ class SentencePieceTokenizer:
 
     def count_batch(self, texts: list[str]) -> list[int]:
         if all(len(t) <= _LONG_TEXT for t in texts):
-            return [len(ids) for ids in self._encode(texts)]
+            return _encode_lengths(self._encode, texts)
         # A long text is counted block by block, each block cut just after a newline and
         # encoded behind a newline of its own: a newline is a byte-fallback piece that no
         # merge crosses, so the block's pieces are those it has inside the whole text and
-        # the sum is exact (a test holds it against whole-text counts). BPE over one long
-        # string is superlinear; blocks are linear, use every core, and are cached.
+        # the sum is exact (a test holds it against whole-text counts); a long line is cut
+        # at spaces too (``_space_parts``). BPE over one long string is superlinear;
+        # blocks are linear, use every core, and are cached.
         newline = self._newline_cost()
-        keyed: list[list[bytes]] = []
+        keyed: list[tuple[list[bytes], int]] = []  # each text's keys, and newlines to take
         known: dict[bytes, int] = {}
         todo: dict[bytes, str] = {}
         for text in texts:
             blocks = _line_blocks(text) if len(text) > _LONG_TEXT else [text]
             # Blocks after the first are encoded behind a newline: their key says so.
-            jobs = [blocks[0], *("\n" + block for block in blocks[1:])]
+            jobs: list[str] = []
+            for index, block in enumerate(blocks):
+                parts = _space_parts(block) if len(block) > _BLOCK_MAX else [block]
+                jobs += ["\n" + parts[0] if index else parts[0], *parts[1:]]
             keys = [hashlib.md5(job.encode("utf-8", "surrogatepass")).digest() for job in jobs]
-            keyed.append(keys)
+            keyed.append((keys, len(blocks) - 1))
             for key, job in zip(keys, jobs, strict=True):
                 cached = self._blocks.get(key)
                 if cached is None:
@@ -244,13 +302,13 @@ class SentencePieceTokenizer:
                     known[key] = cached
         if todo:
             order = list(todo)
-            encoded = self._encode([todo[k] for k in order], num_threads=_THREADS)
-            fresh = dict(zip(order, map(len, encoded), strict=True))
+            lengths = _encode_lengths(self._encode, [todo[k] for k in order], num_threads=_THREADS)
+            fresh = dict(zip(order, lengths, strict=True))
             known.update(fresh)
             if len(self._blocks) + len(fresh) > _BLOCK_CACHE_SIZE:
                 self._blocks = {}
             self._blocks.update(fresh)
-        return [sum(known[k] for k in keys) - newline * (len(keys) - 1) for keys in keyed]
+        return [sum(known[k] for k in keys) - newline * behind for keys, behind in keyed]
 
     def _longest_piece(self) -> int:
         if self._longest is None:
@@ -400,12 +458,16 @@ class SentencePieceTokenizer:
 
     def truncate(self, text: str, max_tokens: int) -> str:
         # The first max_tokens pieces lie within (max_tokens + 2) longest pieces' worth of
-        # characters; up to the next newline (which no merge crosses) the pieces are those
-        # of the whole text. Encoding only that much keeps truncating a huge text cheap.
+        # characters; up to the next newline (which no merge crosses), or single space
+        # between two words (no piece crosses it), the pieces are those of the whole text.
+        # Encoding only that much keeps truncating a huge text, or a huge line, cheap.
         reach = (max_tokens + 2) * self._longest_piece()
         if len(text) > 2 * reach:
             cut = text.find("\n", reach)
-            if cut != -1:
+            space = _word_space(text, reach, reach)
+            if space != -1 and (cut == -1 or space < cut):
+                text = text[:space]
+            elif cut != -1:
                 text = text[: cut + 1]
         proto = self.processor.encode(text, return_type="proto")
         pieces = proto.pieces

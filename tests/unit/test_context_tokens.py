@@ -247,6 +247,37 @@ def test_long_texts_counted_in_blocks_match_whole_text_counts(lines, blank) -> N
         ]
 
 
+@settings(max_examples=25, deadline=None)
+@given(words=st.lists(st.lists(st.sampled_from(_PIECES), max_size=12).map("".join), min_size=1))
+def test_a_long_line_counted_in_parts_matches_its_whole_count(words) -> None:
+    # A line of megabytes (a pasted log, a tool's output on one line) was one encode: its
+    # ids took 4 GB for 27 MB. It is cut at single spaces between words; the sum must
+    # equal one encode of the whole text, for every SentencePiece vocabulary.
+    unit = " ".join(words) + " "
+    text = "head " + unit * (70_000 // len(unit) + 1) + "end"
+    assert "\n" not in text
+    for family in ("mistral-sp-v1", "mistral-sp-v3", "mistral-sp-v7"):
+        tokenizer = tk._mistral(family)
+        assert tokenizer.count(text) == len(tokenizer.processor.encode(text)), family
+        for budget in (1, 50, 3_000):  # from its head only, as from the whole text
+            assert tokenizer.truncate(text, budget) == _truncate_whole(tokenizer, text, budget)
+
+
+def test_space_parts_join_back_into_the_block_and_cut_only_between_words() -> None:
+    block = " ".join(f"word{i}" for i in range(20_000))
+    parts = tk._space_parts(block)
+    assert " ".join(parts) == block and len(parts) > 5
+    assert all(len(p) <= tk._BLOCK_MAX for p in parts)
+    assert all(p and not p[0].isspace() and not p[-1].isspace() for p in parts)
+    tokenizer = tk._mistral("mistral-sp-v1")
+    fresh = tk.SentencePieceTokenizer(tokenizer.processor, "mistral-sp-v1")
+    assert fresh.count(block) == len(tokenizer.processor.encode(block))
+    assert len(fresh._blocks) == len(parts)  # encoded part by part, not whole
+    # Only runs of blanks and no single space between words: left whole.
+    assert tk._space_parts("a  " * 10_000) == ["a  " * 10_000]
+    assert tk._space_parts("x" * 40_000) == ["x" * 40_000]
+
+
 def test_line_blocks_join_back_into_the_text_and_resync_after_a_different_start() -> None:
     body = "".join(f"line {i} of the body, with some words\n" for i in range(5000))
     blocks = tk._line_blocks(body)
