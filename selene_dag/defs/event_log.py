@@ -8,6 +8,10 @@ keeps one pooled connection per database file it recently used (the index and th
 current run's shard) and writes the same rows to the same files: a home stays readable by
 plain Dagster, and the UI reads it as before.
 
+A run's shard is closed when the run ends: closing the last connection of a WAL database
+checkpoints it and removes its log, which otherwise stayed beside it (1.8 MB per run, with
+a run's history of 100–300 KB: a home grew by 2.6 MB per ingest).
+
 It also records a run over many partitions with one "planned" event per asset, naming the
 partitions, instead of one per partition. The difference: Dagster cannot mark those
 partitions failed when such a run crashes; they stay missing, which is what the CLI
@@ -25,6 +29,8 @@ from typing import Any
 
 import sqlalchemy as sa
 from alembic.script import ScriptDirectory
+from dagster._core.events import DagsterEventType
+from dagster._core.events.log import EventLogEntry
 from dagster._core.storage.event_log.schema import SqlEventLogStorageMetadata
 from dagster._core.storage.event_log.sqlite import sqlite_event_log
 from dagster._core.storage.event_log.sqlite.sqlite_event_log import (
@@ -59,6 +65,10 @@ _VERSION_TABLE = (
 # Database files with an open connection: the index, the running run's shard, and the
 # shards the UI read last.
 OPEN_SHARDS = 4
+# The events after which a run writes no more to its shard.
+_RUN_ENDS = frozenset(
+    {DagsterEventType.RUN_SUCCESS, DagsterEventType.RUN_FAILURE, DagsterEventType.RUN_CANCELED}
+)
 
 
 class ConnectedSqliteEventLogStorage(SqliteEventLogStorage):
@@ -146,6 +156,16 @@ class ConnectedSqliteEventLogStorage(SqliteEventLogStorage):
                 self._initialized_dbs.add(shard)
             with engine.connect() as conn, conn.begin():
                 yield conn
+
+    def store_event(self, event: EventLogEntry) -> None:
+        """Store ``event`` as Dagster's storage does; after a run's last event, close its
+        shard (see the module's docstring)."""
+        super().store_event(event)
+        if event.dagster_event is not None and event.dagster_event.event_type in _RUN_ENDS:
+            with self._db_lock, self._engines_lock:
+                engine = self._engines.pop(event.run_id, None)
+            if engine is not None:
+                engine.dispose()
 
     def _close_all(self) -> None:
         with self._engines_lock:

@@ -178,3 +178,24 @@ def test_new_databases_are_set_up_as_dagster_sets_them_up(tmp_path: Path) -> Non
     assert revision == head == event_log.alembic_head()
     ours.dispose()
     theirs.dispose()
+
+
+def test_a_finished_run_leaves_no_write_ahead_log_beside_its_history(tmp_path: Path) -> None:
+    # The run's shard stayed open until the process ended, and its WAL log (1.8 MB, beside
+    # a history of 100-300 KB) was left on disk: a home grew by 2.6 MB per ingest.
+    settings = _settings(tmp_path, files=2)
+    instance = runs.instance_for(settings)
+    keys = [f.session_key for f in scan_roots(settings.session_roots)]
+    runs.materialize_sessions(settings, keys[:1], instance)
+    runs.materialize_sessions(settings, keys[1:], instance)
+    run_ids = [r.dagster_run.run_id for r in instance.get_run_records()]
+    assert len(run_ids) == 2
+    folder = settings.dagster_home / "history" / "runs"
+    for run_id in run_ids:
+        assert (folder / f"{run_id}.db").is_file()
+        assert not (folder / f"{run_id}.db-wal").exists(), sorted(p.name for p in folder.iterdir())
+    # The history is whole: a plain Dagster instance reads both runs' events.
+    plain = _plain_instance(settings.dagster_home.resolve(), tmp_path)
+    assert set(plain.get_materialized_partitions(session_events.key)) == set(keys)
+    for run_id in run_ids:
+        assert plain.get_records_for_run(run_id, of_type=DagsterEventType.RUN_SUCCESS).records
