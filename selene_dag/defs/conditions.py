@@ -40,6 +40,12 @@ FOLLOW_UPSTREAM = (
     & ~dg.AutomationCondition.in_progress()
 ).with_label("follow changed inputs")
 
+# A check runs with its asset: in the run that materializes it (eager() follows an asset
+# that will be requested this tick), or after it was materialized elsewhere. A check with
+# no condition was never requested by automation: the blocking ones did not guard the
+# runs the daemon started.
+WITH_ITS_ASSET = dg.AutomationCondition.eager().with_label("with its asset")
+
 ESSENCES_CRON = "*/5 * * * *"
 DIGESTS_CRON = "0 * * * *"
 TIERS_CRON = "0 3 * * *"

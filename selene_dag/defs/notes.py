@@ -27,6 +27,7 @@ from selene_dag.defs.conditions import (
     ESSENCES_CRON,
     FOLLOW_UPSTREAM,
     TIERS_CRON,
+    WITH_ITS_ASSET,
     follow_or_every,
 )
 from selene_dag.defs.metadata import (
@@ -575,7 +576,11 @@ def compression_health(
 # Checks: coverage figures warn, rules that must hold block downstream.
 
 
-@dg.asset_check(asset=processed_notes, description="Share of live notes that have an essence.")
+@dg.asset_check(
+    automation_condition=WITH_ITS_ASSET,
+    asset=processed_notes,
+    description="Share of live notes that have an essence.",
+)
 def essence_coverage(selene: SeleneResource) -> dg.AssetCheckResult:
     """Warn while some notes still lack an essence (normal with a per-run limit)."""
     with selene.connection() as conn:
@@ -592,6 +597,7 @@ def essence_coverage(selene: SeleneResource) -> dg.AssetCheckResult:
 
 
 @dg.asset_check(
+    automation_condition=WITH_ITS_ASSET,
     asset=fidelity_tiers,
     blocking=True,
     description="Every stored tier equals the tier rules recomputed in Python from SQL inputs.",
@@ -614,7 +620,9 @@ def tier_rules(selene: SeleneResource) -> dg.AssetCheckResult:
 
 
 @dg.asset_check(
-    asset=thread_digests, description="Every digest has 3–5 sentences and ≥ 30 characters."
+    automation_condition=WITH_ITS_ASSET,
+    asset=thread_digests,
+    description="Every digest has 3–5 sentences and ≥ 30 characters.",
 )
 def digest_shape(selene: SeleneResource) -> dg.AssetCheckResult:
     """Check stored digests against seed 000's length rules."""

@@ -10,7 +10,7 @@ No ``from __future__ import annotations`` here: Dagster inspects the ``context``
 
 import dagster as dg
 
-from selene_dag.defs.conditions import FOLLOW_UPSTREAM
+from selene_dag.defs.conditions import FOLLOW_UPSTREAM, WITH_ITS_ASSET
 from selene_dag.defs.metadata import code_version, duckdb_asset, markdown_table
 from selene_dag.defs.notes import fidelity_tiers, processed_notes
 from selene_dag.defs.resources import SeleneResource
@@ -72,6 +72,7 @@ def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
 
 
 @dg.asset_check(
+    automation_condition=WITH_ITS_ASSET,
     asset=search_index,
     description=(
         "Recall of ask at 2,000 tokens on assets/eval/questions.jsonl (questions whose source "

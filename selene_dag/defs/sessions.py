@@ -18,7 +18,7 @@ from typing import Any
 import dagster as dg
 
 from selene_dag.config import Settings
-from selene_dag.defs.conditions import FOLLOW_UPSTREAM
+from selene_dag.defs.conditions import FOLLOW_UPSTREAM, WITH_ITS_ASSET
 from selene_dag.defs.metadata import FAILED_FILES, duckdb_asset, markdown_table
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.errors import SeleneError
@@ -569,7 +569,10 @@ PARSE_ERROR_WARN_RATE = 0.05
 
 
 @dg.asset_check(
-    asset=session_events, blocking=True, description="Every importance score is within 0..100."
+    automation_condition=WITH_ITS_ASSET,
+    asset=session_events,
+    blocking=True,
+    description="Every importance score is within 0..100.",
 )
 def session_events_importance_range(selene: SeleneResource) -> dg.AssetCheckResult:
     """Fail when any stored event has an importance outside 0..100."""
@@ -580,7 +583,11 @@ def session_events_importance_range(selene: SeleneResource) -> dg.AssetCheckResu
     return dg.AssetCheckResult(passed=bad == 0, metadata={"out_of_range": bad, "events": total})
 
 
-@dg.asset_check(asset=session_events, description="Share of malformed lines across ingested files.")
+@dg.asset_check(
+    automation_condition=WITH_ITS_ASSET,
+    asset=session_events,
+    description="Share of malformed lines across ingested files.",
+)
 def session_files_parse_errors(selene: SeleneResource) -> dg.AssetCheckResult:
     """Report the parse-error rate (warning above 5 %)."""
     with selene.connection() as conn:
@@ -603,7 +610,10 @@ def session_files_parse_errors(selene: SeleneResource) -> dg.AssetCheckResult:
 
 
 @dg.asset_check(
-    asset=chunk_scores, blocking=True, description="Ratings in 1..10, consensus in 0..10."
+    automation_condition=WITH_ITS_ASSET,
+    asset=chunk_scores,
+    blocking=True,
+    description="Ratings in 1..10, consensus in 0..10.",
 )
 def chunk_scores_range(selene: SeleneResource) -> dg.AssetCheckResult:
     """Fail on any assessment rating outside 1..10 or consensus outside 0..10."""
@@ -622,7 +632,9 @@ def chunk_scores_range(selene: SeleneResource) -> dg.AssetCheckResult:
 
 
 @dg.asset_check(
-    asset=chunk_scores, description="Share of chunks with a sufficient (≥ 2 assessors) consensus."
+    automation_condition=WITH_ITS_ASSET,
+    asset=chunk_scores,
+    description="Share of chunks with a sufficient (≥ 2 assessors) consensus.",
 )
 def chunk_scores_coverage(selene: SeleneResource) -> dg.AssetCheckResult:
     """Report how many chunks are scored and how many have a sufficient consensus."""
@@ -645,6 +657,7 @@ def chunk_scores_coverage(selene: SeleneResource) -> dg.AssetCheckResult:
 
 
 @dg.asset_check(
+    automation_condition=WITH_ITS_ASSET,
     asset=distilled_sessions,
     blocking=True,
     description="No distilled file over its token budget; every recorded file exists.",

@@ -169,9 +169,10 @@ def test_cadences_follow_seed_000_times():
     between, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 3, tzinfo=UTC), cursor)
     assert between == set()
     five_past, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 6, tzinfo=UTC), cursor)
-    # Only the essences run: the assets that follow processed_notes wait until its content
-    # changes, or the whole notes chain would run every five minutes.
-    assert five_past == {"processed_notes"}
+    # Only the essences run (and their check, with them): the assets that follow
+    # processed_notes wait until its content changes, or the whole notes chain would run
+    # every five minutes.
+    assert five_past == {"processed_notes", "processed_notes:essence_coverage"}
     conditions = {
         key.to_user_string(): repr(a.automation_conditions_by_key.get(key))
         for a in defs.assets
@@ -213,6 +214,15 @@ def test_a_changed_folder_runs_the_whole_notes_chain_in_one_evaluation():
     observe_folder("v2")
     changed, _ = _requested(defs, instance, datetime(2026, 7, 15, 3, 14, tzinfo=UTC), cursor)
     assert DOWNSTREAM | {"search_index"} <= changed
+    # With their checks, in the same evaluation: the blocking ones guard what follows (no
+    # check ran in the runs the daemon started).
+    checks = {
+        "fidelity_tiers:tier_rules",
+        "processed_notes:essence_coverage",
+        "thread_digests:digest_shape",
+        "search_index:ask_quality",
+    }
+    assert checks <= changed
 
 
 def test_notes_folder_sensor_fires_on_change_only(small_corpus):
