@@ -674,6 +674,20 @@ def compact_messages(
             # are summarized (an agent session is one prompt, then its tool calls).
             asked = latest_request(conversation)
             oldest = [i for i in range(len(conversation)) if i != asked][:n]
+            # A tool call summarized takes its results with it: a result kept without its
+            # call is refused by chat APIs.
+            called = set().union(*(_call_ids(conversation[i]) for i in oldest)) if oldest else set()
+            oldest = sorted(
+                {
+                    *oldest,
+                    *(
+                        i
+                        for i, m in enumerate(conversation)
+                        if m["role"] == "tool" and m.get("tool_call_id") in called and i != asked
+                    ),
+                }
+            )
+            n = len(oldest)
             taken = set(oldest)
             kept_after = [m for i, m in enumerate(conversation) if i not in taken]
             if n > 2:

@@ -662,3 +662,25 @@ def test_a_tool_result_is_not_joined_to_the_request_after_it() -> None:
     joined = _alternating(msgs)
     assert len(joined) == 2 and joined[0] == msgs[0]
     assert latest_request(joined) == 1
+
+
+def test_a_summarized_tool_call_takes_its_result_with_it() -> None:
+    # The summary step took the oldest messages by count: a call could go into the summary
+    # and its result stay, a tool message with no call before it, which chat APIs refuse.
+    for exchanges in range(3, 12):
+        msgs: list[dict] = [{"role": "user", "content": "Clean up the build scripts. " + PARA}]
+        for i in range(exchanges):
+            call = {
+                "id": f"c{i}",
+                "type": "function",
+                "function": {"name": "sh", "arguments": "{}"},
+            }
+            msgs.append({"role": "assistant", "content": "", "tool_calls": [call]})
+            msgs.append({"role": "tool", "tool_call_id": f"c{i}", "content": f"out {i} " + PARA})
+        msgs.append({"role": "user", "content": "LATESTQ: and now?"})
+        total = message_tokens(msgs, M)
+        for share in (0.5, 0.7, 0.9, 0.95):
+            out = compact_messages(msgs, int(total * share), M).messages
+            calls = {c["id"] for m in out for c in m.get("tool_calls") or []}
+            results = {m["tool_call_id"] for m in out if m["role"] == "tool"}
+            assert results <= calls, (exchanges, share, results - calls)
