@@ -48,7 +48,8 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 
 _ENV_NAME = (
     r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY"
@@ -92,10 +93,22 @@ class _Rule:
     kind: str
     pattern: re.Pattern[str]
     triggers: tuple[str, ...]
+    keep: Callable[[str], bool] | None = None  # a value it matches but leaves
 
 
 def _rule(kind: str, pattern: str, *triggers: str) -> _Rule:
     return _Rule(kind, re.compile(pattern), triggers)
+
+
+# A run of letters that reads as a word of an identifier (``With``, ``Client``, ``reset``):
+# four letters or more, a vowel among them. A made password seldom holds one.
+_WORDLIKE = re.compile(r"(?:[A-Z][a-z]{3,}|(?<![A-Za-z])[a-z]{4,}|(?<=[A-Z0-9_])[a-z]{4,})")
+
+
+def _names_a_thing(value: str) -> bool:
+    """Whether ``value`` reads as an identifier (``PBKDF2WithHmacSHA256``, ``OAuth2Client``,
+    ``x86_64Linux``) rather than a made secret (``PgKtjz4IJWUaxP9x``)."""
+    return any(set(word.lower()) & set("aeiouy") for word in _WORDLIKE.findall(value))
 
 
 # An option of htpasswd, with the cost -C takes.
@@ -300,22 +313,27 @@ _KEY_RULES = (
         "ASSPHRASE",
         "asscode",
     ),
-    _rule(
-        "user_password",
-        # Named with no verb between ("the password PgKtjz4IJWUaxP9x is exposed", an agent
-        # repeating a value it found): a value that reads as made, not as a word or a
-        # scheme (``argon2id``, ``SHA256``): 8 characters or more holding an upper-case
-        # letter, a lower-case letter and a digit, a quoted one too.
-        r"(?P<head>\b(?i:password|passwd|passphrase)[ \t]+)(?P<q>[\"'`])?"
-        r"(?=[^\s\"'`<>(){}\[\],;]*[A-Z])(?=[^\s\"'`<>(){}\[\],;]*[a-z])"
-        r"(?=[^\s\"'`<>(){}\[\],;]*[0-9])"
-        r"[^\s\"'`<>(){}\[\],;]{7,127}[^\s\"'`<>(){}\[\],;.!?:]"
-        r"(?(q)(?P=q)|(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;]|$)))",
-        "assword",
-        "ASSWORD",
-        "asswd",
-        "assphrase",
-        "ASSPHRASE",
+    replace(
+        _rule(
+            "user_password",
+            # Named with no verb between ("the password PgKtjz4IJWUaxP9x is exposed", an agent
+            # repeating a value it found): a value that reads as made, not as a word or a
+            # scheme (``argon2id``, ``SHA256``) or an identifier (``OAuth2Client``,
+            # ``PBKDF2WithHmacSHA256``: a run of letters reads as a word, ``_names_a_thing``):
+            # 8 characters or more holding an upper-case letter, a lower-case letter and a
+            # digit, a quoted one too.
+            r"(?P<head>\b(?i:password|passwd|passphrase)[ \t]+)(?P<q>[\"'`])?"
+            r"(?=[^\s\"'`<>(){}\[\],;]*[A-Z])(?=[^\s\"'`<>(){}\[\],;]*[a-z])"
+            r"(?=[^\s\"'`<>(){}\[\],;]*[0-9])"
+            r"[^\s\"'`<>(){}\[\],;]{7,127}[^\s\"'`<>(){}\[\],;.!?:]"
+            r"(?(q)(?P=q)|(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;]|$)))",
+            "assword",
+            "ASSWORD",
+            "asswd",
+            "assphrase",
+            "ASSPHRASE",
+        ),
+        keep=_names_a_thing,
     ),
     *(
         _rule(
@@ -438,10 +456,11 @@ _CONNECTION_RULE = _rule(
     # Written as connection strings are: no spaces around "=", a value of no call or
     # bracket, and another ``key=value`` pair before or after it (``pwd = process.cwd();``
     # is code).
-    rf"(?P<head>(?:(?<=;)|(?<=;\s)|(?<=[\"'])|(?<=^)|(?<=\n))(?i:pwd|password|passwd)=)"
+    rf"(?P<head>(?:(?<=;)|(?<=;\s)|(?<=[\"'])|(?<=^))(?i:pwd|password|passwd)=)"
     rf"{_NOT_A_VALUE}(?![/~.])[^;\s\"'(){{}}\[\]]{{1,128}}"
-    # Another pair, a quote, or the line's end after it (a tool's output goes on below).
-    r"(?=;\s?[A-Za-z ]+=|;?[\"']|;?\r?(?:\n|$))",
+    # Another pair, a quote, the text's end, or a ``;`` ending its line (a tool's output
+    # goes on below; without the ``;``, ``PWD=C:\\work`` of ``env`` is no password).
+    r"(?=;\s?[A-Za-z ]+=|;?[\"']|;?$|;\r?\n)",
 )
 _ASSIGNMENT_RULES = (_ENV_RULE, _CONFIG_RULE, _CONNECTION_RULE)
 _KINDS = tuple(dict.fromkeys(rule.kind for rule in (*_KEY_RULES, *_ASSIGNMENT_RULES)))
@@ -486,12 +505,18 @@ _PLACEHOLDER = re.compile(
 )
 
 
-def _replacement(match: re.Match[str], kind: str, counts: Counter[str] | None) -> str:
-    """The match with its value replaced, or as it is when the value is a placeholder."""
+def _replacement(
+    match: re.Match[str],
+    kind: str,
+    counts: Counter[str] | None,
+    keep: Callable[[str], bool] | None = None,
+) -> str:
+    """The match with its value replaced, or as it is when the value is a placeholder (or
+    one the rule's ``keep`` leaves)."""
     groups = match.groupdict()
     head, quote = groups.get("head") or "", groups.get("q") or ""
     value = match.group(0)[len(head) + len(quote) : len(match.group(0)) - len(quote)]
-    if _PLACEHOLDER.fullmatch(value):
+    if _PLACEHOLDER.fullmatch(value) or (keep is not None and keep(value)):
         return match.group(0)
     if counts is not None:
         counts[kind] += 1
@@ -540,7 +565,9 @@ def _redact(text: str, counts: Counter[str] | None) -> str:
         raise TypeError(f"redact() expects str, got {type(text).__name__}")
     for rule in _KEY_RULES:
         if any(trigger in text for trigger in rule.triggers):
-            text = rule.pattern.sub(lambda m, kind=rule.kind: _replacement(m, kind, counts), text)
+            text = rule.pattern.sub(
+                lambda m, rule=rule: _replacement(m, rule.kind, counts, rule.keep), text
+            )
     return _redact_assignments(text, counts)
 
 

@@ -540,6 +540,11 @@ def read_conversation(path: Path) -> Conversation:
     return _user_file(path, read)
 
 
+# Seconds compact waits for a store another process holds before it goes on without the
+# home's cache of model calls.
+CACHE_WAIT = 2.0
+
+
 def compact(
     settings: Settings,
     messages: Path | Conversation | Sequence[Any],
@@ -604,17 +609,24 @@ def compact(
         ]
         return replace(report, steps=steps)
 
-    # A model's summaries are cached in the home's llm_cache when the home exists (compact
-    # needs no store: without one they are cached for this run only); the model writes
-    # with the store let go.
+    # A model's summaries are cached in the home's llm_cache when the home exists, and the
+    # model writes with the store let go. Compact needs no store: one another process
+    # holds (a run, an ingest) leaves the cache out after a short wait, not the summary.
     if summarize_with_engine and settings.llm != "extractive" and settings.db_path.exists():
+        quick = settings.model_copy(update={"lock_wait": min(settings.lock_wait, CACHE_WAIT)})
         opener: Callable[[], contextlib.AbstractContextManager[duckdb.DuckDBPyConnection]] = (
-            (lambda: shared.cursor(settings))
+            (lambda: shared.cursor(quick))
             if shared is not None
-            else (lambda: open_store(settings.db_path, wait=settings.lock_wait))
+            else (lambda: open_store(settings.db_path, wait=quick.lock_wait))
         )
         write_lock = shared.write_lock if shared is not None else None
-        report, _ = with_model_calls_outside(opener, run, write_lock)
+        calls = ModelCalls()
+        try:
+            report, _ = with_model_calls_outside(opener, run, write_lock, calls)
+        except StoreError:
+            report, _ = with_model_calls_outside(
+                lambda: contextlib.nullcontext(None), run, None, calls
+            )
     else:
         report = run(None, None)
     if conversation and not report.messages:

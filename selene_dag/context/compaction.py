@@ -677,6 +677,7 @@ def compact_messages(
             # A tool call summarized takes its results with it: a result kept without its
             # call is refused by chat APIs.
             called = set().union(*(_call_ids(conversation[i]) for i in oldest)) if oldest else set()
+            called.discard(None)  # calls without ids (Ollama's) pair by place, not by id
             oldest = sorted(
                 {
                     *oldest,

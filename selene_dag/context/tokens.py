@@ -217,15 +217,21 @@ def _word_space(block: str, low: int, high: int) -> int:
     else the first one after ``high``; -1 when there is none."""
     pos = block.rfind(" ", low, high)
     while pos > low:
-        if not block[pos - 1].isspace() and not block[pos + 1].isspace():
+        if _between_words(block, pos):
             return pos
         pos = block.rfind(" ", low, pos)
     pos = block.find(" ", high)
     while pos != -1 and pos + 1 < len(block):
-        if not block[pos - 1].isspace() and not block[pos + 1].isspace():
+        if _between_words(block, pos):
             return pos
         pos = block.find(" ", pos + 1)
     return -1
+
+
+def _between_words(block: str, pos: int) -> bool:
+    # Not beside a blank, nor beside a literal word marker (U+2581, a sparkline's lowest
+    # bar): the encoder takes it and the space as one run of blanks.
+    return not any(c.isspace() or c == "\u2581" for c in (block[pos - 1], block[pos + 1]))
 
 
 def _encode_lengths(encode: Any, texts: list[str], **options: Any) -> list[int]:

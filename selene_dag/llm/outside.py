@@ -24,6 +24,7 @@ from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.engine import DeferredCall, ModelCalls
 
 T = TypeVar("T")
+C = TypeVar("C", bound=duckdb.DuckDBPyConnection | None)
 
 # Calls made with the store let go per piece of work; past them (a work whose input kept
 # changing between openings) the last run makes its calls with the store held.
@@ -31,17 +32,20 @@ MAX_CALLS_OUTSIDE = 4
 
 
 def with_model_calls_outside(
-    open_store: Callable[[], AbstractContextManager[duckdb.DuckDBPyConnection]],
-    work: Callable[[duckdb.DuckDBPyConnection, ModelCalls | None], T],
+    open_store: Callable[[], AbstractContextManager[C]],
+    work: Callable[[C, ModelCalls | None], T],
     write_lock: AbstractContextManager[Any] | None = None,
+    calls: ModelCalls | None = None,
 ) -> tuple[T, ModelCalls]:
     """``work(conn, calls)`` on a store from ``open_store()``, with every model call it
     needs made while no store is held (see the module's docstring). ``work`` hands
     ``calls`` to the engines it builds (``get_engine(..., deferred=calls)``); ``None`` on
     its last allowed run, when calls are made in place. Answers are written to the
-    store's ``llm_cache`` under ``write_lock`` (a server's lock on its shared writes).
-    Returns what ``work`` returned and the calls made (``calls.ms``: their time)."""
-    calls = ModelCalls()
+    store's ``llm_cache`` under ``write_lock`` (a server's lock on its shared writes); a
+    store that opens as None (work that needs none) keeps them in ``calls`` only. ``calls``:
+    the answers of calls made before (another try of the same work). Returns what ``work``
+    returned and the calls made (``calls.ms``: their time)."""
+    calls = calls if calls is not None else ModelCalls()
     for attempt in range(MAX_CALLS_OUTSIDE + 1):
         with open_store() as conn:
             _write(conn, calls, write_lock)
@@ -54,11 +58,11 @@ def with_model_calls_outside(
 
 
 def _write(
-    conn: duckdb.DuckDBPyConnection,
+    conn: duckdb.DuckDBPyConnection | None,
     calls: ModelCalls,
     write_lock: AbstractContextManager[Any] | None,
 ) -> None:
-    if not calls.fresh:
+    if not calls.fresh or conn is None:
         return
     with write_lock or contextlib.nullcontext():
         cache = LLMCache(conn)

@@ -403,3 +403,28 @@ def test_ask_with_a_model_lets_the_store_go_while_the_model_thinks(
     with duckdb.connect(str(db)) as conn:
         tasks = conn.execute("SELECT task, count(*) FROM llm_cache GROUP BY task").fetchall()
     assert dict(tasks) == {"rewrite_question": 2, "rerank_passages": 2}
+
+
+def test_compact_with_a_model_goes_on_without_the_cache_when_another_process_holds_the_store(
+    api: httpx.Client, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Compact needs no store: with the home's cache of model calls it failed (503) while an
+    # ingest or a run held the file.
+    from tests.support.fake_ollama import FakeOllama
+
+    messages = [
+        {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
+        for i in range(30)
+    ]
+    monkeypatch.setenv("SELENE_LOCK_WAIT", "60")
+    with FakeOllama() as server, lock_held(home / "selene.duckdb"):
+        monkeypatch.setenv("SELENE_LLM", "ollama")
+        monkeypatch.setenv("SELENE_OLLAMA_HOST", server.url)
+        started = time.monotonic()
+        resp = api.post("/compact", json={"messages": messages, "window": 600})
+        took = time.monotonic() - started
+        made = server.total_requests
+    assert resp.status_code == 200, resp.text
+    assert made == 1  # the model wrote the summary once
+    assert took < 30  # not SELENE_LOCK_WAIT's minute
+    assert resp.json()["tokens_after"] <= 600

@@ -684,3 +684,16 @@ def test_a_summarized_tool_call_takes_its_result_with_it() -> None:
             calls = {c["id"] for m in out for c in m.get("tool_calls") or []}
             results = {m["tool_call_id"] for m in out if m["role"] == "tool"}
             assert results <= calls, (exchanges, share, results - calls)
+
+
+def test_tool_calls_without_ids_keep_their_recent_results() -> None:
+    # Ollama's chat format gives tool calls and results no ids: every result was taken for
+    # the result of a summarized call, and the summary took them all, the newest included.
+    msgs: list[dict] = [{"role": "user", "content": "Run the migration steps. " + PARA}]
+    for i in range(40):
+        call = {"type": "function", "function": {"name": "sh", "arguments": f"step {i}"}}
+        msgs.append({"role": "assistant", "content": f"running step {i}", "tool_calls": [call]})
+        msgs.append({"role": "tool", "content": f"output {i} " + PARA})
+    out = compact_messages(msgs, 4000, M).messages
+    assert out[-1]["role"] == "tool" and out[-1]["content"].startswith("output 39")
+    assert message_tokens(out, M) <= 4000

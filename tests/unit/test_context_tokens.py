@@ -222,7 +222,7 @@ def test_import_does_not_pull_heavy_modules() -> None:
     assert out.stdout.strip() == "[]"
 
 
-_PIECES = [*"ab cd\t é中😀-_#*`\xa0\r", "    ", "xyzzy"]
+_PIECES = [*"ab cd\t é中😀-_#*`\xa0\r\u2581", "    ", "xyzzy"]
 _LINES = st.lists(
     st.lists(st.sampled_from(_PIECES), max_size=30).map("".join), min_size=1, max_size=40
 )
@@ -273,6 +273,10 @@ def test_space_parts_join_back_into_the_block_and_cut_only_between_words() -> No
     fresh = tk.SentencePieceTokenizer(tokenizer.processor, "mistral-sp-v1")
     assert fresh.count(block) == len(tokenizer.processor.encode(block))
     assert len(fresh._blocks) == len(parts)  # encoded part by part, not whole
+    # A literal word marker (a sparkline's lowest bar) beside a space joins it as one run
+    # of blanks for the encoder: never cut there (the parts counted one token more).
+    sparkline = "x" * 16_000 + "\u2581\u2581 \ufeff" + "y" * 17_000
+    assert fresh.count(sparkline) == len(tokenizer.processor.encode(sparkline))
     # Only runs of blanks and no single space between words: left whole.
     assert tk._space_parts("a  " * 10_000) == ["a  " * 10_000]
     assert tk._space_parts("x" * 40_000) == ["x" * 40_000]

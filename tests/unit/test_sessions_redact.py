@@ -435,6 +435,19 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         "the password OAuth2 flow",
         "hash the password SHA256 first",
         "PWD=/home/x; ls\nok",
+        # Identifiers after the word: a run of their letters reads as a word.
+        "hash the password PBKDF2WithHmacSHA256 now",
+        "password OAuth2Client",
+        "password IPv6Address",
+        "the password Policy2024 requires 12 chars",
+        "user password SHA256withRSA signature",
+        "Call password resetPassword1() when done",
+        "password Reset2FA flow",
+        "passwd x86_64Linux",
+        # A line of `env`'s output or a form's label: no connection string.
+        "a\nPWD=work\n",
+        "$ env\nPWD=C:\\work\n",
+        "a\nPassword=Required\n",
     ):
         assert "REDACTED" not in redact(prose), prose
     # A long run of the words stays linear.
