@@ -266,7 +266,7 @@ def read_notes(
         root = root.resolve()
     base = scope.folder if scope else root.parent if root.is_file() else root
     result = IngestResult()
-    seen: dict[str, str] = {}
+    seen: dict[str, tuple[str, int]] = {}  # a note id: its file, its place in the result
     skip = scope.skip if scope else ()
     with walk_once():  # the files and the folders that could not be listed: one walk
         files = note_files(root, skip)
@@ -513,14 +513,15 @@ def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
 
 def _take(
     result: IngestResult,
-    seen: dict[str, str],
+    seen: dict[str, tuple[str, int]],
     scope: IngestScope | None,
     source: str,
     notes: list[NoteRecord],
     errors: list[IngestError],
 ) -> None:
     """Add one file's notes and problems to ``result``: ids made home-wide, a repeated id
-    kept once."""
+    kept once: the copy updated last when both say when (two exports of one app side by
+    side, the newer read second: its pages were dropped), else the first."""
     result.errors.extend(errors)
     # A file with any unreadable part is "failed" for deletion tracking: a note whose line
     # broke must not be marked deleted. Its readable notes are still ingested. A problem
@@ -531,10 +532,17 @@ def _take(
         if scope is not None:
             note = replace(note, id=scope.note_id(note.id))
         if note.id in seen:
-            reason = f"duplicate note id {note.id!r} (first in {seen[note.id]}); kept the first"
+            first, place = seen[note.id]
+            kept = result.notes[place]
+            if note.updated_at and kept.updated_at and note.updated_at > kept.updated_at:
+                result.notes[place] = note
+                seen[note.id] = (source, place)
+                reason = f"duplicate note id {note.id!r} (also in {first}); kept this, updated later"
+            else:
+                reason = f"duplicate note id {note.id!r} (first in {first}); kept the first"
             result.errors.append(IngestError(source, None, reason))
             continue
-        seen[note.id] = source
+        seen[note.id] = (source, len(result.notes))
         result.notes.append(note)
 
 

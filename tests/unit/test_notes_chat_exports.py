@@ -469,6 +469,27 @@ def test_a_roam_research_export_gives_one_outline_per_page(tmp_path: Path) -> No
     assert postgres.updated_at == datetime.fromtimestamp(1700000500, tz=UTC)
 
 
+def test_two_roam_exports_side_by_side_keep_each_pages_latest_edit(tmp_path: Path) -> None:
+    # The second export's pages were dropped as duplicates of the first's: a newer export
+    # read after an older one lost its edits.
+    def page(text: str, edited: int) -> dict:
+        block = {"string": text, "uid": "b1", "create-time": 1, "edit-time": edited}
+        return {"title": "Postgres", "children": [block], "create-time": 1}
+
+    newer = [page("VACUUM FULL locks the table; use pg_repack", 1_700_000_900_000)]
+    older = [page("VACUUM FULL locks the table", 1_700_000_500_000)]
+    for first, second in ((older, newer), (newer, older)):  # whichever is read first
+        folder = tmp_path / str(len(list(tmp_path.iterdir())))
+        folder.mkdir()
+        (folder / "roam-a.json").write_text(json.dumps(first))
+        (folder / "roam-b.json").write_text(json.dumps(second))
+        result = read_notes(folder)
+        (note,) = result.notes
+        assert note.content == "- VACUUM FULL locks the table; use pg_repack"
+        (error,) = result.errors
+        assert "duplicate note id 'Postgres'" in error.error
+
+
 def test_a_standard_notes_backup_is_read_and_a_json_txt_file_is_no_note(tmp_path: Path) -> None:
     # Standard Notes names its decrypted backup as a .txt file holding JSON: its notes are
     # read (trash left out, tags from Tag items); any other .txt of JSON is data, not a note.
