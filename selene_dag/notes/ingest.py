@@ -537,7 +537,9 @@ def _take(
             if note.updated_at and kept.updated_at and note.updated_at > kept.updated_at:
                 result.notes[place] = note
                 seen[note.id] = (source, place)
-                reason = f"duplicate note id {note.id!r} (also in {first}); kept this, updated later"
+                reason = (
+                    f"duplicate note id {note.id!r} (also in {first}); kept this, updated later"
+                )
             else:
                 reason = f"duplicate note id {note.id!r} (first in {first}); kept the first"
             result.errors.append(IngestError(source, None, reason))
