@@ -141,6 +141,16 @@ def enex_notes(raw: bytes, rel: str) -> tuple[list[dict[str, Any]], list[str], l
             "updated_at": _date(fields.updated),
             "tags": fields.tags,
         }
+        unread = [
+            v.strip()
+            for v, d in ((fields.created, note["created_at"]), (fields.updated, note["updated_at"]))
+            if v and v.strip() and d is None
+        ]
+        if unread:  # the note is dated when first ingested: said, not silent
+            notices.append(
+                f"note {fields.title or '(untitled)'!r}: its date {unread[0]!r} is not "
+                "Evernote's 20240305T101500Z; dated when first ingested"
+            )
         if note["created_at"]:
             count = same_second[fields.created] = same_second.get(fields.created, 0) + 1
             suffix = f"#{count}" if count > 1 else ""

@@ -396,6 +396,27 @@ def _enex_note(title: str, created: str, enml: str) -> str:
     )
 
 
+def test_an_evernote_date_that_cannot_be_read_is_said(tmp_path: Path) -> None:
+    # The note was dated when first ingested, in silence.
+    export = tmp_path / "odd.enex"
+    export.write_text(
+        '<?xml version="1.0" encoding="UTF-8"?>\n<en-export>'
+        + _enex_note("Odd", "2016-07-30 11:17", "<div>one</div>")
+        + _enex_note("Fine", "20160730T111759Z", "<div>two</div>")
+        + "</en-export>"
+    )
+    result = read_notes(export)
+    assert [n.title for n in result.notes] == ["Odd", "Fine"]
+    assert result.notes[0].created_at is None
+    said = (
+        True,
+        "note kept, note 'Odd': its date '2016-07-30 11:17' is not Evernote's "
+        "20240305T101500Z; dated when first ingested",
+    )
+    assert said in [(e.kept, e.error) for e in result.errors]  # beside its id by place
+    assert str(export) in result.files_ok
+
+
 def test_evernote_notes_of_one_second_and_a_note_whose_xml_breaks_are_all_kept(
     tmp_path: Path,
 ) -> None:
