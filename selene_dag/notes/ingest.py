@@ -945,10 +945,14 @@ def _parse_canvas(
 ) -> tuple[list[NoteRecord], list[IngestError]]:
     """The note of a JSON Canvas file: its cards' text in reading order (``canvas``),
     titled by its name; none for a canvas without words."""
+    if not raw.strip():  # a canvas just made, never drawn on: no words, no problem
+        return [], []
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
         return [], [IngestError(source, None, f"bad JSON: {exc}")]
+    if isinstance(data, dict) and not data.get("nodes") and set(data) <= {"nodes", "edges"}:
+        return [], []  # an empty canvas ({} as Obsidian writes it)
     if not is_canvas(data):
         return [], [IngestError(source, None, "not a canvas: no 'nodes' list")]
     text = canvas_text(data)

@@ -38,12 +38,17 @@ def test_a_canvas_is_its_cards_in_reading_order_titled_by_its_name(tmp_path: Pat
 def test_canvases_without_words_or_broken_give_no_note(tmp_path: Path) -> None:
     files_only = {"nodes": [{"id": "f", "type": "file", "file": "a.md", "x": 0, "y": 0}]}
     (tmp_path / "layout.canvas").write_text(json.dumps(files_only))
+    # A canvas just made is "{}" (Obsidian's) or empty: no words, and no problem (it was
+    # called "not a canvas").
     (tmp_path / "empty.canvas").write_text("{}")
+    (tmp_path / "blank.canvas").write_text("")
+    (tmp_path / "edges.canvas").write_text('{"nodes": [], "edges": []}')
     (tmp_path / "cut.canvas").write_text('{"nodes": [')
     (tmp_path / "odd.canvas").write_text(json.dumps({"nodes": [1, {"type": "text", "x": "a"}]}))
+    (tmp_path / "other.canvas").write_text('{"cards": []}')
     result = read_notes(tmp_path)
     assert result.notes == []
     problems = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors}
-    assert set(problems) == {"empty.canvas", "cut.canvas"}
-    assert problems["empty.canvas"] == "not a canvas: no 'nodes' list"
+    assert set(problems) == {"other.canvas", "cut.canvas"}
+    assert problems["other.canvas"] == "not a canvas: no 'nodes' list"
     assert problems["cut.canvas"].startswith("bad JSON")
