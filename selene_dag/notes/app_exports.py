@@ -83,11 +83,13 @@ def day_one_entries(data: object) -> list[Any] | None:
         "modifiedDate": "updated_at",
         "tags": "tags",
     }
+    # An entry of photos alone has no text: nothing to read, as a Keep note of an image.
     return [
         {ours: entry[theirs] for theirs, ours in names.items() if entry.get(theirs) is not None}
         if isinstance(entry, Mapping)
         else entry
         for entry in data["entries"]
+        if not isinstance(entry, Mapping) or str(entry.get("text") or "").strip()
     ]
 
 
