@@ -174,11 +174,14 @@ class AskResult:
     @property
     def note_ids(self) -> list[str]:
         """Ids of the notes whose text the pack shows (for ``last_accessed_at``): a
-        REFERENCE line names a note without reading it, so it does not count as a use."""
+        REFERENCE line names a note without reading it, and a KEYWORDS line lists its
+        words, so neither counts as a use (notes a question only brushed took the place
+        of fresh ones in ``context`` and moved up a tier)."""
+        shown = (Level.FULL.value, Level.SUMMARY.value)
         return [
             item.id.removeprefix("note:")
             for item in self.items
-            if item.kind == "note" and item.level != Level.REFERENCE.value
+            if item.kind == "note" and item.level in shown
         ]
 
 
