@@ -149,6 +149,13 @@ def _settings(home: Path | None = None) -> Settings:
     return load_settings(home=home)
 
 
+# The home a reading command reads: every command takes it, as ingest does.
+HomeOption = Annotated[
+    Path | None,
+    typer.Option("--home", help="SELENE_HOME to read (default: $SELENE_HOME, else ./.selene)."),
+]
+
+
 def _print_counts(counts: dict[str, int], title: str) -> None:
     table = Table(title=title)
     table.add_column("table")
@@ -548,9 +555,10 @@ def dev(
 def context(
     budget: Annotated[int, typer.Option(help="Token budget of the pack.")] = 16_000,
     model: Annotated[str | None, typer.Option(help="Target model (default SELENE_MODEL).")] = None,
+    home: HomeOption = None,
 ) -> None:
     """Print the tiered context of all notes (stdout: the pack only; accounting on stderr)."""
-    pack = service.context(load_settings(), budget, model)
+    pack = service.context(_settings(home), budget, model)
     sys.stdout.write(pack.text + "\n")
     tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
     err.print(
@@ -664,10 +672,11 @@ def health(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the health document as JSON.")
     ] = False,
+    home: HomeOption = None,
 ) -> None:
     """Compression health: tier distribution, essence progress, thread digests, the notes
     folders ingested, and the sessions stored (with their files' unreadable lines)."""
-    document = service.health(load_settings())
+    document = service.health(_settings(home))
     if as_json:
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
@@ -707,10 +716,11 @@ def ask_command(
     answer: Annotated[
         bool, typer.Option("--answer", help="Send the pack to the model and print its answer.")
     ] = False,
+    home: HomeOption = None,
 ) -> None:
     """Question-driven context pack from notes and sessions, within --budget tokens."""
     _check_format(format, ("md", "json"))
-    settings = load_settings()
+    settings = _settings(home)
     if answer and settings.llm == "extractive":
         raise UsageError("--answer needs a generative model: set SELENE_LLM=ollama")
     result = service.ask(settings, question, budget, model=model, sources=sources)
@@ -753,11 +763,12 @@ def show_command(
     format: Annotated[
         str, typer.Option("--format", help="md (the text) or json (as POST /show answers).")
     ] = "md",
+    home: HomeOption = None,
 ) -> None:
     """Print what a citation of ask points at, whole: a note's lines or a session's events."""
     _check_format(format, ("md", "json"))
     cited = " ".join(citation)
-    shown = service.show(load_settings(), cited, around)
+    shown = service.show(_settings(home), cited, around)
     if format == "json":
         sys.stdout.write(json.dumps(shown.to_json(cited), ensure_ascii=False, indent=2) + "\n")
         return
@@ -789,6 +800,7 @@ def eval_command(
         str | None, typer.Option(help="Target model (tokenizer); default SELENE_MODEL.")
     ] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    home: HomeOption = None,
 ) -> None:
     """Recall of ask beside its baselines, at each --budget.
 
@@ -801,7 +813,7 @@ def eval_command(
     loaded = service.read_questions(questions)
     for notice in loaded.notices:
         err.print(f"note: {questions}: {notice}", highlight=False, soft_wrap=True)
-    settings = load_settings()
+    settings = _settings(home)
     reports = []
     for b in budgets:
         report = service.evaluate_questions(settings, loaded.questions, b, model)
@@ -852,6 +864,7 @@ def serve_command(
         "127.0.0.1"
     ),
     port: Annotated[int, typer.Option(help="Port to listen on.")] = 8765,
+    home: HomeOption = None,
 ) -> None:
     """HTTP API: /ask, /show, /context, /compact, /health/compression (docs at /docs)."""
     import uvicorn
@@ -860,10 +873,11 @@ def serve_command(
 
     if not 0 < port < 65536:
         raise UsageError(f"--port must be within 1..65535, got {port}")
-    load_settings()  # fail early on bad settings
+    _settings(home)  # fail early on bad settings
     sock = _listening_socket(host, port)
     err.print(f"selene-dag API on http://{host}:{port} (docs at /docs)")
-    config = uvicorn.Config(create_app(), host=host, port=port, log_level="warning")
+    app = create_app(lambda: load_settings(home=home)) if home is not None else create_app()
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
 
 

@@ -361,7 +361,9 @@ class SentencePieceTokenizer:
         # word alone. Spans joined any other way (another gap, a cut inside a word, a tab
         # before a word) are counted again together, as one span: a long URL cut between
         # two passages costs those two passages' recount, not the whole text's.
-        if not spans:
+        if not spans or "\u2581" in text:
+            # A literal word marker (a sparkline's lowest bar) joins the blanks beside it
+            # into one piece: the text is counted whole.
             return None
         spans, counts = self._merge_underivable(text, spans, counts)
         total = 0

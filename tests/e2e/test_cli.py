@@ -110,6 +110,25 @@ def test_ingest_then_context_and_cache(tmp_path):
     assert run("cache", "clear", env=env).stdout.strip() == "deleted 0 cached calls"
 
 
+def test_every_reading_command_takes_the_home_as_ingest_does(tmp_path):
+    # `context --home X` answered "No such option: --home": only ingest, demo, forget and
+    # dev took it, and a home was named by SELENE_HOME alone for the rest.
+    notes, home = tmp_path / "notes", tmp_path / "elsewhere"
+    notes.mkdir()
+    (notes / "plans.md").write_text("# Plans\n\nShip the retry budget on Friday.\n")
+    env = {"SELENE_HOME": str(tmp_path / "not-this-one"), "SELENE_NOW": "2026-07-01"}
+    assert run("ingest", str(notes), "--home", str(home), env=env).returncode == 0
+    context = run("context", "--budget", "200", "--home", str(home), env=env)
+    assert context.returncode == 0 and "Plans" in context.stdout, context.stderr
+    health = json.loads(run("health", "--json", "--home", str(home), env=env).stdout)
+    assert health["essences"]["total"] == 1
+    asked = run("ask", "retry budget", "--budget", "200", "--home", str(home), env=env)
+    assert "Ship the retry budget" in asked.stdout, asked.stderr
+    shown = run("show", "note notes/plans.md lines 3", "--home", str(home), env=env)
+    assert shown.stdout.strip().endswith("Ship the retry budget on Friday."), shown.stderr
+    assert not (tmp_path / "not-this-one").exists()
+
+
 def test_compact_reports_each_step_and_fits_the_window(tmp_path):
     messages = [{"role": "system", "content": "You are a careful assistant."}]
     for i in range(60):

@@ -415,7 +415,7 @@ def test_a_text_is_counted_from_its_tiles_when_derivable(pieces, data) -> None:
             # Spans joined inside a word or across a tab are recounted together, so only
             # a blank text or one ending in other blanks than spaces and newlines is not
             # derived.
-            if text.strip() and not text[len(text.rstrip()) :].strip(" \n"):
+            if text.strip() and not text[len(text.rstrip()) :].strip(" \n") and "▁" not in text:
                 assert derived is not None, (text, spans)
 
 
