@@ -20,6 +20,12 @@ from selene_dag.store import connect
 from tests.support.ask import NOW, seed_store
 from tests.support.ops import lock_held
 
+# Thirty turns of about 60 words: more than a 600-token window holds.
+LONG_CONVERSATION = [
+    {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
+    for i in range(30)
+]
+
 
 def _free_port() -> int:
     with socket.socket() as sock:
@@ -304,10 +310,7 @@ def test_compact_with_a_model_lets_the_store_go_while_it_writes(
 
     from tests.support.fake_ollama import FakeOllama
 
-    messages = [
-        {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
-        for i in range(30)
-    ]
+    messages = LONG_CONVERSATION
     with FakeOllama(delay=4.0) as server:
         monkeypatch.setenv("SELENE_LLM", "ollama")
         monkeypatch.setenv("SELENE_OLLAMA_HOST", server.url)
@@ -415,10 +418,7 @@ def test_compact_with_a_model_goes_on_without_the_cache_when_another_process_hol
     # ingest or a run held the file.
     from tests.support.fake_ollama import FakeOllama
 
-    messages = [
-        {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
-        for i in range(30)
-    ]
+    messages = LONG_CONVERSATION
     monkeypatch.setenv("SELENE_LOCK_WAIT", "60")
     with FakeOllama() as server, lock_held(home / "selene.duckdb"):
         monkeypatch.setenv("SELENE_LLM", "ollama")

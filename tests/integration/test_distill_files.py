@@ -11,25 +11,16 @@ import duckdb
 import pytest
 
 from selene_dag import service
-from selene_dag.config import Settings, load_settings
+from selene_dag.config import Settings
 from selene_dag.context.tokens import count_tokens
 from selene_dag.errors import UsageError
 from selene_dag.sessions.generators import ACK_TEXT
 from selene_dag.sessions.parsers import parse_file
-from tests.support.sessions import REAL_CLAUDE
+from tests.support.sessions import REAL_CLAUDE, offline_settings
 
 
 def _settings(tmp_path: Path, **env: str) -> Settings:
-    return load_settings(
-        {
-            "SELENE_SESSION_ROOTS": f"claude={tmp_path / 'projects'}",
-            "SELENE_LLM": "extractive",
-            "SELENE_CLI_ASSESSORS": "",
-            "SELENE_NOW": "2026-05-01T00:00:00Z",
-            **env,
-        },
-        home=tmp_path / "home",
-    )
+    return offline_settings(tmp_path / "home", tmp_path / "projects", **env)
 
 
 def _copy(tmp_path: Path, *folders: str) -> None:

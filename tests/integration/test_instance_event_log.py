@@ -11,11 +11,10 @@ import dagster as dg
 from dagster._core.events import DagsterEventType
 from dagster._core.instance.ref import InstanceRef
 
-from selene_dag.config import load_settings
 from selene_dag.defs import event_log, runs
 from selene_dag.defs.sessions import session_events
 from selene_dag.sessions.scanner import scan_roots
-from tests.support.sessions import FIXTURES
+from tests.support.sessions import FIXTURES, offline_settings
 
 SMALL = FIXTURES / "claude" / "agent-sessions_small.jsonl"
 
@@ -26,15 +25,7 @@ def _settings(tmp_path: Path, files: int = 0):
         folder = root / f"-proj{i:02d}"
         folder.mkdir(parents=True)
         shutil.copy(SMALL, folder / f"s{i:02d}.jsonl")
-    return load_settings(
-        {
-            "SELENE_SESSION_ROOTS": f"claude={root}",
-            "SELENE_LLM": "extractive",
-            "SELENE_CLI_ASSESSORS": "",
-            "SELENE_NOW": "2026-05-01T00:00:00Z",
-        },
-        home=tmp_path / "home",
-    )
+    return offline_settings(tmp_path / "home", root)
 
 
 def _plain_instance(dagster_home: Path, tmp_path: Path) -> dg.DagsterInstance:

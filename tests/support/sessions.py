@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from selene_dag.config import Settings
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "sessions"
 CLAUDE_FILES = sorted((FIXTURES / "claude").glob("*.jsonl"))
@@ -92,3 +96,20 @@ def raw_lines(path: Path) -> list[dict]:
     return [
         json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()
     ]
+
+
+def offline_settings(home: Path, claude_root: Path, **env: str) -> Settings:
+    """Settings of a home reading the Claude transcripts under ``claude_root``, offline (the
+    extractive engine, no CLI assessor), at a fixed day; ``env``: more SELENE_* values."""
+    from selene_dag.config import load_settings
+
+    return load_settings(
+        {
+            "SELENE_SESSION_ROOTS": f"claude={claude_root}",
+            "SELENE_LLM": "extractive",
+            "SELENE_CLI_ASSESSORS": "",
+            "SELENE_NOW": "2026-05-01T00:00:00Z",
+            **env,
+        },
+        home=home,
+    )
