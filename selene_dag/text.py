@@ -577,8 +577,12 @@ def strip_markdown(text: str) -> str:
 # A sentence ends at . ! or ? (closing quotes and brackets stay with it). ``capital``: the
 # next sentence must open with a capital, digit or backtick (prose: "e.g. foo" stays
 # whole); ``any``: any non-space opens it (plain splitting of already-clean text).
+# A title before a name ("Dr. Okafor", "Mr. Lee") ends no sentence: the essence of a note
+# began "Okafor agreed…" and its theme was "dr".
+_TITLES = ("Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Jr", "Sr", "Mt", "Rev", "Gen", "Capt", "Lt")
+_NOT_A_TITLE = "".join(rf"(?<!\b{title}\.)" for title in _TITLES)
 _SENTENCE_END = {
-    "capital": re.compile(r"(?<=[.!?])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])"),
+    "capital": re.compile(rf"(?<=[.!?]){_NOT_A_TITLE}[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])"),
     "any": re.compile(r"(?<=[.!?])\s+(?=\S)"),
 }
 _PARAGRAPH = re.compile(r"\n\s*\n")

@@ -6,10 +6,10 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@6",
+    "analyze_note": "analyze_note@7",
     "detect_threads": "detect_threads@2",
-    "digest_thread": "digest_thread@4",
-    "summarize": "summarize@4",
+    "digest_thread": "digest_thread@5",
+    "summarize": "summarize@5",
     "assess_chunk": "assess_chunk@2",
 }
 

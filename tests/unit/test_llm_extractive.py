@@ -41,6 +41,22 @@ def test_strip_markdown_removes_code_urls_and_link_syntax() -> None:
     assert len(split_sentences(prose)) >= 3
 
 
+def test_a_title_before_a_name_ends_no_sentence() -> None:
+    # An essence began "Okafor agreed to be first author" and the note's theme was "dr".
+    text = "Met Dr. Okafor about the methods paper. Dr. Okafor agreed to be first author."
+    assert split_sentences(text) == [
+        "Met Dr. Okafor about the methods paper.",
+        "Dr. Okafor agreed to be first author.",
+    ]
+    assert split_sentences("Ask Prof. Lee. Then Mrs. Park.") == [
+        "Ask Prof. Lee.",
+        "Then Mrs. Park.",
+    ]
+    analysis = ExtractiveEngine().analyze_note("Methods paper", text)
+    assert not analysis.essence.startswith("Okafor")
+    assert "dr" not in analysis.concepts
+
+
 def test_essence_is_a_central_sentence_of_the_prose() -> None:
     analysis = ExtractiveEngine().analyze_note("Avoiding length errors in Apache Bench", NOTE)
     assert len(analysis.essence) > 10
