@@ -102,7 +102,7 @@ def _rule(kind: str, pattern: str, *triggers: str) -> _Rule:
 
 # A run of letters that reads as a word of an identifier (``With``, ``Client``, ``reset``):
 # four letters or more, a vowel among them. A made password seldom holds one.
-_WORDLIKE = re.compile(r"(?:[A-Z][a-z]{3,}|(?<![A-Za-z])[a-z]{4,}|(?<=[A-Z0-9_])[a-z]{4,})")
+_WORDLIKE = re.compile(r"[A-Z][a-z]{3,}|(?<![A-Za-z])[a-z]{4,}")
 
 
 def _names_a_thing(value: str) -> bool:
