@@ -555,14 +555,23 @@ def dev(
 def context(
     budget: Annotated[int, typer.Option(help="Token budget of the pack.")] = 16_000,
     model: Annotated[str | None, typer.Option(help="Target model (default SELENE_MODEL).")] = None,
+    format: Annotated[
+        str, typer.Option("--format", help="md (the pack) or json (the pack and its ids).")
+    ] = "md",
     home: HomeOption = None,
 ) -> None:
-    """Print the tiered context of all notes (stdout: the pack only; accounting on stderr)."""
+    """Print the tiered context: the active threads' digests, then every note at the tier
+    the budget affords (stdout: the pack only; accounting on stderr)."""
+    _check_format(format, ("md", "json"))
     pack = service.context(_settings(home), budget, model)
-    sys.stdout.write(pack.text + "\n")
+    if format == "json":
+        sys.stdout.write(json.dumps(pack.to_json(), ensure_ascii=False, indent=2) + "\n")
+    else:
+        sys.stdout.write(pack.text + "\n")
     tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
+    threads = f"{plural(len(pack.threads), 'thread')}; " if pack.threads else ""
     err.print(
-        f"{pack.total_tokens:,} / {budget:,} {pack.model} tokens; "
+        f"{pack.total_tokens:,} / {budget:,} {pack.model} tokens; {threads}"
         f"{plural(pack.notes, 'note')}{f' ({tiers})' if tiers else ''}; {pack.seconds:.2f} s",
         highlight=False,
     )

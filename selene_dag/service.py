@@ -24,10 +24,9 @@ import duckdb
 
 from selene_dag import last_verdict
 from selene_dag.config import PINNED_NOW_FILE, Settings
-from selene_dag.context.builder import pack_notes
+from selene_dag.context.builder import PreparedNotes, pack_with_threads, prepare_notes
 from selene_dag.context.compaction import CompactionReport, compact_messages
 from selene_dag.context.messages import Conversation, load_conversation, parse_messages
-from selene_dag.context.tokens import count_tokens
 from selene_dag.errors import NotFoundError, SeleneError, UsageError, check_budget
 from selene_dag.llm import get_engine
 from selene_dag.llm.cache import CacheStatsRow
@@ -37,10 +36,11 @@ from selene_dag.llm.engine import EngineError, ModelCalls
 from selene_dag.llm.outside import with_model_calls_outside
 from selene_dag.notes.archive_ids import archive_id_prefix
 from selene_dag.notes.context_notes import (
+    activity_priority,
     leading_counts,
     load_context_notes,
+    load_context_threads,
     mark_accessed,
-    pack_all_notes,
     prepare_leading,
 )
 from selene_dag.notes.folders import (
@@ -389,19 +389,62 @@ def forget(settings: Settings, target: str) -> ForgetReport:
 
 @dataclass(frozen=True)
 class ContextPack:
-    """The tiered pack of all notes and its accounting."""
+    """The tiered pack of all notes and its accounting: ``threads`` the active threads
+    shown before the notes (id and name, in order), ``shown`` the notes shown (id and tier,
+    in order), ``counts`` notes per tier plus ``excluded``, ``notes`` how many are live."""
 
     text: str
     total_tokens: int
+    budget: int
     model: str
     notes: int
     counts: dict[str, int]
+    threads: list[dict[str, str]]
+    shown: list[dict[str, str]]
     seconds: float
+
+    def to_json(self) -> dict[str, Any]:
+        """The document ``context --format json`` prints and ``POST /context`` returns."""
+        return {
+            "budget": self.budget,
+            "model": self.model,
+            "total_tokens": self.total_tokens,
+            "counts": self.counts,
+            "threads": self.threads,
+            "notes": self.shown,
+            "text": self.text,
+        }
+
+
+def _context_pack(
+    conn: duckdb.DuckDBPyConnection,
+    prepared: PreparedNotes,
+    live: int,
+    budget: int,
+    model: str,
+    started: float,
+) -> ContextPack:
+    """The active threads, then ``prepared`` notes, packed into ``budget``."""
+    threads = load_context_threads(conn)
+    pack = pack_with_threads(prepared, threads, budget)
+    names = {thread["id"]: thread["name"] for thread in threads}
+    return ContextPack(
+        text=pack.text,
+        total_tokens=pack.total_tokens,
+        budget=budget,
+        model=model,
+        notes=live,
+        counts=leading_counts(pack.notes, prepared, live),
+        threads=[{"id": t, "name": names[t]} for t in pack.threads],
+        shown=[{"id": n, "tier": str(pack.notes.tiers[n])} for n in pack.notes.order],
+        seconds=time.perf_counter() - started,
+    )
 
 
 def context(settings: Settings, budget: int, model: str | None = None) -> ContextPack:
-    """The tiered context of all notes within ``budget`` tokens of ``model`` (default the
-    settings' model), thread status and tiers brought up to today first
+    """The tiered context within ``budget`` tokens of ``model`` (default the settings'
+    model): the active threads' digests (at most a quarter of the budget), then every note
+    at the tier the budget affords, thread status and tiers brought up to today first
     (:func:`refresh_tiers_if_stale`). Stamps no access (``ask`` does)."""
     check_budget(budget, "--budget")
     model = model or settings.model
@@ -415,36 +458,23 @@ def context(settings: Settings, budget: int, model: str | None = None) -> Contex
         # No access stamps: a context shows every note its budget reaches, so stamping them
         # kept them warm for ever (each call made its notes "used" again); ask stamps the
         # notes that answered a question.
-        pack = pack_notes(prepared, budget)
-    return ContextPack(
-        text=pack.text,
-        total_tokens=pack.total_tokens,
-        model=model,
-        notes=live,
-        counts=leading_counts(pack, prepared, live),
-        seconds=time.perf_counter() - started,
-    )
+        return _context_pack(conn, prepared, live, budget, model, started)
 
 
 def context_in(
     conn: duckdb.DuckDBPyConnection, settings: Settings, budget: int, model: str | None = None
 ) -> dict[str, Any]:
-    """The tiered pack of all notes read through ``conn`` (no access stamps), as the API's
-    JSON document: budget, model, total_tokens (counted on the text), counts, text. Raises
-    NotFoundError when the home holds no note."""
+    """The tiered pack read through ``conn`` (no access stamps), as ``context`` makes it,
+    as the API's JSON document (``ContextPack.to_json``). Raises NotFoundError when the
+    home holds no note."""
     check_budget(budget, "budget")
     model = model or settings.model
+    started = time.perf_counter()
     notes = load_context_notes(conn)
     if not notes:  # as `selene-dag context` says it (an empty text, 200, before)
         raise NotFoundError("no notes yet: run `selene-dag ingest PATH` first")
-    pack = pack_all_notes(notes, budget, model)
-    return {
-        "budget": budget,
-        "model": model,
-        "total_tokens": count_tokens(pack.text, model) if pack.text else 0,
-        "counts": pack.counts,
-        "text": pack.text,
-    }
+    prepared = prepare_notes(notes, model, activity_priority)
+    return _context_pack(conn, prepared, len(notes), budget, model, started).to_json()
 
 
 def health(settings: Settings) -> dict[str, Any]:

@@ -10,6 +10,8 @@ Tier formats (exactly seed 000's):
 * thread: ``=== Thread: name (N notes) ===`` then the digest, else the summary and
   ``Motivation: why``.
 
+``pack_with_threads`` puts thread blocks before the notes, within a share of the budget.
+
 Blocks are joined by ``"\\n\\n"`` and the budget counts the joined text, separators
 included, in the target model's own tokens.
 """
@@ -348,6 +350,63 @@ def pack_notes(
             tiers[note_id] = None
             counts["excluded"] += 1
     return NotesPack(text, total, tiers, counts, budget, model, ids)
+
+
+# Of a context's budget, the share the active threads' digests may take before the notes.
+THREAD_SHARE = 0.25
+
+
+@dataclass(frozen=True)
+class ThreadedPack:
+    """Result of ``pack_with_threads``: ``text`` (the threads' blocks, then the notes),
+    ``total_tokens`` (its exact count, ≤ the budget), ``threads`` (the ids of the threads
+    shown, in order) and ``notes`` (the notes' pack, as ``pack_notes`` returns it)."""
+
+    text: str
+    total_tokens: int
+    threads: list[Any]
+    notes: NotesPack
+
+
+def pack_with_threads(
+    prepared: PreparedNotes,
+    threads: Sequence[Mapping[str, Any]],
+    budget: int,
+    thread_share: float = THREAD_SHARE,
+) -> ThreadedPack:
+    """Thread blocks (``render_thread``, in the order given) while they fit in
+    ``thread_share`` of ``budget``, then the notes packed by ``pack_notes`` into the rest.
+
+    A thread's digest stands for many notes in a few sentences, so it goes first; the share
+    keeps the notes most of the budget. Threads that do not fit their share are left out
+    (and the next ones, so the order given stays a priority). The joined text is counted
+    exactly in the prepared notes' model and is ≤ ``budget``."""
+    check_budget(budget, "budget", minimum=0)
+    model = prepared.model
+    blocks = [render_thread(thread) for thread in threads]
+    costs = count_tokens_batch([block + SEPARATOR for block in blocks], model) if blocks else []
+    cap = int(budget * thread_share)
+    shown = 0
+    used = 0
+    while shown < len(blocks) and used + costs[shown] <= cap:
+        used += costs[shown]
+        shown += 1
+    room = budget - used
+    while True:
+        head = SEPARATOR.join(blocks[:shown])
+        notes = pack_notes(prepared, max(room, 0))
+        text = SEPARATOR.join(part for part in (head, notes.text) if part)
+        total = count_tokens(text, model) if text else 0
+        if total <= budget:
+            break
+        # Rare: the join tokenized longer than its parts. Give the notes less room; once
+        # they have none, drop the last thread.
+        if notes.text:
+            room -= total - budget
+        else:
+            shown -= 1
+    ids = [thread.get("id", i) for i, thread in enumerate(threads[:shown])]
+    return ThreadedPack(text, total, ids, notes)
 
 
 def _choose_levels(chains: list[list[tuple[str, str, int]]], budget: int) -> tuple[list[int], int]:

@@ -20,7 +20,7 @@ import dagster as dg
 
 from selene_dag.config import load_settings
 from selene_dag.context import count_tokens
-from selene_dag.context.builder import pack_notes
+from selene_dag.context.builder import pack_notes, pack_with_threads
 from selene_dag.defs.conditions import (
     DAILY_SUMMARY_CRON,
     DIGESTS_CRON,
@@ -46,6 +46,7 @@ from selene_dag.notes.context_notes import (
     KEEP_COUNTS_SQL,
     full_tokens,
     leading_counts,
+    load_context_threads,
     prepare_leading,
 )
 from selene_dag.notes.daily import (
@@ -487,7 +488,7 @@ CHECK_BUDGETS = (500, 4_000)
 @duckdb_asset(
     "notes",
     deps=[fidelity_tiers, thread_digests, processed_notes],
-    code_version="4",  # 4: notes not analysed yet count at full
+    code_version="5",  # 5: the budget check packs the threads too
     tags=CLOCK_TAG,
     automation_condition=FOLLOW_UPSTREAM,
     description=(
@@ -502,8 +503,9 @@ CHECK_BUDGETS = (500, 4_000)
             asset="compression_health",
             blocking=True,
             description=(
-                "The tiered context of all notes never exceeds its budget in the target "
-                "model's tokens (packed at 500, 4,000 and the health budget)."
+                "The tiered context (the active threads' digests, then all notes) never "
+                "exceeds its budget in the target model's tokens (packed at 500, 4,000 and "
+                "the health budget)."
             ),
         )
     ],
@@ -523,16 +525,19 @@ def compression_health(
         # counts are shared with search_index's (token_counts), so a fresh corpus is not
         # tokenized whole once more for this figure.
         all_full = full_tokens(conn, counter)
+        threads = load_context_threads(conn)
         # Counts of renders no note has any more go; the index's document bodies and the
         # notes' header lines and contents stay.
         pruned = counter.prune(keep_sql=KEEP_COUNTS_SQL)
     pack = pack_notes(prepared, HEALTH_BUDGET)
     pack_counts = leading_counts(pack, prepared, live)
     # The budget check runs here, on the notes already prepared for the figures: as a
-    # check of its own it loaded and prepared every note a second time.
-    packed = {HEALTH_BUDGET: count_tokens(pack.text, settings.model)}
-    for budget in CHECK_BUDGETS:
-        packed.setdefault(budget, count_tokens(pack_notes(prepared, budget).text, settings.model))
+    # check of its own it loaded and prepared every note a second time. It checks what
+    # `context` prints: the active threads' digests, then the notes.
+    packed = {
+        budget: count_tokens(pack_with_threads(prepared, threads, budget).text, settings.model)
+        for budget in (HEALTH_BUDGET, *CHECK_BUDGETS)
+    }
     over = {b: t for b, t in packed.items() if t > b}
     check = dg.AssetCheckResult(
         check_name="context_within_budget",

@@ -6,9 +6,9 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@7",
+    "analyze_note": "analyze_note@8",
     "detect_threads": "detect_threads@2",
-    "digest_thread": "digest_thread@5",
+    "digest_thread": "digest_thread@6",
     "summarize": "summarize@5",
     "assess_chunk": "assess_chunk@2",
 }

@@ -13,7 +13,6 @@ from selene_dag.context.builder import (
     NotesPack,
     PreparedNotes,
     default_priority,
-    pack_notes,
     prepare_notes,
 )
 from selene_dag.context.tokens import can_tile, count_tiled, count_tokens_batch
@@ -71,6 +70,21 @@ def load_context_notes(
         )
         for row in rows
     ]
+
+
+def load_context_threads(conn: duckdb.DuckDBPyConnection) -> list[dict[str, Any]]:
+    """The active threads that have something to say (a digest, or a summary), latest
+    activity first, as ``render_thread`` takes them: id, name, thread_digest, summary,
+    why, note_count. An archived thread's notes have aged out of view, and a thread with
+    neither text would be a header line alone."""
+    rows = conn.execute(
+        "SELECT id, name, thread_digest, summary, why, note_count FROM threads "
+        "WHERE status = 'active' AND (coalesce(trim(thread_digest), '') <> '' "
+        "OR coalesce(trim(summary), '') <> '') "
+        "ORDER BY last_activity_at DESC NULLS LAST, id"
+    ).fetchall()
+    keys = ("id", "name", "thread_digest", "summary", "why", "note_count")
+    return [dict(zip(keys, row, strict=True)) for row in rows]
 
 
 # Notes prepared first by prepare_leading; four times as many each time that is too few.
@@ -172,11 +186,6 @@ def activity_priority(note: Mapping[str, Any]) -> tuple:
     if isinstance(accessed, datetime):
         stamp = max(stamp, accessed.timestamp())
     return (stamp, tier_rank)
-
-
-def pack_all_notes(notes: Sequence[Mapping[str, Any]], budget: int, model: str | None) -> NotesPack:
-    """Pack every note into ``budget`` tokens of ``model``, newest and most active first."""
-    return pack_notes(notes, budget, model=model, priority=activity_priority)
 
 
 def prepare_stored(

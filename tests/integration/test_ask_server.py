@@ -17,7 +17,7 @@ from selene_dag.api import create_app
 from selene_dag.context.tokens import count_tokens
 from selene_dag.retrieval.index import build_index
 from selene_dag.store import connect
-from tests.support.ask import NOW, seed_store
+from tests.support.ask import NOTES, NOW, seed_store
 from tests.support.ops import lock_held
 
 # Thirty turns of about 60 words: more than a 600-token window holds.
@@ -83,6 +83,12 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
 
     context = api.post("/context", json={"budget": 200}).json()
     assert context["text"] and count_tokens(context["text"], context["model"]) <= 200
+    # The document `context --format json` prints: the threads and notes shown, by id.
+    assert context["threads"] == [] and context["notes"]
+    titles = {note_id: title for note_id, title, *_ in NOTES}
+    assert {n["id"] for n in context["notes"]} <= set(titles)
+    places = [context["text"].index(titles[n["id"]]) for n in context["notes"]]
+    assert places == sorted(places)
 
     messages = [{"role": "system", "content": "be brief"}] + [
         {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}

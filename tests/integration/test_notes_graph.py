@@ -158,6 +158,59 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
     assert sum(document["tiers"].values()) == 577
 
 
+def test_context_opens_with_the_active_threads_digests_and_json_names_what_it_shows(graph_env):
+    from selene_dag.cli import app
+
+    source = graph_env["source"]
+    last_activity: dict[str, datetime] = {}
+    sizes: dict[str, int] = defaultdict(int)
+    for row in source:
+        topic = row["topic"].lower()
+        sizes[topic] += 1
+        at = datetime.fromisoformat(row["updated_at"])
+        last_activity[topic] = max(at, last_activity.get(topic, at))
+    # The threads with a digest (active, 10 notes or more), latest activity first.
+    expected = sorted(
+        (t for t, at in last_activity.items() if (NOW - at).days <= 90 and sizes[t] >= 10),
+        key=lambda t: last_activity[t],
+        reverse=True,
+    )
+    assert len(expected) >= 2
+    with open_store(graph_env["db"]) as conn:
+        digests = dict(conn.execute("SELECT name, thread_digest FROM threads").fetchall())
+        titles = dict(conn.execute("SELECT id, title FROM notes").fetchall())
+
+    md = CliRunner().invoke(app, ["context", "--budget", "4000"])
+    as_json = CliRunner().invoke(app, ["context", "--budget", "4000", "--format", "json"])
+    assert md.exit_code == as_json.exit_code == 0, md.output
+    document = json.loads(as_json.stdout)
+    assert document["text"] == md.stdout.rstrip("\n")
+    text = document["text"]
+    assert count_tokens(text, "mistral:7b") == document["total_tokens"] <= 4000
+    assert [t["name"] for t in document["threads"]] == expected[: len(document["threads"])]
+    assert len(document["threads"]) >= 2
+    blocks = [
+        f"=== Thread: {t} ({sizes[t]} notes) ===\n{digests[t]}"
+        for t in expected[: len(document["threads"])]
+    ]
+    head = "\n\n".join(blocks)
+    assert text.startswith(head + "\n\n- ")
+    assert count_tokens(head, "mistral:7b") <= 1000  # a quarter of the budget at most
+    # Every note shown is named by its id and tier, in the order the pack shows them.
+    shown = document["notes"]
+    assert len(shown) == document["counts"]["skeleton"] > 100
+    assert {n["tier"] for n in shown} == {"skeleton"}
+    places = [text.index(f"- {titles[n['id']]} [") for n in shown]
+    assert places == sorted(places)
+    assert f"; {len(document['threads'])} threads; 577 notes (skeleton " in md.stderr
+
+    # A budget whose quarter holds no digest gets notes alone.
+    small = json.loads(
+        CliRunner().invoke(app, ["context", "--budget", "200", "--format", "json"]).stdout
+    )
+    assert small["threads"] == [] and small["text"].startswith("- ")
+
+
 def test_daily_summaries_backfill_a_range_in_one_run(graph_env):
     from selene_dag.defs.runs import materialize_daily_range
 

@@ -1,4 +1,4 @@
-"""ContextBuilder (seed 000 Task 2, all 10 cases) and pack_notes."""
+"""ContextBuilder (seed 000 Task 2, all 10 cases), pack_notes and pack_with_threads."""
 
 from __future__ import annotations
 
@@ -6,7 +6,15 @@ import json
 
 import pytest
 
-from selene_dag.context import ContextBuilder, count_tokens, pack_notes
+from selene_dag.context import (
+    ContextBuilder,
+    count_tokens,
+    pack_notes,
+    pack_with_threads,
+    prepare_notes,
+    render_thread,
+)
+from selene_dag.context.builder import SEPARATOR
 from selene_dag.paths import assets_dir
 from tests.support.context import note
 
@@ -299,3 +307,43 @@ def test_pack_notes_demo_corpus_fits_16000_mistral_tokens() -> None:
     newest, oldest = pack.order[0], pack.order[-1]
     assert pack.tiers[newest] in ("full", "high", "summary")
     assert pack.tiers[oldest] == "skeleton"
+
+
+def _thread(i: int, words: int = 40) -> dict:
+    return {
+        "id": f"t{i}",
+        "name": f"thread {i}",
+        "thread_digest": " ".join(f"digest{i} word{j}." for j in range(words)),
+        "note_count": 10 + i,
+    }
+
+
+def test_pack_with_threads_puts_digests_first_within_their_share() -> None:
+    notes = [note(i) for i in range(30)]
+    prepared = prepare_notes(notes, M)
+    threads = [_thread(i) for i in range(4)]
+    pack = pack_with_threads(prepared, threads, 2_000)
+    assert pack.text.startswith("=== Thread: thread 0 (10 notes) ===\ndigest0 word0.")
+    assert count_tokens(pack.text, M) == pack.total_tokens <= 2_000
+    # Threads in the order given, while their blocks fit a quarter of the budget.
+    head = SEPARATOR.join(render_thread(t) for t in threads[: len(pack.threads)])
+    assert pack.threads == [t["id"] for t in threads[: len(pack.threads)]]
+    assert 1 <= len(pack.threads) < 4 and count_tokens(head, M) <= 500
+    assert count_tokens(head + SEPARATOR + render_thread(threads[len(pack.threads)]), M) > 500
+    # The notes take the rest, packed as pack_notes packs them into the room left.
+    assert pack.text == head + SEPARATOR + pack.notes.text
+    assert pack.notes.counts["excluded"] < 30
+
+
+def test_pack_with_threads_leaves_out_a_thread_larger_than_its_share() -> None:
+    prepared = prepare_notes([note(i) for i in range(3)], M)
+    pack = pack_with_threads(prepared, [_thread(0, words=400), _thread(1, words=2)], 1_000)
+    # The first thread does not fit, and the order is a priority: the second waits too.
+    assert pack.threads == [] and pack.text == pack_notes(prepared, 1_000).text
+    assert pack_with_threads(prepared, [], 1_000).text == pack.text
+    everything = pack_with_threads(prepared, [_thread(1, words=2)], 1_000, thread_share=1.0)
+    assert everything.threads == ["t1"] and everything.notes.counts["excluded"] == 0
+    zero = pack_with_threads(prepared, [_thread(1, words=2)], 0)
+    assert zero.text == "" and zero.total_tokens == 0 and zero.threads == []
+    with pytest.raises(ValueError):
+        pack_with_threads(prepared, [], -1)

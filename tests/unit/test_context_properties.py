@@ -18,6 +18,8 @@ from selene_dag.context import (
     message_tokens,
     pack_context,
     pack_notes,
+    pack_with_threads,
+    prepare_notes,
     truncate_to_tokens,
 )
 from selene_dag.context.builder import TIERS
@@ -77,6 +79,37 @@ def test_context_builder_within_budget(notes, budget, model) -> None:
         b.add_note({**n, "id": i})
     assert count_tokens(b.build(), model) <= budget
     assert b.remaining_tokens >= 0
+
+
+THREAD = st.fixed_dictionaries(
+    {
+        "name": TEXT,
+        "thread_digest": st.none() | TEXT,
+        "summary": st.none() | TEXT,
+        "why": st.none() | TEXT,
+        "note_count": st.integers(min_value=0, max_value=99),
+    }
+)
+
+
+@COMMON
+@given(
+    notes=st.lists(NOTE, max_size=8),
+    threads=st.lists(THREAD, max_size=4),
+    budget=BUDGET,
+    model=MODELS,
+    share=st.sampled_from([0.0, 0.25, 0.5, 1.0]),
+)
+def test_pack_with_threads_within_budget_and_deterministic(
+    notes, threads, budget, model, share
+) -> None:
+    notes = [{**n, "id": i} for i, n in enumerate(notes)]
+    threads = [{**t, "id": i} for i, t in enumerate(threads)]
+    a = pack_with_threads(prepare_notes(notes, model), threads, budget, share)
+    assert count_tokens(a.text, model) == a.total_tokens <= budget
+    assert a.threads == list(range(len(a.threads)))
+    b = pack_with_threads(prepare_notes(list(notes), model), list(threads), budget, share)
+    assert (a.text, a.threads) == (b.text, b.threads)
 
 
 TIER = st.builds(

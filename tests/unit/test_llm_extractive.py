@@ -308,3 +308,22 @@ def test_a_thread_digest_says_what_the_newest_note_added() -> None:
     digest = digest_thread("kubernetes", "", essences)
     assert "PodDisruptionBudgets keep two replicas up" in digest
     assert digest.startswith("The thread “kubernetes” brings together 15 notes")
+
+
+def test_a_digest_names_its_thread_by_topics_not_by_what_the_notes_say_was_done() -> None:
+    # Essences are often "I decided to…" sentences: counted over a thread, the verb
+    # outnumbered its topics ("24 notes about model, decided and python").
+    from selene_dag.llm.extractive.digest import digest_thread
+    from selene_dag.llm.extractive.phrases import key_phrases
+
+    essences = [
+        "I decided to run the model locally with llama.cpp.",
+        "I figured out how to quantize the model weights.",
+        "I decided the GPU offload was worth it for the model.",
+        "I realized the context length limits the model.",
+        "I decided to keep the prompt cache on disk.",
+    ]
+    opening = digest_thread("llms", "", essences).split(".")[0]
+    assert "model" in opening
+    assert not {"decided", "figured", "realized"} & set(opening.replace(",", " ").split())
+    assert key_phrases("Notes", "We decided. We decided. We decided. Decided.", 3) == ["notes"]

@@ -16,12 +16,39 @@ from itertools import pairwise
 from selene_dag import text as _text
 
 _HEXISH = re.compile(r"(?=[a-z]*\d)[0-9a-f]{4,}")
+# Verbs that tell a note's story, not its subject ("I decided to…", "I figured out…"): an
+# essence is often such a sentence, so across a thread's essences they outnumbered its
+# topics ("24 notes about model, decided and python").
+_NARRATIVE_VERBS = frozenset(
+    [
+        "decided",
+        "figured",
+        "realized",
+        "realised",
+        "noticed",
+        "managed",
+        "learned",
+        "wrote",
+        "happened",
+        "hoped",
+        "spent",
+        "came",
+        "started",
+        "liked",
+        "loved",
+        "wanting",
+    ]
+)
 _HIRAGANA = re.compile(r"[\u3040-\u309f]+")
 
 
 @lru_cache(maxsize=65536)
 def _keep_token(token: str) -> bool:
-    if token in _text.STOP_WORDS or sum(c.isalpha() for c in token) < 2:
+    if (
+        token in _text.STOP_WORDS
+        or token in _NARRATIVE_VERBS
+        or sum(c.isalpha() for c in token) < 2
+    ):
         return False
     if _HEXISH.fullmatch(token):
         return False
