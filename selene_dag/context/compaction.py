@@ -482,24 +482,26 @@ def brute_prune(
     when nothing of them fits; room left at the end (``MIN_CUT_TOKENS``
     or more) goes to the newest message passed over, cut to fit. The result never exceeds
     ``window``."""
-    msgs = validate_messages(messages)
-    total = message_tokens(msgs, model)
+    given = validate_messages(messages)
+    total = message_tokens(given, model)
     if not check_context_budget(total, window, prune_ratio=prune_ratio).should_prune:
-        return msgs
-    system = [i for i, m in enumerate(msgs) if m["role"] == "system"]
-    others = [i for i, m in enumerate(msgs) if m["role"] != "system"]
+        return given
+    system = [i for i, m in enumerate(given) if m["role"] == "system"]
+    others = [i for i, m in enumerate(given) if m["role"] != "system"]
     keep = set(system) | set(others[-keep_last_n:] if keep_last_n > 0 else [])
     # The latest request too, however many messages came after it: an agent session is
     # one prompt and a hundred tool calls, and its prompt fell outside the last 50.
-    asked = latest_request(msgs)
+    asked = latest_request(given)
     if asked is not None:
         keep.add(asked)
-    msgs = [m for i, m in enumerate(msgs) if i in keep]
+    kept = sorted(keep)  # msgs[j] is given[kept[j]]
+    msgs = [given[i] for i in kept]
     costs = [
         c + MESSAGE_OVERHEAD for c in count_tokens_batch([counted_text(m) for m in msgs], model)
     ]
     if sum(costs) <= window:
-        return msgs
+        # The last 50 can begin with a tool's result whose call is older.
+        return paired_tool_messages(given, dict(zip(kept, msgs, strict=True)))
     chosen: dict[int, Message] = {}
     room = window
     first = _prune_priority(msgs)
@@ -533,7 +535,7 @@ def brute_prune(
         fitted = _fitted(msgs[passed_over[0]], room, model)
         if fitted is not None and message_tokens([fitted], model) <= room:
             chosen[passed_over[0]] = fitted
-    return paired_tool_messages(msgs, [chosen[i] for i in sorted(chosen)])
+    return paired_tool_messages(given, {kept[i]: chosen[i] for i in chosen})
 
 
 def _call_ids(message: Mapping[str, Any]) -> set[Any]:
@@ -541,25 +543,54 @@ def _call_ids(message: Mapping[str, Any]) -> set[Any]:
     return {c.get("id") for c in calls or [] if isinstance(c, Mapping)}
 
 
-def paired_tool_messages(before: Sequence[Message], after: Sequence[Message]) -> list[Message]:
-    """``after`` (what a prune kept of ``before``) with no tool call or result the prune
-    parted from its pair, as chat APIs require: a ``tool`` result whose call was left out
-    goes too, and an assistant message whose results were left out keeps its text without
-    its calls (goes when it has none). Pairs already incomplete in ``before`` (calls still
-    awaiting their results) stay as they were."""
-    had_results = {m.get("tool_call_id") for m in before if m["role"] == "tool"}
-    kept_results = {m.get("tool_call_id") for m in after if m["role"] == "tool"}
+def tool_call_places(messages: Sequence[Message]) -> list[int | None]:
+    """For each message, the index of the assistant message holding the call a ``tool``
+    result answers (None for other messages, and for a result whose call is not there):
+    by id, the latest assistant message before it that made a call of that id; a result
+    without an id (Ollama's format) by place, the assistant message with calls that its
+    run of results follows."""
+    places: list[int | None] = [None] * len(messages)
+    latest_calls: int | None = None  # the assistant message whose results may follow
+    by_id: dict[Any, int] = {}
+    for i, message in enumerate(messages):
+        role = message["role"]
+        if role == "assistant" and message.get("tool_calls"):
+            latest_calls = i
+            by_id.update((cid, i) for cid in _call_ids(message) if cid is not None)
+        elif role == "tool":
+            cid = message.get("tool_call_id")
+            places[i] = by_id.get(cid) if cid is not None else latest_calls
+        else:
+            latest_calls = None
+    return places
+
+
+def paired_tool_messages(before: Sequence[Message], kept: Mapping[int, Message]) -> list[Message]:
+    """The messages ``kept`` (index in ``before`` → the message kept there, maybe cut) in
+    order, with no tool call or result parted from its pair, as chat APIs require: a
+    ``tool`` result whose call was left out goes too, and an assistant message some of
+    whose results were left out keeps its text without its calls (goes when it has none).
+    Pairs already incomplete in ``before`` (calls still awaiting their results, a result
+    without its call) stay as they were."""
+    places = tool_call_places(before)
+    results: dict[int, list[int]] = {}
+    for i, place in enumerate(places):
+        if place is not None:
+            results.setdefault(place, []).append(i)
+    parted = {
+        call for call, found in results.items() if call in kept and not set(found) <= set(kept)
+    }
     out: list[Message] = []
-    for message in after:
-        if _call_ids(message) & (had_results - kept_results):
+    for i in sorted(kept):
+        message = kept[i]
+        if i in parted:
             if not str(message.get("content") or "").strip():
                 continue
             message = {k: v for k, v in message.items() if k != "tool_calls"}
+        elif places[i] is not None and (places[i] not in kept or places[i] in parted):
+            continue
         out.append(message)
-    had_calls = set().union(*(_call_ids(m) for m in before)) if before else set()
-    kept_calls = set().union(*(_call_ids(m) for m in out)) if out else set()
-    gone = had_calls - kept_calls
-    return [m for m in out if m["role"] != "tool" or m.get("tool_call_id") not in gone]
+    return out
 
 
 def compact_messages(
@@ -676,17 +707,11 @@ def compact_messages(
             oldest = [i for i in range(len(conversation)) if i != asked][:n]
             # A tool call summarized takes its results with it: a result kept without its
             # call is refused by chat APIs.
-            called = set().union(*(_call_ids(conversation[i]) for i in oldest)) if oldest else set()
-            called.discard(None)  # calls without ids (Ollama's) pair by place, not by id
+            summarized = set(oldest)
+            places = tool_call_places(conversation)
             oldest = sorted(
-                {
-                    *oldest,
-                    *(
-                        i
-                        for i, m in enumerate(conversation)
-                        if m["role"] == "tool" and m.get("tool_call_id") in called and i != asked
-                    ),
-                }
+                summarized
+                | {i for i, place in enumerate(places) if place in summarized and i != asked}
             )
             n = len(oldest)
             taken = set(oldest)

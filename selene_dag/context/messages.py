@@ -88,8 +88,23 @@ def validate_messages(messages: object) -> list[Message]:
             text = content_text(msg["content"])
         except ValueError as exc:
             raise ValueError(f"message {i}: {exc}") from None
+        _check_tool_ids(i, msg)
         out.append({**msg, "content": text})
     return out
+
+
+def _check_tool_ids(i: int, msg: Mapping[str, Any]) -> None:
+    """A result's ``tool_call_id`` and a call's ``id`` are strings when given (results pair
+    with their calls by them); ``tool_calls`` is a list of objects."""
+    if msg.get("tool_call_id") is not None and not isinstance(msg["tool_call_id"], str):
+        raise ValueError(f"message {i}: 'tool_call_id' must be a string")
+    calls = msg.get("tool_calls")
+    if calls is None:
+        return
+    if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
+        raise ValueError(f"message {i}: 'tool_calls' must be a list of objects")
+    if any(c.get("id") is not None and not isinstance(c["id"], str) for c in calls):
+        raise ValueError(f"message {i}: a tool call's 'id' must be a string")
 
 
 def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:

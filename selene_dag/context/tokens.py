@@ -107,6 +107,22 @@ def _check_text(text: object) -> str:
     return text
 
 
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def _reject_surrogates(text: str) -> None:
+    """Raise ValueError when ``text`` holds a lone surrogate: not Unicode text (no model
+    reads it; it comes from JSON cut inside an emoji's escape, or from a file name decoded
+    with ``surrogateescape``). SentencePiece failed on one with a pybind11 message."""
+    found = _SURROGATE.search(text)
+    if found is not None:
+        raise ValueError(
+            f"text holds a lone surrogate (U+{ord(found.group()):04X}) at character "
+            f"{found.start()}: it is not valid Unicode; replace it first "
+            "(text.encode('utf-8', 'replace').decode())"
+        )
+
+
 def _back_off(
     max_tokens: int,
     total: int,
@@ -756,12 +772,17 @@ def tokenizer_info(model: str | None = None) -> TokenizerInfo:
 def count_tokens(text: str, model: str | None = None) -> int:
     """Number of ``model``'s tokens in ``text`` (no BOS/EOS); ``""`` counts 0.
 
-    ``model=None`` means :data:`DEFAULT_MODEL`. Raises TypeError when ``text`` is not a str.
+    ``model=None`` means :data:`DEFAULT_MODEL`. Raises TypeError when ``text`` is not a str,
+    ValueError when a tokenizer fails on a lone surrogate in it (tiktoken counts one).
     """
     if text.__class__ is not str:
         _check_text(text)
     tok = _resolve(model) if model.__class__ is str else tokenizer_for(model)
-    return tok.count(text)
+    try:
+        return tok.count(text)
+    except (RuntimeError, TypeError, UnicodeError):
+        _reject_surrogates(text)
+        raise
 
 
 def count_tokens_batch(texts: Sequence[str], model: str | None = None) -> list[int]:
@@ -777,7 +798,12 @@ def count_tokens_batch(texts: Sequence[str], model: str | None = None) -> list[i
     if not items:
         return []
     tok = tokenizer_for(model)
-    return tok.count_batch(items)
+    try:
+        return tok.count_batch(items)
+    except (RuntimeError, TypeError, UnicodeError):
+        for t in items:
+            _reject_surrogates(t)
+        raise
 
 
 def count_line_spans(
@@ -848,10 +874,12 @@ def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> 
     """Longest prefix of ``text`` (cut on a token boundary, never inside a character) with
     ``count_tokens(result, model) <= max_tokens``; ``text`` itself when it already fits.
 
-    Raises TypeError for a non-str text or non-int budget, ValueError for a negative one.
+    Raises TypeError for a non-str text or non-int budget, ValueError for a negative one
+    or for a text holding a lone surrogate (no prefix of it is Unicode text a model reads).
     """
     _check_text(text)
     check_budget(max_tokens, "max_tokens", minimum=0)
+    _reject_surrogates(text)
     if max_tokens == 0 or not text:
         return ""
     return tokenizer_for(model).truncate(text, max_tokens)

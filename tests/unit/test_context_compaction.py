@@ -697,3 +697,75 @@ def test_tool_calls_without_ids_keep_their_recent_results() -> None:
     out = compact_messages(msgs, 4000, M).messages
     assert out[-1]["role"] == "tool" and out[-1]["content"].startswith("output 39")
     assert message_tokens(out, M) <= 4000
+
+
+def _every_result_follows_its_call(messages: list[dict]) -> bool:
+    """As chat APIs check it: a tool result comes in a run of results right after an
+    assistant message with calls (one of that id when it has one)."""
+    calls: list | None = None  # the ids of the calls the current run of results answers
+    for message in messages:
+        if message["role"] == "tool":
+            if calls is None:
+                return False
+            if message.get("tool_call_id") is not None and message["tool_call_id"] not in calls:
+                return False
+        elif message["role"] == "assistant" and message.get("tool_calls"):
+            calls = [c.get("id") for c in message["tool_calls"]]
+        else:
+            calls = None
+    return True
+
+
+def test_the_last_fifty_kept_never_open_with_a_result_whose_call_is_older() -> None:
+    # The prune keeps the system messages and the last 50 others; when they fitted it
+    # returned them unpaired, and the 50 could begin with a tool's result.
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    msgs: list[dict] = [{"role": "system", "content": "Be brief."}]
+    msgs += [
+        {"role": ["user", "assistant"][i % 2], "content": "log " * 1500 if i == 25 else f"n {i}"}
+        for i in range(30)
+    ]
+    msgs += [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+    ]
+    msgs += [{"role": ["assistant", "user"][i % 2], "content": f"turn {i}"} for i in range(49)]
+    for window in (1200, 1600):
+        out = compact_messages(msgs, window, M).messages
+        assert message_tokens(out, M) <= window
+        assert _every_result_follows_its_call(out), out[:3]
+        assert out[0] == msgs[0] and out[-1] == msgs[-1]
+    pruned = brute_prune(msgs, 1200, M)
+    assert _every_result_follows_its_call(pruned) and pruned[1]["role"] != "tool"
+
+
+def test_results_without_ids_go_with_their_call_into_the_summary_and_out_of_the_prune() -> None:
+    # Ollama's format: no ids. Results pair with the call their run follows, so the summary
+    # that takes a call takes its result, and a prune that drops a call drops its result.
+    msgs: list[dict] = [
+        {"role": "system", "content": "You answer weather questions."},
+        {
+            "role": "user",
+            "content": "Please analyse this server log: " + "GET /index 200 ok. " * 400,
+        },
+    ]
+    for n in range(9):
+        msgs += [
+            {"role": "user", "content": f"Weather in city{n}?"},
+            {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{"function": {"name": "get_weather", "arguments": {"city": n}}}],
+            },
+            {"role": "tool", "content": f"sunny {n}"},
+            {"role": "assistant", "content": f"It is sunny in city{n}."},
+        ]
+    msgs.append({"role": "user", "content": "And tomorrow?"})
+    total = message_tokens(msgs, M)
+    for share in (0.3, 0.5, 0.7, 0.8, 0.9, 0.95):
+        window = int(total * share)
+        out = compact_messages(msgs, window, M).messages
+        assert message_tokens(out, M) <= window
+        assert _every_result_follows_its_call(out), (share, out)
+        assert out[-1]["content"] == "And tomorrow?"
+    assert _every_result_follows_its_call(brute_prune(msgs[:1] + msgs[3:], 60, M))

@@ -144,3 +144,24 @@ def test_tool_calls_count_toward_the_window() -> None:
     assert message_tokens(pruned, M) <= 500
     assert pruned[-1].get("tool_calls") == [call] and len(pruned[-1]["content"]) < 2_400
     assert brute_prune([long_reply], 200, M) == []
+
+
+@pytest.mark.parametrize(
+    ("message", "reason"),
+    [
+        ({"role": "tool", "tool_call_id": [1], "content": "r"}, "'tool_call_id' must be a string"),
+        ({"role": "assistant", "content": "", "tool_calls": "ls"}, "list of objects"),
+        ({"role": "assistant", "content": "", "tool_calls": [3]}, "list of objects"),
+        (
+            {"role": "assistant", "content": "", "tool_calls": [{"id": {"a": 1}}]},
+            "call's 'id' must be a string",
+        ),
+    ],
+)
+def test_tool_ids_that_are_not_strings_name_the_message(message: dict, reason: str) -> None:
+    # They pair results with calls: a list or an object as an id was a TypeError deep in
+    # the prune (a 500 from POST /compact, a traceback from the CLI).
+    with pytest.raises(ValueError, match=f"message 1: .*{reason}"):
+        validate_messages([{"role": "user", "content": "q"}, message])
+    ollama = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f"}}]}
+    assert validate_messages([ollama, {"role": "tool", "content": "r"}])[0] == ollama

@@ -442,3 +442,27 @@ def test_paragraphs_and_sentences_are_derivable() -> None:
     assert tk.count_tiled(text, spans, counts, "gpt-4") is None  # tiktoken: count it whole
     # Spans that leave text out (not blanks) are not derived.
     assert tk.count_tiled(text, [(1, 31)], counts[:1], "mistral:7b") is None
+
+
+@pytest.mark.parametrize("model", ["mistral:7b", "gpt-4", "hypothetical-model-9b"])
+def test_a_lone_surrogate_is_one_clear_error_not_a_tokenizer_crash(model: str) -> None:
+    # JSON cut inside an emoji's escape decodes to one: SentencePiece failed with a
+    # pybind11 cast error, and tiktoken's truncation returned U+FFFD, not a prefix.
+    import json
+
+    cut = json.loads('"cut mid-emoji: \\ud83d and more"')
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(ValueError, match=r"lone surrogate \(U\+D83D\) at character 15"):
+            truncate_to_tokens(cut, 3, model)
+        with pytest.raises(ValueError, match="lone surrogate"):
+            truncate_to_tokens("ab\udcff cd ef", 2, model)
+        if model == "mistral:7b":
+            for count in (
+                lambda: count_tokens(cut, model),
+                lambda: count_tokens_batch(["fine", cut], model),
+                lambda: count_tokens(cut * 5000, model),
+            ):
+                with pytest.raises(ValueError, match="lone surrogate"):
+                    count()
+        assert count_tokens("an emoji whole: 😀", model) > 0
