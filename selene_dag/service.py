@@ -662,7 +662,7 @@ def compact(
     if conversation and not report.messages:
         raise SeleneError(
             f"a window of {plural(window, 'token')} holds no message of this "
-            "conversation: give a larger --window"
+            "conversation: give a larger window"
         )
     return report
 

@@ -456,13 +456,23 @@ def _alternating(messages: list[Message]) -> list[Message]:
             # A tool's result stays apart: the request after it is found as the latest.
             and not (is_tool_result(last) or is_tool_result(message))
         ):
-            out[-1] = {
-                "role": last["role"],
-                "content": f"{last['content']}\n\n{message['content']}",
-            }
+            a, b = last["content"], message["content"]
+            # Content given as parts (an image) stays parts: the text joins them as one.
+            joined = (
+                f"{a}\n\n{b}"
+                if isinstance(a, str) and isinstance(b, str)
+                else [*_as_parts(a), *_as_parts(b)]
+            )
+            out[-1] = {"role": last["role"], "content": joined}
         else:
             out.append(message)
     return out
+
+
+def _as_parts(content: Any) -> list[Any]:
+    if isinstance(content, list):
+        return content
+    return [{"type": "text", "text": content}] if content else []
 
 
 def brute_prune(
@@ -482,7 +492,13 @@ def brute_prune(
     when nothing of them fits; room left at the end (``MIN_CUT_TOKENS``
     or more) goes to the newest message passed over, cut to fit. The result never exceeds
     ``window``."""
-    given = validate_messages(messages)
+    return _prune(validate_messages(messages), window, model, keep_last_n, prune_ratio)
+
+
+def _prune(
+    given: list[Message], window: int, model: str | None, keep_last_n: int, prune_ratio: float
+) -> list[Message]:
+    """``brute_prune`` of checked messages: a message kept whole is the same object."""
     total = message_tokens(given, model)
     if not check_context_budget(total, window, prune_ratio=prune_ratio).should_prune:
         return given
@@ -603,8 +619,9 @@ def compact_messages(
 ) -> CompactionReport:
     """Run P1–P4 then the brute prune on ``messages`` for a ``window``-token context.
 
-    Each step re-counts and the chain stops once the total is under the compaction
-    threshold (85 %). ``summarizer(text, max_tokens) -> str`` (default: extractive leading
+    The chain runs when the total is over the compaction threshold (85 %) or the prune's
+    (80 %); each step re-counts and the chain stops once the total is under both, so the
+    prune cuts only what the chain could not. ``summarizer(text, max_tokens) -> str`` (default: extractive leading
     sentences) writes the P3 summary; a summarizer raising ``SummaryUnavailable`` skips it.
     ``digest`` entries ``{stage, decision, superseded?}``: their decisions are always
     carried in the memory digest message, which also names the stages P2 compacted.
@@ -614,6 +631,13 @@ def compact_messages(
     bad input.
     """
     msgs = validate_messages(messages)
+    # A message kept whole goes out as it came: content as a list of parts (an image, a
+    # document) or null stays so; only the text of it is counted and compacted.
+    as_given = {
+        id(m): (m, g["content"])
+        for m, g in zip(msgs, messages, strict=True)
+        if not isinstance(g["content"], str)
+    }
     check_context_budget(0, window)  # validates window
     if summarizer is not None and not callable(summarizer):
         raise TypeError("summarizer must be a callable (text, max_tokens) -> str")
@@ -635,11 +659,14 @@ def compact_messages(
     resolved = "none"
     shrink = False
 
+    # The chain runs whenever the prune would (the prune's 80 % sits below the chain's
+    # 85 %) and goes on until neither would: stopping between the two left the prune to
+    # cut what the chain had just compacted down to the last 50 messages.
     def under(tokens: int) -> bool:
-        return tokens < threshold
+        return tokens < threshold and tokens <= budget.prune_threshold
 
     tokens = budget.total_tokens
-    if budget.should_compact:
+    if budget.should_compact or budget.should_prune:
         resolved = "unresolved"
         # P1. The latest request not answered yet is the task at hand however short ("fix
         # 4471", then tool calls working on it): it stays.
@@ -787,7 +814,7 @@ def compact_messages(
             )
     if check_context_budget(tokens, window).should_prune:
         start = tokens
-        pruned = brute_prune(msgs, window, model)
+        pruned = _prune(msgs, window, model, KEEP_LAST_N, PRUNE_RATIO)
         tokens = message_tokens(pruned, model)
         cut = [m for m in pruned if m not in msgs]
         notes = [f"{len(cut)} cut to fit"] if cut else []
@@ -806,6 +833,10 @@ def compact_messages(
         # The report names the last step that actually changed the messages.
         if steps[-1].removed:
             resolved = "prune"
+    msgs = [
+        {**m, "content": as_given[id(m)][1]} if as_given.get(id(m), (None,))[0] is m else m
+        for m in msgs
+    ]
     if any(step.removed for step in steps):
         # What was taken out can leave turns of one role in a row (the prune's kept turns,
         # assistant turns once the "ok" between them went).

@@ -65,9 +65,12 @@ def call_text(message: Mapping[str, Any]) -> str:
 
 
 def counted_text(message: Mapping[str, Any]) -> str:
-    """Everything of a checked message a model reads: its content, then its tool calls."""
+    """Everything of a message a model reads: its content (``content_text`` of a list of
+    parts or null), then its tool calls."""
+    content = message["content"]
+    text = content if content.__class__ is str else content_text(content)
     calls = call_text(message)
-    return f"{message['content']}\n{calls}" if calls else message["content"]
+    return f"{text}\n{calls}" if calls else text
 
 
 def validate_messages(messages: object) -> list[Message]:

@@ -166,7 +166,7 @@ def test_compact_reports_each_step_and_fits_the_window(tmp_path):
     assert "nothing to compact: " in quiet.stderr and "step" not in quiet.stderr
     assert_one_line_error(
         run("compact", str(path), "--window", "3"),
-        "a window of 3 tokens holds no message of this conversation: give a larger --window",
+        "a window of 3 tokens holds no message of this conversation: give a larger window",
     )
 
 

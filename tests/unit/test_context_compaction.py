@@ -769,3 +769,48 @@ def test_results_without_ids_go_with_their_call_into_the_summary_and_out_of_the_
         assert _every_result_follows_its_call(out), (share, out)
         assert out[-1]["content"] == "And tomorrow?"
     assert _every_result_follows_its_call(brute_prune(msgs[:1] + msgs[3:], 60, M))
+
+
+def test_the_chain_runs_before_the_prune_would_cut_to_the_last_fifty() -> None:
+    # The prune fires over 80 % of the window, the chain over 85 %: a conversation at 82 %
+    # went straight to the prune (7 % of the window left, 34 messages), and one the chain
+    # brought under 85 % but not under 80 % was pruned after it.
+    msgs: list[dict] = [{"role": "system", "content": "You are a helpful assistant."}]
+    for i in range(200):
+        msgs += [
+            {"role": "user", "content": f"Question {i} about the deployment of service {i}?"},
+            {"role": "assistant", "content": f"Answer {i}: " + "restart the pods. " * 12},
+            {"role": "user", "content": "ok"},
+        ]
+    total = message_tokens(msgs, M)
+    for share in (0.82, 0.86):
+        window = int(total / share)
+        report = compact_messages(msgs, window, M)
+        after = message_tokens(report.messages, M)
+        assert after <= 0.8 * window, share
+        assert after > 0.5 * window and len(report.messages) > 300, (share, after / window)
+        names = [s.name for s in report.steps]
+        assert names[0] == "P1 strip chitchat" and not any("prune" in n for n in names), names
+
+
+def test_a_message_kept_whole_goes_out_as_it_came_its_image_included() -> None:
+    # Content is compacted as text, and went out as text: an image part became the words
+    # "[image_url]", the latest question lost its picture even with nothing to compact.
+    image = {"type": "image_url", "image_url": {"url": "https://example.com/cat.png"}}
+    question = {"role": "user", "content": [{"type": "text", "text": "describe this"}, image]}
+    call = {"role": "assistant", "content": None, "tool_calls": [{"id": "c1", "function": {}}]}
+    result = {"role": "tool", "tool_call_id": "c1", "content": "done"}
+    quiet = compact_messages([call, result, question], 100_000, M)
+    assert quiet.messages == [call, result, question]
+    history = [
+        {"role": ["user", "assistant"][i % 2], "content": f"turn {i}: " + PARA} for i in range(40)
+    ]
+    report = compact_messages([*history, question], 900, M)
+    assert report.messages[-1] == question and report.tokens_after <= 900
+    assert message_tokens(report.messages, M) == report.tokens_after
+    assert all(isinstance(m["content"], str) for m in report.messages[:-1])
+    # Joined to the user turn before it (turns must alternate), it joins as parts.
+    joined = compact_messages([*history[:-1], question], 900, M).messages[-1]
+    assert joined["role"] == "user" and isinstance(joined["content"], list)
+    assert joined["content"][-2:] == question["content"]
+    assert joined["content"][0]["text"].startswith("turn 38: ")
