@@ -217,6 +217,10 @@ class NotesPack:
 
 
 def _timestamp(value: object) -> float:
+    """Seconds since the epoch of a datetime, an ISO 8601 string or a number of seconds
+    (as Unix tools and JSON exports give it); -inf for anything else (undated)."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return float(value) if math.isfinite(value) else -math.inf
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, str) and value:
@@ -233,7 +237,8 @@ def _timestamp(value: object) -> float:
 
 def default_priority(note: Mapping[str, Any]) -> tuple[float, int]:
     """Default note priority (larger = more important): newer ``updated_at`` /
-    ``created_at`` first, then a higher stored tier."""
+    ``created_at`` first (datetimes, ISO 8601 strings or epoch seconds), then a higher
+    stored tier."""
     stamp = max(_timestamp(note.get("updated_at")), _timestamp(note.get("created_at")))
     return (stamp, -TIER_RANK[note_tier(note)])
 

@@ -48,7 +48,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from selene_dag.context.levels import extractive_summary
-from selene_dag.context.messages import Message, call_text, counted_text, validate_messages
+from selene_dag.context.messages import (
+    Message,
+    call_text,
+    content_text,
+    counted_text,
+    validate_messages,
+)
 from selene_dag.context.tokens import count_tokens_batch, truncate_to_tokens
 from selene_dag.errors import check_budget
 
@@ -187,7 +193,12 @@ def is_chitchat(message: Mapping[str, Any]) -> bool:
     or !, and every word of it an acknowledgement's (a short instruction stays)."""
     if message.get("role") != "user":
         return False
-    content = message.get("content", "")
+    content = message.get("content")
+    if content.__class__ is not str:  # parts, or null, as chat APIs send them
+        try:
+            content = content_text(content)
+        except ValueError:
+            return False
     if len(content) > CHITCHAT_MAX_LENGTH:
         return False
     text = content.strip().lower()

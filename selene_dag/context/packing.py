@@ -43,6 +43,8 @@ class ContextTier:
             raise TypeError(f"tier {self.label!r}: content must be a str")
         if isinstance(self.priority, bool) or not isinstance(self.priority, int | float):
             raise TypeError(f"tier {self.label!r}: priority must be a number")
+        if self.priority != self.priority:  # NaN sorts nowhere: the order became arbitrary
+            raise ValueError(f"tier {self.label!r}: priority must not be NaN")
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 
 import pytest
 
@@ -347,3 +348,16 @@ def test_pack_with_threads_leaves_out_a_thread_larger_than_its_share() -> None:
     assert zero.text == "" and zero.total_tokens == 0 and zero.threads == []
     with pytest.raises(ValueError):
         pack_with_threads(prepared, [], -1)
+
+
+def test_epoch_seconds_date_a_note_as_iso_strings_do() -> None:
+    # A number of seconds (a Unix tool's, a JSON export's) was taken for no date at all.
+    from selene_dag.context import default_priority
+
+    iso = {"title": "a", "content": "x", "updated_at": "2023-11-14T22:13:20Z"}
+    epoch = {"title": "a", "content": "x", "updated_at": 1_700_000_000}
+    assert default_priority(iso) == default_priority(epoch)
+    older = {"title": "b", "content": "y", "updated_at": 1_600_000_000.5}
+    pack = pack_notes([{**older, "id": 1}, {**epoch, "id": 2}], 1000, M)
+    assert pack.order == [2, 1]
+    assert default_priority({"title": "c", "content": "", "updated_at": True})[0] == -math.inf

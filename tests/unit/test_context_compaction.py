@@ -814,3 +814,13 @@ def test_a_message_kept_whole_goes_out_as_it_came_its_image_included() -> None:
     assert joined["role"] == "user" and isinstance(joined["content"], list)
     assert joined["content"][-2:] == question["content"]
     assert joined["content"][0]["text"].startswith("turn 38: ")
+
+
+def test_strip_chitchat_reads_content_as_chat_apis_send_it() -> None:
+    # strip_chitchat is public: content as parts or null raised AttributeError/TypeError.
+    parts = {"role": "user", "content": [{"type": "text", "text": "ok"}]}
+    null = {"role": "user", "content": None}
+    asks = {"role": "user", "content": [{"type": "text", "text": "why does it fail?"}]}
+    odd = {"role": "user", "content": 42}
+    # An empty message says nothing, as an "ok" says nothing.
+    assert strip_chitchat([parts, null, asks, odd]) == [asks, odd]

@@ -109,4 +109,7 @@ def test_bad_input() -> None:
         pack_context(["x"], 10)  # type: ignore[list-item]
     with pytest.raises(TypeError):
         ContextTier("a", None, 1)  # type: ignore[arg-type]
+    # A NaN priority sorted nowhere: the system tier was dropped for a lower one.
+    with pytest.raises(ValueError, match="priority must not be NaN"):
+        ContextTier("n", "y", float("nan"))
     assert pack_context([], 10).packed == []
