@@ -621,6 +621,7 @@ def compact(
     output: Annotated[
         Path | None, typer.Option("--output", "-o", help="Write here instead of stdout.")
     ] = None,
+    home: HomeOption = None,
 ) -> None:
     """Compact a conversation to fit a context window; print what each step removed.
 
@@ -632,7 +633,7 @@ def compact(
     conversation = service.read_conversation(messages)
     for notice in conversation.notices:
         err.print(f"note: {messages}: {notice}", highlight=False, soft_wrap=True)
-    report = service.compact(load_settings(), conversation, window, model)
+    report = service.compact(_settings(home), conversation, window, model)
     payload = json.dumps({"messages": report.messages}, ensure_ascii=False, indent=2)
     if output:
         _write_file(output, payload + "\n")
@@ -917,9 +918,9 @@ def _listening_socket(host: str, port: int) -> socket.socket:
 
 @cache_app.command("stats")
 @guarded
-def cache_stats_command() -> None:
+def cache_stats_command(home: HomeOption = None) -> None:
     """Entries per engine, model and task, with time and tokens spent."""
-    settings = load_settings()
+    settings = _settings(home)
     rows = service.cache_stats(settings)
     table = Table(title=f"llm_cache in {settings.db_path}")
     for column in (
@@ -950,19 +951,20 @@ def cache_stats_command() -> None:
 def cache_clear_command(
     engine: Annotated[str | None, typer.Option(help="Only this engine (e.g. ollama).")] = None,
     model: Annotated[str | None, typer.Option(help="Only this model.")] = None,
+    home: HomeOption = None,
 ) -> None:
     """Delete cached calls (all, or one engine / model)."""
-    deleted = service.cache_clear(load_settings(), engine=engine, model=model)
+    deleted = service.cache_clear(_settings(home), engine=engine, model=model)
     out.print(f"deleted {deleted:,} cached calls")
 
 
 @distill_app.command("scan")
 @guarded
-def distill_scan_command() -> None:
+def distill_scan_command(home: HomeOption = None) -> None:
     """List the session files under SELENE_SESSION_ROOTS, then those left out and why.
 
     Each file with its platform, size, events and state."""
-    settings = load_settings()
+    settings = _settings(home)
     listing = service.distill_scan_listing(settings)
     rows, skipped = listing["files"], listing["skipped"]
     if rows:
@@ -984,6 +986,7 @@ def distill_run_command(
         list[str] | None, typer.Argument(help="Session ids, keys or paths.")
     ] = None,
     all_files: Annotated[bool, typer.Option("--all", help="Every scanned file.")] = False,
+    home: HomeOption = None,
 ) -> None:
     """Parse, chunk, score and distill sessions (materializes the sessions spine in batches).
 
@@ -992,7 +995,7 @@ def distill_run_command(
     started = time.perf_counter()
     with _progress("distilling sessions") as report:
         rows = service.distill_run(
-            load_settings(), sessions or [], all_files=all_files, on_batch=report
+            _settings(home), sessions or [], all_files=all_files, on_batch=report
         )
     failed = sum(1 for row in rows if not row["ok"])
     if rows and not sessions and not all_files:
@@ -1016,7 +1019,7 @@ def distill_run_command(
     if hint := service.kept_no_chunk_hint(rows):
         err.print(hint, highlight=False)
     # Nothing ran: the roots are scanned again, only here, to say why.
-    if all_files and not rows and (hint := service.idle_roots_hint(load_settings())):
+    if all_files and not rows and (hint := service.idle_roots_hint(_settings(home))):
         out.print(hint, highlight=False, soft_wrap=True)
     if failed:
         raise typer.Exit(1)
@@ -1026,9 +1029,10 @@ def distill_run_command(
 @guarded
 def distill_status_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print the figures as JSON.")] = False,
+    home: HomeOption = None,
 ) -> None:
     """Session files under the roots by state, and what the database holds."""
-    status = service.distill_status(load_settings())
+    status = service.distill_status(_settings(home))
     if as_json:
         sys.stdout.write(json.dumps(status, indent=2) + "\n")
         return
@@ -1071,6 +1075,7 @@ REPORT_COLUMNS = ("session", "events", "chunks", "imp", "cons", "tokens")
 def distill_report_command(
     session: Annotated[str | None, typer.Argument(help="One session (default: all).")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print every field as JSON.")] = False,
+    home: HomeOption = None,
 ) -> None:
     """Per session: events, chunks, importance, consensus and distilled tokens.
 
@@ -1080,7 +1085,7 @@ def distill_report_command(
     the key in the first column (or the tool's session id, or a path): its best chunks
     are listed too. --json prints every field, each session's best chunks
     included."""
-    rows = service.distill_report(load_settings(), session)
+    rows = service.distill_report(_settings(home), session)
     if as_json:
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return
@@ -1135,9 +1140,10 @@ def distill_assess_command(
     chunk_id: Annotated[
         str, typer.Argument(help="A chunk id, or its citation as distill report lists it.")
     ],
+    home: HomeOption = None,
 ) -> None:
     """Run every available assessor on one chunk now and show the consensus."""
-    result = service.distill_assess(load_settings(), chunk_id)
+    result = service.distill_assess(_settings(home), chunk_id)
     out.print_json(json.dumps(result, default=str))
 
 
@@ -1158,6 +1164,7 @@ def distill_seed_command(
             "this question."
         ),
     ] = None,
+    home: HomeOption = None,
 ) -> None:
     """Write a fresh, resumable session file for PLATFORM from a distilled session.
 
@@ -1165,7 +1172,7 @@ def distill_seed_command(
     session: each scored 0.6 × its relevance to the question + 0.4 × its consensus. A model
     server (SELENE_LLM=ollama), or else the CLI assessors on PATH, rate the best candidates
     for the question first (SELENE_DISTILL_RERANK=0 skips that)."""
-    settings = load_settings()
+    settings = _settings(home)
     if question and (notice := service.seed_rerank_notice(settings)):
         err.print(notice, highlight=False, soft_wrap=True)
     result = service.distill_seed(

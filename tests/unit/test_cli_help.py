@@ -23,3 +23,17 @@ def test_a_flag_is_shown_without_a_type_an_option_with_one() -> None:
     budget = next(line for line in text.splitlines() if "Token budget of the pack" in line)
     assert "<bool>" not in answer and "<bool>" not in text
     assert "<int>" in budget
+
+
+def test_every_command_takes_home() -> None:
+    # `distill report --home X` answered "No such option" while context took it: a user
+    # with two homes had to switch SELENE_HOME for some commands only.
+    import inspect
+
+    commands = [c for a in (cli.app, cli.cache_app, cli.distill_app) for c in a.registered_commands]
+    without = [
+        c.callback.__name__
+        for c in commands
+        if "home" not in inspect.signature(c.callback).parameters
+    ]
+    assert without == []
