@@ -532,11 +532,27 @@ _ANY_WORD = re.compile(r"[^\W\d_](?:[\w'+#.-]*(?:[^\W_]|[+#]))?")
 CODE_FENCE = re.compile(r"^\s*(```|~~~)", re.MULTILINE)
 
 
-def strip_markdown(text: str) -> str:
+# What may close a sentence or a quote around a bare URL: not part of it.
+_URL_TRAIL = ".,;:!?)]'\"`*_>"
+_URL_SCHEME = re.compile(r"^(?:https?://)?(?:www\.)?")
+
+
+def _url_host(match: re.Match[str]) -> str:
+    """A bare URL as the host it names, the punctuation after it kept."""
+    url = match.group(0)
+    core = url.rstrip(_URL_TRAIL)
+    host = _URL_SCHEME.sub("", core).split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
+    return host + url[len(core) :]
+
+
+def strip_markdown(text: str, hosts: bool = False) -> str:
     """Prose of a markdown note: code blocks, headings, tables, URLs, link and HTML syntax removed.
 
     Link text and inline-code text are kept (they are usually words of the sentence), a
-    wikilink's alias or its target's name too; embeds (``![[…]]``) go.
+    wikilink's alias or its target's name too; embeds (``![[…]]``) go. A bare URL goes,
+    or with ``hosts`` becomes the host it names (``https://datasette.io/docs`` →
+    ``datasette.io``): a sentence that says where reads whole ("I redirected
+    global-power-plants.datasettes.com to datasette.io", not "I redirected to").
     Paragraph breaks are kept as blank lines; list items and quotes become paragraphs.
     """
     text = text.replace("\r\n", "\n")
@@ -552,8 +568,12 @@ def strip_markdown(text: str) -> str:
     text = _WIKILINK.sub(_wikilink_text, text)
     text = _LINK.sub(r"\1", text)
     text = _REF_LINK.sub(r"\1", text)
-    text = _AUTOLINK.sub("", text)
-    text = _URL.sub("", text)
+    if hosts:
+        text = _AUTOLINK.sub(lambda m: _url_host(_URL.search(m.group(0)[1:-1])), text)
+        text = _URL.sub(_url_host, text)
+    else:
+        text = _AUTOLINK.sub("", text)
+        text = _URL.sub("", text)
     text = _HTML.sub("", text)
     text = _BULLET.sub("\n", text)
     text = _QUOTE.sub("", text)

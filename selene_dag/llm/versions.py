@@ -9,7 +9,7 @@ ALGORITHM_VERSIONS = {
     "analyze_note": "analyze_note@8",
     "detect_threads": "detect_threads@2",
     "digest_thread": "digest_thread@6",
-    "summarize": "summarize@5",
+    "summarize": "summarize@6",
     "assess_chunk": "assess_chunk@2",
 }
 

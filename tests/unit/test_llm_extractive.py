@@ -327,3 +327,24 @@ def test_a_digest_names_its_thread_by_topics_not_by_what_the_notes_say_was_done(
     assert "model" in opening
     assert not {"decided", "figured", "realized"} & set(opening.replace(",", " ").split())
     assert key_phrases("Notes", "We decided. We decided. We decided. Decided.", 3) == ["notes"]
+
+
+def test_an_essence_names_the_host_of_a_bare_url_concepts_leave_it_out() -> None:
+    # Bare URLs were dropped from the prose the essence is picked from, and the sentence
+    # kept its holes: "I wanted to redirect to - I decided to spin up a Pages site".
+    from selene_dag.llm.extractive.essence import analyze_note
+
+    content = (
+        "I wanted to redirect https://global-power-plants.datasettes.com/ to "
+        "https://datasette.io/ - I decided to spin up a Cloudflare Pages site to do the work.\n\n"
+        "The `_redirects` file holds one line, see <https://developers.cloudflare.com/pages/>.\n\n"
+        "It took five minutes."
+    )
+    analysis = analyze_note("Redirecting a domain with Cloudflare Pages", content, 5)
+    assert analysis["essence"].startswith(
+        "I wanted to redirect global-power-plants.datasettes.com to datasette.io - I decided"
+    )
+    assert not any("." in c for c in analysis["concepts"]), analysis["concepts"]
+    prose = strip_markdown("see `https://x.example/api/F` or (https://www.q.io/x?y=1#z).", True)
+    assert prose == "see x.example or (q.io)."
+    assert strip_markdown("see https://datasette.io/docs.") == "see"

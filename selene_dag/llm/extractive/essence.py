@@ -69,16 +69,19 @@ def analyze_note(title: str, content: str, concepts_k: int) -> dict[str, Any]:
     concepts = key_phrases(title, body, concepts_k)
     lowered_title = title.lower()
     theme = next((c for c in concepts if c in lowered_title), concepts[0] if concepts else "")
-    essence = pick_essence(title, content, body)
+    # The essence names a bare URL's host (a sentence read whole); concepts leave URLs out
+    # (a host is seldom what a note is about).
+    essence = pick_essence(title, content, _text.strip_markdown(content, hosts=True))
     return {"concepts": concepts, "primary_theme": theme, "essence": essence}
 
 
 def pick_essence(title: str, content: str, prose: str | None = None) -> str:
     """The 1–2 most central sentences of a note (see the module docstring); never ≤ 10 chars.
 
-    ``prose`` is ``content`` already passed through ``strip_markdown`` (computed if None).
+    ``prose`` is ``content`` already passed through ``strip_markdown`` (computed if None,
+    bare URLs as their hosts).
     """
-    prose = _text.strip_markdown(content) if prose is None else prose
+    prose = _text.strip_markdown(content, hosts=True) if prose is None else prose
     sentences = _text.split_sentences(prose)
     candidates = [s for s in sentences if len(_text.words(s)) >= 4 and 20 <= len(s) <= 600]
     if not candidates:

@@ -49,7 +49,7 @@ def conversation_sentences(text: str) -> list[tuple[str, str]]:
 
 def summarize(text: str, max_tokens: int, model: str | None, kind: str) -> str:
     """The summary of ``text`` (see the module docstring); counts ≤ ``max_tokens`` of ``model``."""
-    prose = _text.strip_markdown(text) if kind == "text" else text
+    prose = _text.strip_markdown(text, hosts=True) if kind == "text" else text
     sentences = [s for s in _text.split_sentences(prose) if s.strip()]
     users: list[int] = []
     if kind == "conversation":
