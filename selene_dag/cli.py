@@ -655,8 +655,9 @@ def compact(
     if not rows:
         threshold = report.compaction_threshold
         err.print(
-            f"nothing to compact: {report.tokens_before:,} tokens, under the {threshold:,} that "
-            f"compaction starts at (85% of the window of {window:,})",
+            f"nothing to compact: {report.tokens_before:,} tokens, at or under the "
+            f"{threshold:,} that compaction starts above ({round(100 * threshold / window)}% "
+            f"of the window of {window:,})",
             highlight=False,
         )
         return

@@ -217,10 +217,17 @@ class NotesPack:
 
 
 def _timestamp(value: object) -> float:
-    """Seconds since the epoch of a datetime, an ISO 8601 string or a number of seconds
-    (as Unix tools and JSON exports give it); -inf for anything else (undated)."""
+    """Seconds since the epoch of a datetime, an ISO 8601 string or a number (seconds as
+    Unix tools give it, or milliseconds as JavaScript's ``Date.now()`` does: a number past
+    1e11, which as seconds would be the year 5138); -inf for anything else (undated)."""
     if isinstance(value, int | float) and not isinstance(value, bool):
-        return float(value) if math.isfinite(value) else -math.inf
+        try:
+            seconds = float(value)
+        except OverflowError:
+            return -math.inf
+        if not math.isfinite(seconds) or abs(seconds) > 1e15:
+            return -math.inf
+        return seconds / 1000 if abs(seconds) > 1e11 else seconds
     if isinstance(value, datetime):
         dt = value
     elif isinstance(value, str) and value:

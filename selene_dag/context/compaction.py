@@ -1,8 +1,10 @@
 """Context budget check and the P1–P4 compaction chain with brute prune (seed 004).
 
 Thresholds (fractions of the context window, seed numbers): warn above 60 %, prune above
-80 %, compact above 85 %. ``compact_messages`` runs, only while the messages are at or
-above the compaction threshold and stopping as soon as they are under it:
+80 %, compact above 85 %. ``compact_messages`` runs the chain when the messages are above
+either the compaction or the prune threshold (the seed's prune sits below its
+compaction: a chain that stopped between the two left the prune to cut what it had just
+compacted), stopping as soon as they are at or under both:
 
 * P1 strip chitchat: user messages of at most 50 characters whose trimmed text is
   shorter than 15 characters, has no ``?`` or ``!`` and holds only acknowledgement words
@@ -217,6 +219,8 @@ def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
 
 
 TOOL_RESULT_PREFIX = "[tool_result"
+# How a tool_use part of an assistant message reads as text (``content_text``).
+TOOL_USE_MARK = "[tool_use "
 
 
 def latest_request(messages: Sequence[Message]) -> int | None:
@@ -367,8 +371,9 @@ class CompactionStep:
 class CompactionReport:
     """Messages out, the steps that ran, and where compaction stopped.
 
-    ``resolved_at``: "none" (nothing to do), "P1"–"P3" (under the compaction threshold
-    after that step), "P4" (staged: the caller must shrink stage detail), "prune"
+    ``compaction_threshold``: what the chain aims at or under (the lower of the compaction
+    and prune thresholds). ``resolved_at``: "none" (nothing to do), "P1"–"P3" (at or
+    under it after that step), "P4" (staged: the caller must shrink stage detail), "prune"
     (the brute prune ran) or "unresolved".
     """
 
@@ -575,18 +580,25 @@ def tool_call_places(messages: Sequence[Message]) -> list[int | None]:
     result answers (None for other messages, and for a result whose call is not there):
     by id, the latest assistant message before it that made a call of that id; a result
     without an id (Ollama's format) by place, the assistant message with calls that its
-    run of results follows."""
+    run of results follows. Anthropic's format by place too: a user message of
+    ``tool_result`` parts answers the assistant message of ``tool_use`` parts right
+    before it (read as text, ``[tool_result] …`` after ``[tool_use name] …``)."""
     places: list[int | None] = [None] * len(messages)
     latest_calls: int | None = None  # the assistant message whose results may follow
     by_id: dict[Any, int] = {}
     for i, message in enumerate(messages):
         role = message["role"]
-        if role == "assistant" and message.get("tool_calls"):
+        if role == "assistant" and (
+            message.get("tool_calls") or TOOL_USE_MARK in str(message.get("content") or "")
+        ):
             latest_calls = i
             by_id.update((cid, i) for cid in _call_ids(message) if cid is not None)
         elif role == "tool":
             cid = message.get("tool_call_id")
             places[i] = by_id.get(cid) if cid is not None else latest_calls
+        elif role == "user" and latest_calls is not None and is_tool_result(message):
+            places[i] = latest_calls
+            latest_calls = None
         else:
             latest_calls = None
     return places
@@ -664,7 +676,7 @@ def compact_messages(
             CompactionStep("memory digest", 0, before, carried, "decisions in one system message")
         )
     budget = check_context_budget(carried, window)
-    threshold = budget.compaction_threshold
+    threshold = min(budget.compaction_threshold, budget.prune_threshold)
     compacted: list[str] = []
     staged = any(m.get("stage") is not None for m in msgs)
     resolved = "none"
@@ -674,7 +686,7 @@ def compact_messages(
     # 85 %) and goes on until neither would: stopping between the two left the prune to
     # cut what the chain had just compacted down to the last 50 messages.
     def under(tokens: int) -> bool:
-        return tokens < threshold and tokens <= budget.prune_threshold
+        return tokens <= threshold
 
     tokens = budget.total_tokens
     if budget.should_compact or budget.should_prune:
@@ -700,7 +712,15 @@ def compact_messages(
             start = tokens
             for stage in stages:
                 n = len(msgs)
-                msgs = [m for m in msgs if m["role"] == "system" or str(m.get("stage")) != stage]
+                # A tool's result seldom carries its call's stage: it goes with its call.
+                msgs = paired_tool_messages(
+                    msgs,
+                    {
+                        i: m
+                        for i, m in enumerate(msgs)
+                        if m["role"] == "system" or str(m.get("stage")) != stage
+                    },
+                )
                 removed += n - len(msgs)
                 compacted.append(stage)
                 tokens = message_tokens(msgs, model)

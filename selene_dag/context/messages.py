@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from selene_dag.context.tokens import reject_lone_surrogates
+
 Message = dict[str, Any]
 
 
@@ -89,25 +91,27 @@ def validate_messages(messages: object) -> list[Message]:
             raise ValueError(f"message {i}: no 'content'")
         try:
             text = content_text(msg["content"])
+            reject_lone_surrogates(text)
+            _check_tool_ids(msg)
+            reject_lone_surrogates(call_text(msg))
         except ValueError as exc:
             raise ValueError(f"message {i}: {exc}") from None
-        _check_tool_ids(i, msg)
         out.append({**msg, "content": text})
     return out
 
 
-def _check_tool_ids(i: int, msg: Mapping[str, Any]) -> None:
+def _check_tool_ids(msg: Mapping[str, Any]) -> None:
     """A result's ``tool_call_id`` and a call's ``id`` are strings when given (results pair
     with their calls by them); ``tool_calls`` is a list of objects."""
     if msg.get("tool_call_id") is not None and not isinstance(msg["tool_call_id"], str):
-        raise ValueError(f"message {i}: 'tool_call_id' must be a string")
+        raise ValueError("'tool_call_id' must be a string")
     calls = msg.get("tool_calls")
     if calls is None:
         return
     if not isinstance(calls, list) or not all(isinstance(c, Mapping) for c in calls):
-        raise ValueError(f"message {i}: 'tool_calls' must be a list of objects")
+        raise ValueError("'tool_calls' must be a list of objects")
     if any(c.get("id") is not None and not isinstance(c["id"], str) for c in calls):
-        raise ValueError(f"message {i}: a tool call's 'id' must be a string")
+        raise ValueError("a tool call's 'id' must be a string")
 
 
 def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:

@@ -110,7 +110,7 @@ def _check_text(text: object) -> str:
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-def _reject_surrogates(text: str) -> None:
+def reject_lone_surrogates(text: str) -> None:
     """Raise ValueError when ``text`` holds a lone surrogate: not Unicode text (no model
     reads it; it comes from JSON cut inside an emoji's escape, or from a file name decoded
     with ``surrogateescape``). SentencePiece failed on one with a pybind11 message."""
@@ -781,7 +781,7 @@ def count_tokens(text: str, model: str | None = None) -> int:
     try:
         return tok.count(text)
     except (RuntimeError, TypeError, UnicodeError):
-        _reject_surrogates(text)
+        reject_lone_surrogates(text)
         raise
 
 
@@ -802,7 +802,7 @@ def count_tokens_batch(texts: Sequence[str], model: str | None = None) -> list[i
         return tok.count_batch(items)
     except (RuntimeError, TypeError, UnicodeError):
         for t in items:
-            _reject_surrogates(t)
+            reject_lone_surrogates(t)
         raise
 
 
@@ -879,7 +879,7 @@ def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> 
     """
     _check_text(text)
     check_budget(max_tokens, "max_tokens", minimum=0)
-    _reject_surrogates(text)
+    reject_lone_surrogates(text)
     if max_tokens == 0 or not text:
         return ""
     return tokenizer_for(model).truncate(text, max_tokens)

@@ -361,3 +361,8 @@ def test_epoch_seconds_date_a_note_as_iso_strings_do() -> None:
     pack = pack_notes([{**older, "id": 1}, {**epoch, "id": 2}], 1000, M)
     assert pack.order == [2, 1]
     assert default_priority({"title": "c", "content": "", "updated_at": True})[0] == -math.inf
+    # Milliseconds, as JavaScript stamps them, are not the year 55,000.
+    millis = {"title": "d", "content": "z", "updated_at": 1_700_000_000_000}
+    assert default_priority(millis) == default_priority(epoch)
+    for huge in (10**400, float("inf"), float("nan")):
+        assert default_priority({"title": "e", "content": "", "updated_at": huge})[0] == -math.inf

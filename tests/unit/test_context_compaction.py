@@ -824,3 +824,72 @@ def test_strip_chitchat_reads_content_as_chat_apis_send_it() -> None:
     odd = {"role": "user", "content": 42}
     # An empty message says nothing, as an "ok" says nothing.
     assert strip_chitchat([parts, null, asks, odd]) == [asks, odd]
+
+
+def _anthropic_results_follow_their_uses(messages: list[dict]) -> bool:
+    """As Anthropic's API checks it: a user message of tool_result parts comes right after
+    the assistant message holding those tool_use parts."""
+    uses: set = set()
+    for message in messages:
+        content = message["content"] if isinstance(message["content"], list) else []
+        results = {p["tool_use_id"] for p in content if p.get("type") == "tool_result"}
+        if results and not results <= uses:
+            return False
+        found = {p["id"] for p in content if p.get("type") == "tool_use"}
+        uses = found if message["role"] == "assistant" else set()
+    return True
+
+
+def test_anthropic_tool_results_go_with_their_tool_use_into_the_summary() -> None:
+    # Messages kept whole go out as they came: a tool_result kept after the summary took
+    # its tool_use is a message Anthropic's API refuses.
+    msgs: list[dict] = [{"role": "user", "content": "Find the bug in the repo."}]
+    for k in range(30):
+        msgs.append(
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": f"Looking at file {k}."},
+                    {"type": "tool_use", "id": f"tu{k}", "name": "read", "input": {"k": k}},
+                ],
+            }
+        )
+        msgs.append(
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": f"tu{k}", "content": PARA}],
+            }
+        )
+    msgs.append({"role": "user", "content": "Now fix it."})
+    total = message_tokens(msgs, M)
+    for share in (0.3, 0.6, 0.9, 0.95):
+        report = compact_messages(msgs, int(total * share), M)
+        assert report.tokens_after <= int(total * share)
+        assert _anthropic_results_follow_their_uses(report.messages), (share, report.steps)
+        assert report.messages[-1] == msgs[-1]
+
+
+def test_dropping_a_completed_stage_takes_the_results_of_its_calls() -> None:
+    # A tool's result seldom carries its call's stage: the stage went, the result stayed.
+    call = {"id": "c1", "type": "function", "function": {"name": "grep", "arguments": "{}"}}
+    done = {"stage": "s1", "completed": True}
+    msgs = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Stage 1: find the bug. " + PARA * 8, **done},
+        {"role": "assistant", "content": None, "tool_calls": [call], **done},
+        {"role": "tool", "tool_call_id": "c1", "content": "src/app.py:12: bug"},
+        {"role": "assistant", "content": "Found it in app.py.", **done},
+        {"role": "user", "content": "Stage 2: fix it.", "stage": "s2"},
+    ]
+    report = compact_messages(msgs, int(message_tokens(msgs, M) / 0.9), M)
+    assert report.resolved_at == "P2"
+    assert _every_result_follows_its_call(report.messages)
+    assert [m["role"] for m in report.messages] == ["system", "user"]
+
+
+def test_a_lone_surrogate_in_a_message_names_the_message() -> None:
+    import json
+
+    cut = json.loads('"hi \\ud83d there"')
+    with pytest.raises(ValueError, match=r"message 1: text holds a lone surrogate"):
+        compact_messages([{"role": "user", "content": "q"}, {"role": "user", "content": cut}], 5)
