@@ -811,23 +811,49 @@ def eval_command(
         str | None, typer.Option(help="Target model (tokenizer); default SELENE_MODEL.")
     ] = None,
     format: Annotated[str, typer.Option("--format", help="table or json.")] = "table",
+    sources: Annotated[
+        str, typer.Option(help="What ask searches: notes, sessions, or notes,sessions.")
+    ] = "notes,sessions",
     home: HomeOption = None,
 ) -> None:
     """Recall of ask beside its baselines, at each --budget.
 
     The baselines, at the same budget: newest notes first, BM25 top-k documents, and BM25
-    over ~200-token passages packed in rank order."""
+    over ~200-token passages packed in rank order. A question whose source (the note or
+    session it was written about) this home does not hold is left out, and stderr says
+    how many."""
     _check_format(format, ("table", "json"))
     from selene_dag.errors import check_budget
+    from selene_dag.retrieval.search import parse_sources
 
     budgets = [check_budget(b, "--budget") for b in dict.fromkeys(budget or [2000])]
+    parse_sources(sources)  # a bad --sources fails before any work
     loaded = service.read_questions(questions)
     for notice in loaded.notices:
         err.print(f"note: {questions}: {notice}", highlight=False, soft_wrap=True)
+    seen: set[str] = set()
+    twice = [q.question for q in loaded.questions if q.question in seen or seen.add(q.question)]
+    if twice:
+        err.print(
+            f"note: {questions}: {plural(len(twice), 'question')} asked more than once "
+            f"(each counts every time), the first: {twice[0]!r}",
+            highlight=False,
+            soft_wrap=True,
+        )
     settings = _settings(home)
+    asked, elsewhere = service.questions_for_home(settings, loaded.questions)
+    if elsewhere:
+        err.print(
+            f"note: {plural(len(elsewhere), 'question')} left out: their source is not in this "
+            f"home (the first: {elsewhere[0].source})",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if not asked:
+        raise UsageError(f"{questions}: no question is about a note or session of this home")
     reports = []
     for b in budgets:
-        report = service.evaluate_questions(settings, loaded.questions, b, model)
+        report = service.evaluate_questions(settings, asked, b, model, sources)
         err.print(
             f"eval: {plural(len(report.rows), 'question')} at {b:,} tokens of {report.model}",
             highlight=False,

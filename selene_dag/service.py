@@ -60,6 +60,7 @@ from selene_dag.retrieval.evaluate import (
     EvalReport,
     Question,
     QuestionFile,
+    applicable,
     evaluate,
     load_questions,
     read_question_file,
@@ -82,7 +83,7 @@ from selene_dag.store import (
     recorded_day,
     table_counts,
 )
-from selene_dag.text import plural
+from selene_dag.text import plural, replace_lone_surrogates
 
 
 class NoDatabaseError(NotFoundError):
@@ -738,6 +739,8 @@ def ask_in(
     check_budget(budget, "budget")
     if sources is not None and not isinstance(sources, str):
         sources = ",".join(sources)
+    if isinstance(question, str):  # a model's prompt cannot carry a lone surrogate either
+        question = replace_lone_surrogates(question)
     now = settings.now()
     started = time.perf_counter()
     expansion, rewrite_note = _rewrite(conn, settings, question, write_lock, calls)
@@ -960,14 +963,32 @@ def evaluate_questions(
     questions: Path | Sequence[Question],
     budget: int,
     model: str | None = None,
+    sources: str | Sequence[str] | None = None,
 ) -> EvalReport:
     """Recall of ask beside its baselines on questions (or the file holding them, every
-    entry a question: ``evaluate.load_questions``)."""
+    entry a question: ``evaluate.load_questions``), asked of ``sources`` (as ``ask``
+    takes them; default notes and sessions)."""
     check_budget(budget, "--budget")
+    kinds = parse_sources(sources)
     items = load_questions(questions) if isinstance(questions, Path) else list(questions)
     refresh_index_if_stale(settings)
     with existing_store(settings) as conn:
-        return evaluate(conn, items, budget, model=model or settings.model, now=settings.now())
+        return evaluate(
+            conn, items, budget, model=model or settings.model, now=settings.now(), sources=kinds
+        )
+
+
+def questions_for_home(
+    settings: Settings, questions: Sequence[Question]
+) -> tuple[list[Question], list[Question]]:
+    """``questions`` split into those the home can answer and those whose ``source`` (the
+    note or session they were written about) it does not hold: a set written for another
+    corpus scored every such question 0, as if ask had missed it."""
+    refresh_index_if_stale(settings)
+    with existing_store(settings) as conn:
+        kept = applicable(conn, questions)
+    chosen = {id(q) for q in kept}
+    return kept, [q for q in questions if id(q) not in chosen]
 
 
 class SharedStore:

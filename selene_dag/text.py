@@ -545,6 +545,15 @@ def _url_host(match: re.Match[str]) -> str:
     return host + url[len(core) :]
 
 
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_lone_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate (JSON cut inside an emoji's escape) as U+FFFD:
+    what a question or a search can still use, where tokenizers fail on the surrogate."""
+    return _LONE_SURROGATE.sub("\ufffd", text) if not text.isascii() else text
+
+
 def strip_markdown(text: str, hosts: bool = False) -> str:
     """Prose of a markdown note: code blocks, headings, tables, URLs, link and HTML syntax removed.
 

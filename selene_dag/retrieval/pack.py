@@ -78,7 +78,7 @@ from selene_dag.retrieval.select import (
     select_passages,
 )
 from selene_dag.retrieval.terms import query_terms, version_terms
-from selene_dag.text import plural
+from selene_dag.text import plural, replace_lone_surrogates
 
 JSON_SCHEMA_VERSION = 1
 # Relative relevance (final / best final) → level: the best items go in full, the next
@@ -660,6 +660,7 @@ def ask(
     started = time.perf_counter()
     if not isinstance(question, str):
         raise TypeError(f"question must be a str, got {type(question).__name__}")
+    question = replace_lone_surrogates(question)  # the embedder's tokenizer failed on one
     budget = check_budget(budget, "budget", minimum=1)
     candidate_limit, max_items, passage_limit = search_limits(
         budget, candidate_limit, max_items, passage_limit

@@ -244,3 +244,43 @@ def test_eval_command_reports_ask_and_baselines(notes_home: Path, tmp_path: Path
         lenient.stderr
     )
     assert "eval: 2 questions at 300 tokens" in lenient.stderr
+
+
+def test_eval_leaves_out_questions_about_what_the_home_lacks_and_takes_sources(
+    notes_home: Path, tmp_path: Path
+) -> None:
+    # A question set written for another corpus scored 0 for each of its questions, as
+    # if ask had missed them; a question twice counted twice; there was no --sources.
+    _ingest()
+    shell = {"question": "docker container shell", "must_contain": ["docker exec -it"]}
+    lines = [
+        {**shell, "source": "note:docker/exec.md"},
+        {"question": "kiln temperature", "must_contain": ["cone 6"], "source": "note:kiln.md"},
+        {"question": "the deploy", "must_contain": ["x"], "source": "session:nowhere-1234"},
+        shell,
+    ]
+    questions = tmp_path / "q.jsonl"
+    questions.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    result = CliRunner().invoke(
+        _cli(), ["eval", str(questions), "--budget", "300", "--format", "json"]
+    )
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert [row["question"] for row in report["questions"]] == [shell["question"]] * 2
+    assert report["overall"]["ask"] == 1.0
+    assert "note: 2 questions left out: their source is not in this home" in result.stderr
+    assert "note:kiln.md" in result.stderr
+    assert "1 question asked more than once" in result.stderr
+    sessions = CliRunner().invoke(
+        _cli(),
+        ["eval", str(questions), "--budget", "300", "--format", "json", "--sources", "sessions"],
+    )
+    assert sessions.exit_code == 0, sessions.output
+    assert json.loads(sessions.stdout)["overall"]["ask"] == 0.0  # this home holds no session
+    lacking = tmp_path / "elsewhere.jsonl"
+    lacking.write_text("\n".join(json.dumps(line) for line in lines[1:3]) + "\n")
+    nothing = CliRunner().invoke(_cli(), ["eval", str(lacking), "--budget", "300"])
+    assert nothing.exit_code == 1
+    assert "no question is about a note or session of this home" in nothing.stderr
+    bad = CliRunner().invoke(_cli(), ["eval", str(questions), "--sources", "web"])
+    assert bad.exit_code == 1 and "unknown source web" in bad.stderr

@@ -437,3 +437,12 @@ def test_compact_with_a_model_goes_on_without_the_cache_when_another_process_hol
     assert made == 1  # the model wrote the summary once
     assert took < 30  # not SELENE_LOCK_WAIT's minute
     assert resp.json()["tokens_after"] <= 600
+
+
+def test_a_question_cut_inside_an_emoji_is_answered(api: httpx.Client) -> None:
+    # JSON cut inside an emoji's escape decodes to a lone surrogate: the embedder's
+    # tokenizer failed on it and POST /ask answered 500.
+    body = '{"question": "bash shell in docker \\ud83d", "budget": 120}'
+    resp = api.post("/ask", content=body, headers={"content-type": "application/json"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["items"][0]["citation"] == "note docker/exec.md"
