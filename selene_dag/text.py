@@ -542,7 +542,8 @@ def _url_host(match: re.Match[str]) -> str:
     url = match.group(0)
     core = url.rstrip(_URL_TRAIL)
     host = _URL_SCHEME.sub("", core).split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    return host + url[len(core) :]
+    # Never the user and password a URL may carry (https://user:token@host/).
+    return host.rsplit("@", 1)[-1] + url[len(core) :]
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")

@@ -348,3 +348,6 @@ def test_an_essence_names_the_host_of_a_bare_url_concepts_leave_it_out() -> None
     prose = strip_markdown("see `https://x.example/api/F` or (https://www.q.io/x?y=1#z).", True)
     assert prose == "see x.example or (q.io)."
     assert strip_markdown("see https://datasette.io/docs.") == "see"
+    # A URL's user and password are never kept (the URL went whole before).
+    secret = strip_markdown("push to https://deploy:ghp_s3cr3t@git.example.com/repo.git now", True)
+    assert secret == "push to git.example.com now"
