@@ -643,9 +643,9 @@ def compact_messages(
     """Run P1–P4 then the brute prune on ``messages`` for a ``window``-token context.
 
     The chain runs when the total is over the compaction threshold (85 %) or the prune's
-    (80 %); each step re-counts and the chain stops once the total is under both, so the
-    prune cuts only what the chain could not. ``summarizer(text, max_tokens) -> str`` (default: extractive leading
-    sentences) writes the P3 summary; a summarizer raising ``SummaryUnavailable`` skips it.
+    (80 %); each step re-counts and the chain stops once the total is at or under both, so
+    the prune cuts only what the chain could not. ``summarizer(text, max_tokens) -> str``
+    (default: extractive leading sentences) writes the P3 summary; a summarizer raising ``SummaryUnavailable`` skips it.
     ``digest`` entries ``{stage, decision, superseded?}``: their decisions are always
     carried in the memory digest message, which also names the stages P2 compacted.
     ``redactor(text) -> text``, when given, is applied to what is summarized and to the
