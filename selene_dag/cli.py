@@ -832,7 +832,11 @@ def eval_command(
     for notice in loaded.notices:
         err.print(f"note: {questions}: {notice}", highlight=False, soft_wrap=True)
     seen: set[str] = set()
-    twice = [q.question for q in loaded.questions if q.question in seen or seen.add(q.question)]
+    twice = [
+        q.question
+        for q in loaded.questions
+        if (key := " ".join(q.question.lower().split())) in seen or seen.add(key)
+    ]
     if twice:
         err.print(
             f"note: {questions}: {plural(len(twice), 'question')} asked more than once "
@@ -841,11 +845,11 @@ def eval_command(
             soft_wrap=True,
         )
     settings = _settings(home)
-    asked, elsewhere = service.questions_for_home(settings, loaded.questions)
+    asked, elsewhere = service.questions_for_home(settings, loaded.questions, sources)
     if elsewhere:
         err.print(
             f"note: {plural(len(elsewhere), 'question')} left out: their source is not in this "
-            f"home (the first: {elsewhere[0].source})",
+            f"home, or not among --sources {sources} (the first: {elsewhere[0].source})",
             highlight=False,
             soft_wrap=True,
         )

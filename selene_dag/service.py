@@ -933,6 +933,8 @@ def show(settings: Settings, citation: str, around: int = 0) -> Shown:
 
 def show_in(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Shown:
     """:func:`show` on an open connection (the server's)."""
+    if isinstance(citation, str):  # a lone surrogate names nothing, and broke the parser
+        citation = replace_lone_surrogates(citation)
     return show_citation(conn, citation, around)
 
 
@@ -979,14 +981,15 @@ def evaluate_questions(
 
 
 def questions_for_home(
-    settings: Settings, questions: Sequence[Question]
+    settings: Settings, questions: Sequence[Question], sources: str | Sequence[str] | None = None
 ) -> tuple[list[Question], list[Question]]:
-    """``questions`` split into those the home can answer and those whose ``source`` (the
-    note or session they were written about) it does not hold: a set written for another
-    corpus scored every such question 0, as if ask had missed it."""
+    """``questions`` split into those the home can answer from ``sources`` and those whose
+    ``source`` (the note or session they were written about) it does not hold, or that
+    ``sources`` leaves out: a set written for another corpus scored every such question 0,
+    as if ask had missed it."""
     refresh_index_if_stale(settings)
     with existing_store(settings) as conn:
-        kept = applicable(conn, questions)
+        kept = applicable(conn, questions, parse_sources(sources))
     chosen = {id(q) for q in kept}
     return kept, [q for q in questions if id(q) not in chosen]
 

@@ -537,13 +537,36 @@ _URL_TRAIL = ".,;:!?)]'\"`*_>"
 _URL_SCHEME = re.compile(r"^(?:https?://)?(?:www\.)?")
 
 
-def _url_host(match: re.Match[str]) -> str:
-    """A bare URL as the host it names, the punctuation after it kept."""
-    url = match.group(0)
-    core = url.rstrip(_URL_TRAIL)
-    host = _URL_SCHEME.sub("", core).split("/", 1)[0].split("?", 1)[0].split("#", 1)[0]
-    # Never the user and password a URL may carry (https://user:token@host/).
-    return host.rsplit("@", 1)[-1] + url[len(core) :]
+def _url_core(url: str) -> str:
+    """``url`` without the punctuation after it: a ``)`` stays when the URL opened one
+    (``…/Python_(programming_language)``)."""
+    core = url
+    while core and core[-1] in _URL_TRAIL:
+        if core[-1] == ")" and core.count("(") >= core.count(")"):
+            break
+        core = core[:-1]
+    return core
+
+
+def _url_host(url: str) -> str:
+    """A bare URL as the host it names, the punctuation after it kept; "" and that
+    punctuation for a URL whose host cannot be told from its user and password."""
+    core = _url_core(url)
+    tail = url[len(core) :]
+    rest = _URL_SCHEME.sub("", core)
+    end = min((i for i in (rest.find(c) for c in "/?#") if i != -1), default=len(rest))
+    at = rest.rfind("@", 0, end)  # the host follows the last @ of the authority
+    first_at = rest.find("@")
+    if at == -1 and first_at != -1 and ":" in rest[:first_at]:
+        # user:password@host with / ? or # in the password, which hides where the host
+        # starts: the URL goes whole, as it did before hosts were named.
+        return tail
+    return rest[at + 1 : end] + tail
+
+
+def _autolink_host(match: re.Match[str]) -> str:
+    found = _URL.search(match.group(0)[1:-1])
+    return _url_host(found.group(0)) if found is not None else ""
 
 
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
@@ -579,8 +602,8 @@ def strip_markdown(text: str, hosts: bool = False) -> str:
     text = _LINK.sub(r"\1", text)
     text = _REF_LINK.sub(r"\1", text)
     if hosts:
-        text = _AUTOLINK.sub(lambda m: _url_host(_URL.search(m.group(0)[1:-1])), text)
-        text = _URL.sub(_url_host, text)
+        text = _AUTOLINK.sub(_autolink_host, text)
+        text = _URL.sub(lambda m: _url_host(m.group(0)), text)
     else:
         text = _AUTOLINK.sub("", text)
         text = _URL.sub("", text)

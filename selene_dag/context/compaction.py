@@ -632,6 +632,27 @@ def paired_tool_messages(before: Sequence[Message], kept: Mapping[int, Message])
     return out
 
 
+def _as_given(
+    messages: list[Message], as_given: Mapping[int, tuple[Message, Any]]
+) -> list[Message]:
+    """``messages`` with each one kept whole given its content as it came (``as_given``:
+    id of the checked message → it and its content). A call and its result go out alike:
+    when the prune cut one of them to text, the other stays text too (Anthropic's
+    ``tool_result`` parts need the ``tool_use`` parts right before them)."""
+    whole = {i for i, m in enumerate(messages) if as_given.get(id(m), (None,))[0] is m}
+    places = tool_call_places(messages)
+    changed = True
+    while changed:
+        changed = False
+        for result, call in enumerate(places):
+            if call is not None and (call in whole) != (result in whole):
+                whole -= {call, result}
+                changed = True
+    return [
+        {**m, "content": as_given[id(m)][1]} if i in whole else m for i, m in enumerate(messages)
+    ]
+
+
 def compact_messages(
     messages: Sequence[Message],
     window: int,
@@ -656,11 +677,7 @@ def compact_messages(
     msgs = validate_messages(messages)
     # A message kept whole goes out as it came: content as a list of parts (an image, a
     # document) or null stays so; only the text of it is counted and compacted.
-    as_given = {
-        id(m): (m, g["content"])
-        for m, g in zip(msgs, messages, strict=True)
-        if not isinstance(g["content"], str)
-    }
+    as_given = {id(m): (m, g["content"]) for m, g in zip(msgs, messages, strict=True)}
     check_context_budget(0, window)  # validates window
     if summarizer is not None and not callable(summarizer):
         raise TypeError("summarizer must be a callable (text, max_tokens) -> str")
@@ -864,10 +881,7 @@ def compact_messages(
         # The report names the last step that actually changed the messages.
         if steps[-1].removed:
             resolved = "prune"
-    msgs = [
-        {**m, "content": as_given[id(m)][1]} if as_given.get(id(m), (None,))[0] is m else m
-        for m in msgs
-    ]
+    msgs = _as_given(msgs, as_given)
     if any(step.removed for step in steps):
         # What was taken out can leave turns of one role in a row (the prune's kept turns,
         # assistant turns once the "ok" between them went).

@@ -12,7 +12,7 @@ its tool calls (``tool_calls``, ``function_call``) count toward the window.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,13 +91,26 @@ def validate_messages(messages: object) -> list[Message]:
             raise ValueError(f"message {i}: no 'content'")
         try:
             text = content_text(msg["content"])
-            reject_lone_surrogates(text)
             _check_tool_ids(msg)
-            reject_lone_surrogates(call_text(msg))
+            for value in _strings(msg):  # content, calls, a name: a chat API reads them all
+                reject_lone_surrogates(value)
         except ValueError as exc:
             raise ValueError(f"message {i}: {exc}") from None
         out.append({**msg, "content": text})
     return out
+
+
+def _strings(value: object) -> Iterator[str]:
+    """Every string inside ``value`` (a message: its keys and values, nested)."""
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for key, item in value.items():
+            yield from _strings(key)
+            yield from _strings(item)
+    elif isinstance(value, list | tuple):
+        for item in value:
+            yield from _strings(item)
 
 
 def _check_tool_ids(msg: Mapping[str, Any]) -> None:
@@ -125,6 +138,12 @@ def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
         if not isinstance(raw_digest, list) or not all(isinstance(d, Mapping) for d in raw_digest):
             raise ValueError('"digest" must be a list of {stage, decision} objects')
         digest = [dict(d) for d in raw_digest]
+        for n, entry in enumerate(digest, 1):
+            try:
+                for value in _strings(entry):
+                    reject_lone_surrogates(value)
+            except ValueError as exc:
+                raise ValueError(f"digest entry {n}: {exc}") from None
         data = data["messages"]
     if not isinstance(data, list):
         raise ValueError('expected a list of messages or an object with a "messages" list')

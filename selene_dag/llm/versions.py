@@ -6,10 +6,10 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@8",
+    "analyze_note": "analyze_note@9",
     "detect_threads": "detect_threads@2",
     "digest_thread": "digest_thread@6",
-    "summarize": "summarize@6",
+    "summarize": "summarize@7",
     "assess_chunk": "assess_chunk@2",
 }
 

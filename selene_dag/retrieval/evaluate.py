@@ -34,6 +34,7 @@ from selene_dag.errors import UsageError, check_budget
 from selene_dag.retrieval.index import index_state, load_fts
 from selene_dag.retrieval.pack import ask
 from selene_dag.retrieval.search import SOURCES, Candidate, newest_notes, parse_sources, search
+from selene_dag.text import replace_lone_surrogates
 
 # pandas is imported where frames are built: the Dagster definitions load without it.
 
@@ -124,7 +125,12 @@ def _question(data: object) -> Question:
     source = data.get("source")
     if source is not None and not isinstance(source, str):
         raise ValueError("'source' must be a string")
-    return Question(question, tuple(facts), source)
+    # JSON cut inside an emoji's escape: searched as U+FFFD (a tokenizer failed on it).
+    return Question(
+        replace_lone_surrogates(question),
+        tuple(replace_lone_surrogates(f) for f in facts),
+        source,
+    )
 
 
 def load_questions(path: str | Path) -> list[Question]:
@@ -317,19 +323,32 @@ def passage_pack(
     return passage_index(conn, model).pack(question, budget, kinds)
 
 
-def applicable(conn: duckdb.DuckDBPyConnection, questions: Sequence[Question]) -> list[Question]:
+def applicable(
+    conn: duckdb.DuckDBPyConnection,
+    questions: Sequence[Question],
+    sources: Sequence[str] | None = None,
+) -> list[Question]:
     """The questions whose ``source`` is in the index (all questions without a source):
-    the shipped demo questions say nothing about a corpus that lacks their notes.
+    the shipped demo questions say nothing about a corpus that lacks their notes. With
+    ``sources`` (``notes``, ``sessions``), a question about a note or a session is kept
+    only when ask searches that kind.
 
     A ``note:<id>`` source names the note's id inside its folder (the question sets were
     written against the corpus files) or its full id: it matches a note whose id is
-    ``<id>`` or ``<folder key>/<id>`` for any folder ingested into the home."""
+    ``<id>`` or ``<folder key>/<id>`` for any folder ingested into the home. A
+    ``session:<text>`` source matches a session whose transcript path, key or project
+    holds the text (any case). The kind is read in any case, spaces around it and the id
+    left out; any other kind, or an empty id, names nothing."""
+    searched = set(parse_sources(sources))
     kept = []
     for q in questions:
         if q.source is None:
             kept.append(q)
             continue
         kind, _, ref = q.source.partition(":")
+        kind, ref = kind.strip().lower(), ref.strip()
+        if not ref or kind not in ("note", "session") or f"{kind}s" not in searched:
+            continue
         if kind == "note":
             sql = (
                 "SELECT count(*) FROM search_docs WHERE kind = 'note' AND (ref = ? OR ref IN "
@@ -339,10 +358,10 @@ def applicable(conn: duckdb.DuckDBPyConnection, questions: Sequence[Question]) -
         else:
             sql = (
                 "SELECT count(*) FROM search_docs d JOIN session_files f USING (session_key) "
-                "WHERE d.kind = 'chunk' AND (f.path ILIKE ? OR d.citation ILIKE ? "
-                "OR d.title ILIKE ?)"
+                "WHERE d.kind = 'chunk' AND (contains(lower(f.path), ?) "
+                "OR contains(lower(d.citation), ?) OR contains(lower(d.title), ?))"
             )
-            args = [f"%{ref}%"] * 3
+            args = [ref.lower()] * 3
         if conn.execute(sql, args).fetchone()[0]:
             kept.append(q)
     return kept

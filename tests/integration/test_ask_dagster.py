@@ -257,7 +257,16 @@ def test_eval_leaves_out_questions_about_what_the_home_lacks_and_takes_sources(
         {**shell, "source": "note:docker/exec.md"},
         {"question": "kiln temperature", "must_contain": ["cone 6"], "source": "note:kiln.md"},
         {"question": "the deploy", "must_contain": ["x"], "source": "session:nowhere-1234"},
-        shell,
+        {"question": " Docker container  SHELL ", "must_contain": ["docker exec -it"]},
+        # The kind in any case, spaces around the id: the same note.
+        {
+            "question": "attach a shell",
+            "must_contain": ["docker exec"],
+            "source": "Note: docker/exec.md",
+        },
+        # Naming nothing: an empty session (it matched every one), an unknown kind.
+        {"question": "any session", "must_contain": ["x"], "source": "session:"},
+        {"question": "what", "must_contain": ["x"], "source": "nonsense"},
     ]
     questions = tmp_path / "q.jsonl"
     questions.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
@@ -266,9 +275,10 @@ def test_eval_leaves_out_questions_about_what_the_home_lacks_and_takes_sources(
     )
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
-    assert [row["question"] for row in report["questions"]] == [shell["question"]] * 2
+    asked = [row["question"] for row in report["questions"]]
+    assert asked == [shell["question"], lines[3]["question"], "attach a shell"]
     assert report["overall"]["ask"] == 1.0
-    assert "note: 2 questions left out: their source is not in this home" in result.stderr
+    assert "note: 4 questions left out: their source is not in this home" in result.stderr
     assert "note:kiln.md" in result.stderr
     assert "1 question asked more than once" in result.stderr
     sessions = CliRunner().invoke(
@@ -276,7 +286,9 @@ def test_eval_leaves_out_questions_about_what_the_home_lacks_and_takes_sources(
         ["eval", str(questions), "--budget", "300", "--format", "json", "--sources", "sessions"],
     )
     assert sessions.exit_code == 0, sessions.output
-    assert json.loads(sessions.stdout)["overall"]["ask"] == 0.0  # this home holds no session
+    # The questions about notes are left out when ask searches sessions only.
+    assert [row["question"] for row in json.loads(sessions.stdout)["questions"]] == [asked[1]]
+    assert "left out: their source is not in this home, or not among --sources" in (sessions.stderr)
     lacking = tmp_path / "elsewhere.jsonl"
     lacking.write_text("\n".join(json.dumps(line) for line in lines[1:3]) + "\n")
     nothing = CliRunner().invoke(_cli(), ["eval", str(lacking), "--budget", "300"])

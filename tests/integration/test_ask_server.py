@@ -446,3 +446,21 @@ def test_a_question_cut_inside_an_emoji_is_answered(api: httpx.Client) -> None:
     resp = api.post("/ask", content=body, headers={"content-type": "application/json"})
     assert resp.status_code == 200, resp.text
     assert resp.json()["items"][0]["citation"] == "note docker/exec.md"
+
+
+def test_lone_surrogates_are_a_clear_answer_on_every_endpoint(api: httpx.Client) -> None:
+    # A digest entry, a message's name or a citation holding one gave a 500.
+    def post(path: str, body: str) -> httpx.Response:
+        return api.post(path, content=body, headers={"content-type": "application/json"})
+
+    message = '{"role": "user", "content": "q"}'
+    digest = f'{{"messages": [{message}], "window": 500, "digest": [{{"stage": "s", "decision": "\\ud83d"}}]}}'
+    named = '{"messages": [{"role": "user", "content": "q", "name": "\\ud83d"}], "window": 500}'
+    for body, needle in (
+        (digest, "digest entry 1: text holds a lone surrogate"),
+        (named, "message 0"),
+    ):
+        resp = post("/compact", body)
+        assert resp.status_code == 422 and needle in resp.json()["detail"], resp.text
+    shown = post("/show", '{"citation": "note:\\ud83d"}')
+    assert shown.status_code == 404, shown.text

@@ -270,3 +270,17 @@ def test_a_question_file_names_its_bad_lines_in_file_order(tmp_path) -> None:
     loaded = read_question_file(path)
     assert [q.question for q in loaded.questions] == ["a", "b"]
     assert [where for where, _ in loaded.problems] == ["line 2", "line 3"]
+
+
+def test_a_question_file_cut_inside_an_emoji_is_evaluated(store, tmp_path) -> None:
+    # A lone surrogate reached the BM25 baselines and crashed eval (a pybind11 cast).
+    from selene_dag.retrieval.evaluate import load_questions
+
+    path = tmp_path / "q.jsonl"
+    path.write_text(
+        '{"question": "docker container shell \\ud83d", "must_contain": ["docker exec -it"]}\n'
+    )
+    (question,) = load_questions(path)
+    assert question.question == "docker container shell \ufffd"
+    report = evaluate(store, [question], 300, model=MODEL, now=NOW)
+    assert report.overall["ask"] == 1.0

@@ -893,3 +893,28 @@ def test_a_lone_surrogate_in_a_message_names_the_message() -> None:
     cut = json.loads('"hi \\ud83d there"')
     with pytest.raises(ValueError, match=r"message 1: text holds a lone surrogate"):
         compact_messages([{"role": "user", "content": "q"}, {"role": "user", "content": cut}], 5)
+
+
+def test_a_tool_use_and_its_result_go_out_alike_when_the_prune_cuts_one() -> None:
+    # The prune cut a tool_result message to text and kept its tool_use message as parts
+    # (or the other way round): Anthropic's API wants the result's parts right after.
+    use = {"type": "tool_use", "id": "u0", "name": "bash", "input": {"cmd": "pytest"}}
+    msgs = [
+        {"role": "system", "content": "You are a helpful agent."},
+        {"role": "user", "content": "Please run the tests for me?"},
+        {"role": "assistant", "content": [{"type": "text", "text": "Running."}, use]},
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "u0", "content": "out " * 200}],
+        },
+        {"role": "user", "content": "beta and gamma please"},
+    ]
+    for window in range(60, 260, 10):
+        out = compact_messages(msgs, window, M).messages
+        assert message_tokens(out, M) <= window
+        assert _anthropic_results_follow_their_uses(out), window
+        for i, message in enumerate(out):
+            parts = message["content"] if isinstance(message["content"], list) else []
+            if any(p.get("type") == "tool_use" for p in parts):
+                after = out[i + 1]["content"] if i + 1 < len(out) else ""
+                assert isinstance(after, list), (window, out)

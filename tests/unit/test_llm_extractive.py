@@ -351,3 +351,16 @@ def test_an_essence_names_the_host_of_a_bare_url_concepts_leave_it_out() -> None
     # A URL's user and password are never kept (the URL went whole before).
     secret = strip_markdown("push to https://deploy:ghp_s3cr3t@git.example.com/repo.git now", True)
     assert secret == "push to git.example.com now"
+    cases = {
+        # A password holding / hides the host: the URL goes whole, never part of it.
+        "a https://user:ab/cd+ef==@git.example.com/r b": "a b",
+        "a https://user:sec?ret@host b": "a b",
+        "a https://user:p@ss@host.com/x b": "a host.com b",
+        "a https://mastodon.social/@simon b": "a mastodon.social b",
+        "see https://en.wikipedia.org/wiki/Python_(programming_language).": "see en.wikipedia.org.",
+        "(see https://q.io/x)": "(see q.io)",
+        # An autolink with no URL in it was a crash (the whole ingest failed).
+        "it reads <https:// example.com> here": "it reads here",
+    }
+    for text, prose in cases.items():
+        assert strip_markdown(text, True) == prose, text
