@@ -1042,16 +1042,17 @@ def distill_run_command(
                 rows, "distill run", ["session_key", "platform", "ok", "distilled", "error"]
             )
         )
+    # Nothing ran: the roots are scanned again, only here, to say why.
+    idle = service.idle_roots_hint(_settings(home)) if all_files and not rows else ""
     out.print(
         f"{plural(len(rows) - failed, 'session file')} distilled, {failed:,} failed"
-        + (", every other file up to date" if all_files else "")
+        + (", every other file up to date" if all_files and not idle else "")
         + f" ({time.perf_counter() - started:.1f} s)"
     )
     if hint := service.kept_no_chunk_hint(rows):
         err.print(hint, highlight=False)
-    # Nothing ran: the roots are scanned again, only here, to say why.
-    if all_files and not rows and (hint := service.idle_roots_hint(_settings(home))):
-        out.print(hint, highlight=False, soft_wrap=True)
+    if idle:
+        out.print(idle, highlight=False, soft_wrap=True)
     if failed:
         raise typer.Exit(1)
 

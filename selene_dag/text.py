@@ -634,9 +634,14 @@ def strip_markdown(text: str, hosts: bool = False) -> str:
 # began "Okafor agreed…" and its theme was "dr".
 _TITLES = ("Dr", "Mr", "Mrs", "Ms", "Prof", "St", "Jr", "Sr", "Mt", "Rev", "Gen", "Capt", "Lt")
 _NOT_A_TITLE = "".join(rf"(?<!\b{title}\.)" for title in _TITLES)
+# Nor does an ellipsis inside brackets: code elides with it ("COPY (SELECT ...) TO 'x'"
+# gave an essence opening "TO 'x' (FORMAT parquet)").
+_NOT_AN_ELISION = r"(?!(?<=\.\.\.)[)\]])"
 _SENTENCE_END = {
-    "capital": re.compile(rf"(?<=[.!?]){_NOT_A_TITLE}[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9`])"),
-    "any": re.compile(r"(?<=[.!?])\s+(?=\S)"),
+    "capital": re.compile(
+        rf"(?<=[.!?]){_NOT_A_TITLE}{_NOT_AN_ELISION}([\"')\]]*)\s+(?=[\"'(\[]?[A-Z0-9`])"
+    ),
+    "any": re.compile(r"(?<=[.!?])()\s+(?=\S)"),
 }
 _PARAGRAPH = re.compile(r"\n\s*\n")
 
@@ -656,8 +661,11 @@ def split_sentences(text: str, *, boundary: str = "capital", flatten: bool = Fal
         text = " ".join(text.split())
     sentences: list[str] = []
     for paragraph in _PARAGRAPH.split(text):
-        for part in pattern.split(paragraph.strip()):
-            part = part.strip()
+        # The pattern captures the quotes and brackets that close a sentence: they stay
+        # with it ('He said "stop."' kept its closing quote off).
+        parts = pattern.split(paragraph.strip())
+        for i in range(0, len(parts), 2):
+            part = (parts[i] + (parts[i + 1] if i + 1 < len(parts) else "")).strip()
             if part:
                 sentences.append(part)
     return sentences

@@ -324,6 +324,8 @@ def test_distill_scan_run_report_on_real_sessions(tmp_path):
     assert f"no session file under SELENE_SESSION_ROOTS: claude={tmp_path / 'none'} (missing)" in (
         nothing.stdout
     )
+    # With no file at all, none is "up to date" either.
+    assert "0 session files distilled, 0 failed (" in nothing.stdout
     # Two folders joined with a comma, as many tools take them: scan says which separator.
     joined = {"SELENE_SESSION_ROOTS": f"{tmp_path / 'none'},{root}"}
     listing = run("distill", "scan", env=joined).stdout

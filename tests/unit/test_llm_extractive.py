@@ -57,6 +57,34 @@ def test_a_title_before_a_name_ends_no_sentence() -> None:
     assert "dr" not in analysis.concepts
 
 
+def test_a_sentence_keeps_its_closing_quote_and_an_elision_ends_none() -> None:
+    # The closing quote or bracket after a sentence's period was dropped, and an ellipsis
+    # inside code's brackets ended a sentence: an essence opened "TO 'out.parquet' …".
+    assert split_sentences('He said "stop." Then he left (at once.) Fine.') == [
+        'He said "stop."',
+        "Then he left (at once.)",
+        "Fine.",
+    ]
+    code = "Run COPY (SELECT ...) TO 'out.parquet' (FORMAT parquet) to export. Then load it."
+    assert split_sentences(code)[0].endswith("(FORMAT parquet) to export.")
+    assert split_sentences("Wait... Then it worked.") == ["Wait...", "Then it worked."]
+    assert split_sentences("a. b! c? d", boundary="any") == ["a.", "b!", "c?", "d"]
+
+
+def test_a_decision_is_what_a_meeting_note_comes_down_to() -> None:
+    # A line its author labels as the outcome lost to the attendees and a to-do.
+    meeting = (
+        "Attendees: Ana Lopez, Bo Chen, Chen Wu, Dana Smith and the platform team from "
+        "Berlin.\n\nDecision: the postgres 16 upgrade goes out on Thursday.\n\nBo owns the "
+        "rollback plan for the primary cluster. Chen checks the replicas first thing in the "
+        "morning."
+    )
+    assert (
+        "Decision: the postgres 16 upgrade"
+        in ExtractiveEngine().analyze_note("Meeting 2025-11-03", meeting).essence
+    )
+
+
 def test_essence_is_a_central_sentence_of_the_prose() -> None:
     analysis = ExtractiveEngine().analyze_note("Avoiding length errors in Apache Bench", NOTE)
     assert len(analysis.essence) > 10

@@ -1,10 +1,12 @@
 """A note's essence, concepts and primary theme (the ``analyze_note`` task).
 
-Markdown, code blocks, tables, URLs and link syntax are stripped; the prose is split into
-sentences. A sentence's score adds its centrality (mean TF-IDF cosine similarity to the
-other sentences, fitted on the note's own sentences and its title), its similarity to the
-title, an early-position bonus, a bonus for insight cues ("the trick is", "turns out",
-"the fix", "you can", ...), and a length fit (40–260 characters preferred); it loses points
+Markdown, code blocks, tables and link syntax are stripped (a bare URL reads as its
+host); the prose is split into sentences. A sentence's score adds its centrality (mean
+TF-IDF cosine similarity to the other sentences, fitted on the note's own sentences and its
+title), its similarity to the title, an early-position bonus, a bonus for insight cues
+("the trick is", "turns out", "the fix", "you can", "we agreed", ...), a larger one for a
+line its author labelled as the outcome ("Decision:", "TL;DR:", "Conclusion:"), and a
+length fit (40–260 characters preferred); it loses points
 for ending in ':' (it introduces a code block) or pointing at one ("the following", "like
 this"), or opening with a bare pronoun. The best sentence is the essence; a short best
 sentence (< 90 chars) is joined by the next best one (in document order). A note without
@@ -34,7 +36,12 @@ _INSIGHT_CUES = re.compile(
     r"\b(the trick|trick is|turns out|turned out|the fix|the solution|the answer|the key|"
     r"i learned|i figured|figured out|you can|lets you|allows you|it's possible|"
     r"the way to|the easiest way|the best way|the problem|the reason|the secret|"
-    r"solved|solution|workaround|instead of|decided|realized|works by)\b",
+    r"solved|solution|workaround|instead of|decided|realized|works by|we agreed|we chose)\b",
+    re.IGNORECASE,
+)
+# A line its author labelled as what the note comes down to ("Decision: …", "TL;DR: …").
+_LABELLED = re.compile(
+    r"(?:decision|decided|resolution|outcome|conclusion|tl;?dr|takeaway|bottom line)s?\s*:",
     re.IGNORECASE,
 )
 _POINTS_AT_CODE = re.compile(
@@ -96,6 +103,7 @@ def pick_essence(title: str, content: str, prose: str | None = None) -> str:
         score = 0.45 * float(central[i]) / top_central + 0.35 * float(to_title[i])
         score += 0.2 * (1.0 - i / n) if n > 1 else 0.2
         score += 0.2 if _INSIGHT_CUES.search(sentence) else 0.0
+        score += 0.6 if _LABELLED.match(sentence) else 0.0
         score += length_fit(sentence)
         if sentence.rstrip().endswith(":"):
             score -= 0.5
