@@ -47,11 +47,18 @@ from selene_dag.notes.folders import (
     find_folder,
     folder_counts,
     ingest_scope,
+    registered_folders,
     require_text_path,
 )
 from selene_dag.notes.health import compression_health
 from selene_dag.notes.ingest import is_archive, read_notes
-from selene_dag.notes.listing import DOCUMENT_SUFFIXES, NOTE_SUFFIXES, other_files, walk_once
+from selene_dag.notes.listing import (
+    DOCUMENT_SUFFIXES,
+    NOTE_SUFFIXES,
+    note_files,
+    other_files,
+    walk_once,
+)
 from selene_dag.paths import assets_dir
 from selene_dag.redact import redact
 from selene_dag.retrieval.citations import Shown, parse_citation
@@ -173,24 +180,26 @@ INGEST_READS = "markdown, plain text, Org, HTML, JSON, JSONL, Evernote and canva
 def unread_files_hint(report: IngestReport) -> str:
     """One line for a folder that gave no note: what ingest reads, and what the folder
     holds instead (most common suffixes first), or that it holds no file."""
-    kinds = sorted(report.other_files.items(), key=lambda kv: (-kv[1], kv[0]))
+    return _unread_hint(report.path, report.other_files, report.nested)
+
+
+def _unread_hint(path: Path, others: dict[str, int], nested: Sequence[str]) -> str:
+    kinds = sorted(others.items(), key=lambda kv: (-kv[1], kv[0]))
     found = ", ".join(f"{count:,} {suffix or 'without a suffix'}" for suffix, count in kinds[:5])
     more = " …" if len(kinds) > 5 else ""
     reads = ", ".join(NOTE_SUFFIXES)
-    if report.nested and not kinds:  # "holds no file" when its files are theirs was wrong
-        shown = ", ".join(report.nested[:3]) + (" …" if len(report.nested) > 3 else "")
+    if nested and not kinds:  # "holds no file" when its files are theirs was wrong
+        shown = ", ".join(nested[:3]) + (" …" if len(nested) > 3 else "")
         return (
-            f"no note file of its own in {report.path}: the folders inside it that were "
+            f"no note file of its own in {path}: the folders inside it that were "
             f"ingested on their own keep their notes ({shown}); ingest one by its path to "
             "read it again, folders below it included"
         )
     if not kinds:
-        return (
-            f"no note file in {report.path}: the folder holds no file (ingest reads {INGEST_READS})"
-        )
+        return f"no note file in {path}: the folder holds no file (ingest reads {INGEST_READS})"
     return (
-        f"no note file in {report.path}: ingest reads {INGEST_READS} ({reads}); "
-        f"the folder holds {plural(sum(report.other_files.values()), 'other file')} "
+        f"no note file in {path}: ingest reads {INGEST_READS} ({reads}); "
+        f"the folder holds {plural(sum(others.values()), 'other file')} "
         f"({found}{more})"
     )
 
@@ -262,6 +271,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     started = time.perf_counter()
     # The folder's version, the notes the run reads and the report rest on one walk of it.
     with walk_once():
+        _refuse_a_new_folder_without_notes(settings, path)
         key = last_verdict.current_key(settings, "ingest", sessions=False)
         if last_verdict.holds(settings, key):
             with open_store(settings.db_path, wait=settings.lock_wait) as conn:
@@ -300,6 +310,22 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     ):
         last_verdict.remember(settings, key)
     return report
+
+
+def _refuse_a_new_folder_without_notes(settings: Settings, path: Path) -> None:
+    """Raise UsageError, before any run, for a folder that holds no note file and is not
+    a folder of the home (nor inside or around one): registered, it stayed in ``health``
+    as "0 notes" until forgotten (a folder of PDFs, a wrong path). A folder of the home
+    that has lost its notes is ingested: its notes are marked deleted."""
+    folder = path.resolve()
+    if not folder.is_dir() or note_files(folder):
+        return
+    if settings.db_path.exists():
+        with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+            known = registered_folders(conn)
+        if any(f == folder or f in folder.parents or folder in f.parents for f in known):
+            return
+    raise UsageError(f"{_unread_hint(path, other_files(folder), ())}; nothing ingested")
 
 
 def _ingest_report(

@@ -16,6 +16,7 @@ import pytest
 from selene_dag import service
 from selene_dag.config import load_settings
 from selene_dag.defs.runs import materialize
+from selene_dag.errors import UsageError
 from selene_dag.notes.file_cache import cache_path
 from selene_dag.notes.folders import ingest_scope
 from selene_dag.notes.ingest import content_hash, read_notes
@@ -645,15 +646,18 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
         {"a.rst": "Title\n=====", "sub/b.rst": "More", "c.rtf": "{\\rtf1 x}", ".DS_Store": "x"},
     )
     _write(tmp_path / "jots", {".hidden/d.rst": "hidden folder"})
-    report = service.ingest(load_settings(), folder)
-    assert report.notes == 0 and report.other_files == {".rst": 2, ".rtf": 1}
-    hint = service.unread_files_hint(report)
+    # A new folder without a note file is refused before any run: registered, it stayed
+    # in `health` as "0 notes" until forgotten.
+    with pytest.raises(UsageError, match="; nothing ingested") as refused:
+        service.ingest(load_settings(), folder)
+    hint = str(refused.value)
     assert ".md" in hint and ".txt" in hint and ".org" in hint and ".jsonl" in hint
     assert "3 other files (2 .rst, 1 .rtf)" in hint
 
     outcome = CliRunner().invoke(app, ["ingest", str(folder)])
-    assert outcome.exit_code == 0, outcome.output
+    assert outcome.exit_code == 1, outcome.output
     assert "no note file in" in outcome.output and "2 .rst" in outcome.output
+    assert not load_settings().db_path.exists()  # no folder registered, no run
     # Named alone, such a file is refused as the folder passes it over (a PDF's bytes were
     # stored as a note, then marked deleted by the folder's next ingest).
     docs = _write(tmp_path / "docs", {"manual.pdf": "%PDF-1.4 x", "data.csv": "a,b\n1,2\n"})
@@ -671,8 +675,14 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
     empty = tmp_path / "nothing"
     empty.mkdir()
     said = CliRunner().invoke(app, ["ingest", str(empty)])
-    assert said.exit_code == 0 and service.ingest(load_settings(), empty).empty_folder
+    assert said.exit_code == 1
     assert f"no note file in {empty}: the folder holds no file" in " ".join(said.output.split())
+    # A folder of the home that lost its notes is ingested: they are marked deleted.
+    kept = _write(tmp_path / "kept", {"a.md": "# A\n\ntext"})
+    assert service.ingest(load_settings(), kept).notes == 1
+    (kept / "a.md").unlink()
+    emptied = service.ingest(load_settings(), kept)
+    assert emptied.notes == 0 and emptied.deleted == 1 and emptied.empty_folder
 
     # A folder that gives notes is not listed; its documents of kinds ingest does not read
     # are named once per ingest that ran, not on one that changed nothing.
