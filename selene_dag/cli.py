@@ -824,6 +824,7 @@ def eval_command(
     how many."""
     _check_format(format, ("table", "json"))
     from selene_dag.errors import check_budget
+    from selene_dag.retrieval.evaluate import repeated_questions
     from selene_dag.retrieval.search import parse_sources
 
     budgets = [check_budget(b, "--budget") for b in dict.fromkeys(budget or [2000])]
@@ -831,13 +832,7 @@ def eval_command(
     loaded = service.read_questions(questions)
     for notice in loaded.notices:
         err.print(f"note: {questions}: {notice}", highlight=False, soft_wrap=True)
-    seen: set[str] = set()
-    twice = [
-        q.question
-        for q in loaded.questions
-        if (key := " ".join(q.question.lower().split())) in seen or seen.add(key)
-    ]
-    if twice:
+    if twice := repeated_questions(loaded.questions):
         err.print(
             f"note: {questions}: {plural(len(twice), 'question')} asked more than once "
             f"(each counts every time), the first: {twice[0]!r}",

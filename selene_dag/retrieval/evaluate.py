@@ -323,6 +323,19 @@ def passage_pack(
     return passage_index(conn, model).pack(question, budget, kinds)
 
 
+def repeated_questions(questions: Sequence[Question]) -> list[str]:
+    """The questions asked again after their first time (in any case or spacing), in
+    order: each counts every time it is asked, so a repeat weighs twice."""
+    seen: set[str] = set()
+    again = []
+    for q in questions:
+        key = " ".join(q.question.lower().split())
+        if key in seen:
+            again.append(q.question)
+        seen.add(key)
+    return again
+
+
 def applicable(
     conn: duckdb.DuckDBPyConnection,
     questions: Sequence[Question],
