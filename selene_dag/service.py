@@ -197,11 +197,22 @@ def _unread_hint(path: Path, others: dict[str, int], nested: Sequence[str]) -> s
         )
     if not kinds:
         return f"no note file in {path}: the folder holds no file (ingest reads {INGEST_READS})"
+    archives = any(suffix in _ARCHIVE_SUFFIXES for suffix in others)
     return (
         f"no note file in {path}: ingest reads {INGEST_READS} ({reads}); "
         f"the folder holds {plural(sum(others.values()), 'other file')} "
         f"({found}{more})"
+        + (
+            f"; an archive in a folder is read when named alone: `selene-dag ingest "
+            f"{path}{os.sep}<archive>`"
+            if archives
+            else ""
+        )
     )
+
+
+# What an archive ingest reads when it is named alone ends with (``.tar.gz`` as ``.gz``).
+_ARCHIVE_SUFFIXES = frozenset({".zip", ".jex", ".tar", ".tgz", ".gz"})
 
 
 def documents_left_out_hint(report: IngestReport) -> str:

@@ -676,6 +676,10 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
     empty.mkdir()
     said = CliRunner().invoke(app, ["ingest", str(empty)])
     assert said.exit_code == 1
+    # A folder of archives (downloaded exports): an archive is read when named alone.
+    exports = _write(tmp_path / "exports", {"notion.zip": "PK not really"})
+    with pytest.raises(UsageError, match=r"1 \.zip\); an archive in a folder is read when"):
+        service.ingest(load_settings(), exports)
     assert f"no note file in {empty}: the folder holds no file" in " ".join(said.output.split())
     # A folder of the home that lost its notes is ingested: they are marked deleted.
     kept = _write(tmp_path / "kept", {"a.md": "# A\n\ntext"})
