@@ -683,12 +683,17 @@ def health(
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the health document as JSON.")
     ] = False,
+    format: Annotated[
+        str,
+        typer.Option("--format", help="table or json (as --json, and as ask and show take it)."),
+    ] = "table",
     home: HomeOption = None,
 ) -> None:
     """Compression health: tier distribution, essence progress, thread digests, the notes
     folders ingested, and the sessions stored (with their files' unreadable lines)."""
+    _check_format(format, ("table", "json"))
     document = service.health(_settings(home))
-    if as_json:
+    if as_json or format == "json":
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
     _print_health(document, console=out)

@@ -141,6 +141,9 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
     health = CliRunner().invoke(app, ["health", "--json"])
     assert health.exit_code == 0
     document = json.loads(health.stdout)
+    # --format json, as ask, show, eval and context take it, prints the same document.
+    formatted = CliRunner().invoke(app, ["health", "--format", "json"])
+    assert formatted.exit_code == 0 and json.loads(formatted.stdout) == document
     assert set(document) == {
         "status",
         "timestamp",
