@@ -47,7 +47,7 @@ from selene_dag.notes.folders import (
     find_folder,
     folder_counts,
     ingest_scope,
-    registered_folders,
+    is_home_folder,
     require_text_path,
 )
 from selene_dag.notes.health import compression_health
@@ -333,10 +333,15 @@ def _refuse_a_new_folder_without_notes(settings: Settings, path: Path) -> None:
         return
     if settings.db_path.exists():
         with open_store(settings.db_path, wait=settings.lock_wait) as conn:
-            known = registered_folders(conn)
-        if any(f == folder or f in folder.parents or folder in f.parents for f in known):
-            return
-    raise UsageError(f"{_unread_hint(path, other_files(folder), ())}; nothing ingested")
+            if is_home_folder(conn, folder):
+                return
+    passed_over: list[str] = []
+    others = other_files(folder, passed_over)
+    hint = _unread_hint(path, others, ())
+    if passed_over:  # what .seleneignore leaves out is said, as an ingest that ran says it
+        ignored = f".seleneignore passes over {plural(len(passed_over), 'file or folder')}"
+        hint = f"no note file in {path}: {ignored}" if not others else f"{hint}; {ignored}"
+    raise UsageError(f"{hint}; nothing ingested")
 
 
 def _ingest_report(

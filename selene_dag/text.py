@@ -732,7 +732,8 @@ def ensure_period(sentence: str) -> str:
     sentence = sentence.strip()
     if not sentence:
         return sentence
-    if sentence[-1] in ".!?…。！？":
+    # A closing quote or bracket after the stop ends it too ('said "stop."', "(at once.)").
+    if sentence.rstrip("\"')]”’»」』")[-1:] in tuple(".!?…。！？"):
         return sentence
     if sentence[-1] in ":;,":
         sentence = sentence[:-1]

@@ -8,8 +8,8 @@ Dagster definitions does not import scikit-learn.
 ALGORITHM_VERSIONS = {
     "analyze_note": "analyze_note@10",
     "detect_threads": "detect_threads@2",
-    "digest_thread": "digest_thread@6",
-    "summarize": "summarize@7",
+    "digest_thread": "digest_thread@7",
+    "summarize": "summarize@8",
     "assess_chunk": "assess_chunk@2",
 }
 

@@ -90,6 +90,19 @@ def _whole_folders(conn: duckdb.DuckDBPyConnection) -> set[Path]:
     return {Path(path) for (path,) in rows}
 
 
+def is_home_folder(conn: duckdb.DuckDBPyConnection, folder: Path) -> bool:
+    """Whether ``folder`` (absolute) is a folder of the home: registered, inside a folder
+    ingested whole, or around registered folders. (Inside a folder registered for the
+    files right in it only, a file ingested alone, it is a new folder.)"""
+    whole = _whole_folders(conn)
+    return any(
+        registered == folder
+        or (registered in folder.parents and registered in whole)
+        or folder in registered.parents
+        for registered in registered_folders(conn)
+    )
+
+
 def _inside(child: Path, parent: Path) -> bool:
     return child == parent or parent in child.parents
 

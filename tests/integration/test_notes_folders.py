@@ -676,6 +676,15 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
     empty.mkdir()
     said = CliRunner().invoke(app, ["ingest", str(empty)])
     assert said.exit_code == 1
+    # Inside a folder registered for one file ingested alone, a folder is a new one.
+    downloads = _write(tmp_path / "dl", {"one.md": "# One\n\ntext", "pdfs/manual.pdf": "%PDF"})
+    service.ingest(load_settings(), downloads / "one.md")
+    with pytest.raises(UsageError, match=r"1 \.pdf\); nothing ingested"):
+        service.ingest(load_settings(), downloads / "pdfs")
+    # Notes .seleneignore passes over: said so, not "the folder holds no file".
+    ignored = _write(tmp_path / "ignored", {"a.md": "# A", ".seleneignore": "a.md\n"})
+    with pytest.raises(UsageError, match="no note file in .*: .seleneignore passes over 1 file"):
+        service.ingest(load_settings(), ignored)
     # A folder of archives (downloaded exports): an archive is read when named alone.
     exports = _write(tmp_path / "exports", {"notion.zip": "PK not really"})
     with pytest.raises(UsageError, match=r"1 \.zip\); an archive in a folder is read when"):

@@ -71,6 +71,21 @@ def test_a_sentence_keeps_its_closing_quote_and_an_elision_ends_none() -> None:
     assert split_sentences("a. b! c? d", boundary="any") == ["a.", "b!", "c?", "d"]
 
 
+def test_a_sentence_closed_by_a_quote_gets_no_second_stop() -> None:
+    # Sentences keep their closing quote: ensure_period added a stop after it ('0.".').
+    from selene_dag.llm.extractive.essence import pick_essence
+    from selene_dag.text import ensure_period
+
+    assert ensure_period('he said "stop."') == 'he said "stop."'
+    assert ensure_period("(at once.)") == "(at once.)" and ensure_period("plain") == "plain."
+    essence = pick_essence(
+        "Postgres retries",
+        'The config said "retries: 0." Then we set the retries to three as the runbook says. '
+        "It worked after that and the alerts stopped firing.",
+    )
+    assert '0."' in essence and '0.".' not in essence
+
+
 def test_a_decision_is_what_a_meeting_note_comes_down_to() -> None:
     # A line its author labels as the outcome lost to the attendees and a to-do.
     meeting = (
@@ -83,6 +98,13 @@ def test_a_decision_is_what_a_meeting_note_comes_down_to() -> None:
         "Decision: the postgres 16 upgrade"
         in ExtractiveEngine().analyze_note("Meeting 2025-11-03", meeting).essence
     )
+    # "Resolution:" is a field of tech notes (a monitor's), not an outcome; labels are
+    # read at a sentence's start only.
+    from selene_dag.llm.extractive.essence import _LABELLED
+
+    assert _LABELLED.match("Resolution: 3840x2160 at 60 Hz") is None
+    assert _LABELLED.match("Key takeaway: pin the version") is not None
+    assert _LABELLED.match("The outcome: nothing") is None
 
 
 def test_essence_is_a_central_sentence_of_the_prose() -> None:

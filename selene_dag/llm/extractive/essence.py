@@ -41,7 +41,8 @@ _INSIGHT_CUES = re.compile(
 )
 # A line its author labelled as what the note comes down to ("Decision: …", "TL;DR: …").
 _LABELLED = re.compile(
-    r"(?:decision|decided|resolution|outcome|conclusion|tl;?dr|takeaway|bottom line)s?\s*:",
+    r"(?:(?:final |key )?decision|decided|outcome|conclusion|tl;?dr|(?:key )?takeaway"
+    r"|bottom line)s?\s*:",
     re.IGNORECASE,
 )
 _POINTS_AT_CODE = re.compile(
