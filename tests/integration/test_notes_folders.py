@@ -683,7 +683,7 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
         service.ingest(load_settings(), downloads / "pdfs")
     # Notes .seleneignore passes over: said so, not "the folder holds no file".
     ignored = _write(tmp_path / "ignored", {"a.md": "# A", ".seleneignore": "a.md\n"})
-    with pytest.raises(UsageError, match="no note file in .*: .seleneignore passes over 1 file"):
+    with pytest.raises(UsageError, match=r"no note file in .*: \.seleneignore passes over 1 file"):
         service.ingest(load_settings(), ignored)
     # A folder of archives (downloaded exports): an archive is read when named alone.
     exports = _write(tmp_path / "exports", {"notion.zip": "PK not really"})
