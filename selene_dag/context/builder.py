@@ -335,9 +335,13 @@ def pack_notes(
     high → summary → skeleton (skipping a tier that is not smaller), lowest priority
     first, round after round; then freed room is given back to the highest-priority
     demoted notes. Every note appears at least as a skeleton line whenever all skeleton
-    lines fit; otherwise only the highest-priority skeletons that fit are kept. Every
-    representation is counted once (``prepare_notes``; pass a ``PreparedNotes`` to reuse
-    the counts); the final text is counted exactly and is ≤ ``budget``.
+    lines fit; otherwise only the highest-priority skeletons that fit are kept. When every
+    note fits at its stored tier and room is left, notes are raised above it, one tier at
+    a time, highest priority first, round after round (a tier keeps notes small while the
+    budget is needed for others; an archived note was a title line in a budget left half
+    empty). Every representation is counted once (``prepare_notes``; pass a
+    ``PreparedNotes`` to reuse the counts; a raise counts its new block); the final text is
+    counted exactly and is ≤ ``budget``.
     """
     check_budget(budget, "budget", minimum=0)
     prepared = notes if isinstance(notes, PreparedNotes) else prepare_notes(notes, model, priority)
@@ -347,6 +351,9 @@ def pack_notes(
     while total > budget:  # rare: the join tokenized longer than the sum of its parts
         level, included = _shrink(chains, level, included, total - budget)
         text, total = _render(chains, level, included, model)
+    raised: dict[int, tuple[str, str]] = {}
+    if included == len(chains) and not any(level) and total < budget:
+        raised, text, total = _raise_into_room(prepared, budget, text, total)
 
     tiers: dict[Any, str | None] = {}
     counts = {tier: 0 for tier in TIERS} | {"excluded": 0}
@@ -354,7 +361,7 @@ def pack_notes(
     for i, note in enumerate(prepared.notes):
         note_id = note.get("id", prepared.positions[i])
         if i < included:
-            tier = chains[i][level[i]][0]
+            tier = raised[i][0] if i in raised else chains[i][level[i]][0]
             tiers[note_id] = tier
             counts[tier] += 1
             ids.append(note_id)
@@ -362,6 +369,64 @@ def pack_notes(
             tiers[note_id] = None
             counts["excluded"] += 1
     return NotesPack(text, total, tiers, counts, budget, model, ids)
+
+
+# A block longer than this many characters per token of room is not counted to see if it
+# fits (no tokenizer packs that many characters into a token): a 5 MB note is not
+# tokenized for a pack with 200 tokens left.
+_CHARS_PER_TOKEN_CEILING = 40
+
+
+def _raise_into_room(
+    prepared: PreparedNotes, budget: int, text: str, total: int
+) -> tuple[dict[int, tuple[str, str]], str, int]:
+    """Every note at its stored tier left room: raise notes above it, one tier at a time,
+    highest priority first, round after round, while they fit (an archived note is a title
+    line only while the budget is needed for others). Decided on each block's own count
+    with its separator, as the tiers are; the joined text is then counted exactly and the
+    last raises undone while it is over. Returns the raised notes (index → tier, block),
+    the text and its count."""
+    chains, model = prepared.chains, prepared.model
+    blocks = [chain[0][1] for chain in chains]
+    tiers = [chain[0][0] for chain in chains]
+    costs = [chain[0][2] for chain in chains]
+    sep_cost = count_tokens(SEPARATOR, model)
+    room = budget - max(sum(costs), total)
+    done: list[tuple[int, str, str, int]] = []  # (note, tier and block before, cost before)
+    changed = True
+    while changed and room > 0:
+        changed = False
+        for i, note in enumerate(prepared.notes):
+            rank = TIER_RANK[tiers[i]]
+            while rank > 0:  # the next tier up that renders differently
+                rank -= 1
+                block = render_note(note, TIERS[rank])
+                if block != blocks[i]:
+                    break
+            else:
+                continue
+            while rank > 0 and render_note(note, TIERS[rank - 1]) == block:
+                rank -= 1  # named as the highest tier it is (high without an essence: full)
+            if len(block) > (room + costs[i]) * _CHARS_PER_TOKEN_CEILING:
+                continue
+            cost = count_tokens(block, model) + sep_cost
+            if cost <= costs[i] or cost - costs[i] > room:
+                continue
+            done.append((i, tiers[i], blocks[i], costs[i]))
+            room -= cost - costs[i]
+            blocks[i], tiers[i], costs[i] = block, TIERS[rank], cost
+            changed = True
+    if not done:
+        return {}, text, total
+    while True:
+        text = SEPARATOR.join(blocks)
+        total = count_tokens(text, model)
+        if total <= budget or not done:
+            break
+        i, tiers[i], blocks[i], costs[i] = done.pop()  # rare: the join counted longer
+    base = [chain[0][1] for chain in chains]
+    raised = {i: (tiers[i], blocks[i]) for i in range(len(chains)) if blocks[i] != base[i]}
+    return raised, text, total
 
 
 # Of a context's budget, the share the active threads' digests may take before the notes.

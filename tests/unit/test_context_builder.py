@@ -15,7 +15,7 @@ from selene_dag.context import (
     prepare_notes,
     render_thread,
 )
-from selene_dag.context.builder import SEPARATOR
+from selene_dag.context.builder import SEPARATOR, TIERS, render_note
 from selene_dag.paths import assets_dir
 from tests.support.context import note
 
@@ -229,10 +229,36 @@ def test_explicit_tier_argument_and_bad_input() -> None:
 
 def test_pack_notes_everything_fits_at_stored_tiers() -> None:
     notes = [note(i, "summary" if i % 2 else "full") for i in range(6)]
-    pack = pack_notes(notes, 10_000, M)
+    # Newest first, each at its stored tier: a budget of exactly that holds them so.
+    blocks = [render_note(n, n["fidelity_tier"]) for n in reversed(notes)]
+    # A budget of the blocks as the packer counts them (each with a separator) holds them
+    # at their stored tiers, with no room to raise any.
+    budget = sum(count_tokens(b, M) + count_tokens(SEPARATOR, M) for b in blocks)
+    pack = pack_notes(notes, budget, M)
     assert all(pack.tiers[n["id"]] == n["fidelity_tier"] for n in notes)
-    assert pack.counts["excluded"] == 0
-    assert pack.total_tokens == count_tokens(pack.text, M) <= 10_000
+    assert pack.counts["excluded"] == 0 and pack.text == SEPARATOR.join(blocks)
+
+
+def test_room_left_raises_notes_above_their_tier_newest_first() -> None:
+    # An archived note stayed a title line with most of the budget unused.
+    notes = [note(i, "skeleton" if i % 2 else "summary") for i in range(6)]
+    roomy = pack_notes(notes, 10_000, M)
+    # Raised to the richest render: high (essence and content), full without an essence.
+    assert all(roomy.tiers[n["id"]] == ("high" if n["essence"] else "full") for n in notes)
+    assert all(n["content"] in roomy.text for n in notes)
+    assert roomy.total_tokens == count_tokens(roomy.text, M) <= 10_000
+    blocks = [render_note(n, n["fidelity_tier"]) for n in reversed(notes)]
+    budget = sum(count_tokens(b, M) + count_tokens(SEPARATOR, M) for b in blocks) + 25
+    # A little room: the newest notes are raised one tier first, the oldest stay.
+    little = pack_notes(notes, budget, M)
+    assert count_tokens(little.text, M) == little.total_tokens <= budget
+    raised = [n["id"] for n in notes if little.tiers[n["id"]] != n["fidelity_tier"]]
+    assert raised and max(raised) == 5 and little.tiers[0] == "summary"
+    assert all(
+        TIERS.index(little.tiers[n["id"]]) < TIERS.index(n["fidelity_tier"])
+        for n in notes
+        if n["id"] in raised
+    )
 
 
 def test_pack_notes_demotes_oldest_first_and_keeps_every_skeleton() -> None:
