@@ -336,10 +336,10 @@ def pack_notes(
     first, round after round; then freed room is given back to the highest-priority
     demoted notes. Every note appears at least as a skeleton line whenever all skeleton
     lines fit; otherwise only the highest-priority skeletons that fit are kept. When every
-    note fits at its stored tier and room is left, notes are raised above it, one tier at
-    a time, highest priority first, round after round (a tier keeps notes small while the
-    budget is needed for others; an archived note was a title line in a budget left half
-    empty). Every representation is counted once (``prepare_notes``; pass a
+    note fits at its stored tier and room is left, notes are raised above it, highest
+    priority first, each to its content whole if that fits the room left, else to its
+    essence (a tier keeps notes small while the budget is needed for others; an archived
+    note was a title line in a budget left half empty). Every representation is counted once (``prepare_notes``; pass a
     ``PreparedNotes`` to reuse the counts; a raise counts its new block); the final text is
     counted exactly and is ≤ ``budget``.
     """
@@ -372,20 +372,23 @@ def pack_notes(
 
 
 # A block longer than this many characters per token of room is not counted to see if it
-# fits (no tokenizer packs that many characters into a token): a 5 MB note is not
+# fits (cl100k packs a run of up to 128 spaces into one token): a 5 MB note is not
 # tokenized for a pack with 200 tokens left.
-_CHARS_PER_TOKEN_CEILING = 40
+_CHARS_PER_TOKEN_CEILING = 256
+# What a note is raised to, richest first: its content whole, else its essence. (``high``
+# adds the essence to the content: more than the note itself, for notes in use.)
+_RAISED_TO = ("full", "summary")
 
 
 def _raise_into_room(
     prepared: PreparedNotes, budget: int, text: str, total: int
 ) -> tuple[dict[int, tuple[str, str]], str, int]:
-    """Every note at its stored tier left room: raise notes above it, one tier at a time,
-    highest priority first, round after round, while they fit (an archived note is a title
-    line only while the budget is needed for others). Decided on each block's own count
-    with its separator, as the tiers are; the joined text is then counted exactly and the
-    last raises undone while it is over. Returns the raised notes (index → tier, block),
-    the text and its count."""
+    """Every note at its stored tier left room: raise notes above it, highest priority
+    first, each to the richest of ``_RAISED_TO`` above its tier that fits the room left
+    (an archived note is a title line only while the budget is needed for others).
+    Decided on each block's own count with its separator, as the tiers are; the joined
+    text is then counted exactly and the last raises undone while it is over. Returns the
+    raised notes (index → tier, block), the text and its count."""
     chains, model = prepared.chains, prepared.model
     blocks = [chain[0][1] for chain in chains]
     tiers = [chain[0][0] for chain in chains]
@@ -393,29 +396,22 @@ def _raise_into_room(
     sep_cost = count_tokens(SEPARATOR, model)
     room = budget - max(sum(costs), total)
     done: list[tuple[int, str, str, int]] = []  # (note, tier and block before, cost before)
-    changed = True
-    while changed and room > 0:
-        changed = False
-        for i, note in enumerate(prepared.notes):
-            rank = TIER_RANK[tiers[i]]
-            while rank > 0:  # the next tier up that renders differently
-                rank -= 1
-                block = render_note(note, TIERS[rank])
-                if block != blocks[i]:
-                    break
-            else:
-                continue
-            while rank > 0 and render_note(note, TIERS[rank - 1]) == block:
-                rank -= 1  # named as the highest tier it is (high without an essence: full)
-            if len(block) > (room + costs[i]) * _CHARS_PER_TOKEN_CEILING:
+    for i, note in enumerate(prepared.notes):
+        if room <= 0:
+            break
+        for tier in _RAISED_TO:
+            if TIER_RANK[tier] >= TIER_RANK[tiers[i]]:
+                continue  # not above the note's tier
+            block = render_note(note, tier)
+            if block == blocks[i] or len(block) > (room + costs[i]) * _CHARS_PER_TOKEN_CEILING:
                 continue
             cost = count_tokens(block, model) + sep_cost
-            if cost <= costs[i] or cost - costs[i] > room:
+            if cost - costs[i] > room:  # (a richer block may count no more: taken too)
                 continue
             done.append((i, tiers[i], blocks[i], costs[i]))
             room -= cost - costs[i]
-            blocks[i], tiers[i], costs[i] = block, TIERS[rank], cost
-            changed = True
+            blocks[i], tiers[i], costs[i] = block, tier, cost
+            break
     if not done:
         return {}, text, total
     while True:

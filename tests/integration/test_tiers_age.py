@@ -59,7 +59,10 @@ def test_context_a_year_later_shows_aged_tiers_and_archived_threads(
     tiers, threads = _tiers_and_threads(later)
     assert threads.get("active", 0) == 0 and threads.get("archived", 0) >= 1
     assert "full" not in tiers and "high" not in tiers, tiers
-    assert pack.counts.get("full", 0) == 0
+    # Their stored tiers aged; with room for every note whole, context raises them.
+    assert pack.counts["full"] == sum(tiers.values()) == len(pack.shown)
+    tight = service.context(later, pack.total_tokens // 3)
+    assert tight.counts["full"] == 0 < tight.counts["summary"] + tight.counts["skeleton"]
     with open_store(later.db_path) as conn:
         # context stamps nothing: a note it shows is not "used" (stamping every note a
         # budget reached kept them warm for ever); ask's notes are.

@@ -243,22 +243,55 @@ def test_room_left_raises_notes_above_their_tier_newest_first() -> None:
     # An archived note stayed a title line with most of the budget unused.
     notes = [note(i, "skeleton" if i % 2 else "summary") for i in range(6)]
     roomy = pack_notes(notes, 10_000, M)
-    # Raised to the richest render: high (essence and content), full without an essence.
-    assert all(roomy.tiers[n["id"]] == ("high" if n["essence"] else "full") for n in notes)
-    assert all(n["content"] in roomy.text for n in notes)
+    # Raised to the note itself, its content whole (not above: high adds the essence).
+    assert all(roomy.tiers[n["id"]] == "full" for n in notes)
+    assert roomy.text == SEPARATOR.join(render_note(n, "full") for n in reversed(notes))
     assert roomy.total_tokens == count_tokens(roomy.text, M) <= 10_000
     blocks = [render_note(n, n["fidelity_tier"]) for n in reversed(notes)]
-    budget = sum(count_tokens(b, M) + count_tokens(SEPARATOR, M) for b in blocks) + 25
-    # A little room: the newest notes are raised one tier first, the oldest stay.
-    little = pack_notes(notes, budget, M)
-    assert count_tokens(little.text, M) == little.total_tokens <= budget
-    raised = [n["id"] for n in notes if little.tiers[n["id"]] != n["fidelity_tier"]]
-    assert raised and max(raised) == 5 and little.tiers[0] == "summary"
-    assert all(
-        TIERS.index(little.tiers[n["id"]]) < TIERS.index(n["fidelity_tier"])
-        for n in notes
-        if n["id"] in raised
-    )
+    stored = sum(count_tokens(b, M) + count_tokens(SEPARATOR, M) for b in blocks)
+    # A little room: the newest note first, the oldest stay as they are.
+    for extra in (10, 25, 60):
+        little = pack_notes(notes, stored + extra, M)
+        assert count_tokens(little.text, M) == little.total_tokens <= stored + extra
+        raised = [n["id"] for n in notes if little.tiers[n["id"]] != n["fidelity_tier"]]
+        assert raised
+        assert all(
+            TIERS.index(little.tiers[i]) < TIERS.index(notes[i]["fidelity_tier"]) for i in raised
+        )
+
+
+def test_a_raise_goes_to_the_newest_note_before_older_ones() -> None:
+    # One tier at a time, round after round, an old note's cheap raises took the room the
+    # newest needed: 43 of 300 tokens used, the newest note a summary.
+    new = {
+        "id": "new",
+        "title": "New",
+        "content": "Deploy notes. " * 40,
+        "essence": "Deploy.",
+        "fidelity_tier": "skeleton",
+        "created_at": "2024-07-01",
+    }
+    old = {
+        "id": "old",
+        "title": "Old",
+        "content": "Short one.",
+        "essence": "Short.",
+        "fidelity_tier": "skeleton",
+        "created_at": "2024-01-01",
+    }
+    full_new = count_tokens(render_note(new, "full"), M) + count_tokens(SEPARATOR, M)
+    skeleton_old = count_tokens(render_note(old, "skeleton"), M) + count_tokens(SEPARATOR, M)
+    pack = pack_notes([new, old], full_new + skeleton_old + 2, M)
+    assert pack.tiers["new"] == "full"
+    # A note whose essence is no longer than its title line is raised to its content.
+    lunch = {
+        "id": "l",
+        "title": "Lunch",
+        "content": "Pizza on friday.",
+        "essence": "Pizza.",
+        "fidelity_tier": "skeleton",
+    }
+    assert pack_notes([lunch], 10_000, "gpt-4").tiers == {"l": "full"}
 
 
 def test_pack_notes_demotes_oldest_first_and_keeps_every_skeleton() -> None:
