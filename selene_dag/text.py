@@ -662,7 +662,7 @@ def split_sentences(text: str, *, boundary: str = "capital", flatten: bool = Fal
     sentences: list[str] = []
     for paragraph in _PARAGRAPH.split(text):
         # The pattern captures the quotes and brackets that close a sentence: they stay
-        # with it ('He said "stop."' kept its closing quote off).
+        # with it ('He said "stop."' lost its closing quote).
         parts = pattern.split(paragraph.strip())
         for i in range(0, len(parts), 2):
             part = (parts[i] + (parts[i + 1] if i + 1 < len(parts) else "")).strip()

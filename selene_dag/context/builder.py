@@ -339,9 +339,9 @@ def pack_notes(
     note fits at its stored tier and room is left, notes are raised above it, highest
     priority first, each to its content whole if that fits the room left, else to its
     essence (a tier keeps notes small while the budget is needed for others; an archived
-    note was a title line in a budget left half empty). Every representation is counted once (``prepare_notes``; pass a
-    ``PreparedNotes`` to reuse the counts; a raise counts its new block); the final text is
-    counted exactly and is ≤ ``budget``.
+    note was a title line in a budget left half empty). Every representation is counted
+    once (``prepare_notes``; pass a ``PreparedNotes`` to reuse the counts; a raise counts
+    its new block); the final text is counted exactly and is ≤ ``budget``.
     """
     check_budget(budget, "budget", minimum=0)
     prepared = notes if isinstance(notes, PreparedNotes) else prepare_notes(notes, model, priority)
@@ -399,6 +399,8 @@ def _raise_into_room(
     for i, note in enumerate(prepared.notes):
         if room <= 0:
             break
+        if TIER_RANK[tiers[i]] <= TIER_RANK["high"]:
+            continue  # its content is shown whole already (high: with its essence)
         for tier in _RAISED_TO:
             if TIER_RANK[tier] >= TIER_RANK[tiers[i]]:
                 continue  # not above the note's tier

@@ -114,7 +114,7 @@ def reject_lone_surrogates(text: str) -> None:
     """Raise ValueError when ``text`` holds a lone surrogate: not Unicode text (no model
     reads it; it comes from JSON cut inside an emoji's escape, or from a file name decoded
     with ``surrogateescape``). SentencePiece failed on one with a pybind11 message."""
-    found = _SURROGATE.search(text)
+    found = None if text.isascii() else _SURROGATE.search(text)
     if found is not None:
         raise ValueError(
             f"text holds a lone surrogate (U+{ord(found.group()):04X}) at character "

@@ -292,6 +292,10 @@ def test_a_raise_goes_to_the_newest_note_before_older_ones() -> None:
         "fidelity_tier": "skeleton",
     }
     assert pack_notes([lunch], 10_000, "gpt-4").tiers == {"l": "full"}
+    # A note at high shows its content already (with its essence): it is not "raised"
+    # to full, which would only take its essence away.
+    warm = {**lunch, "id": "w", "fidelity_tier": "high"}
+    assert pack_notes([warm], 10_000, M).tiers == {"w": "high"}
 
 
 def test_pack_notes_demotes_oldest_first_and_keeps_every_skeleton() -> None:
