@@ -67,6 +67,7 @@ from selene_dag.context.tokens import (
     TokenizerInfo,
     count_tokens,
     count_tokens_batch,
+    separator_tokens,
     tokenizer_info,
     truncate_to_tokens,
 )
@@ -120,6 +121,7 @@ __all__ = [
     "prepare_notes",
     "render_note",
     "render_thread",
+    "separator_tokens",
     "strip_chitchat",
     "tokenizer_info",
     "truncate_to_tokens",

@@ -25,7 +25,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from selene_dag.context.tokens import count_tokens, count_tokens_batch, tokenizer_for
+from selene_dag.context.tokens import (
+    count_tokens,
+    count_tokens_batch,
+    separator_tokens,
+    tokenizer_for,
+)
 from selene_dag.errors import check_budget
 
 TIERS: tuple[str, ...] = ("full", "high", "summary", "skeleton")
@@ -308,7 +313,7 @@ def prepare_notes(
     counts = count_batch(flat) if count_batch else count_tokens_batch(flat, model)
     counted = dict(zip(flat, counts, strict=True)) if flat else {}
     # Each block is budgeted with one separator: the join adds one fewer, a small margin.
-    sep_cost = count_tokens(SEPARATOR, model)
+    sep_cost = separator_tokens(SEPARATOR, model)
     chains: list[list[tuple[str, str, int]]] = []
     for chain in reps:
         kept: list[tuple[str, str, int]] = []
@@ -346,7 +351,8 @@ def pack_notes(
     check_budget(budget, "budget", minimum=0)
     prepared = notes if isinstance(notes, PreparedNotes) else prepare_notes(notes, model, priority)
     chains, model = prepared.chains, prepared.model
-    level, included = _choose_levels(chains, budget)
+    # Every block carries a separator; the join has one fewer.
+    level, included = _choose_levels(chains, budget + separator_tokens(SEPARATOR, model))
     text, total = _render(chains, level, included, model)
     while total > budget:  # rare: the join tokenized longer than the sum of its parts
         level, included = _shrink(chains, level, included, total - budget)
@@ -393,8 +399,8 @@ def _raise_into_room(
     blocks = [chain[0][1] for chain in chains]
     tiers = [chain[0][0] for chain in chains]
     costs = [chain[0][2] for chain in chains]
-    sep_cost = count_tokens(SEPARATOR, model)
-    room = budget - max(sum(costs), total)
+    sep_cost = separator_tokens(SEPARATOR, model)
+    room = budget - max(sum(costs) - sep_cost, total)
     done: list[tuple[int, str, str, int]] = []  # (note, tier and block before, cost before)
     for i, note in enumerate(prepared.notes):
         if room <= 0:

@@ -12,7 +12,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from selene_dag.context.tokens import count_tokens, count_tokens_batch, truncate_to_tokens
+from selene_dag.context.tokens import (
+    count_tokens,
+    count_tokens_batch,
+    separator_tokens,
+    truncate_to_tokens,
+)
 from selene_dag.errors import check_budget
 
 PRIORITY_SYSTEM = 100
@@ -131,7 +136,7 @@ def pack_context(
     the exact joined ``text`` instead. Raises TypeError/ValueError on bad input.
     """
     ordered = _counted(_check(tiers, max_tokens), model)
-    sep_cost = count_tokens(separator, model) if separator else 0
+    sep_cost = separator_tokens(separator, model) if separator else 0
     kept: list[ContextTier] = []
     dropped: list[str] = []
     remaining = max_tokens

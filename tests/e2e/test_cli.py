@@ -421,7 +421,7 @@ def test_demo_materializes_everything_then_reruns_as_a_no_op(tmp_path):
     # Later commands on the home see the demo's day (its now file), not the calendar's:
     # the tiers the demo printed stay as they were (no run brought them up to today).
     assert (home / "now").read_text().startswith("2026-07-15")
-    assert "3 threads; 577 notes (skeleton 180, excluded 397)" in ctx.stderr
+    assert "3 threads; 577 notes (skeleton 189, excluded 388)" in ctx.stderr
 
 
 def test_an_unchanged_ingest_decided_once_by_dagster_is_then_decided_without_it(tmp_path):

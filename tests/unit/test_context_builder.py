@@ -14,6 +14,7 @@ from selene_dag.context import (
     pack_with_threads,
     prepare_notes,
     render_thread,
+    separator_tokens,
 )
 from selene_dag.context.builder import SEPARATOR, TIERS, render_note
 from selene_dag.paths import assets_dir
@@ -227,13 +228,40 @@ def test_explicit_tier_argument_and_bad_input() -> None:
 # ------------------------------------------------------------------------- pack_notes
 
 
+def test_a_budget_the_joined_skeletons_fit_keeps_every_note() -> None:
+    # Each block was budgeted with the separator counted alone (3 mistral tokens: the
+    # word-start piece of a text's opening), though a join adds 2: 500 skeleton lines that
+    # fit joined lost notes to the estimate.
+    notes = [note(i, "skeleton") for i in range(500)]
+    joined = SEPARATOR.join(render_note(n, "skeleton") for n in reversed(notes))
+    budget = count_tokens(joined, M)
+    pack = pack_notes(notes, budget, M)
+    assert pack.counts["excluded"] == 0 and pack.text == joined
+    assert pack.total_tokens == budget
+
+
+@pytest.mark.parametrize("model", [M, "gpt-4", "gpt-4o", "llama3"])
+@pytest.mark.parametrize("separator", ["\n\n", "\n", "\n\n---\n\n", " … "])
+def test_separator_tokens_is_what_a_join_adds(model: str, separator: str) -> None:
+    texts = [render_note(note(i), "skeleton") for i in range(40)]
+    joined = count_tokens(separator.join(texts), model)
+    parts = sum(count_tokens(t, model) for t in texts)
+    assert joined - parts <= separator_tokens(separator, model) * (len(texts) - 1)
+    assert separator_tokens("", model) == 0
+
+
+def test_separator_tokens_rejects_a_non_string() -> None:
+    with pytest.raises(TypeError):
+        separator_tokens(None, M)  # type: ignore[arg-type]
+
+
 def test_pack_notes_everything_fits_at_stored_tiers() -> None:
     notes = [note(i, "summary" if i % 2 else "full") for i in range(6)]
     # Newest first, each at its stored tier: a budget of exactly that holds them so.
     blocks = [render_note(n, n["fidelity_tier"]) for n in reversed(notes)]
     # A budget of the blocks as the packer counts them (each with a separator) holds them
     # at their stored tiers, with no room to raise any.
-    budget = sum(count_tokens(b, M) + count_tokens(SEPARATOR, M) for b in blocks)
+    budget = sum(count_tokens(b, M) + separator_tokens(SEPARATOR, M) for b in blocks)
     pack = pack_notes(notes, budget, M)
     assert all(pack.tiers[n["id"]] == n["fidelity_tier"] for n in notes)
     assert pack.counts["excluded"] == 0 and pack.text == SEPARATOR.join(blocks)
@@ -248,7 +276,7 @@ def test_room_left_raises_notes_above_their_tier_newest_first() -> None:
     assert roomy.text == SEPARATOR.join(render_note(n, "full") for n in reversed(notes))
     assert roomy.total_tokens == count_tokens(roomy.text, M) <= 10_000
     blocks = [render_note(n, n["fidelity_tier"]) for n in reversed(notes)]
-    stored = sum(count_tokens(b, M) + count_tokens(SEPARATOR, M) for b in blocks)
+    stored = sum(count_tokens(b, M) + separator_tokens(SEPARATOR, M) for b in blocks)
     # A little room: the newest note first, the oldest stay as they are.
     for extra in (10, 25, 60):
         little = pack_notes(notes, stored + extra, M)
@@ -279,8 +307,8 @@ def test_a_raise_goes_to_the_newest_note_before_older_ones() -> None:
         "fidelity_tier": "skeleton",
         "created_at": "2024-01-01",
     }
-    full_new = count_tokens(render_note(new, "full"), M) + count_tokens(SEPARATOR, M)
-    skeleton_old = count_tokens(render_note(old, "skeleton"), M) + count_tokens(SEPARATOR, M)
+    full_new = count_tokens(render_note(new, "full"), M) + separator_tokens(SEPARATOR, M)
+    skeleton_old = count_tokens(render_note(old, "skeleton"), M) + separator_tokens(SEPARATOR, M)
     pack = pack_notes([new, old], full_new + skeleton_old + 2, M)
     assert pack.tiers["new"] == "full"
     # A note whose essence is no longer than its title line is raised to its content.
@@ -300,7 +328,8 @@ def test_a_raise_goes_to_the_newest_note_before_older_ones() -> None:
 
 def test_pack_notes_demotes_oldest_first_and_keeps_every_skeleton() -> None:
     notes = [note(i) for i in range(1, 29)]  # created_at day = i: newest is 28
-    skeletons = sum(count_tokens(f"- {n['title']} [x]", M) + 3 for n in notes)
+    sep = separator_tokens(SEPARATOR, M)
+    skeletons = sum(count_tokens(f"- {n['title']} [x]", M) + sep for n in notes)
     pack = pack_notes(notes, skeletons + 200, M)
     assert pack.counts["excluded"] == 0
     assert pack.total_tokens <= skeletons + 200
