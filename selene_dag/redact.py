@@ -5,7 +5,8 @@ Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
 (``sk_live_``, ``rk_test_``, ...), ``aws_access_key`` (``AKIA``/``ASIA``), ``aws_secret_key``
 (40 characters of base64 near "aws" or "secret"), ``github_token``
 (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key``
-(``AIza``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``gitlab_token``
+(``AIza``), ``huggingface_token`` (``hf_``), ``sendgrid_key`` (``SG.….…``), ``azure_key`` (a
+connection string's ``AccountKey=``/``SharedAccessKey=``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``gitlab_token``
 (``glpat-``, ``glcbt-``, ...), ``webhook_url`` (Slack and Discord webhook URLs), ``cookie`` (a
 ``Cookie:``/``Set-Cookie:`` header's value, ``curl --cookie``/``-b``, a ``cookies={…}``
 dict), ``bearer`` (``Bearer
@@ -158,6 +159,21 @@ _KEY_RULES = (
         "github_pat_",
     ),
     _rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", "AIza"),
+    _rule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}\b", "hf_"),
+    _rule("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}", "SG."),
+    _rule(
+        "azure_key",
+        # A storage account's key, a Service Bus or Event Hubs shared access key, in a
+        # connection string (``…;AccountName=x;AccountKey=Zm9v…==;…``) or alone.
+        r"(?P<head>\b(?i:accountkey|sharedaccesskey)[\"']?\s*[=:]\s*[\"']?)"
+        r"[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])",
+        "ccountKey",
+        "ccountkey",
+        "ACCOUNTKEY",
+        "ccessKey",
+        "ccesskey",
+        "ACCESSKEY",
+    ),
     _rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "xox"),
     _rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
     _rule(
@@ -229,7 +245,8 @@ _KEY_RULES = (
         # Not a uid:gid (docker run -u 1000:1000).
         r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']+:)"
         + _NOT_A_REFERENCE
-        + r"(?![0-9]+\b)"
+        # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password).
+        + r"(?![0-9]+\b)(?!//)"
         r"[^\s\"']+",
         "-u ",
         "-u=",

@@ -43,6 +43,9 @@ PLANTED = {
     "gitlab_token": "glpat-" + "Zx9Yw8" * 4,
     "webhook_url": "https://hooks.slack.com/services/" + "T0AB12CD/B0EF34GH/" + "pQ9rS8tU7vW6",
     "cookie": "Cookie: " + "sessionid=" + "k3y9Zq0w8Xv",
+    "huggingface_token": "hf_" + "aBcDeF" * 6,
+    "sendgrid_key": "SG." + "ngeVfQFYQlKU" + "0ufo8x5d1A." + "TwL2iGABf9DH" * 3 + "x5c",
+    "azure_key": "AccountName=acme;AccountKey=" + "Zm9vYmFy" * 11 + "==;Endpoint",
 }
 
 
@@ -66,6 +69,8 @@ def secret_values() -> list[str]:
             values.append(text.split("=", 1)[1].strip())
         elif kind == "private_key":
             values.append("MIIEpAIBAAKCAQEA")
+        elif kind == "azure_key":
+            values.append(text.split("AccountKey=")[1].split(";")[0])
         elif kind == "aws_secret_key":
             values.append(text.rsplit(" ", 1)[1])
         else:

@@ -26,6 +26,9 @@ _SHAPES = {
     "aws_secret_key": r"(?:aws|AWS|secret) key is [a-z]{13}[A-Z]{13}[0-9]{14}",
     "github_token": r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
+    "huggingface_token": r"hf_[A-Za-z0-9]{30,40}",
+    "sendgrid_key": r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",
+    "azure_key": r"(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{20,88}={0,2}",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     "npm_token": r"npm_[A-Za-z0-9]{36}",
     "gitlab_token": r"glpat-[A-Za-z0-9_\-]{20,30}",
@@ -246,6 +249,20 @@ def test_env_assignments_keep_their_name() -> None:
             '--plugin-secret datasette-auth0 client_id "[REDACTED:user_password]"',
         ),
         ("?user=a&pwd=letmein.", "?user=a&pwd=[REDACTED:user_password]."),
+        # An Azure storage connection string's key (a QA run found it stored and printed).
+        (
+            "DefaultEndpointsProtocol=https;AccountName=acmeprod;AccountKey="
+            + "Zm9vYmFy" * 11
+            + "==;EndpointSuffix=core.windows.net",
+            "DefaultEndpointsProtocol=https;AccountName=acmeprod;"
+            "AccountKey=[REDACTED:azure_key];EndpointSuffix=core.windows.net",
+        ),
+        ("HF token hf_" + "aBcD" * 9 + " stored", "HF token [REDACTED:huggingface_token] stored"),
+        # A URL after -u keeps its host: only its password goes.
+        (
+            "redis-cli -u redis://:pw1234@cache.internal:6379 ping",
+            "redis-cli -u redis://:[REDACTED:url_password]@cache.internal:6379 ping",
+        ),
     ],
 )
 def test_secrets_in_config_urls_and_json(text: str, expected: str) -> None:
@@ -311,6 +328,7 @@ aws s3 ls s3://trail/AWSLogs/123456789012/CloudTrail/; the secretary wJalrXUtnFE
 password=RANDOM_PASSWORD; Bearer MY-PERSONAL-ACCESS-TOKEN; docker build --secret id=npmrc,src=x .
 --plugin-secret datasette-auth0 client_secret "$CLIENT_SECRET"
 aws s3 ls; secret rotated at commit 3f786850e387550fdab836ed7e6dc881de23001b
+hf_hub_download(repo_id="x"); the AccountKey field; SharedAccessKeyName=RootManageSharedAccessKey
 """
 
 
