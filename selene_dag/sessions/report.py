@@ -119,7 +119,9 @@ def resolve_sessions(
                 "skipped, and why)"
             )
         return [max(files, key=lambda f: (f.mtime, f.path))]
-    by_source: dict[str, str] = {}
+    # The tool's session id of each stored file (copies of a transcript, and a session's
+    # subagent transcripts, share one).
+    source_of: dict[str, str] = {}
     conn = read_conn(settings)
     if conn is not None:
         try:
@@ -130,20 +132,27 @@ def resolve_sessions(
             )
         finally:
             conn.close()
-        by_source = {row["source_session_id"]: row["session_key"] for row in rows}
+        source_of = {row["session_key"]: row["source_session_id"] for row in rows}
     chosen: dict[str, ScannedFile] = {}
     real = {os.path.realpath(f.path): f for f in files}
-    source_of = {key: source for source, key in by_source.items()}
     for ident in ids:
         naming.check_id(ident)
         # A path as typed from anywhere (relative, through a link) names its file.
         typed = real.get(os.path.realpath(os.path.expanduser(ident)))
-        match = [
-            f
-            for f in files
-            if f is typed
-            or naming.names(ident, f.session_key, f.path, source_of.get(f.session_key))
-        ]
+        if typed is not None:
+            match = [typed]
+        else:
+            match = [
+                f
+                for f in files
+                if naming.names(ident, f.session_key, f.path, source_of.get(f.session_key))
+            ]
+        if len(match) > 1:  # as `distill report` and `seed` take an id: the file it names
+            match = [f for f in match if naming.names(ident, f.session_key, f.path, None)] or match
+        if len(match) > 1:  # copies of one transcript share its name and id
+            raise naming.ambiguous(
+                ident, [f.session_key for f in match], [f.path for f in match], part=False
+            )
         if not match:
             found = naming.by_part(
                 ident,

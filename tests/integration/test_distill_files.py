@@ -81,5 +81,9 @@ def test_a_transcript_copied_beside_itself_counts_once_in_its_project(tmp_path: 
     assert "name one by its key" in str(error.value) and keys[1] in str(error.value)
     with pytest.raises(UsageError, match=f"is part of the ids of 2 sessions: {keys[0]}"):
         service.distill_report(settings, session_id[:8])
+    # `distill run` took the id as naming both (or, for copies under other names, the one
+    # a lookup by the tool's id kept), with no word.
+    with pytest.raises(UsageError, match=f"names 2 sessions: {keys[0]}"):
+        service.distill_run(settings, [session_id])
     seeded = service.distill_seed(settings, "claude", keys[1], out_dir=tmp_path / "seed")
     assert Path(seeded["path"]).is_file()

@@ -48,6 +48,11 @@ def _claude_expected(path: Path) -> Counter:
                     wrapper = (block.get("text") or "").lstrip().startswith(_WRAPPERS)
                     c["user_prompt"] += plain and not wrapper
                     c["summary"] += compact
+                elif block.get("type") in ("image", "document") and isinstance(
+                    (block.get("source") or {}).get("data"), str
+                ):  # a pasted screenshot: a placeholder of the prompt
+                    c["user_prompt"] += plain
+                    c["summary"] += compact
                 elif block.get("type") == "tool_result":
                     c["tool_result"] += 1
                     c["result_errors"] += bool(block.get("is_error"))
@@ -422,3 +427,25 @@ def test_codex_failures_written_as_text_are_errors(text: str, failed: bool) -> N
     from selene_dag.sessions.parsers.codex import failed_in_text
 
     assert failed_in_text(text) is failed
+
+
+def test_an_image_pasted_into_a_prompt_becomes_a_placeholder_of_the_prompt(tmp_path) -> None:
+    # A screenshot pasted into a Claude Code prompt was an empty "other" event: the
+    # transcript never said the user showed one.
+    import base64
+
+    data = base64.b64encode(b"\x89PNG" + bytes(30_000)).decode()
+    image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+    record = {
+        "parentUuid": None,
+        "sessionId": "s1",
+        "uuid": "u1",
+        "type": "user",
+        "timestamp": "2026-01-02T03:04:05Z",
+        "message": {"role": "user", "content": [{"type": "text", "text": "why this?"}, image]},
+    }
+    path = tmp_path / "pasted.jsonl"
+    path.write_text(json.dumps(record) + "\n", encoding="utf-8")
+    prompts = [e for e in parse_file(path).events if e.kind == "user_prompt"]
+    assert [e.text for e in prompts] == ["why this?", "[image image/png, 29 KB]"]
+    assert all(data[:40] not in e.text for e in parse_file(path).events)

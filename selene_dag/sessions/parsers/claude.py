@@ -50,6 +50,7 @@ from typing import Any
 
 from selene_dag.sessions.parsers._common import (
     ModelChanges,
+    binary_placeholder,
     dumps,
     guarded_events,
     iter_json_lines,
@@ -137,6 +138,11 @@ def _user_events(
                 is_error=bool(block.get("is_error")),
                 raw_type="user/tool_result",
                 **common,
+            )
+        elif (placeholder := binary_placeholder(block)) is not None:
+            # A pasted screenshot is part of the prompt: named, its data never kept.
+            yield b.make(
+                role=role, kind=text_kind, text=placeholder, raw_type=f"user/{btype}", **common
             )
         else:
             yield b.make(role="user", kind="other", text="", raw_type=f"user/{btype}", **common)
