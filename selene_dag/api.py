@@ -262,7 +262,7 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         compact``: the configured engine writes the summary, a model's cached in the
         home's ``llm_cache``)."""
         settings = settings_provider()
-        model = body.model or settings.model
+        model = service.target_model(settings, body.model)
         report = service.compact(
             settings, body.messages, body.window, model, digest=body.digest, shared=shared
         )

@@ -27,6 +27,7 @@ from selene_dag.config import PINNED_NOW_FILE, Settings
 from selene_dag.context.builder import PreparedNotes, pack_with_threads, prepare_notes
 from selene_dag.context.compaction import CompactionReport, compact_messages
 from selene_dag.context.messages import Conversation, load_conversation, parse_messages
+from selene_dag.context.tokens import tokenizer_for
 from selene_dag.errors import NotFoundError, SeleneError, UsageError, check_budget
 from selene_dag.llm import get_engine
 from selene_dag.llm.cache import CacheStatsRow
@@ -484,13 +485,23 @@ def _context_pack(
     )
 
 
+def target_model(settings: Settings, model: str | None) -> str:
+    """The model a pack is counted in: ``model``, or the settings' when it is None.
+
+    Raises UsageError for a blank name or one holding a lone surrogate, before any query
+    (DuckDB cannot bind such a name, and an empty one silently meant the default)."""
+    name = settings.model if model is None else model
+    tokenizer_for(name)
+    return name
+
+
 def context(settings: Settings, budget: int, model: str | None = None) -> ContextPack:
     """The tiered context within ``budget`` tokens of ``model`` (default the settings'
     model): the active threads' digests (at most a quarter of the budget), then every note
     at the tier the budget affords, thread status and tiers brought up to today first
     (:func:`refresh_tiers_if_stale`). Stamps no access (``ask`` does)."""
     check_budget(budget, "--budget")
-    model = model or settings.model
+    model = target_model(settings, model)
     started = time.perf_counter()
     refresh_tiers_if_stale(settings)
     with existing_store(settings) as conn:
@@ -511,7 +522,7 @@ def context_in(
     as the API's JSON document (``ContextPack.to_json``). Raises NotFoundError when the
     home holds no note."""
     check_budget(budget, "budget")
-    model = model or settings.model
+    model = target_model(settings, model)
     started = time.perf_counter()
     notes = load_context_notes(conn)
     if not notes:  # as `selene-dag context` says it (an empty text, 200, before)
@@ -634,7 +645,7 @@ def compact(
     a model's cached in the home's ``llm_cache`` when the home has a store (through
     ``shared``, the server's, when given); the store is let go while the model writes."""
     check_budget(window, "--window")
-    model = model or settings.model
+    model = target_model(settings, model)
     if isinstance(messages, Path):
         messages = read_conversation(messages)
     if isinstance(messages, Conversation):
@@ -779,6 +790,7 @@ def ask_in(
     (:func:`~selene_dag.llm.outside.with_model_calls_outside`, which :func:`ask` and
     :func:`ask_shared` use)."""
     check_budget(budget, "budget")
+    model = target_model(settings, model)
     if sources is not None and not isinstance(sources, str):
         sources = ",".join(sources)
     if isinstance(question, str):  # a model's prompt cannot carry a lone surrogate either
@@ -795,7 +807,7 @@ def ask_in(
         conn,
         question,
         budget,
-        model=model or settings.model,
+        model=model,
         sources=sources,
         now=now,
         expansion=expansion,
@@ -903,6 +915,7 @@ def ask(
     ``stats["index_refreshed"]`` says whether the index was rebuilt first."""
     check_budget(budget, "--budget")
     parse_sources(sources)  # a bad request fails before the store is touched
+    target_model(settings, model)
     if refresh:
         refresh_tiers_if_stale(settings)
     refreshed = refresh_index_if_stale(settings) if refresh else False
@@ -1013,13 +1026,12 @@ def evaluate_questions(
     entry a question: ``evaluate.load_questions``), asked of ``sources`` (as ``ask``
     takes them; default notes and sessions)."""
     check_budget(budget, "--budget")
+    model = target_model(settings, model)
     kinds = parse_sources(sources)
     items = load_questions(questions) if isinstance(questions, Path) else list(questions)
     refresh_index_if_stale(settings)
     with existing_store(settings) as conn:
-        return evaluate(
-            conn, items, budget, model=model or settings.model, now=settings.now(), sources=kinds
-        )
+        return evaluate(conn, items, budget, model=model, now=settings.now(), sources=kinds)
 
 
 def questions_for_home(

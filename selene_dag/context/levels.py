@@ -20,6 +20,7 @@ from selene_dag.context.tokens import (
     count_tokens,
     count_tokens_batch,
     default_model,
+    separator_tokens,
     truncate_to_tokens,
 )
 from selene_dag.errors import check_budget
@@ -246,7 +247,7 @@ def _estimates(
     fulls = _counts([f"{it.header}\n{it.content}" for it in items], model)
     headers = _counts([it.header for it in items], model)
     cites = _counts([it.citation_text for it in items], model)
-    sep = count_tokens(config.separator, model) if config.separator else 0
+    sep = separator_tokens(config.separator, model) if config.separator else 0
     costs = []
     for full, head, cite in zip(fulls, headers, cites, strict=True):
         ref = min(head, max(config.reference_max_tokens, cite))

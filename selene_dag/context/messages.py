@@ -134,7 +134,10 @@ def _check_tool_ids(msg: Mapping[str, Any]) -> None:
 
 def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
     """Messages and memory digest from decoded JSON: a list of messages, or an object
-    ``{"messages": [...], "digest": [...]?}``. Raises ValueError for any other shape."""
+    ``{"messages": [...], "digest": [...]?}``. The messages are checked as
+    ``validate_messages`` checks them and come back as given (copies: content as a list of
+    parts or null stays so, for ``compact_messages`` to give back a message it keeps
+    whole). Raises ValueError for any other shape."""
     digest: list[dict[str, Any]] = []
     if isinstance(data, Mapping):
         if "messages" not in data:
@@ -151,7 +154,8 @@ def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
         data = data["messages"]
     if not isinstance(data, list):
         raise ValueError('expected a list of messages or an object with a "messages" list')
-    return validate_messages(data), digest
+    validate_messages(data)
+    return [dict(message) for message in data], digest
 
 
 @dataclass(frozen=True)
@@ -203,7 +207,8 @@ def _jsonl_conversation(path: Path, text: str) -> Conversation:
             skipped.append(f"line {number} skipped: not JSON ({exc.msg})")
             continue
         try:
-            messages.extend(validate_messages([data]))
+            validate_messages([data])
+            messages.append(dict(data))  # as given, as parse_messages keeps them
         except ValueError as exc:
             skipped.append(f"line {number} skipped: {str(exc).removeprefix('message 0: ')}")
     if not messages:

@@ -705,6 +705,12 @@ _warned: set[str] = set()
 def _resolve(name: str) -> Tokenizer:
     if not name.strip():  # a UsageError: a command line's --model " " is one line, not a bug
         raise UsageError("the model must be a model's name, not blank (e.g. mistral:7b)")
+    try:
+        reject_lone_surrogates(name)
+    except ValueError:
+        raise UsageError(
+            "the model's name holds a lone surrogate: it is not valid Unicode (e.g. mistral:7b)"
+        ) from None
     family = model_family(name)
     if family == "o200k":
         return _o200k()

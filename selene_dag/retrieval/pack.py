@@ -33,7 +33,12 @@ from selene_dag.context.levels import (
     estimate_compressed_size,
     reference_cap,
 )
-from selene_dag.context.tokens import count_tokens, default_model, truncate_to_tokens
+from selene_dag.context.tokens import (
+    count_tokens,
+    default_model,
+    separator_tokens,
+    truncate_to_tokens,
+)
 from selene_dag.errors import check_budget
 from selene_dag.retrieval.allocate import (
     CHARS_PER_TOKEN_BOUND,
@@ -440,7 +445,7 @@ def pack_passages(
     tokens: the lowest-scored excerpt goes first while it is over.
     Returns text, items and level counts."""
     sep_text = level_config.separator
-    sep = count_tokens(sep_text, model) if sep_text else 0
+    sep = separator_tokens(sep_text, model) if sep_text else 0
     limit = budget - level_config.reserved_tokens
     selections = select_passages(
         _ranked_passages(hits),
@@ -679,7 +684,7 @@ def ask(
         "passages": 0,
         "passage_docs": 0,
         "mode": "none",  # no search ran; "passages" or "documents" once one did
-        "levels": {},
+        "levels": {**{str(level): 0 for level in LEVELS}, "excluded": 0},
         "note": "",
         "search_ms": 0.0,
     }

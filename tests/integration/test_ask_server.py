@@ -148,6 +148,10 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         # A blank model name was a 500 (a traceback on the command line).
         ("/context", {"budget": 100, "model": " "}, "model"),
         ("/ask", {"question": "docker", "budget": 100, "model": "  "}, "model"),
+        # An empty one silently meant the default (and "  " was refused).
+        ("/ask", {"question": "docker", "budget": 100, "model": ""}, "model"),
+        ("/context", {"budget": 100, "model": ""}, "model"),
+        ("/compact", {"messages": [], "window": 100, "model": ""}, "model"),
     ],
 )
 def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: str) -> None:
@@ -464,3 +468,38 @@ def test_lone_surrogates_are_a_clear_answer_on_every_endpoint(api: httpx.Client)
         assert resp.status_code == 422 and needle in resp.json()["detail"], resp.text
     shown = post("/show", '{"citation": "note:\\ud83d"}')
     assert shown.status_code == 404, shown.text
+    # A model's name holding one was a 500 in plain text (DuckDB could not bind it, and
+    # the answer could not echo it).
+    for path, fields in (
+        ("/context", '"budget": 200'),
+        ("/ask", '"question": "docker", "budget": 200'),
+        ("/compact", '"messages": [' + message + '], "window": 100'),
+    ):
+        resp = post(path, "{" + fields + ', "model": "\\ud800"}')
+        assert resp.status_code == 422 and "lone surrogate" in resp.json()["detail"], resp.text
+
+
+def test_an_empty_pack_still_counts_every_level(api: httpx.Client) -> None:
+    # Every stats key is always there: an empty pack's levels were {}, so a client's
+    # stats["levels"]["full"] raised KeyError.
+    resp = api.post("/ask", json={"question": "x", "budget": 10})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["items"] == [] and body["text"] == ""
+    assert body["stats"]["levels"] == {
+        "full": 0,
+        "summary": 0,
+        "keywords": 0,
+        "reference": 0,
+        "excluded": 0,
+    }
+
+
+def test_compact_gives_back_an_image_part_it_keeps(api: httpx.Client) -> None:
+    # The service read the messages to text before compacting them: an image part went
+    # out as the words "[image_url]", with nothing to compact.
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBO"}}
+    message = {"role": "user", "content": [{"type": "text", "text": "what is this?"}, image]}
+    resp = api.post("/compact", json={"messages": [message], "window": 100})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["messages"] == [message]
