@@ -144,6 +144,33 @@ class ShowRequest(BaseModel):
     )
 
 
+class FieldError(BaseModel):
+    """One field's problem in a request body: where (``loc``), what (``msg``) and its kind."""
+
+    loc: list[str | int]
+    msg: str
+    type: str | None = None
+
+
+class ErrorBody(BaseModel):
+    """The body of every error answer: ``detail`` says in one sentence what is wrong and
+    what to do; a 422 for a body's fields also lists each field's problem in ``errors``."""
+
+    detail: str
+    errors: list[FieldError] | None = None
+
+
+def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the error statuses a route answers with."""
+    said = {
+        404: "What the request names is not in the home (no notes yet, no such note or session).",
+        413: "The request body is over the size limit.",
+        422: "The request is not valid: `detail` says why, `errors` lists each field's problem.",
+        503: "The store is held by another process past the wait, or the home has no database.",
+    }
+    return {status: {"model": ErrorBody, "description": said[status]} for status in statuses}
+
+
 SWAGGER_PREFIX = "/static/swagger-ui"
 
 
@@ -223,14 +250,14 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
 
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
-    @app.get("/health/compression")
+    @app.get("/health/compression", responses=_errors(503))
     def health_compression() -> dict[str, Any]:
         """Compression health: tiers, essence progress, thread digests."""
         settings = settings_provider()
         with shared.cursor(settings) as cur:
             return service.health_in(cur, settings)
 
-    @app.post("/ask")
+    @app.post("/ask", responses=_errors(413, 422, 503))
     def ask_endpoint(body: AskRequest) -> dict[str, Any]:
         """The JSON document of ``selene-dag ask --format json``: ``text`` is the exact pack
         the md form prints, ``items`` its parts with citations."""
@@ -240,7 +267,7 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         )
         return result.to_json()
 
-    @app.post("/show")
+    @app.post("/show", responses=_errors(404, 413, 422, 503))
     def show_endpoint(body: ShowRequest) -> dict[str, Any]:
         """What a citation of a pack points at, whole (as ``selene-dag show``): ``text``,
         and where it comes from: ``source`` (the note's file or the session's transcript)
@@ -249,14 +276,14 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         with shared.cursor(settings) as cur:
             return service.show_in(cur, body.citation, body.around).to_json(body.citation)
 
-    @app.post("/context")
+    @app.post("/context", responses=_errors(404, 413, 422, 503))
     def context_endpoint(body: ContextRequest) -> dict[str, Any]:
         """The tiered pack of all notes (as ``selene-dag context``)."""
         settings = settings_provider()
         with shared.cursor(settings) as cur:
             return service.context_in(cur, settings, body.budget, body.model)
 
-    @app.post("/compact")
+    @app.post("/compact", responses=_errors(413, 422))
     def compact_endpoint(body: CompactRequest) -> dict[str, Any]:
         """Compact ``messages`` to fit a ``window``-token context (as ``selene-dag
         compact``: the configured engine writes the summary, a model's cached in the

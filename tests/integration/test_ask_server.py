@@ -94,11 +94,12 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
         for i in range(30)
     ]
-    # Content as chat APIs send it, a list of parts, is compacted as its text.
-    messages[-1]["content"] = [{"type": "text", "text": "the last question, kept as text"}]
+    # Content as chat APIs send it, a list of parts, is compacted as its text, and a
+    # message kept whole goes back as it came.
+    messages[-1]["content"] = [{"type": "text", "text": "the last question, kept whole"}]
     compact = api.post("/compact", json={"messages": messages, "window": 600}).json()
     assert compact["tokens_after"] <= 600 < compact["tokens_before"]
-    assert compact["messages"][-1]["content"] == "the last question, kept as text"
+    assert compact["messages"][-1]["content"] == messages[-1]["content"]
     # The same messages as `selene-dag compact` gives: the engine writes the summary (the
     # API's was the oldest messages' text cut short).
     from selene_dag import service
@@ -503,3 +504,32 @@ def test_compact_gives_back_an_image_part_it_keeps(api: httpx.Client) -> None:
     resp = api.post("/compact", json={"messages": [message], "window": 100})
     assert resp.status_code == 200, resp.text
     assert resp.json()["messages"] == [message]
+
+
+def test_the_published_schema_describes_the_errors_the_server_gives(api: httpx.Client) -> None:
+    # /openapi.json declared FastAPI's 422 (detail: a list of objects) while every error
+    # is {detail: a sentence, errors?}: a generated client failed to read each one; 404,
+    # 413 and 503 were not declared at all.
+    spec = api.get("/openapi.json").json()
+    error = spec["components"]["schemas"]["ErrorBody"]
+    assert error["properties"]["detail"]["type"] == "string" and error["required"] == ["detail"]
+    declared = {
+        path: {code for code, answer in op["post"]["responses"].items() if code != "200"}
+        for path, op in spec["paths"].items()
+        if "post" in op
+    }
+    assert declared == {
+        "/ask": {"413", "422", "503"},
+        "/show": {"404", "413", "422", "503"},
+        "/context": {"404", "413", "422", "503"},
+        "/compact": {"413", "422"},
+    }
+    for path, op in spec["paths"].items():
+        for code, answer in next(iter(op.values()))["responses"].items():
+            if code != "200":
+                schema = answer["content"]["application/json"]["schema"]
+                assert schema == {"$ref": "#/components/schemas/ErrorBody"}, (path, code)
+    answer = api.post("/ask", json={"question": "docker", "budget": 0})
+    assert answer.status_code == 422
+    assert set(answer.json()) <= {"detail", "errors"} and isinstance(answer.json()["detail"], str)
+    assert all(set(e) == {"loc", "msg", "type"} for e in answer.json()["errors"])
