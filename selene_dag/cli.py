@@ -535,13 +535,12 @@ def dev(
     ] = None,
 ) -> None:
     """Start the Dagster UI and daemon (automation and sensors live) on 127.0.0.1."""
-    from selene_dag.defs.runs import prepare_dagster_home
+    from selene_dag.defs.runs import dev_workspace, prepare_dagster_home
 
     settings = _settings(home)
     dagster_home = prepare_dagster_home(settings)
     exe = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
-    workspace = Path("workspace.yaml").resolve()
-    target = ["-w", str(workspace)] if workspace.is_file() else ["-m", "selene_dag.definitions"]
+    target = ["-w", str(dev_workspace(dagster_home))]
     env = dev_environment(os.environ, dagster_home, settings.home.resolve(), settings)
     err.print(f"Dagster UI on http://{host}:{port} (DAGSTER_HOME={dagster_home})")
     # Dagster's processes start in the Dagster home: started here, they put this directory

@@ -104,6 +104,27 @@ def prepare_dagster_home(settings: Settings) -> Path:
     return home
 
 
+# The code location `selene-dag dev` serves, named the same wherever it is started (the
+# sensors' cursors and on/off states are kept per location name).
+DEV_WORKSPACE_YAML = """\
+# Written by selene-dag dev.
+load_from:
+  - python_module:
+      module_name: selene_dag.definitions
+      location_name: selene_dag
+"""
+
+
+def dev_workspace(dagster_home: Path) -> Path:
+    """Write the workspace file `selene-dag dev` starts Dagster with into ``dagster_home``
+    and return its path: selene-dag's definitions, under one location name (a
+    workspace.yaml in the directory it was started from was taken instead)."""
+    path = dagster_home / "workspace.yaml"
+    if not path.is_file() or path.read_text(encoding="utf-8") != DEV_WORKSPACE_YAML:
+        path.write_text(DEV_WORKSPACE_YAML, encoding="utf-8")
+    return path
+
+
 def _written_by_us(text: str) -> bool:
     return text.startswith(INSTANCE_HEADER + "\n") or text == _PREVIOUS_INSTANCE_YAML
 

@@ -96,3 +96,32 @@ def test_dev_gives_dagster_the_folders_of_the_settings_as_absolute_paths(
     assert env["SELENE_NOTES_DIR"] == str(tmp_path / "notes")
     assert env["SELENE_SESSION_ROOTS"] == f"claude={tmp_path / 'logs'}"
     assert "SELENE_DB" not in env  # not set by the user: it follows SELENE_HOME
+
+
+def test_dev_serves_its_own_definitions_wherever_it_is_started(tmp_path: Path) -> None:
+    # `selene-dag dev` took a workspace.yaml of the directory it was started from: in a
+    # project of the user's own, the UI served their code location (failing to import),
+    # and the location's name changed with the directory (and with it the sensors' state).
+    from selene_dag.defs.runs import dev_workspace
+
+    foreign = tmp_path / "project"
+    foreign.mkdir()
+    (foreign / "workspace.yaml").write_text(
+        "load_from:\n  - python_module:\n      module_name: my_company_pipelines\n"
+    )
+    dagster_home = tmp_path / "dagster"
+    dagster_home.mkdir()
+    workspace = dev_workspace(dagster_home)
+    assert workspace.parent == dagster_home and dev_workspace(dagster_home) == workspace
+    exe = Path(sys.executable).parent / "dagster"
+    proc = subprocess.run(
+        [str(exe), "definitions", "validate", "-w", str(workspace)],
+        cwd=foreign,
+        env={**os.environ, "DAGSTER_HOME": str(dagster_home), "SELENE_HOME": str(tmp_path / "h")},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    out = proc.stdout + proc.stderr
+    assert "selene_dag" in out and "my_company_pipelines" not in out

@@ -449,3 +449,24 @@ def test_an_image_pasted_into_a_prompt_becomes_a_placeholder_of_the_prompt(tmp_p
     prompts = [e for e in parse_file(path).events if e.kind == "user_prompt"]
     assert [e.text for e in prompts] == ["why this?", "[image image/png, 29 KB]"]
     assert all(data[:40] not in e.text for e in parse_file(path).events)
+
+
+def test_a_byte_that_is_not_utf8_costs_that_byte_not_its_line(tmp_path) -> None:
+    # One invalid byte inside a JSON string (a terminal's output cut inside a character)
+    # made the whole line unreadable: the session's first prompt was lost.
+    record = {
+        "parentUuid": None,
+        "sessionId": "s1",
+        "uuid": "u1",
+        "type": "user",
+        "timestamp": "2026-01-02T03:04:05Z",
+        "message": {"role": "user", "content": "deploy the caf@ branch"},
+    }
+    line = json.dumps(record).encode().replace(b"caf@", b"caf\xe9")
+    path = tmp_path / "bad-byte.jsonl"
+    path.write_bytes(line + b"\n" + b"{not json\n")
+    result = parse_file(path)
+    assert [e.text for e in result.events if e.kind == "user_prompt"] == [
+        "deploy the caf\ufffd branch"
+    ]
+    assert result.errors == 1  # the line that is not JSON still counts

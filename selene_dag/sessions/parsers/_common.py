@@ -16,13 +16,27 @@ _PATCH_FILE = re.compile(r"^\*\*\* (?:Add|Update|Delete) File: (.+?)\s*$", re.MU
 _PATH_KEYS = ("file_path", "notebook_path", "absolute_path", "filePath")
 
 
+def loads_lenient(raw: bytes) -> Any:
+    """``orjson.loads(raw)``, with bytes that are not UTF-8 (a terminal's output cut inside a
+    character, a Latin-1 file name) read as U+FFFD instead of failing: one bad byte cost a
+    whole line (a session's first prompt). Raises ``orjson.JSONDecodeError`` for text that
+    is not JSON."""
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError as exc:
+        if "UTF-8" not in exc.msg:
+            raise
+        return orjson.loads(raw.decode("utf-8", "replace"))
+
+
 def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[str, Any]]]:
     """Yield ``(line_number, object)`` for each JSON object line of ``path``, streaming.
 
-    Blank lines are ignored; undecodable lines and non-object values are counted in
-    ``stats`` and skipped. Memory use does not grow with the file size.
+    Blank lines are ignored; lines that are not JSON and non-object values are counted in
+    ``stats`` and skipped (bytes that are not UTF-8 are read as U+FFFD: ``loads_lenient``).
+    Memory use does not grow with the file size.
     """
-    loads = orjson.loads
+    loads = loads_lenient
     with path.open("rb", buffering=1 << 20) as handle:
         for number, raw in enumerate(handle, 1):
             if number == 1:  # a byte-order mark (a file saved by an editor, or by PowerShell)

@@ -7,6 +7,7 @@ from typing import Any
 
 import orjson
 
+from selene_dag.sessions.parsers._common import loads_lenient
 from selene_dag.sessions.parsers.headless import is_codex_exec, is_gemini_stream
 from selene_dag.sessions.parsers.model import PLATFORMS
 
@@ -70,7 +71,7 @@ def _vote(lines: list[bytes]) -> str | None:
     votes: dict[str, int] = {}
     for index, line in enumerate(lines):
         try:
-            obj = orjson.loads(line)
+            obj = loads_lenient(line)
         except orjson.JSONDecodeError:
             continue
         if isinstance(obj, dict):

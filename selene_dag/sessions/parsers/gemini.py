@@ -36,6 +36,7 @@ from selene_dag.sessions.parsers._common import (
     dumps,
     guarded_events,
     iter_json_lines,
+    loads_lenient,
     paths_from_input,
     to_text,
     type_of,
@@ -250,7 +251,7 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
         ordered = _collect_jsonl(path, stats, b)
     else:
         try:
-            doc = orjson.loads(path.read_bytes())
+            doc = loads_lenient(path.read_bytes())
         except orjson.JSONDecodeError as exc:
             # Not one JSON document: a JSONL file whose first line is broken. Read it line by
             # line so one bad line costs that line, not the whole file.
