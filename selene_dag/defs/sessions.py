@@ -593,7 +593,7 @@ def session_files_parse_errors(selene: SeleneResource) -> dg.AssetCheckResult:
     with selene.connection() as conn:
         errors, events, files, worst = conn.execute(
             "SELECT coalesce(sum(parse_errors), 0), coalesce(sum(events), 0), count(*), "
-            "arg_max(path, parse_errors) FROM session_files"
+            "arg_max(path, parse_errors) FILTER (WHERE parse_errors > 0) FROM session_files"
         ).fetchone()
     rate = errors / (errors + events) if errors + events else 0.0
     return dg.AssetCheckResult(

@@ -113,6 +113,14 @@ def test_spine_runs_for_every_platform(world, first_run) -> None:
             c for c in r.get_asset_check_evaluations() if c.check_name == "distilled_within_budget"
         ]
         assert budget.metadata["files"].value == 1
+        # No file has an unreadable line: none is named the worst (it named any file).
+        (errors,) = [
+            c
+            for c in r.get_asset_check_evaluations()
+            if c.check_name == "session_files_parse_errors"
+        ]
+        assert errors.metadata["parse_errors"].value == 0
+        assert errors.metadata["worst_file"].value == ""
     platforms = sorted(row[2] for row in tables["session_files"])
     assert platforms == ["claude", "codex", "gemini"]
     conn = duckdb.connect(str(world["settings"].db_path), read_only=True)
