@@ -1070,7 +1070,7 @@ def distill_status_command(
     labels = {
         "files": "files under SELENE_SESSION_ROOTS",
         "new": "  new (never ingested)",
-        "grown": "  grown since ingested",
+        "grown": "  changed since ingested (grown or rewritten)",
         "done": "  ingested, unchanged",
         "session_files": "sessions stored",
         "source_gone": "  stored, source file gone",

@@ -124,7 +124,8 @@ def existing_store(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
     (nothing is created)."""
     if not settings.db_path.exists():
         raise NoDatabaseError(
-            f"no database at {settings.db_path}: run `selene-dag ingest PATH` or `selene-dag demo` first"
+            f"no database at {settings.db_path}: run `selene-dag ingest PATH` (notes), "
+            "`selene-dag distill run --all` (agent sessions) or `selene-dag demo` first"
         )
     with open_store(settings.db_path, wait=settings.lock_wait) as conn:
         yield conn

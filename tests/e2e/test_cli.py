@@ -56,6 +56,12 @@ def test_help_on_every_command():
         ({"SELENE_LLM": "gpt"}, ["health"], ["SELENE_LLM", "extractive, ollama"]),
         ({"SELENE_NOW": "soon"}, ["context"], ["SELENE_NOW"]),
         ({}, ["health"], ["no database", "selene-dag ingest"]),
+        # Asked of sessions, the way to a database for them is named too.
+        (
+            {},
+            ["ask", "what failed", "--budget", "200", "--sources", "sessions"],
+            ["no database", "selene-dag distill run --all"],
+        ),
         ({}, ["ingest", "/no/such/folder"], ["does not exist"]),
         # A path holding what rich reads as markup (it raised from inside rich).
         ({}, ["ingest", "/no/[/bold]x"], ["/no/[/bold]x does not exist"]),
