@@ -7,8 +7,10 @@ daemon would notice, but the CLI runs none, and every later run waited on that s
 end. So each run carries the host, process id and process start time of the process that
 runs it (:func:`owner_tags`), and before a run starts :func:`release_dead_runs` marks failed
 the runs of this host whose process is gone, and frees their slots. Runs started elsewhere
-(the UI, the daemon, another machine) carry no such tags, or another host, and are left to
-Dagster.
+(the UI, the daemon, another machine) carry no such tags, or another host; of those, a
+started run whose start event was written by a process now gone (``dagster asset
+materialize`` killed mid-run) is marked failed too when the instance's run storage is a
+SQLite file of this machine; the rest are left to Dagster.
 """
 
 from __future__ import annotations
@@ -79,7 +81,37 @@ def release_dead_runs(instance: dg.DagsterInstance) -> list[str]:
         )
         instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
         released.append(run.run_id)
+    released += _release_dead_untagged_runs(instance)
     released += _release_ended_runs_slots(instance)
+    return released
+
+
+def _release_dead_untagged_runs(instance: dg.DagsterInstance) -> list[str]:
+    """Mark failed the started runs without owner tags (``dagster asset materialize`` run
+    by hand) whose process, the one that wrote their start event, is gone: killed, such a
+    run stayed started for ever, and automation waited on it (its assets "in progress").
+    Only on an instance whose run storage is a SQLite file of this machine: there a pid
+    names a process of this host."""
+    if "Sqlite" not in type(instance.run_storage).__name__:
+        return []
+    records = instance.get_run_records(
+        filters=dg.RunsFilter(statuses=[dg.DagsterRunStatus.STARTED])
+    )
+    released = []
+    for record in records:
+        run = record.dagster_run
+        if HOST_TAG in run.tags:
+            continue
+        start = instance.get_records_for_run(
+            run.run_id, of_type=dg.DagsterEventType.RUN_START, limit=1
+        ).records
+        event = start[0].event_log_entry.dagster_event if start else None
+        pid = event.pid if event is not None else None
+        if not pid or _alive(pid, ""):
+            continue
+        instance.report_run_failed(run, f"the process that ran it ({pid}) ended before the run did")
+        instance.event_log_storage.free_concurrency_slots_for_run(run.run_id)
+        released.append(run.run_id)
     return released
 
 

@@ -193,7 +193,10 @@ def test_compact_takes_a_session_file_and_a_jsonl_file(tmp_path):
     )
     proc = run("compact", str(chat), "--window", "1000")
     assert proc.returncode == 0, proc.stderr
-    assert json.loads(proc.stdout)["messages"][0]["content"] == "Why is the cache cold?"
+    # Nothing to compact: the message goes out as it came, its content as parts.
+    assert json.loads(proc.stdout)["messages"][0]["content"] == [
+        {"type": "text", "text": "Why is the cache cold?"}
+    ]
     assert f"note: {chat}: line 2 skipped: not JSON" in proc.stderr
     blocker = tmp_path / "a-file"
     blocker.write_text("")

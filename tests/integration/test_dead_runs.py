@@ -209,3 +209,67 @@ def test_the_daemon_retries_a_failed_automation_run_once_and_never_a_cli_run(
         r.dagster_run.tags for r in instance.get_run_records() if HOST_TAG in r.dagster_run.tags
     ]
     assert tags and all(t.get("dagster/max_retries") == "0" for t in tags)
+
+
+_MATERIALIZE_BY_HAND = """
+import os
+import sys
+from pathlib import Path
+import dagster as dg
+from dagster._core.events import DagsterEvent
+from dagster._core.storage.dagster_run import DagsterRun
+from dagster._core.utils import make_new_run_id
+from selene_dag.config import load_settings
+from selene_dag.defs import runs
+
+instance = runs.instance_for(load_settings(home=Path(sys.argv[1])))
+run_id = make_new_run_id()
+instance.add_run(
+    DagsterRun(job_name="__ASSET_JOB", run_id=run_id, status=dg.DagsterRunStatus.STARTED)
+)
+# As Dagster writes it: by the process that runs the run, its pid in the event.
+start = DagsterEvent(
+    event_type_value=dg.DagsterEventType.RUN_START.value,
+    job_name="__ASSET_JOB",
+    message="start",
+    pid=os.getpid(),
+)
+instance.report_dagster_event(start, run_id=run_id)
+storage = instance.event_log_storage
+storage.initialize_concurrency_limit_to_default("duckdb")
+assert storage.claim_concurrency_slot("duckdb", run_id, "raw_notes").is_claimed
+print(run_id)
+"""
+
+
+def test_a_run_materialized_by_hand_whose_process_died_is_failed_too(tmp_path: Path) -> None:
+    # `dagster asset materialize` killed mid-run (no owner tags: Dagster's own command)
+    # stayed "started" for ever, and automation in `selene-dag dev` waited on its assets.
+    from dagster._core.events import DagsterEvent
+
+    notes = _notes(tmp_path)
+    home = tmp_path / "home"
+    settings = load_settings({"SELENE_LOCK_WAIT": "5"}, home=home)
+    instance = runs.instance_for(settings)
+    child = subprocess.run(
+        [sys.executable, "-c", _MATERIALIZE_BY_HAND, str(home)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert child.returncode == 0, child.stderr
+    dead = child.stdout.strip()
+    # One whose process lives (this one) is left as it is.
+    live = _stale_run(instance, {}, claim=False)
+    start = DagsterEvent(
+        event_type_value=dg.DagsterEventType.RUN_START.value,
+        job_name="__ASSET_JOB",
+        message="s",
+        pid=os.getpid(),
+    )
+    instance.report_dagster_event(start, run_id=live)
+    done = _ingest_in_a_child(home, notes)
+    assert done.returncode == 0 and done.stdout.strip() == "1", done.stderr
+    assert instance.get_run_by_id(dead).status == dg.DagsterRunStatus.FAILURE
+    assert instance.get_run_by_id(live).status == dg.DagsterRunStatus.STARTED
+    assert not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
