@@ -159,20 +159,39 @@ _KEY_RULES = (
         "github_pat_",
     ),
     _rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", "AIza"),
-    _rule("huggingface_token", r"\bhf_[A-Za-z0-9]{30,}\b", "hf_"),
-    _rule("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{16,32}\.[A-Za-z0-9_\-]{30,64}", "SG."),
+    # 34 characters with a digit (an identifier such as hf_AutoModelFor… holds none).
+    _rule("huggingface_token", r"\bhf_(?=[A-Za-z]{0,33}[0-9])[A-Za-z0-9]{34,40}\b", "hf_"),
+    _rule(
+        "sendgrid_key",
+        r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])",
+        "SG.",
+    ),
     _rule(
         "azure_key",
-        # A storage account's key, a Service Bus or Event Hubs shared access key, in a
-        # connection string (``…;AccountName=x;AccountKey=Zm9v…==;…``) or alone.
-        r"(?P<head>\b(?i:accountkey|sharedaccesskey)[\"']?\s*[=:]\s*[\"']?)"
-        r"[A-Za-z0-9+/]{20,}={0,2}(?![A-Za-z0-9+/=])",
+        # A storage account's key, a Service Bus or Event Hubs shared access key: in a
+        # connection string (``…;AccountName=x;AccountKey=Zm9v…==;…``, URL-encoded too), a
+        # config (``account_key: …``, ``"accountKey": "…"``), an app.config ``<add
+        # key="AccountKey" value="…"/>``, the az CLI's ``--account-key …``, an environment
+        # (``AZURE_STORAGE_KEY=…``). Base64 of 20 characters or more holding a digit: a name
+        # (``accountKey: storageAccountKeyFromConfig``) or a path is no key.
+        r"(?P<head>(?:\b(?i:account[_-]?key|shared[_-]?access[_-]?key|azure_storage(?:_account)?_key)"
+        r"[\"']?\s*(?:[=:]|%3[dD])\s*[\"']?"
+        r"|--account-key(?:[ \t]+|=)[\"']?"
+        r"|<add\s+key=\"(?i:account[_-]?key|shared[_-]?access[_-]?key)\"\s+value=\"))"
+        r"(?![/])(?=[A-Za-z0-9+/]{0,200}?[0-9])[A-Za-z0-9+/]{20,}(?:={1,2}|%3[dD]){0,2}"
+        r"(?![A-Za-z0-9+/=(])",
         "ccountKey",
         "ccountkey",
+        "ccount_key",
+        "ccount-key",
         "ACCOUNTKEY",
+        "ACCOUNT_KEY",
         "ccessKey",
         "ccesskey",
+        "ccess_key",
         "ACCESSKEY",
+        "ACCESS_KEY",
+        "STORAGE_KEY",
     ),
     _rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "xox"),
     _rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),

@@ -1,8 +1,10 @@
 """Chat messages as compaction reads them: checked, their content made text, read from a
 file (a JSON list, ``{"messages": [...], "digest": [...]}``, or JSONL, one message a line).
 
-A message is a mapping with a non-empty string ``role`` and a ``content``. Content given
-the way chat APIs take it, a list of parts, is made one string: text parts joined by a
+A message is a mapping with a non-empty string ``role`` and a ``content``. Reading a file
+(``load_conversation``, ``parse_messages``) checks the messages and keeps them as given;
+``validate_messages`` and compaction read content as text. Content given the way chat
+APIs take it, a list of parts, is read as one string: text parts joined by a
 blank line, a tool call written as ``[tool_use NAME] {input}``, a tool result as its text,
 any other part (an image, a file) as ``[TYPE]``. A ``null`` content (an assistant message
 that only calls tools) is the empty string. Every other key of a message is kept as it is;

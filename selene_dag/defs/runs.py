@@ -107,7 +107,7 @@ def prepare_dagster_home(settings: Settings) -> Path:
 # The code location `selene-dag dev` serves, named the same wherever it is started (the
 # sensors' cursors and on/off states are kept per location name).
 DEV_WORKSPACE_YAML = """\
-# Written by selene-dag dev.
+# Written by selene-dag dev, which rewrites it while this line is here.
 load_from:
   - python_module:
       module_name: selene_dag.definitions
@@ -118,10 +118,14 @@ load_from:
 def dev_workspace(dagster_home: Path) -> Path:
     """Write the workspace file `selene-dag dev` starts Dagster with into ``dagster_home``
     and return its path: selene-dag's definitions, under one location name (a
-    workspace.yaml in the directory it was started from was taken instead)."""
+    workspace.yaml in the directory it was started from was taken instead). A file there
+    that selene-dag did not write (its first line) is the user's: kept as it is."""
     path = dagster_home / "workspace.yaml"
-    if not path.is_file() or path.read_text(encoding="utf-8") != DEV_WORKSPACE_YAML:
-        path.write_text(DEV_WORKSPACE_YAML, encoding="utf-8")
+    if path.is_file():
+        current = path.read_text(encoding="utf-8")
+        if current == DEV_WORKSPACE_YAML or not current.startswith(DEV_WORKSPACE_YAML[:28]):
+            return path
+    path.write_text(DEV_WORKSPACE_YAML, encoding="utf-8")
     return path
 
 

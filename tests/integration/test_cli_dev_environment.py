@@ -125,3 +125,6 @@ def test_dev_serves_its_own_definitions_wherever_it_is_started(tmp_path: Path) -
     assert proc.returncode == 0, proc.stderr[-2000:]
     out = proc.stdout + proc.stderr
     assert "selene_dag" in out and "my_company_pipelines" not in out
+    # One the user wrote there is theirs: kept.
+    workspace.write_text("load_from:\n  - python_module: my_own\n")
+    assert dev_workspace(dagster_home).read_text() == "load_from:\n  - python_module: my_own\n"

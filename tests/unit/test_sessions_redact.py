@@ -26,9 +26,9 @@ _SHAPES = {
     "aws_secret_key": r"(?:aws|AWS|secret) key is [a-z]{13}[A-Z]{13}[0-9]{14}",
     "github_token": r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
-    "huggingface_token": r"hf_[A-Za-z0-9]{30,40}",
+    "huggingface_token": r"hf_[A-Za-z0-9]{20}[0-9][A-Za-z0-9]{13,19}",
     "sendgrid_key": r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",
-    "azure_key": r"(?:AccountKey|SharedAccessKey)=[A-Za-z0-9+/]{20,88}={0,2}",
+    "azure_key": r"(?:AccountKey|SharedAccessKey|account_key)=[A-Za-z][A-Za-z0-9+/]{9,40}[0-9][A-Za-z0-9+/]{9,40}={0,2}",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     "npm_token": r"npm_[A-Za-z0-9]{36}",
     "gitlab_token": r"glpat-[A-Za-z0-9_\-]{20,30}",
@@ -42,6 +42,10 @@ _SHAPES = {
     "config_secret": r"[a-z_]{0,8}(?i:password|passwd|secret|token|api_?key|access_?key|private_?key|auth_?key)"
     rf"(?:=| ?: ?| = )(?:{_VALUE}|\"{_VALUE}\"|'{_VALUE}')",
 }
+
+
+# The development storage emulator's well-known key (published, not a secret).
+_AZURE = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
 
 
 @pytest.mark.parametrize("kind", sorted(PLANTED))
@@ -252,12 +256,22 @@ def test_env_assignments_keep_their_name() -> None:
         # An Azure storage connection string's key (a QA run found it stored and printed).
         (
             "DefaultEndpointsProtocol=https;AccountName=acmeprod;AccountKey="
-            + "Zm9vYmFy" * 11
+            + "Zm9vYmF5" * 11
             + "==;EndpointSuffix=core.windows.net",
             "DefaultEndpointsProtocol=https;AccountName=acmeprod;"
             "AccountKey=[REDACTED:azure_key];EndpointSuffix=core.windows.net",
         ),
-        ("HF token hf_" + "aBcD" * 9 + " stored", "HF token [REDACTED:huggingface_token] stored"),
+        ("HF token hf_" + "aBc4" * 9 + " stored", "HF token [REDACTED:huggingface_token] stored"),
+        # An Azure key as the SDK, the az CLI, an environment and app.config give it.
+        *(
+            (f"{head}{_AZURE}{tail}", f"{head}[REDACTED:azure_key]{tail}")
+            for head, tail in (
+                ('credential={"account_name": "acct", "account_key": "', '"}'),
+                ("az storage container create --account-key ", " -n logs"),
+                ("AZURE_STORAGE_KEY=", ""),
+                ('<add key="AccountKey" value="', '"/>'),
+            )
+        ),
         # A URL after -u keeps its host: only its password goes.
         (
             "redis-cli -u redis://:pw1234@cache.internal:6379 ping",
@@ -329,6 +343,10 @@ password=RANDOM_PASSWORD; Bearer MY-PERSONAL-ACCESS-TOKEN; docker build --secret
 --plugin-secret datasette-auth0 client_secret "$CLIENT_SECRET"
 aws s3 ls; secret rotated at commit 3f786850e387550fdab836ed7e6dc881de23001b
 hf_hub_download(repo_id="x"); the AccountKey field; SharedAccessKeyName=RootManageSharedAccessKey
+const cfg = { accountName: name, accountKey: storageAccountKeyFromConfig };
+AccountKey=getStorageAccountKeyFromKeyVaultOrEnvironment(); accountKey: /etc/secrets/accountkey
+see SG.createSendGridClientForTheApp.sendTransactionalEmailNow()
+model = 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.from_pretrained(x)
 """
 
 
