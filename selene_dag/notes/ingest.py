@@ -165,8 +165,8 @@ class NoteRecord:
 @dataclass(frozen=True)
 class IngestError:
     """A file or line that could not be read; ``line`` is None for a whole-file error.
-    ``kept``: the problem cost no note (a value ignored, a byte replaced), and ``error``
-    starts with ``KEPT`` to say so."""
+    ``kept``: the problem cost no note (a value ignored, a byte replaced: ``error`` starts
+    with ``KEPT`` to say so; or a file read whole that holds none, an emptied page)."""
 
     source: str
     line: int | None
@@ -918,8 +918,10 @@ def _note_of_page(
     fields of its ``header``) and its text ``body``; the problem met (a setting ignored,
     or no text at all)."""
     if not body.strip():
+        # Read whole and found empty: no note is lost to it, so the note the page held
+        # before is marked deleted (kept, a page emptied to remove a secret served it on).
         where = f"no text after the {header}" if meta else "the file holds no text"
-        return None, IngestError(source, None, f"empty note: {where}")
+        return None, IngestError(source, None, f"empty note: {where}", kept=True)
     fields = _Fields(meta)
     title = fields.read(_clean_str, "title") or _first_heading(body) or _file_title(rel)
     created = fields.read(_as_datetime, *_CREATED) or _date_in_name(Path(rel).stem)

@@ -313,3 +313,28 @@ def test_a_folder_that_cannot_be_listed_is_reported_and_its_notes_are_kept(
         assert live == [("hidden.md",), ("open.md",)]
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_page_emptied_leaves_ask_and_context(tmp_path: Path) -> None:
+    # A page emptied (to take a secret out of it) counted as a file that failed to read:
+    # its note was never marked deleted, and ask, context and show served the old text.
+    db, folder = tmp_path / "selene.duckdb", tmp_path / "vault"
+    folder.mkdir()
+    (folder / "keep.md").write_text("# Keep\nStays.\n")
+    page = folder / "codename.md"
+    page.write_text("# Codename\nThe launch codename is OSPREY-ALPHA.\n")
+
+    def ingest() -> tuple[int, list[str]]:
+        with open_store(db) as conn:
+            scope = ingest_scope(conn, folder)
+            read = read_notes(folder, scope)
+            deleted = write_notes(conn, read, scope, NOW).deleted
+            live = conn.execute("SELECT id FROM notes WHERE deleted_at IS NULL ORDER BY id")
+            return deleted, [row[0] for row in live.fetchall()]
+
+    assert ingest()[0] == 0
+    page.write_text("")
+    deleted, live = ingest()
+    assert deleted == 1 and live == ["vault/keep.md"]
+    page.write_text("---\ntitle: only a header\n---\n")
+    assert ingest() == (0, ["vault/keep.md"])
