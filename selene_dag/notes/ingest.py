@@ -108,7 +108,8 @@ def _archive_reader(name: str) -> Callable[..., Any] | None:
 
 
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+# An empty one (``---`` twice) too: it was "no closing '---' line", kept in the text.
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
 _NAME_DATE = re.compile(r"(?<!\d)(\d{4})[-_.](\d{2})[-_.](\d{2})(?!\d)")
 # A note named by the minute or second it was made (Zettelkasten ids: org-roam's
@@ -869,10 +870,10 @@ def _parse_markdown(
     if match:
         broken = None
         try:
-            loaded = yaml.load(match.group(1), Loader=_YAML_LOADER)
+            loaded = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
             broken = _yaml_problem(exc)
-            loaded = _colon_in_value(match.group(1), exc)
+            loaded = _colon_in_value(match.group(1) or "", exc)
             if loaded is not None:
                 meta = loaded
                 problem = IngestError.note_kept(

@@ -461,3 +461,17 @@ def test_a_value_holding_a_colon_keeps_the_front_matter_and_the_problem_names_it
     (tmp_path / "half.md").write_text("---\ntitle: Also: broken\ntags: [unclosed, list\n---\nx")
     half = next(n for n in read_notes(tmp_path).notes if n.id == "half.md")
     assert (half.title, half.tags) == ("Also: broken", ())
+
+
+def test_an_empty_front_matter_is_read_as_one(tmp_path):
+    # "---" twice was "front-matter ignored: no closing '---' line", both lines kept in
+    # the note's text; a front matter left open still says so.
+    (tmp_path / "empty.md").write_text("---\n---\n# Body\nText.\n")
+    (tmp_path / "open.md").write_text("---\ntitle: x\n# Body\nText.\n")
+    result = read_notes(tmp_path)
+    notes = {n.id.rsplit("/", 1)[-1]: n for n in result.notes}
+    assert notes["empty.md"].content == "# Body\nText.\n"
+    assert notes["open.md"].content.startswith("---\n")
+    problems = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors}
+    assert "empty.md" not in problems
+    assert "no closing '---' line" in problems["open.md"]
