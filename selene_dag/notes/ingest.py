@@ -288,7 +288,10 @@ def read_notes(
             continue
         resolved = str(file) if real_root else str(file.resolve())
         source = _text.path_text(resolved)
-        rel = _text.path_text(file.relative_to(base).as_posix())
+        rel, about_export = _unzipped_page(_text.path_text(file.relative_to(base).as_posix()))
+        if about_export:  # read whole, holds no note of the user's
+            result.files_ok.append(source)
+            continue
         read_members = _archive_reader(file.name) if file == root else None
         try:
             looked_at = time.time_ns()
@@ -587,6 +590,21 @@ def _member_name(info: zipfile.ZipInfo) -> str:
 def _page_path(name: str) -> str:
     """A member's path inside an export, the folder of that export alone left out."""
     return _EXPORT_FOLDER.sub("", name, count=1)
+
+
+# The same folder in a folder of notes: an export unzipped where the user keeps notes.
+_EXPORT_FOLDER_IN_PATH = re.compile(r"(^|/)" + _EXPORT_FOLDER.pattern.removeprefix("^"))
+
+
+def _unzipped_page(rel: str) -> tuple[str, bool]:
+    """A file's path in a notes folder with an unzipped export's own folder left out, as
+    inside the archive (a newer export of the same pages keeps their ids), and whether it
+    is a page the export adds about itself (Notion's ``index.html``)."""
+    found = _EXPORT_FOLDER_IN_PATH.search(rel)
+    if found is None:
+        return rel, False
+    page = rel[found.end() :]
+    return rel[: found.start()] + found.group(1) + page, bool(_EXPORT_PAGES.match(page))
 
 
 def _zip_members(

@@ -107,3 +107,21 @@ def test_notion_dates_in_the_formats_its_settings_give() -> None:
     assert notion_date("March 5, 2024 → March 7, 2024") == "2024-03-05T00:00:00"
     assert notion_date("someday") is None
     assert page_properties("no heading\nCreated: March 5, 2024\n") == {}
+
+
+def test_an_export_unzipped_into_a_folder_reads_as_the_archive_does(tmp_path: Path) -> None:
+    # Unzipped, the export's own folder stayed in every id (a newer export: every page new,
+    # every old one deleted) and its index.html (the workspace's details) was a note.
+    def unzip(folder: Path, export: str, text: str) -> None:
+        pages = folder / export / PROJECTS
+        pages.mkdir(parents=True)
+        (folder / export / f"{PROJECTS}.md").write_text("# Projects\n\nEverything we run.\n")
+        (pages / f"{KICKOFF}.md").write_text(KICKOFF_PAGE.replace("Friday", text))
+        (folder / export / "index.html").write_text("<html><body>Workspace: Acme</body></html>")
+
+    first, second = tmp_path / "notion", tmp_path / "notion-later"
+    unzip(first, EXPORT, "Friday")
+    unzip(second, "Export-0a1b2c3d-0000-4000-8000-123456789abc", "Monday")
+    ids = [sorted(n.id for n in read_notes(folder).notes) for folder in (first, second)]
+    assert ids[0] == ids[1] == sorted([f"{PROJECTS}.md", f"{PROJECTS}/{KICKOFF}.md"])
+    assert read_notes(first).errors == []
