@@ -85,6 +85,8 @@ def parse_citation(text: str) -> Citation:
         return Citation("chunk", found["id"])
     if found := _NOTE.fullmatch(text):
         ranges = parse_ranges(found["ranges"]) if found["ranges"] else ()
+        if any(a < 1 for a, _ in ranges):
+            raise UsageError(f"{text!r}: a note's lines are numbered from 1")
         return Citation("note", found["id"], ranges)
     if found := _EVENTS.fullmatch(text):
         return Citation("session", found["key"], parse_ranges(found["ranges"]))

@@ -63,6 +63,11 @@ def test_a_huge_citation_is_refused_without_being_echoed() -> None:
 def test_ranges() -> None:
     assert parse_ranges("7") == ((7, 7),)
     assert parse_ranges("1-3,5 , 8-9") == ((1, 3), (5, 5), (8, 9))
+    # A note's lines are numbered from 1: "lines 0-3" was read as 1-3 without a word.
+    # (A session's events are numbered from 0.)
+    with pytest.raises(UsageError, match=r"numbered from 1"):
+        parse_citation("note docker/exec.md lines 0-3")
+    assert parse_citation("codex-demo events 0-12").ranges == ((0, 12),)
     assert widen([(5, 6), (10, 12)], 2, 1, 13) == [(3, 13)]
     assert widen([(5, 6), (12, 12)], 1, 1, 20) == [(4, 7), (11, 13)]
     assert widen([(1, 2)], 5, 1, 4) == [(1, 4)]
