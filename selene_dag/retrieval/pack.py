@@ -233,7 +233,7 @@ def plan_items(
     if not ranked:
         return []
     top = ranked[0].final if ranked[0].final > 0 else 1.0
-    sep = count_tokens(level_config.separator, model) if level_config.separator else 0
+    sep = separator_tokens(level_config.separator, model) if level_config.separator else 0
     plans: list[DocPlan] = []
     for r in ranked:
         cand = r.candidate
