@@ -397,8 +397,9 @@ def ingest(
         )
     if report.essences_left:
         err.print(
-            f"{plural(report.essences_left, 'note')} left without an essence at "
-            "SELENE_ESSENCE_LIMIT: the next ingest goes on",
+            f"{plural(report.essences_left, 'note')} left to analyse at "
+            "SELENE_ESSENCE_LIMIT (new or changed, or analysed by another engine or model): "
+            "the next ingest goes on",
             highlight=False,
         )
     others = report.home_notes - report.notes
@@ -1050,6 +1051,8 @@ def distill_run_command(
     )
     if hint := service.kept_no_chunk_hint(rows):
         err.print(hint, highlight=False)
+    if unrated := service.model_unrated_hint(_settings(home), rows):
+        err.print(unrated, highlight=False)
     if idle:
         out.print(idle, highlight=False, soft_wrap=True)
     if failed:

@@ -170,7 +170,8 @@ class IngestReport:
     restored: int = 0
     # Notes the model answered unusably, analysed by the offline engine instead.
     analysed_offline: int = 0
-    # Notes left without an essence when the run stopped at SELENE_ESSENCE_LIMIT.
+    # Notes left to analyse (new, changed, or by another engine or model) when the run stopped at
+    # SELENE_ESSENCE_LIMIT.
     essences_left: int = 0
 
 
@@ -1478,6 +1479,24 @@ def kept_no_chunk_hint(rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+def model_unrated_hint(settings: Settings, rows: Sequence[Mapping[str, Any]]) -> str:
+    """With a model server configured, one line counting the chunks of the sessions of
+    ``rows`` (``distill run`` rows that ran) the model did not rate (its answer was
+    unusable twice: the run's log names each; the other assessors' ratings decide); ""
+    when it rated all, or with the offline engine."""
+    if settings.llm == "extractive":
+        return ""
+    ran = [r for r in rows if r.get("ok") and r.get("chunks") and r.get("model_rated") is not None]
+    missing = sum(r["chunks"] - r["model_rated"] for r in ran)
+    if missing <= 0:
+        return ""
+    return (
+        f"{plural(missing, 'chunk')} of {plural(len(ran), 'session')} without the model's "
+        "rating: its answer was unusable (the run's log names each); the other assessors' "
+        "ratings decide"
+    )
+
+
 def distill_run(
     settings: Settings,
     ids: Sequence[str] = (),
@@ -1552,6 +1571,7 @@ def distill_run(
                 "dropped_chunks": row.get("dropped_chunks"),
                 "chunks": row.get("chunks"),
                 "min_consensus": row.get("min_consensus"),
+                "model_rated": row.get("model_rated"),
             }
         )
     if verdicts and all(r["ok"] for r in rows):

@@ -522,7 +522,7 @@ def stale_reasons(
         elif graph.get(key).tags.get("selene/clock") and metadata.get(AS_OF_DAY) != today:
             reasons[name] = f"computed for {metadata.get(AS_OF_DAY)}, now {today}"
         elif metadata.get(ESSENCES_LEFT):
-            reasons[name] = f"{metadata[ESSENCES_LEFT]} notes left without an essence"
+            reasons[name] = f"{metadata[ESSENCES_LEFT]} notes left to analyse"
     return reasons
 
 

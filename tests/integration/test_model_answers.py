@@ -155,4 +155,42 @@ def test_the_ingest_command_says_what_the_model_left(tmp_path: Path, monkeypatch
             monkeypatch.setenv(name, value)
         result = CliRunner().invoke(app, ["ingest", str(path)])
     assert result.exit_code == 0, result.output
-    assert "3 notes left without an essence at SELENE_ESSENCE_LIMIT" in result.output
+    assert "3 notes left to analyse at SELENE_ESSENCE_LIMIT" in result.output
+
+
+def test_distill_run_says_how_many_chunks_the_model_could_not_rate(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # The model's unusable answers for a few chunks were said only in the run's log:
+    # `distill run` printed "distilled, 0 failed" and nothing else.
+    import shutil
+
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+    from tests.support.sessions import REAL_CLAUDE
+
+    root = tmp_path / "projects" / "-proj"
+    root.mkdir(parents=True)
+    shutil.copy(REAL_CLAUDE, root / REAL_CLAUDE.name)
+    with FakeOllama(malformed_when="pyright") as fake:
+        for name, value in {
+            "SELENE_HOME": str(tmp_path / "home"),
+            "SELENE_LLM": "ollama",
+            "SELENE_OLLAMA_HOST": fake.url,
+            "SELENE_SESSION_ROOTS": f"claude={tmp_path / 'projects'}",
+            "SELENE_CLI_ASSESSORS": "",
+        }.items():
+            monkeypatch.setenv(name, value)
+        result = CliRunner().invoke(app, ["distill", "run", "--all"])
+    assert result.exit_code == 0, result.output
+    with open_store(tmp_path / "home" / "selene.duckdb") as conn:
+        chunks, rated = conn.execute(
+            "SELECT count(*), (SELECT count(DISTINCT chunk_id) FROM assessments "
+            "WHERE assessor = 'ollama') FROM chunks"
+        ).fetchone()
+    assert 0 < rated < chunks
+    missing = chunks - rated
+    assert f"{missing} chunk{'s' if missing > 1 else ''} of 1 session without the model's" in (
+        " ".join(result.output.split())
+    )
