@@ -159,8 +159,13 @@ _KEY_RULES = (
         "github_pat_",
     ),
     _rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", "AIza"),
-    # 34 characters with a digit (an identifier such as hf_AutoModelFor… holds none).
-    _rule("huggingface_token", r"\bhf_(?=[A-Za-z]{0,33}[0-9])[A-Za-z0-9]{34,40}\b", "hf_"),
+    # 34 letters (older tokens: digits too); not an identifier followed by an attribute or
+    # a call (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.from_pretrained: 34 letters as well).
+    _rule(
+        "huggingface_token",
+        r"\bhf_[A-Za-z0-9]{34}(?![A-Za-z0-9_])(?!\.[A-Za-z_]|\()",
+        "hf_",
+    ),
     _rule(
         "sendgrid_key",
         r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9_\-])",
@@ -172,14 +177,17 @@ _KEY_RULES = (
         # connection string (``…;AccountName=x;AccountKey=Zm9v…==;…``, URL-encoded too), a
         # config (``account_key: …``, ``"accountKey": "…"``), an app.config ``<add
         # key="AccountKey" value="…"/>``, the az CLI's ``--account-key …``, an environment
-        # (``AZURE_STORAGE_KEY=…``). Base64 of 20 characters or more holding a digit: a name
-        # (``accountKey: storageAccountKeyFromConfig``) or a path is no key.
-        r"(?P<head>(?:\b(?i:account[_-]?key|shared[_-]?access[_-]?key|azure_storage(?:_account)?_key)"
+        # (``AZURE_STORAGE_KEY=…``). Base64 of 40 characters or more (a key is 44 or 88)
+        # holding a digit: a name (``accountKey: storageAccountKeyFromConfig``) or a path
+        # (``keys/storage2/primary_key_file``) is no key. URL-encoded, ``%2B``, ``%2F`` and
+        # ``%3D`` are its characters, and ``%3B`` the ``;`` before its name.
+        r"(?P<head>(?:(?:(?<![A-Za-z0-9_])|(?<=%3[bB]))"
+        r"(?i:account[_-]?key|shared[_-]?access[_-]?key|azure_storage(?:_account)?_key)"
         r"[\"']?\s*(?:[=:]|%3[dD])\s*[\"']?"
         r"|--account-key(?:[ \t]+|=)[\"']?"
         r"|<add\s+key=\"(?i:account[_-]?key|shared[_-]?access[_-]?key)\"\s+value=\"))"
-        r"(?![/])(?=[A-Za-z0-9+/]{0,200}?[0-9])[A-Za-z0-9+/]{20,}(?:={1,2}|%3[dD]){0,2}"
-        r"(?![A-Za-z0-9+/=(])",
+        r"(?=(?:[A-Za-z0-9+/]|%2[bBfF]){0,200}?[0-9])(?:[A-Za-z0-9+/]|%2[bBfF]){40,}"
+        r"(?:=|%3[dD]){0,2}(?![A-Za-z0-9+/=(_]|\.[A-Za-z_])",
         "ccountKey",
         "ccountkey",
         "ccount_key",

@@ -1483,11 +1483,13 @@ def model_unrated_hint(settings: Settings, rows: Sequence[Mapping[str, Any]]) ->
     """With a model server configured, one line counting the chunks of the sessions of
     ``rows`` (``distill run`` rows that ran) the model did not rate (its answer was
     unusable twice: the run's log names each; the other assessors' ratings decide); ""
-    when it rated all, or with the offline engine."""
+    when it rated all, or with the offline engine. Rows only distilled again (their
+    ``model_rated`` None) are not counted: their chunks were not assessed in this run."""
     if settings.llm == "extractive":
         return ""
+    # Rows whose chunks this run assessed (not those only distilled again).
     ran = [r for r in rows if r.get("ok") and r.get("chunks") and r.get("model_rated") is not None]
-    missing = sum(r["chunks"] - r["model_rated"] for r in ran)
+    missing = sum(max(0, r["chunks"] - r["model_rated"]) for r in ran)
     if missing <= 0:
         return ""
     return (
@@ -1544,6 +1546,7 @@ def distill_run(
             settings, [f.session_key for f in files], instance, run_config, on_batch=on_batch
         )
         sessions_rejected.remember(settings, [(f, outcome.get(f.session_key) or "") for f in files])
+    scored = {f.session_key for f in files}  # the whole spine ran: chunks assessed again
     if again:
         outcome |= runs.materialize_distillations(
             settings, [f.session_key for f in again], instance, on_batch=on_batch
@@ -1571,7 +1574,7 @@ def distill_run(
                 "dropped_chunks": row.get("dropped_chunks"),
                 "chunks": row.get("chunks"),
                 "min_consensus": row.get("min_consensus"),
-                "model_rated": row.get("model_rated"),
+                "model_rated": row.get("model_rated") if f.session_key in scored else None,
             }
         )
     if verdicts and all(r["ok"] for r in rows):

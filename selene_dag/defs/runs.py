@@ -123,7 +123,7 @@ def dev_workspace(dagster_home: Path) -> Path:
     path = dagster_home / "workspace.yaml"
     if path.is_file():
         current = path.read_text(encoding="utf-8")
-        if current == DEV_WORKSPACE_YAML or not current.startswith(DEV_WORKSPACE_YAML[:28]):
+        if current == DEV_WORKSPACE_YAML or not current.startswith("# Written by selene-dag dev"):
             return path
     path.write_text(DEV_WORKSPACE_YAML, encoding="utf-8")
     return path

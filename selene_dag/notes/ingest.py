@@ -109,7 +109,7 @@ def _archive_reader(name: str) -> Callable[..., Any] | None:
 
 _HEADING = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.MULTILINE)
 # An empty one (``---`` twice) too: it was "no closing '---' line", kept in the text.
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:(.*?)\r?\n)?---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\r?\n(?:|(.*?)\r?\n)---[ \t]*(?:\r?\n|\Z)", re.DOTALL)
 _BINARY_SNIFF = 8192  # bytes of a markdown file looked at for NUL
 _NAME_DATE = re.compile(r"(?<!\d)(\d{4})[-_.](\d{2})[-_.](\d{2})(?!\d)")
 # A note named by the minute or second it was made (Zettelkasten ids: org-roam's
@@ -1032,6 +1032,9 @@ def _notes_of_objects(
         own_place = place or f"{rel}:{number}"
         try:
             note, fields = _record_from_json(obj, source, own_place)
+        except _EmptyNote as exc:
+            errors.append(IngestError(source, line, f"{label}{exc}", kept=True))
+            continue
         except (TypeError, ValueError, KeyError) as exc:
             errors.append(IngestError(source, line, f"{label}{exc}"))
             continue
@@ -1122,6 +1125,11 @@ _CREATED = ("created_at", "created", "date")
 _UPDATED = ("updated_at", "updated", "modified", "lastmod")
 
 
+class _EmptyNote(ValueError):
+    """An entry read whole that holds no text: no note, and none lost (the note it held
+    before is marked deleted)."""
+
+
 def _record_from_json(obj: Any, source: str, place: str) -> tuple[NoteRecord, _Fields]:
     """The note of one JSONL object; ``place`` is its id when it gives none. Raises
     TypeError or ValueError when it is no note (not an object, no text, an unreadable id)."""
@@ -1135,7 +1143,7 @@ def _record_from_json(obj: Any, source: str, place: str) -> tuple[NoteRecord, _F
     if not isinstance(content, str):
         raise TypeError(f"'{key}' must be a string")
     if not content.strip():  # as an empty file is: no text, no note
-        raise ValueError(f"empty note: '{key}' holds no text")
+        raise _EmptyNote(f"empty note: '{key}' holds no text")
     fields = _Fields(obj)
     title = fields.read(_clean_str, "title") or _first_heading(content) or note_id
     created = fields.read(_as_datetime, *_CREATED)

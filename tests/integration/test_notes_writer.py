@@ -338,3 +338,10 @@ def test_a_page_emptied_leaves_ask_and_context(tmp_path: Path) -> None:
     assert deleted == 1 and live == ["vault/keep.md"]
     page.write_text("---\ntitle: only a header\n---\n")
     assert ingest() == (0, ["vault/keep.md"])
+    # An entry of a JSONL file emptied: the same, and the file's other notes still track
+    # their deletions (the empty entry counted as a line that failed to read).
+    lines = folder / "more.jsonl"
+    lines.write_text('{"id": "a", "content": "Alpha."}\n{"id": "b", "content": "Beta."}\n')
+    assert ingest() == (0, ["vault/a", "vault/b", "vault/keep.md"])
+    lines.write_text('{"id": "a", "content": ""}\n')
+    assert ingest() == (2, ["vault/keep.md"])

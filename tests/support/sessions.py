@@ -43,7 +43,7 @@ PLANTED = {
     "gitlab_token": "glpat-" + "Zx9Yw8" * 4,
     "webhook_url": "https://hooks.slack.com/services/" + "T0AB12CD/B0EF34GH/" + "pQ9rS8tU7vW6",
     "cookie": "Cookie: " + "sessionid=" + "k3y9Zq0w8Xv",
-    "huggingface_token": "hf_" + "aBcDe7" * 6,
+    "huggingface_token": "hf_" + "aBcDeFgHiJkLmNoPq" * 2,
     "sendgrid_key": "SG." + "ngeVfQFYQlKU" + "0ufo8x5d1A." + "TwL2iGABf9DH" * 3 + "x5cr1s5",
     "azure_key": "AccountName=acme;AccountKey=" + "Zm9vYmF5" * 11 + "==;Endpoint",
 }

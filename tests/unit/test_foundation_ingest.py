@@ -466,11 +466,12 @@ def test_a_value_holding_a_colon_keeps_the_front_matter_and_the_problem_names_it
 def test_an_empty_front_matter_is_read_as_one(tmp_path):
     # "---" twice was "front-matter ignored: no closing '---' line", both lines kept in
     # the note's text; a front matter left open still says so.
-    (tmp_path / "empty.md").write_text("---\n---\n# Body\nText.\n")
+    (tmp_path / "empty.md").write_text("---\n---\n# Body\nText.\n\n---\n\nAfter a rule.\n")
     (tmp_path / "open.md").write_text("---\ntitle: x\n# Body\nText.\n")
     result = read_notes(tmp_path)
     notes = {n.id.rsplit("/", 1)[-1]: n for n in result.notes}
-    assert notes["empty.md"].content == "# Body\nText.\n"
+    # A rule further down is the text's (it took "# Body" and "Text." for a front matter).
+    assert notes["empty.md"].content == "# Body\nText.\n\n---\n\nAfter a rule.\n"
     assert notes["open.md"].content.startswith("---\n")
     problems = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors}
     assert "empty.md" not in problems

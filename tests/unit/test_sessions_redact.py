@@ -26,9 +26,9 @@ _SHAPES = {
     "aws_secret_key": r"(?:aws|AWS|secret) key is [a-z]{13}[A-Z]{13}[0-9]{14}",
     "github_token": r"(?:gh[pousr]_[A-Za-z0-9]{36,}|github_pat_[A-Za-z0-9_]{22,})",
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
-    "huggingface_token": r"hf_[A-Za-z0-9]{20}[0-9][A-Za-z0-9]{13,19}",
+    "huggingface_token": r"hf_[A-Za-z0-9]{34}",
     "sendgrid_key": r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",
-    "azure_key": r"(?:AccountKey|SharedAccessKey|account_key)=[A-Za-z][A-Za-z0-9+/]{9,40}[0-9][A-Za-z0-9+/]{9,40}={0,2}",
+    "azure_key": r"(?:AccountKey|SharedAccessKey|account_key)=[A-Za-z0-9+/]{20,40}[0-9][A-Za-z0-9+/]{20,40}={0,2}",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     "npm_token": r"npm_[A-Za-z0-9]{36}",
     "gitlab_token": r"glpat-[A-Za-z0-9_\-]{20,30}",
@@ -261,7 +261,19 @@ def test_env_assignments_keep_their_name() -> None:
             "DefaultEndpointsProtocol=https;AccountName=acmeprod;"
             "AccountKey=[REDACTED:azure_key];EndpointSuffix=core.windows.net",
         ),
-        ("HF token hf_" + "aBc4" * 9 + " stored", "HF token [REDACTED:huggingface_token] stored"),
+        # A token is 34 letters (an identifier of 34 before an attribute is no token).
+        (
+            "HF token hf_" + "aBcDeFgHiJkLmNoPq" * 2 + " stored",
+            "HF token [REDACTED:huggingface_token] stored",
+        ),
+        # A key URL-encoded in a connection string, and one starting with "/".
+        (
+            "AccountName%3Dx%3BAccountKey%3D"
+            + _AZURE.replace("/", "%2F").replace("=", "%3D")
+            + "%3BE",
+            "AccountName%3Dx%3BAccountKey%3D[REDACTED:azure_key]%3BE",
+        ),
+        ("AccountKey=/" + _AZURE[1:] + ";", "AccountKey=[REDACTED:azure_key];"),
         # An Azure key as the SDK, the az CLI, an environment and app.config give it.
         *(
             (f"{head}{_AZURE}{tail}", f"{head}[REDACTED:azure_key]{tail}")
@@ -347,6 +359,7 @@ const cfg = { accountName: name, accountKey: storageAccountKeyFromConfig };
 AccountKey=getStorageAccountKeyFromKeyVaultOrEnvironment(); accountKey: /etc/secrets/accountkey
 see SG.createSendGridClientForTheApp.sendTransactionalEmailNow()
 model = 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.from_pretrained(x)
+account_key: keys/storage2/primary_key_file_1; accountKey: storageAccountKeyFromConfig2
 """
 
 
