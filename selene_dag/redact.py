@@ -159,12 +159,10 @@ _KEY_RULES = (
         "github_pat_",
     ),
     _rule("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}", "AIza"),
-    # 34 letters (older tokens: digits too); not an identifier followed by an attribute or
-    # a call (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.from_pretrained: 34 letters as well).
+    # 34 letters (older tokens: digits too), as gitleaks takes them; an organisation's
+    # token is api_org_ and 34 letters.
     _rule(
-        "huggingface_token",
-        r"\bhf_[A-Za-z0-9]{34}(?![A-Za-z0-9_])(?!\.[A-Za-z_]|\()",
-        "hf_",
+        "huggingface_token", r"\b(?:hf|api_org)_[A-Za-z0-9]{34}(?![A-Za-z0-9_])", "hf_", "api_org_"
     ),
     _rule(
         "sendgrid_key",
@@ -177,17 +175,16 @@ _KEY_RULES = (
         # connection string (``…;AccountName=x;AccountKey=Zm9v…==;…``, URL-encoded too), a
         # config (``account_key: …``, ``"accountKey": "…"``), an app.config ``<add
         # key="AccountKey" value="…"/>``, the az CLI's ``--account-key …``, an environment
-        # (``AZURE_STORAGE_KEY=…``). Base64 of 40 characters or more (a key is 44 or 88)
-        # holding a digit: a name (``accountKey: storageAccountKeyFromConfig``) or a path
-        # (``keys/storage2/primary_key_file``) is no key. URL-encoded, ``%2B``, ``%2F`` and
-        # ``%3D`` are its characters, and ``%3B`` the ``;`` before its name.
-        r"(?P<head>(?:(?:(?<![A-Za-z0-9_])|(?<=%3[bB]))"
+        # (``AZURE_STORAGE_KEY=…``, ``STORAGE_ACCOUNT_KEY=…``, ``storageAccountKey: …``).
+        # Base64 of 40 characters or more with its padding (a key is 44 or 88 characters,
+        # ending in ``=``): a name or a path after the name is no key. URL-encoded,
+        # ``%2B``, ``%2F`` and ``%3D`` are its characters, and ``%3B`` the ``;`` before it.
+        r"(?P<head>(?:(?:(?<![A-Za-z0-9])|(?<=%3[bB])|(?<=[a-z])(?=A))"
         r"(?i:account[_-]?key|shared[_-]?access[_-]?key|azure_storage(?:_account)?_key)"
         r"[\"']?\s*(?:[=:]|%3[dD])\s*[\"']?"
         r"|--account-key(?:[ \t]+|=)[\"']?"
         r"|<add\s+key=\"(?i:account[_-]?key|shared[_-]?access[_-]?key)\"\s+value=\"))"
-        r"(?=(?:[A-Za-z0-9+/]|%2[bBfF]){0,200}?[0-9])(?:[A-Za-z0-9+/]|%2[bBfF]){40,}"
-        r"(?:=|%3[dD]){0,2}(?![A-Za-z0-9+/=(_]|\.[A-Za-z_])",
+        r"(?:[A-Za-z0-9+/]|%2[bBfF]){40,}(?:={1,2}|(?:%3[dD]){1,2})(?![A-Za-z0-9+/=])",
         "ccountKey",
         "ccountkey",
         "ccount_key",

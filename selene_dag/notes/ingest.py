@@ -878,6 +878,9 @@ def _lone_value(text: str) -> Any:
     return value if not isinstance(value, dict) else text.strip().strip("'\"")
 
 
+_NOT_PAIRS = "expected key: value pairs"
+
+
 def _parse_markdown(
     text: str, rel: str, source: str, mtime: datetime
 ) -> tuple[NoteRecord | None, IngestError | None]:
@@ -903,12 +906,22 @@ def _parse_markdown(
                 broken = None
         else:
             if loaded is not None and not isinstance(loaded, dict):
-                broken = "expected key: value pairs"
+                broken = _NOT_PAIRS
+            elif loaded is None and (match.group(1) or "").strip():
+                # Only comments to YAML: a heading between two rules ("---\n# Part 1\n---"),
+                # no front matter. Cut, the heading went without a word.
+                match = None
             else:
                 meta = loaded or {}
-        body = body[match.end() :]
+        prose = broken == _NOT_PAIRS
         if broken:
-            problem = IngestError.note_kept(source, None, f"front-matter ignored: {broken}")
+            # Prose or a list between two rules is the note's text, kept (a note opening
+            # with a rule lost the lines up to the next); a mapping YAML cannot read is a
+            # front matter with a typo: left out, and said.
+            kept = " (kept in the text)" if prose else ""
+            problem = IngestError.note_kept(source, None, f"front-matter ignored: {broken}{kept}")
+        if match is not None and not prose:
+            body = body[match.end() :]
     elif body.startswith("---\n") or body.startswith("---\r\n"):
         problem = IngestError.note_kept(source, None, "front-matter ignored: no closing '---' line")
     elif is_notion_page(PurePosixPath(rel).stem):
@@ -1136,9 +1149,11 @@ def _record_from_json(obj: Any, source: str, place: str) -> tuple[NoteRecord, _F
     if not isinstance(obj, dict):
         raise TypeError(f"expected a JSON object, got {type(obj).__name__}")
     note_id = _clean_str(obj.get("id")) or place
-    key = next((k for k in ("content", *_CONTENT_ALIASES) if k in obj), None)
-    if key is None:
+    keys = [k for k in ("content", *_CONTENT_ALIASES) if k in obj]
+    if not keys:
         raise ValueError("missing 'content' (the note's text; 'text' or 'body' are read too)")
+    # The first that holds text (an export may give an empty "content" beside its "text").
+    key = next((k for k in keys if isinstance(obj[k], str) and obj[k].strip()), keys[0])
     content = obj[key]
     if not isinstance(content, str):
         raise TypeError(f"'{key}' must be a string")

@@ -476,3 +476,26 @@ def test_an_empty_front_matter_is_read_as_one(tmp_path):
     problems = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors}
     assert "empty.md" not in problems
     assert "no closing '---' line" in problems["open.md"]
+
+
+def test_a_note_opening_with_a_rule_keeps_its_text(tmp_path):
+    # The lines between a first rule and the next were taken for a front matter and cut:
+    # a heading without a word (YAML reads "# ..." as a comment), prose with "ignored".
+    (tmp_path / "heading.md").write_text("---\n# Chapter 1\n---\nBody text.\n")
+    (tmp_path / "prose.md").write_text("---\nSome prose here.\n---\nMore.\n")
+    notes = {n.id: n for n in read_notes(tmp_path).notes}
+    assert notes["heading.md"].content == "---\n# Chapter 1\n---\nBody text.\n"
+    assert notes["heading.md"].title == "Chapter 1"
+    assert notes["prose.md"].content.startswith("---\nSome prose here.")
+
+
+def test_an_empty_content_beside_a_text_reads_the_text(tmp_path):
+    # The first of content/text/body present was taken even when empty: the note was
+    # dropped (and, once empty notes counted as read, marked deleted).
+    (tmp_path / "n.jsonl").write_text(
+        '{"id": "a", "content": "", "text": "Real text A"}\n'
+        '{"id": "b", "content": "  ", "body": "Real text B"}\n'
+        '{"id": "c", "content": "C", "body": {"blocks": []}}\n'
+    )
+    notes = {n.id: n.content for n in read_notes(tmp_path).notes}
+    assert notes == {"a": "Real text A", "b": "Real text B", "c": "C"}

@@ -28,7 +28,7 @@ _SHAPES = {
     "google_api_key": r"AIza[0-9A-Za-z_\-]{35}",
     "huggingface_token": r"hf_[A-Za-z0-9]{34}",
     "sendgrid_key": r"SG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}",
-    "azure_key": r"(?:AccountKey|SharedAccessKey|account_key)=[A-Za-z0-9+/]{20,40}[0-9][A-Za-z0-9+/]{20,40}={0,2}",
+    "azure_key": r"(?:AccountKey|SharedAccessKey|account_key)=[A-Za-z0-9+/]{40,88}={1,2}",
     "slack_token": r"xox[abposr]-[A-Za-z0-9\-]{10,}",
     "npm_token": r"npm_[A-Za-z0-9]{36}",
     "gitlab_token": r"glpat-[A-Za-z0-9_\-]{20,30}",
@@ -274,6 +274,13 @@ def test_env_assignments_keep_their_name() -> None:
             "AccountName%3Dx%3BAccountKey%3D[REDACTED:azure_key]%3BE",
         ),
         ("AccountKey=/" + _AZURE[1:] + ";", "AccountKey=[REDACTED:azure_key];"),
+        # Names of the key in env files and ARM/Bicep; an HF token before a method call.
+        ("STORAGE_ACCOUNT_KEY=" + _AZURE, "STORAGE_ACCOUNT_KEY=[REDACTED:azure_key]"),
+        ('"storageAccountKey": "' + _AZURE + '"', '"storageAccountKey": "[REDACTED:azure_key]"'),
+        (
+            "t = hf_" + "iKZWeqhFWCEPyYngF" * 2 + ".strip()",
+            "t = [REDACTED:huggingface_token].strip()",
+        ),
         # An Azure key as the SDK, the az CLI, an environment and app.config give it.
         *(
             (f"{head}{_AZURE}{tail}", f"{head}[REDACTED:azure_key]{tail}")
@@ -358,8 +365,9 @@ hf_hub_download(repo_id="x"); the AccountKey field; SharedAccessKeyName=RootMana
 const cfg = { accountName: name, accountKey: storageAccountKeyFromConfig };
 AccountKey=getStorageAccountKeyFromKeyVaultOrEnvironment(); accountKey: /etc/secrets/accountkey
 see SG.createSendGridClientForTheApp.sendTransactionalEmailNow()
-model = 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.from_pretrained(x)
+model = hf_AutoModel.from_pretrained(x)
 account_key: keys/storage2/primary_key_file_1; accountKey: storageAccountKeyFromConfig2
+accountKey: /var/run/secrets/azure/storage2/eastus/accountkey
 """
 
 
