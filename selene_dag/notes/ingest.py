@@ -83,6 +83,7 @@ from selene_dag.notes.listing import (
     ZIP_SUFFIXES,
     html_twins,
     note_files,
+    renderings_passed_over,
     unlisted_folders,
     walk_once,
 )
@@ -273,6 +274,13 @@ def read_notes(
         files = note_files(root, skip)
         inside_skip = tuple(str(folder).rstrip("/") + "/" for folder in skip)
         unlisted = [u for u in unlisted_folders(root) if not (u[0] + "/").startswith(inside_skip)]
+        renderings = [r for r in renderings_passed_over(root) if not (r[0]).startswith(inside_skip)]
+    for page, beside in renderings:
+        reason = (
+            f"passed over as the copy of {beside} beside it (a page named as a note file "
+            "is taken for its rendering); rename it to read it as a note of its own"
+        )
+        result.errors.append(IngestError(_text.path_text(page), None, reason, kept=True))
     # os.walk enters no linked folder, so below a root that is its own real path a file's
     # path is its source (resolving each file cost a tenth of a vault's read). A file that
     # is a link keeps its path in the folder as its source too: resolved to its target

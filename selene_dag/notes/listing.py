@@ -166,6 +166,33 @@ def other_files(path: Path, passed_over: list[str] | None = None) -> dict[str, i
     return counts
 
 
+def renderings_passed_over(path: Path) -> list[tuple[str, str]]:
+    """The HTML pages under the folder ``path`` passed over as the copy of a note file of
+    the same name beside them (:func:`html_twins`), with that file's name, when the file
+    is not JSON (a Keep note's ``.json`` and ``.html`` are one note by design, said of
+    none): ``a.html`` beside ``a.md`` may be its rendering, or a page of its own, which
+    the user is told of rather than losing it without a word."""
+    if not path.is_dir():
+        return []
+    found = []
+    for folder, files in _walk(path).folders:
+        if not any(_is_html(name) for name in files):
+            continue
+        for name in sorted(html_twins(files)):
+            stem = os.path.splitext(name)[0]
+            beside = sorted(
+                other
+                for other in files
+                if other != name
+                and os.path.splitext(other)[0] == stem
+                and os.path.splitext(other)[1].lower() in NOTE_SUFFIXES
+                and not _is_html(other)
+            )
+            if beside and not any(other.lower().endswith(".json") for other in beside):
+                found.append((os.path.join(folder, name), beside[0]))
+    return found
+
+
 @dataclass(frozen=True)
 class FolderWalk:
     """One walk of a notes folder (:func:`~selene_dag.notes.folders.walk_notes_folder`):

@@ -499,3 +499,20 @@ def test_an_empty_content_beside_a_text_reads_the_text(tmp_path):
     )
     notes = {n.id: n.content for n in read_notes(tmp_path).notes}
     assert notes == {"a": "Real text A", "b": "Real text B", "c": "C"}
+
+
+def test_a_page_named_as_a_note_beside_it_is_said_to_be_passed_over(tmp_path):
+    # a.html beside a.md was left out without a word, whatever it held; a Keep note's
+    # .html beside its .json is one note by design and is said of none.
+    (tmp_path / "a.md").write_text("# A\naardvark\n")
+    (tmp_path / "a.html").write_text("<html><body><p>dingo</p></body></html>")
+    (tmp_path / "k.json").write_text(
+        '{"title": "k", "textContent": "keep note", "isTrashed": false,'
+        ' "userEditedTimestampUsec": 1}'
+    )
+    (tmp_path / "k.html").write_text("<html><body>keep note</body></html>")
+    result = read_notes(tmp_path)
+    assert sorted(n.id for n in result.notes) == ["a.md", "k.json"]
+    said = [(e.source.rsplit("/", 1)[-1], e.kept) for e in result.errors]
+    assert said == [("a.html", True)]
+    assert "copy of a.md beside it" in result.errors[0].error
