@@ -429,6 +429,18 @@ def test_codex_failures_written_as_text_are_errors(text: str, failed: bool) -> N
     assert failed_in_text(text) is failed
 
 
+def _claude_prompt(content: object) -> dict:
+    """One Claude Code user record holding ``content``."""
+    return {
+        "parentUuid": None,
+        "sessionId": "s1",
+        "uuid": "u1",
+        "type": "user",
+        "timestamp": "2026-01-02T03:04:05Z",
+        "message": {"role": "user", "content": content},
+    }
+
+
 def test_an_image_pasted_into_a_prompt_becomes_a_placeholder_of_the_prompt(tmp_path) -> None:
     # A screenshot pasted into a Claude Code prompt was an empty "other" event: the
     # transcript never said the user showed one.
@@ -436,14 +448,7 @@ def test_an_image_pasted_into_a_prompt_becomes_a_placeholder_of_the_prompt(tmp_p
 
     data = base64.b64encode(b"\x89PNG" + bytes(30_000)).decode()
     image = {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
-    record = {
-        "parentUuid": None,
-        "sessionId": "s1",
-        "uuid": "u1",
-        "type": "user",
-        "timestamp": "2026-01-02T03:04:05Z",
-        "message": {"role": "user", "content": [{"type": "text", "text": "why this?"}, image]},
-    }
+    record = _claude_prompt([{"type": "text", "text": "why this?"}, image])
     path = tmp_path / "pasted.jsonl"
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     prompts = [e for e in parse_file(path).events if e.kind == "user_prompt"]
@@ -454,15 +459,9 @@ def test_an_image_pasted_into_a_prompt_becomes_a_placeholder_of_the_prompt(tmp_p
 def test_a_byte_that_is_not_utf8_costs_that_byte_not_its_line(tmp_path) -> None:
     # One invalid byte inside a JSON string (a terminal's output cut inside a character)
     # made the whole line unreadable: the session's first prompt was lost.
-    record = {
-        "parentUuid": None,
-        "sessionId": "s1",
-        "uuid": "u1",
-        "type": "user",
-        "timestamp": "2026-01-02T03:04:05Z",
-        "message": {"role": "user", "content": "deploy the caf@ branch"},
-    }
-    line = json.dumps(record).encode().replace(b"caf@", b"caf\xe9")
+    line = (
+        json.dumps(_claude_prompt("deploy the caf@ branch")).encode().replace(b"caf@", b"caf\xe9")
+    )
     path = tmp_path / "bad-byte.jsonl"
     path.write_bytes(line + b"\n" + b"{not json\n")
     result = parse_file(path)
