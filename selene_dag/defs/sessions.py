@@ -230,6 +230,11 @@ def _read_one(
         return None
     for sample in read.result.error_samples:
         batch.context.log.warning(f"{scanned.path}: skipped {sample}")
+    if read.result.unfinished_line:
+        batch.context.log.info(
+            f"{scanned.path}: line {read.result.unfinished_line} is still being written; "
+            "it is read once the file changes again"
+        )
     if read.result.own_assessment:
         batch.context.log.info(f"{scanned.path}: selene-dag's own assessment run, no events kept")
     return read
@@ -239,7 +244,7 @@ def _read_one(
     "sessions",
     partitions_def=SESSION_PARTITIONS,
     backfill_policy=SESSION_BACKFILL,
-    code_version="14",  # 14: Azure keys, Hugging Face and SendGrid tokens, a pasted image named; 13: Pwd= at a line end, a password named with no verb; 9-12: htpasswd, net use, curl -b, AWS secret keys; 7-8: in words
+    code_version="15",  # 15: a last line still being written is no parse error; 14: Azure keys, Hugging Face and SendGrid tokens, a pasted image named; 13: Pwd= at a line end, a password named with no verb; 9-12: htpasswd, net use, curl -b, AWS secret keys; 7-8: in words
     description=(
         "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "

@@ -115,6 +115,7 @@ class IngestResult:
     kinds: Counter[str] = field(default_factory=Counter)
     data_version: str = ""
     own_assessment: bool = False
+    unfinished_line: int | None = None  # a last line still being written, read next time
 
 
 @dataclass(frozen=True)
@@ -259,6 +260,7 @@ def read_session(
         kinds=Counter(e.kind for e in events),
         data_version=events_version(events),
         own_assessment=own,
+        unfinished_line=stats.unfinished_line,
     )
     return ReadSession(file_row, events, result)
 

@@ -332,3 +332,46 @@ def test_every_field_of_a_headless_stream_may_hold_a_wrong_type(
     result = parse_file(path)  # detected from content; must not raise
 
     assert result.platform == platform and result.stats.lines == len(lines)
+
+
+@pytest.mark.parametrize("platform", sorted(REAL))
+def test_a_last_line_still_being_written_is_no_error_and_is_read_once_complete(
+    platform: str, tmp_path: Path
+) -> None:
+    # A session is read while its agent runs: the last record may be half written.
+    good = [line for line in REAL[platform].read_bytes().splitlines() if line.strip()]
+    whole = parse_file(REAL[platform], platform)
+    path = tmp_path / REAL[platform].name
+    last = good[-1]
+    path.write_bytes(b"\n".join(good[:-1]) + b"\n" + last[: len(last) // 2])
+
+    writing = parse_file(path, platform)
+
+    assert writing.errors == 0 and writing.error_samples == []
+    assert writing.stats.unfinished_line == len(good)
+    assert [e.text for e in writing.events] == [
+        e.text for e in parse_file(_without_last(REAL[platform], tmp_path), platform).events
+    ]
+
+    path.write_bytes(b"\n".join(good) + b"\n")
+    done = parse_file(path, platform)
+    assert done.stats.unfinished_line is None
+    assert [e.text for e in done.events] == [e.text for e in whole.events]
+
+
+def test_a_broken_line_that_is_not_the_last_still_counts(tmp_path: Path) -> None:
+    good = [line for line in REAL["claude"].read_bytes().splitlines() if line.strip()]
+    path = tmp_path / "a.jsonl"
+    path.write_bytes(b"\n".join([*good[:-1], good[-1][:20], good[-1]]))  # no final break
+
+    result = parse_file(path, "claude")
+
+    assert result.errors == 1 and result.stats.unfinished_line is None
+
+
+def _without_last(source: Path, tmp_path: Path) -> Path:
+    lines = [line for line in source.read_bytes().splitlines() if line.strip()]
+    path = tmp_path / "without_last" / source.name
+    path.parent.mkdir()
+    path.write_bytes(b"\n".join(lines[:-1]) + b"\n")
+    return path

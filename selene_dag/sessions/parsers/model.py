@@ -95,7 +95,8 @@ class ParseStats:
     because another record already carried the same content (the Codex parser) or the same
     record id (a Claude record repeated across a resume). ``parent_session_id`` is set for a
     sub-agent transcript: the session that started it. ``abandoned`` counts events of
-    rewound branches (marked on the events, see :class:`SessionEvent`).
+    rewound branches (marked on the events, see :class:`SessionEvent`). ``unfinished_line``
+    is the number of a last line still being written (not JSON yet, no line break), if any.
     """
 
     lines: int = 0
@@ -106,6 +107,7 @@ class ParseStats:
     project: str | None = None
     parent_session_id: str | None = None
     abandoned: int = 0
+    unfinished_line: int | None = None
 
     def record_error(self, line: int, message: str) -> None:
         """Count one malformed record and keep the first few messages as samples."""
