@@ -29,12 +29,23 @@ _INPUT_FOLLOWS_A_CHANGE = (
     )
 ).with_label("input will run for a changed input")
 
+_FOLLOW = dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_deps_match(
+    _INPUT_CHANGED | _INPUT_FOLLOWS_A_CHANGE
+)
+
+# since_last_handled() also resets when the asset is updated: an input that changed while
+# the asset's own run was in progress was forgotten when that run ended, though the run
+# had read the input before the change. Such a change is kept until the asset is next
+# requested.
+_CHANGED_DURING_OWN_RUN = (
+    (_FOLLOW & dg.AutomationCondition.in_progress())
+    .since(dg.AutomationCondition.newly_requested())
+    .with_label("input changed during its own run")
+)
+
 FOLLOW_UPSTREAM = (
     dg.AutomationCondition.in_latest_time_window()
-    & (
-        dg.AutomationCondition.newly_missing()
-        | dg.AutomationCondition.any_deps_match(_INPUT_CHANGED | _INPUT_FOLLOWS_A_CHANGE)
-    ).since_last_handled()
+    & (_FOLLOW.since_last_handled() | _CHANGED_DURING_OWN_RUN)
     & ~dg.AutomationCondition.any_deps_missing()
     & ~dg.AutomationCondition.any_deps_in_progress()
     & ~dg.AutomationCondition.in_progress()
