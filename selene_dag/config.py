@@ -168,7 +168,9 @@ class Settings(BaseSettings):
         json_schema_extra=_shown("$SELENE_HOME/notes"),
     )
     llm: str = Field(
-        "extractive", description="Engine: `extractive` (offline, default) or `ollama`."
+        "extractive",
+        description="Engine: `extractive` (offline, default) or `ollama`. After a change, "
+        "`ingest` analyses the notes again and `distill run --all` rates the sessions again.",
     )
     model: str = Field(
         DEFAULT_MODEL,

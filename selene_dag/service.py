@@ -1599,13 +1599,15 @@ def _distill_todo(
     run_config: dict[str, Any] | None,
 ) -> tuple[list[ScannedFile], list[ScannedFile]]:
     """Of ``files`` (every scanned file), those ``distill run --all`` runs (new, changed,
-    never completed, computed by older code or counted in another model) and those it
+    never completed, computed by older code, counted in another model or rated by another
+    engine) and those it
     distills again only (distilled under other settings)."""
     changed = {
         row["session_key"]
         for row in sessions_report.distill_scan(settings)
         if row["state"] != "done"
     } | sessions_report.counted_in_another_model(settings)
+    changed |= sessions_report.rated_by_another_engine(settings)
     # A file rejected for its content, unchanged since, is listed by `distill scan` with
     # the files left out, not read again (sessions.rejected).
     files = sessions_rejected.split(settings, files)[0]

@@ -273,6 +273,25 @@ def counted_in_another_model(settings: Settings) -> set[str]:
     return {row[0] for row in rows}
 
 
+def rated_by_another_engine(settings: Settings) -> set[str]:
+    """The ingested sessions whose chunks were rated by another engine than SELENE_LLM
+    names now: with a model server, those none of whose chunks it rated (rated offline,
+    before the switch to it); offline, those it rated some of. Notes are analysed again
+    after such a switch; their sessions are rated again too. Empty when there is no
+    database."""
+    conn = read_conn(settings)
+    if conn is None:
+        return set()
+    try:
+        rows = conn.execute(
+            "SELECT session_key, bool_or(assessor = 'ollama') FROM assessments GROUP BY session_key"
+        ).fetchall()
+    finally:
+        conn.close()
+    wanted = settings.llm == "ollama"
+    return {key for key, by_model in rows if bool(by_model) != wanted}
+
+
 def distill_status(settings: Settings) -> dict[str, Any]:
     """Pipeline state: files per state, rows per sessions table, distilled files,
     ``source_gone``: ingested sessions whose file no longer exists (rows kept), and

@@ -194,3 +194,43 @@ def test_distill_run_says_how_many_chunks_the_model_could_not_rate(
     assert f"{missing} chunk{'s' if missing > 1 else ''} of 1 session without the model's" in (
         " ".join(result.output.split())
     )
+
+
+def test_distill_run_all_rates_sessions_again_after_a_switch_of_engine(tmp_path: Path) -> None:
+    # Notes are analysed again after SELENE_LLM changes; the sessions' chunks kept the
+    # offline ratings for ever (`distill run --all`: "every file up to date").
+    import shutil
+
+    from tests.support.sessions import REAL_CLAUDE
+
+    root = tmp_path / "projects" / "-proj"
+    root.mkdir(parents=True)
+    shutil.copy(REAL_CLAUDE, root / REAL_CLAUDE.name)
+    base = {
+        "SELENE_SESSION_ROOTS": f"claude={tmp_path / 'projects'}",
+        "SELENE_CLI_ASSESSORS": "",
+    }
+    home = tmp_path / "home"
+
+    def rated_by_model() -> tuple[int, int]:
+        with open_store(home / "selene.duckdb") as conn:
+            return conn.execute(
+                "SELECT (SELECT count(*) FROM chunks), "
+                "count(DISTINCT chunk_id) FILTER (WHERE assessor = 'ollama') FROM assessments"
+            ).fetchone()
+
+    offline = load_settings(base | {"SELENE_LLM": "extractive"}, home=home)
+    assert len(service.distill_run(offline, all_files=True)) == 1
+    chunks, by_model = rated_by_model()
+    assert chunks > 0 and by_model == 0
+    with FakeOllama() as fake:
+        online = load_settings(
+            base | {"SELENE_LLM": "ollama", "SELENE_OLLAMA_HOST": fake.url}, home=home
+        )
+        [row] = service.distill_run(online, all_files=True)
+        assert row["ok"], row
+        assert rated_by_model() == (chunks, chunks)
+        assert service.distill_run(online, all_files=True) == []  # nothing left to rate
+    [row] = service.distill_run(offline, all_files=True)  # back offline
+    assert row["ok"] and rated_by_model() == (chunks, 0)
+    assert service.distill_run(offline, all_files=True) == []
