@@ -65,6 +65,7 @@ def search_index(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
             "documents_counted": dg.MetadataValue.int(built.counted),
             "documents_counted_from_passages": dg.MetadataValue.int(built.derived),
             "corpus_version": dg.MetadataValue.text(built.corpus_version),
+            "model": dg.MetadataValue.text(settings.model),
             "sample": markdown_table(["kind", "citation", "title"], sample),
             "dagster/row_count": dg.MetadataValue.int(built.documents),
         },

@@ -490,7 +490,8 @@ def stale_reasons(
 ) -> dict[str, str]:
     """Why each of ``keys`` (unpartitioned assets) must run now, for those that must:
     never materialized, stale in Dagster's lineage (an input's data version or its code
-    version changed), computed with another engine or model, computed for another day
+    version changed), computed with another engine or model, counted in another model's
+    tokens (assets whose metadata names the ``model``), computed for another day
     (assets tagged ``selene/clock``), left notes without an essence at its limit
     (``processed_notes`` with a model server), or, for ``raw_notes``, last run to forget a
     folder.
@@ -519,6 +520,8 @@ def stale_reasons(
             reasons[name] = "its last run forgot a folder"
         elif "engine" in metadata and metadata["engine"] != expected_engine:
             reasons[name] = f"computed with {metadata['engine']}, now {expected_engine}"
+        elif "model" in metadata and metadata["model"] != settings.model:
+            reasons[name] = f"counted in {metadata['model']}'s tokens, now {settings.model}'s"
         elif graph.get(key).tags.get("selene/clock") and metadata.get(AS_OF_DAY) != today:
             reasons[name] = f"computed for {metadata.get(AS_OF_DAY)}, now {today}"
         elif metadata.get(ESSENCES_LEFT):

@@ -90,6 +90,27 @@ def test_unchanged_edited_and_next_day_runs(tmp_path: Path, home: Path) -> None:
     }
 
 
+def test_a_new_target_model_counts_the_health_figures_and_the_index_again(
+    tmp_path: Path, home: Path
+) -> None:
+    # Offline, a new SELENE_MODEL ran nothing: the health figures and the budget check
+    # stayed counted in the old model's tokens, the index's counts too.
+    path, _ = _notes(tmp_path / "notes", 10)
+    settings = load_settings(home=home, now_override="2026-07-15")
+    service.ingest(settings, path)
+    other = settings.replace(model="gpt-4")
+
+    switched = service.ingest(other, path)
+
+    assert {"compression_health", "search_index"} <= set(switched.ran)
+    assert "processed_notes" not in switched.ran  # the offline analysis counts no tokens
+    instance = instance_for(other)
+    for key in ("compression_health", "search_index"):
+        event = instance.get_latest_materialization_event(dg.AssetKey(key))
+        assert event.asset_materialization.metadata["model"].value == "gpt-4"
+    assert service.ingest(other, path).ran == ()
+
+
 def test_one_edited_note_analyses_only_that_note(tmp_path: Path, home: Path) -> None:
     path, rows = _notes(tmp_path / "notes", 20)
     settings = load_settings(home=home, now_override="2026-07-15")
