@@ -21,6 +21,7 @@ import duckdb
 
 from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, EngineResponseError, deferred_cache
 from selene_dag.llm.versions import ALGORITHM_VERSIONS
+from selene_dag.notes.writer import note_fields_digest
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
 from selene_dag.text import hash_rows
@@ -200,9 +201,14 @@ def analyse_notes(
 
 
 def processed_version(conn: duckdb.DuckDBPyConnection) -> str:
-    """Content hash of every live note's analysis (essence, concepts, theme)."""
+    """Content hash of every live note's analysis (essence, concepts, theme) and of the
+    note it was made of: its content and fields (what follows reads them with the
+    analysis, so an edit that leaves the essence as it was still reaches the threads, the
+    tiers and the search index)."""
     rows = conn.execute(
-        "SELECT p.note_id, p.essence, p.concepts, p.primary_theme FROM processed_notes p "
-        "JOIN notes n ON n.id = p.note_id WHERE n.deleted_at IS NULL ORDER BY p.note_id"
+        "SELECT p.note_id, p.essence, p.concepts, p.primary_theme, n.content_hash, "
+        f"{note_fields_digest('n')} "
+        "FROM processed_notes p JOIN notes n ON n.id = p.note_id WHERE n.deleted_at IS NULL "
+        "ORDER BY p.note_id"
     ).fetchall()
     return hash_rows(rows)

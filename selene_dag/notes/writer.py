@@ -233,9 +233,27 @@ def write_notes(
 
 
 def stored_notes_version(conn: duckdb.DuckDBPyConnection) -> str:
-    """Data version of the live (not deleted) notes of every folder in the table."""
-    rows = conn.execute("SELECT id, content_hash FROM notes WHERE deleted_at IS NULL").fetchall()
+    """Data version of the live (not deleted) notes of every folder in the table: their
+    content and every field what follows reads (dates, theme, tags, test flag), so
+    that a note re-dated or re-tagged in its front matter moves its threads and tier."""
+    rows = conn.execute(
+        f"SELECT id, content_hash || ':' || {note_fields_digest()} FROM notes "
+        "WHERE deleted_at IS NULL"
+    ).fetchall()
     return notes_data_version((r[0], r[1]) for r in rows)
+
+
+def note_fields_digest(alias: str = "") -> str:
+    """A SQL expression: md5 of the fields of a ``notes`` row that what follows reads
+    besides its content (dates, theme, tags, test flag; a NULL kept apart from an empty
+    value; not its source file, which only `show` reads). ``alias``: the table's alias in
+    the query, if any."""
+    a = f"{alias}." if alias else ""
+    return (
+        f"md5(concat_ws('|', coalesce(epoch_us({a}created_at)::VARCHAR, '-'), "
+        f"coalesce(epoch_us({a}updated_at)::VARCHAR, '-'), "
+        f"coalesce({a}topic, chr(0)), coalesce({a}tags::VARCHAR, '-'), {a}test_run::VARCHAR))"
+    )
 
 
 def forget_folder(conn: duckdb.DuckDBPyConnection, key: str, folder: Path, now: datetime) -> int:

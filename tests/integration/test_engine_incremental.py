@@ -15,6 +15,7 @@ from selene_dag.config import load_settings
 from selene_dag.defs.notes import notes_folder_sensor
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.defs.runs import instance_for
+from selene_dag.store import open_store
 from tests.conftest import DEMO_NOTES
 
 NOTES_AND_INDEX = {
@@ -109,6 +110,57 @@ def test_a_new_target_model_counts_the_health_figures_and_the_index_again(
         event = instance.get_latest_materialization_event(dg.AssetKey(key))
         assert event.asset_materialization.metadata["model"].value == "gpt-4"
     assert service.ingest(other, path).ran == ()
+
+
+def _dated_notes(folder: Path, updated: dict[int, str] | None = None, tags=None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    for i in range(1, 12):
+        tag = (tags or {}).get(i, "alpha")
+        (folder / f"a{i:02d}.md").write_text(
+            f"---\ntitle: Alpha {i:02d}\ncreated: 2025-06-{i:02d}T09:00:00Z\n"
+            f"updated: {(updated or {}).get(i, f'2025-06-{i:02d}T09:00:00Z')}\n"
+            f"tags: [{tag}]\n---\nAlpha body {i:02d} about gizmo{i:02d}.\n"
+        )
+
+
+def test_a_note_re_dated_or_re_tagged_in_its_front_matter_moves_its_thread_and_tier(
+    tmp_path: Path, home: Path
+) -> None:
+    # Only the text made a note "changed": dates and tags were stored, and nothing that
+    # follows ran, so threads, tiers and context kept the old ones until some text changed.
+    folder = tmp_path / "notes"
+    _dated_notes(folder)
+    settings = load_settings(home=home, now_override="2026-01-01")
+    service.ingest(settings, folder)
+
+    def state():
+        with open_store(home / "selene.duckdb") as conn:
+            threads = dict(
+                conn.execute(
+                    "SELECT t.name, count(*) FROM threads t JOIN thread_notes m "
+                    "ON m.thread_id = t.id GROUP BY t.name"
+                ).fetchall()
+            )
+            status = conn.execute("SELECT status FROM threads WHERE name = 'alpha'").fetchone()
+            tier = conn.execute(
+                "SELECT fidelity_tier FROM processed_notes WHERE note_id LIKE '%a01.md'"
+            ).fetchone()
+        return threads, status[0], tier[0]
+
+    threads, status, tier = state()
+    assert threads == {"alpha": 11} and status == "archived" and tier == "skeleton"
+
+    _dated_notes(folder, updated={1: "2025-12-30T09:00:00Z"})
+    redated = service.ingest(settings, folder)
+    assert redated.changed == 1 and {"threads", "fidelity_tiers"} <= set(redated.ran)
+    threads, status, tier = state()
+    assert status == "active" and tier != "skeleton"
+
+    _dated_notes(folder, updated={1: "2025-12-30T09:00:00Z"}, tags={10: "beta", 11: "beta"})
+    retagged = service.ingest(settings, folder)
+    assert retagged.changed == 2 and "threads" in retagged.ran
+    assert state()[0] == {"alpha": 9, "beta": 2}
+    assert service.ingest(settings, folder).ran == ()
 
 
 def test_one_edited_note_analyses_only_that_note(tmp_path: Path, home: Path) -> None:
