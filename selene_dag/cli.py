@@ -536,10 +536,13 @@ def dev(
     ] = None,
 ) -> None:
     """Start the Dagster UI and daemon (automation and sensors live) on 127.0.0.1."""
-    from selene_dag.defs.runs import dev_workspace, prepare_dagster_home
+    from selene_dag.defs.runs import dev_workspace, instance_for
 
     settings = _settings(home)
-    dagster_home = prepare_dagster_home(settings)
+    # The instance's storage is created here, in turn with any other command opening it
+    # (Dagster's own processes would create it at once, beside a running `ingest`).
+    instance_for(settings).dispose()
+    dagster_home = settings.dagster_home.resolve()
     exe = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     target = ["-w", str(dev_workspace(dagster_home))]
     env = dev_environment(os.environ, dagster_home, settings.home.resolve(), settings)

@@ -33,6 +33,7 @@ from importlib.util import find_spec
 from pathlib import Path
 
 from selene_dag.config import Settings
+from selene_dag.files import write_whole
 from selene_dag.notes.ingest import notes_folder_version
 from selene_dag.paths import assets_dir, sql_dir
 from selene_dag.sessions.scanner import scan_roots
@@ -182,9 +183,7 @@ def remember(settings: Settings, key: dict[str, str]) -> None:
     }
     verdicts[key["scope"]] = key
     path = _verdict_path(settings)
-    partial = path.with_name(path.name + ".partial")
-    partial.write_text(json.dumps(verdicts, sort_keys=True, indent=1) + "\n", encoding="utf-8")
-    os.replace(partial, path)
+    write_whole(path, json.dumps(verdicts, sort_keys=True, indent=1) + "\n")
 
 
 def holds(settings: Settings, key: dict[str, str] | None) -> bool:

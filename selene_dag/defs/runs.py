@@ -40,6 +40,7 @@ from selene_dag.defs.sessions import (
     SESSION_SPINE_SELECTION,
 )
 from selene_dag.errors import make_folder
+from selene_dag.files import write_whole
 from selene_dag.notes.ingest import notes_folder_version
 from selene_dag.store import open_store
 
@@ -100,7 +101,7 @@ def prepare_dagster_home(settings: Settings) -> Path:
         current = config.read_text(encoding="utf-8")
         if current == wanted or not _written_by_us(current):
             return home
-    config.write_text(wanted, encoding="utf-8")
+    write_whole(config, wanted)  # a process starting now never reads half of it
     return home
 
 
@@ -125,7 +126,7 @@ def dev_workspace(dagster_home: Path) -> Path:
         current = path.read_text(encoding="utf-8")
         if current == DEV_WORKSPACE_YAML or not current.startswith("# Written by selene-dag dev"):
             return path
-    path.write_text(DEV_WORKSPACE_YAML, encoding="utf-8")
+    write_whole(path, DEV_WORKSPACE_YAML)
     return path
 
 
@@ -146,8 +147,30 @@ telemetry:
 
 
 def instance_for(settings: Settings) -> dg.DagsterInstance:
-    """Return the persistent Dagster instance under ``$SELENE_HOME/dagster``."""
-    return dg.DagsterInstance.from_config(str(prepare_dagster_home(settings)))
+    """Return the persistent Dagster instance under ``$SELENE_HOME/dagster``. Processes
+    opening it at once take turns: Dagster creates and stamps its SQLite storage when it
+    opens an instance, and two commands started together on a new home stamped it twice,
+    which broke every later run ("more than one head present")."""
+    home = make_folder(settings.dagster_home.resolve(), "the Dagster instance")
+    with _exclusive(home / ".opening.lock"):
+        return dg.DagsterInstance.from_config(str(prepare_dagster_home(settings)))
+
+
+@contextmanager
+def _exclusive(path: Path) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if needed) across processes;
+    the system frees it when the process ends. Where there is no ``fcntl``, no lock."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: nothing to wait for
+        yield
+        return
+    with open(path, "a", encoding="utf-8") as handle:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle, fcntl.LOCK_UN)
 
 
 def all_assets_and_checks() -> list:

@@ -13,11 +13,11 @@ is read again. Naming the file still reads it.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from selene_dag.config import Settings
+from selene_dag.files import write_whole
 from selene_dag.sessions.scanner import ScannedFile
 
 REJECTED_FILE = "rejected_sessions.json"
@@ -83,6 +83,4 @@ def remember(settings: Settings, failed: Iterable[tuple[ScannedFile, str]]) -> N
     if changed:
         path = _path(settings)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(".tmp")
-        temporary.write_text(json.dumps({p: list(v) for p, v in known.items()}), "utf-8")
-        os.replace(temporary, path)
+        write_whole(path, json.dumps({p: list(v) for p, v in known.items()}))

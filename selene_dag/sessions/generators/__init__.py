@@ -7,12 +7,12 @@ tokens the wrapper texts add, so the distiller can keep the whole file within bu
 
 from __future__ import annotations
 
-import os
 import re
 from pathlib import Path
 
 from selene_dag.context.tokens import count_tokens
 from selene_dag.errors import UsageError
+from selene_dag.files import write_whole
 from selene_dag.sessions.distiller import DistilledSession
 from selene_dag.sessions.generators import claude, codex, gemini
 from selene_dag.sessions.generators._base import ACK_TEXT, SeedMeta, message_texts, preamble
@@ -77,9 +77,7 @@ def write_session(
     name = safe_file_name(name)
     directory.mkdir(parents=True, exist_ok=True)
     target = directory / name
-    tmp = target.with_name(target.name + ".tmp")
-    tmp.write_text(text, encoding="utf-8")
-    os.replace(tmp, target)
+    write_whole(target, text)
     return target
 
 
