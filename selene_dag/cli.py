@@ -32,7 +32,7 @@ from rich.text import Text
 
 from selene_dag import __version__, service
 from selene_dag.config import Settings, load_settings
-from selene_dag.errors import SeleneError, UsageError
+from selene_dag.errors import SeleneError, UsageError, write_failure
 from selene_dag.store import waiting_notice
 from selene_dag.text import plural
 
@@ -110,6 +110,16 @@ def guarded(fn: F) -> F:
             if _DEBUG["on"]:
                 traceback.print_exc()
             err.print(_error_line(str(exc)), highlight=False, soft_wrap=True)
+            raise typer.Exit(1) from None
+        except Exception as exc:
+            # A full disk is the user's to fix, wherever the write failed: one line too.
+            line = write_failure(exc)
+            if line is None:
+                raise
+            if _DEBUG["on"]:
+                traceback.print_exc()
+            line += "; free some space (or lift the limit) and run the command again"
+            err.print(_error_line(line), highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 
     return wrapper  # type: ignore[return-value]

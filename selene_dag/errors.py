@@ -10,6 +10,7 @@ against the built-ins keeps working.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 
@@ -58,3 +59,42 @@ def make_folder(folder: Path, what: str) -> Path:
             "a folder you can write to"
         ) from None
     return folder
+
+
+# What a file system that cannot take more says (the disk full, a quota, a size limit, a
+# read-only mount), by errno and in the words of SQLite and DuckDB.
+_FULL_ERRNOS = frozenset({28, 122, 27, 30})  # ENOSPC, EDQUOT, EFBIG, EROFS
+_SQLITE_WRITE_FAILURES = (
+    "disk I/O error",
+    "database or disk is full",
+    "attempt to write a readonly database",
+)
+_DUCKDB_WRITE_FAILURE = re.compile(r'Could not write file "([^"]+)": ([^"\n]+)')
+
+
+def write_failure(exc: BaseException) -> str | None:
+    """One line for an error that comes from a disk that takes no more writes (full, over
+    a quota or a file-size limit, read-only), wherever it was raised (the database, the
+    Dagster instance's SQLite storage, a file); None for any other error. Looks through
+    the exceptions chained to ``exc``."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        error = pending.pop()
+        if error is None or id(error) in seen:
+            continue
+        seen.add(id(error))
+        if isinstance(error, OSError) and error.errno in _FULL_ERRNOS:
+            where = f"{error.filename}" if error.filename else "the home"
+            return f"cannot write {where}: {error.strerror}"
+        text = str(error)
+        match = _DUCKDB_WRITE_FAILURE.search(text)
+        if match and type(error).__module__.lstrip("_").startswith("duckdb"):
+            return f"cannot write {match.group(1)}: {match.group(2).strip()}"
+        if type(error).__name__ == "OperationalError" and any(
+            words in text for words in _SQLITE_WRITE_FAILURES
+        ):
+            reason = next(words for words in _SQLITE_WRITE_FAILURES if words in text)
+            return f"cannot write the Dagster run history ($SELENE_HOME/dagster): {reason}"
+        pending += [error.__cause__, error.__context__, getattr(error, "orig", None)]
+    return None

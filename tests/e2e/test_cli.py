@@ -560,3 +560,30 @@ def test_serve_on_a_port_in_use_is_one_line(tmp_path):
     assert_one_line_error(proc, f"port {port} on 127.0.0.1 is in use", "--port")
     assert "selene-dag API on" not in proc.stderr  # it never claimed to be serving
     assert_one_line_error(run("serve", "--host", "no-such-host.invalid"), "--host")
+
+
+@pytest.mark.parametrize("limit_kb", [20, 100])
+def test_a_disk_that_takes_no_more_is_one_line_and_a_rerun_finishes(tmp_path, limit_kb):
+    # A full disk gave two chained tracebacks when Dagster's SQLite storage hit it (20 KB
+    # here), or DuckDB's outside a step (100 KB); a file-size limit fails writes the same way.
+    import resource
+
+    home = tmp_path / "home"
+    notes = ASSETS / "demo" / "notes" / "til.jsonl"
+
+    def limited() -> None:
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit_kb * 1024, limit_kb * 1024))
+
+    proc = subprocess.run(
+        [str(EXE), "ingest", str(notes), "--home", str(home)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=limited,
+    )
+    assert_one_line_error(proc, "cannot write", "free some space")
+
+    again = run("ingest", str(notes), "--home", str(home))
+    assert again.returncode == 0, again.stderr
+    health = json.loads(run("health", "--home", str(home), "--format", "json").stdout)
+    assert health["essences"]["total"] == 577
