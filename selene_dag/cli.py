@@ -15,6 +15,7 @@ import inspect
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -512,8 +513,6 @@ def run_until_stopped(command: list[str], env: Mapping[str, str], cwd: Path) -> 
     """Run ``command`` and return its exit code; a SIGTERM or SIGHUP sent to this process
     is passed on to it (`dagster dev` then stops the webserver, daemon and code servers it
     started; killed with the wrapper alone, they kept running)."""
-    import signal
-
     # Dagster stops on SIGTERM through its SIGINT handler: a SIGINT ignored here (a job
     # started in the background) would be ignored by the child too, and SIGTERM with it.
     interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
@@ -1269,6 +1268,10 @@ def main() -> None:
 
     warnings.filterwarnings("ignore", module="dagster")
     warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
+    # A SIGTERM (a service manager stopping a scheduled run, `timeout`) stops a command as
+    # Ctrl-C does: the transaction in progress rolls back and the message below is said.
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, signal.default_int_handler)
     try:
         code = app(standalone_mode=False)
     except ClickException as exc:
@@ -1280,9 +1283,17 @@ def main() -> None:
         hint = f" (see `{context.command_path} --help`)" if context is not None else ""
         err.print(_error_line(f"{message}{hint}"), highlight=False)
         raise SystemExit(exc.exit_code) from None
-    except typer.Abort:
-        raise SystemExit(130) from None
+    except (typer.Abort, KeyboardInterrupt):
+        code = INTERRUPTED
+    if code == INTERRUPTED:  # typer returns Ctrl-C as this code
+        err.print(
+            "interrupted: what was finished is kept; run the command again to finish",
+            highlight=False,
+        )
     raise SystemExit(code if isinstance(code, int) else 0)
+
+
+INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C or SIGTERM
 
 
 if __name__ == "__main__":

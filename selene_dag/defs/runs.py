@@ -239,7 +239,7 @@ def materialize(
     _freeze_loaded_objects()
     release_dead_runs(instance)
     with keep_store_open(settings, instance):
-        return dg.materialize(
+        result = dg.materialize(
             all_assets_and_checks(),
             selection=selection,
             instance=instance,
@@ -252,6 +252,27 @@ def materialize(
                 "loggers": {"console": {"config": {"log_level": log_level}}},
             },
         )
+    if not result.success and interrupted(result):
+        # Ctrl-C (or SIGTERM) reached a step: the run is over, and so is the command.
+        raise KeyboardInterrupt
+    return result
+
+
+def interrupted(result: dg.ExecuteInProcessResult) -> bool:
+    """True when ``result`` failed because the process was interrupted (Ctrl-C, SIGTERM):
+    Dagster's interrupt error in a step, or a DuckDB query the signal stopped."""
+    for event in result.all_events:
+        if not event.is_failure:
+            continue
+        data = event.event_specific_data
+        error = getattr(data, "error", None)
+        while error is not None:
+            if error.cls_name in ("DagsterExecutionInterruptedError", "KeyboardInterrupt"):
+                return True
+            if "Query interrupted" in (error.message or ""):
+                return True
+            error = error.cause or error.context
+    return False
 
 
 FAILURE_CHARS = 300

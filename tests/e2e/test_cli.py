@@ -587,3 +587,37 @@ def test_a_disk_that_takes_no_more_is_one_line_and_a_rerun_finishes(tmp_path, li
     assert again.returncode == 0, again.stderr
     health = json.loads(run("health", "--home", str(home), "--format", "json").stdout)
     assert health["essences"]["total"] == 577
+
+
+@pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
+def test_a_command_stopped_mid_run_says_so_and_a_rerun_finishes(tmp_path, signal_name):
+    # Ctrl-C (or a SIGTERM from a service manager) was reported as a failure naming
+    # Dagster's internal interrupt error, every session file "failed", exit code 1.
+    import signal
+    import time
+
+    home = tmp_path / "home"
+    notes = ASSETS / "demo" / "notes" / "til.jsonl"
+    proc = subprocess.Popen(
+        [str(EXE), "ingest", str(notes), "--home", str(home)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        # As from a terminal: a test runner's worker may ignore SIGINT, and its child with it.
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+    runs = home / "dagster" / "history" / "runs"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not any(runs.glob("*-*.db")):
+        time.sleep(0.02)  # until a run has started
+    proc.send_signal(getattr(signal, signal_name))
+    _, stderr = proc.communicate(timeout=300)
+
+    assert proc.returncode == 130, stderr
+    assert stderr.strip() == (
+        "interrupted: what was finished is kept; run the command again to finish"
+    )
+    again = run("ingest", str(notes), "--home", str(home))
+    assert again.returncode == 0, again.stderr
+    health = json.loads(run("health", "--home", str(home), "--format", "json").stdout)
+    assert health["essences"]["total"] == 577
