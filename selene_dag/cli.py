@@ -720,7 +720,8 @@ def _accounting(result: Any) -> str:
         levels += f"; {plural(excerpts, 'excerpt')}"
     parts = [
         f"ask: {plural(len(result.items), 'item')} ({levels or 'none'})",
-        f"{result.total_tokens:,}/{result.budget:,} tokens of {result.model}",
+        f"{result.total_tokens:,}/{result.budget:,} tokens of {result.model}"
+        + ("" if stats.get("tokens_exact", True) else f" (estimated: {stats['tokenizer']})"),
         f"{stats.get('fts_matches', 0)} FTS matches → {stats.get('after_dedup', 0)} unique",
         f"{stats.get('elapsed_ms', 0):.0f} ms",
     ]

@@ -27,7 +27,7 @@ from selene_dag.config import PINNED_NOW_FILE, Settings
 from selene_dag.context.builder import PreparedNotes, pack_with_threads, prepare_notes
 from selene_dag.context.compaction import CompactionReport, compact_messages
 from selene_dag.context.messages import Conversation, load_conversation, parse_messages
-from selene_dag.context.tokens import tokenizer_for
+from selene_dag.context.tokens import tokenizer_for, tokenizer_info
 from selene_dag.errors import NotFoundError, SeleneError, UsageError, check_budget
 from selene_dag.llm import get_engine
 from selene_dag.llm.cache import CacheStatsRow
@@ -822,6 +822,11 @@ def ask_in(
         result.stats["rerank"] = _rerank_note(result.stats, rerank_problems, rewrite_note)
     if result.stats.get("note") == NOTHING_MATCHED:
         result.stats["note"] = empty_sources_note(conn, sources) or NOTHING_MATCHED
+    # A model without its own tokenizer here is counted by an upper estimate: said in the
+    # answer (an API caller never sees the server's warning).
+    counted = tokenizer_info(model)
+    result.stats["tokenizer"] = counted.name
+    result.stats["tokens_exact"] = counted.exact
     with write_lock or contextlib.nullcontext():
         result.stats["notes_marked"] = mark_accessed(conn, result.note_ids, now)
     return result

@@ -77,3 +77,13 @@ def test_which_words_are_looked_up_word_for_word() -> None:
         "zq1234x",
         "p99",
     ]
+
+
+def test_the_answer_says_when_its_tokens_are_an_estimate(settings) -> None:
+    # A model without a tokenizer here was only warned about on the server's stderr: an
+    # API caller took the counts for the model's own.
+    own = service.ask(settings, "locker code", 200)
+    assert own.stats["tokens_exact"] is True and own.stats["tokenizer"].startswith("mistral")
+    guessed = service.ask(settings, "locker code", 200, model="qwen2.5:7b")
+    assert guessed.stats["tokens_exact"] is False
+    assert "×" in guessed.stats["tokenizer"] and guessed.total_tokens <= 200
