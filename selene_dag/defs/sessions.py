@@ -395,6 +395,7 @@ def chunk_scores(context: dg.AssetExecutionContext, selene: SeleneResource) -> d
                     clis,
                     cli_timeout=settings.assessor_timeout,
                     cli_concurrency=settings.assessor_concurrency,
+                    engine=settings.llm,
                 )
                 pending.append((key, scored))
             written, failed = _write_together(conn, pending, _replace_session_scores)

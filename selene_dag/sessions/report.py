@@ -274,22 +274,29 @@ def counted_in_another_model(settings: Settings) -> set[str]:
 
 
 def rated_by_another_engine(settings: Settings) -> set[str]:
-    """The ingested sessions whose chunks were rated by another engine than SELENE_LLM
-    names now: with a model server, those none of whose chunks it rated (rated offline,
-    before the switch to it); offline, those it rated some of. Notes are analysed again
-    after such a switch; their sessions are rated again too. Empty when there is no
-    database."""
+    """The ingested sessions whose chunks were rated under another engine than SELENE_LLM
+    names now (the engine recorded on their ``chunk_scores`` rows; for rows from before it
+    was recorded, their assessments: with a model server, none of their chunks rated by
+    it; offline, some rated by one). Notes are analysed again after such a switch; their
+    sessions are rated again too. Empty when there is no database."""
     conn = read_conn(settings)
     if conn is None:
         return set()
     try:
         rows = conn.execute(
-            "SELECT session_key, bool_or(assessor = 'ollama') FROM assessments GROUP BY session_key"
+            "SELECT s.session_key, any_value(s.engine), "
+            "bool_or(a.assessor = 'ollama') FROM chunk_scores s "
+            "LEFT JOIN assessments a ON a.chunk_id = s.chunk_id "
+            "AND a.session_key = s.session_key GROUP BY s.session_key"
         ).fetchall()
     finally:
         conn.close()
     wanted = settings.llm == "ollama"
-    return {key for key, by_model in rows if bool(by_model) != wanted}
+    return {
+        key
+        for key, engine, by_model in rows
+        if (engine != settings.llm if engine is not None else bool(by_model) != wanted)
+    }
 
 
 def distill_status(settings: Settings) -> dict[str, Any]:

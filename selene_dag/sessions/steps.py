@@ -400,9 +400,11 @@ def score_views(
     consensus: ConsensusConfig = ConsensusConfig(),
     cli_timeout: float = 30.0,
     cli_concurrency: int = 3,
+    engine: str | None = None,
 ) -> SessionScores:
     """Assess ``views`` (one session's chunks) and compute their consensus, without
     writing: a step writes many sessions' rows at once (``replace_scores_many``).
+    ``engine``: the engine SELENE_LLM names, recorded on each ``chunk_scores`` row.
 
     ``assessors`` run in process; ``cli_names`` are CLI assessors (already filtered to those
     on PATH) whose failures are reported in ``cli_errors`` and do not fail the step."""
@@ -454,6 +456,7 @@ def score_views(
                 assessors=list(result.assessors),
                 dropped=list(result.dropped),
                 sufficient=result.sufficient,
+                engine=engine,
             )
         )
     version = hash_rows(

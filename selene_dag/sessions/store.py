@@ -105,6 +105,7 @@ class ChunkScoreRow:
     assessors: list[str]
     dropped: list[str]
     sufficient: bool
+    engine: str | None = None  # the engine SELENE_LLM named when it was rated
 
 
 @dataclass(frozen=True)

@@ -234,3 +234,30 @@ def test_distill_run_all_rates_sessions_again_after_a_switch_of_engine(tmp_path:
     [row] = service.distill_run(offline, all_files=True)  # back offline
     assert row["ok"] and rated_by_model() == (chunks, 0)
     assert service.distill_run(offline, all_files=True) == []
+
+
+def test_a_session_the_model_could_rate_no_chunk_of_is_not_rated_again_for_ever(
+    tmp_path: Path,
+) -> None:
+    # Every answer unusable leaves no rating of the model's own: the switch rule took the
+    # session for one rated offline, and every `distill run --all` rated it again.
+    import shutil
+
+    from tests.support.sessions import REAL_CLAUDE
+
+    root = tmp_path / "projects" / "-proj"
+    root.mkdir(parents=True)
+    shutil.copy(REAL_CLAUDE, root / REAL_CLAUDE.name)
+    with FakeOllama(malformed=10_000) as fake:
+        settings = load_settings(
+            {
+                "SELENE_SESSION_ROOTS": f"claude={tmp_path / 'projects'}",
+                "SELENE_CLI_ASSESSORS": "",
+                "SELENE_LLM": "ollama",
+                "SELENE_OLLAMA_HOST": fake.url,
+            },
+            home=tmp_path / "home",
+        )
+        [row] = service.distill_run(settings, all_files=True)
+        assert row["ok"] and row["model_rated"] == 0, row
+        assert service.distill_run(settings, all_files=True) == []
