@@ -36,10 +36,11 @@ _FOLLOW = dg.AutomationCondition.newly_missing() | dg.AutomationCondition.any_de
 # since_last_handled() also resets when the asset is updated: an input that changed while
 # the asset's own run was in progress was forgotten when that run ended, though the run
 # had read the input before the change. Such a change is kept until the asset is next
-# requested.
+# requested; a change seen on the tick right after a request (the run it started may have
+# read the input before the change) does not count as handled by that request.
 _CHANGED_DURING_OWN_RUN = (
     (_FOLLOW & dg.AutomationCondition.in_progress())
-    .since(dg.AutomationCondition.newly_requested())
+    .since(dg.AutomationCondition.newly_requested() & ~_FOLLOW)
     .with_label("input changed during its own run")
 )
 

@@ -123,6 +123,21 @@ def test_an_input_changed_during_the_assets_own_run_is_followed_after_it(asset: 
 
 
 @pytest.mark.filterwarnings("ignore:Parameter `include_sources`:dagster.BetaWarning")
+def test_a_change_seen_on_the_tick_after_the_request_is_followed_after_the_run() -> None:
+    # The tick after a request is when its run is in progress: a change seen then was
+    # dropped with the request's own reset.
+    instance, tick = _settled_instance()
+    _changed(instance, "fidelity_tiers", "2")
+    assert "compression_health" in tick()
+    run_id = _start_run(instance, "compression_health")
+    _changed(instance, "fidelity_tiers", "3")  # the run may have read v2
+    assert "compression_health" not in tick()
+    _finish_run(instance, run_id, "compression_health", "2")
+
+    assert [("compression_health" in tick()) for _ in range(3)] == [True, False, False]
+
+
+@pytest.mark.filterwarnings("ignore:Parameter `include_sources`:dagster.BetaWarning")
 def test_a_run_that_holds_the_change_is_not_followed_by_another() -> None:
     instance, tick = _settled_instance()
     _changed(instance, "fidelity_tiers", "2")
