@@ -545,6 +545,7 @@ def dev(
     ] = None,
 ) -> None:
     """Start the Dagster UI and daemon (automation and sensors live) on 127.0.0.1."""
+    _stops_as_a_server()
     from selene_dag.defs.runs import dev_workspace, instance_for
 
     settings = _settings(home)
@@ -923,6 +924,8 @@ def serve_command(
     """HTTP API: /ask, /show, /context, /compact, /health/compression (docs at /docs)."""
     import uvicorn
 
+    _stops_as_a_server()
+
     from selene_dag.api import create_app
 
     if not 0 < port < 65536:
@@ -1286,7 +1289,7 @@ def main() -> None:
         raise SystemExit(exc.exit_code) from None
     except (typer.Abort, KeyboardInterrupt):
         code = INTERRUPTED
-    if code == INTERRUPTED:  # typer returns Ctrl-C as this code
+    if code == INTERRUPTED and not _SERVER["on"]:  # typer returns Ctrl-C as this code
         err.print(
             "interrupted: what was finished is kept; run the command again to finish",
             highlight=False,
@@ -1295,6 +1298,15 @@ def main() -> None:
 
 
 INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C or SIGTERM
+_SERVER = {"on": False}
+
+
+def _stops_as_a_server() -> None:
+    """For `serve` and `dev`, which run until stopped: a SIGTERM ends the process as the
+    signal does (a service manager's normal stop, exit 143), and Ctrl-C says nothing of
+    work to finish."""
+    _SERVER["on"] = True
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
 
 
 if __name__ == "__main__":

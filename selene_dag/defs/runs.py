@@ -238,7 +238,7 @@ def materialize(
     process that died first are marked failed and their pool slots freed."""
     _freeze_loaded_objects()
     release_dead_runs(instance)
-    with keep_store_open(settings, instance):
+    with keep_store_open(settings, instance), _interrupts_as_keyboard():
         result = dg.materialize(
             all_assets_and_checks(),
             selection=selection,
@@ -256,6 +256,18 @@ def materialize(
         # Ctrl-C (or SIGTERM) reached a step: the run is over, and so is the command.
         raise KeyboardInterrupt
     return result
+
+
+@contextmanager
+def _interrupts_as_keyboard() -> Iterator[None]:
+    """Dagster's interrupt error (raised through a run with ``raise_on_error``) as the
+    KeyboardInterrupt it stands for: Ctrl-C, not a failure to report."""
+    from dagster._core.errors import DagsterExecutionInterruptedError
+
+    try:
+        yield
+    except DagsterExecutionInterruptedError:
+        raise KeyboardInterrupt from None
 
 
 def interrupted(result: dg.ExecuteInProcessResult) -> bool:

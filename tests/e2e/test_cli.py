@@ -621,3 +621,33 @@ def test_a_command_stopped_mid_run_says_so_and_a_rerun_finishes(tmp_path, signal
     assert again.returncode == 0, again.stderr
     health = json.loads(run("health", "--home", str(home), "--format", "json").stdout)
     assert health["essences"]["total"] == 577
+
+
+def test_a_server_stopped_by_sigterm_ends_as_the_signal_says(tmp_path):
+    # `serve` runs until stopped: a service manager's SIGTERM is its normal end, not an
+    # interrupted job to run again.
+    import signal
+    import time
+    import urllib.request
+
+    from tests.support.fake_ollama import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [str(EXE), "serve", "--port", str(port), "--home", str(tmp_path / "home")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/openapi.json", timeout=1)
+            break
+        except OSError:
+            time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    _, stderr = proc.communicate(timeout=60)
+
+    assert proc.returncode == -signal.SIGTERM, stderr
+    assert "interrupted" not in stderr
