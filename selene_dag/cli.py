@@ -119,7 +119,6 @@ def guarded(fn: F) -> F:
                 raise
             if _DEBUG["on"]:
                 traceback.print_exc()
-            line += "; free some space (or lift the limit) and run the command again"
             err.print(_error_line(line), highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
 

@@ -10,6 +10,7 @@ against the built-ins keeps working.
 
 from __future__ import annotations
 
+import errno
 import re
 from pathlib import Path
 
@@ -61,22 +62,29 @@ def make_folder(folder: Path, what: str) -> Path:
     return folder
 
 
-# What a file system that cannot take more says (the disk full, a quota, a size limit, a
-# read-only mount), by errno and in the words of SQLite and DuckDB.
-_FULL_ERRNOS = frozenset({28, 122, 27, 30})  # ENOSPC, EDQUOT, EFBIG, EROFS
-_SQLITE_WRITE_FAILURES = (
-    "disk I/O error",
-    "database or disk is full",
-    "attempt to write a readonly database",
-)
+# What a file system that takes no more writes says, by errno and in the words of SQLite
+# and DuckDB, with what to do about it.
+_NO_SPACE = "free some space (or lift the limit) and run the command again"
+_READ_ONLY = "make it writable and run the command again"
+_ERRNO_HINTS = {
+    errno.ENOSPC: _NO_SPACE,
+    errno.EDQUOT: _NO_SPACE,
+    errno.EFBIG: _NO_SPACE,
+    errno.EROFS: _READ_ONLY,
+}
+_SQLITE_WRITE_FAILURES = {
+    "database or disk is full": _NO_SPACE,
+    "attempt to write a readonly database": _READ_ONLY,
+    "disk I/O error": "check that its disk has space and is writable, then run the command again",
+}
 _DUCKDB_WRITE_FAILURE = re.compile(r'Could not write file "([^"]+)": ([^"\n]+)')
 
 
 def write_failure(exc: BaseException) -> str | None:
     """One line for an error that comes from a disk that takes no more writes (full, over
     a quota or a file-size limit, read-only), wherever it was raised (the database, the
-    Dagster instance's SQLite storage, a file); None for any other error. Looks through
-    the exceptions chained to ``exc``."""
+    Dagster instance's SQLite storage, a file), with what to do; None for any other
+    error. Looks through the exceptions chained to ``exc``."""
     seen: set[int] = set()
     pending: list[BaseException | None] = [exc]
     while pending:
@@ -84,17 +92,28 @@ def write_failure(exc: BaseException) -> str | None:
         if error is None or id(error) in seen:
             continue
         seen.add(id(error))
-        if isinstance(error, OSError) and error.errno in _FULL_ERRNOS:
-            where = f"{error.filename}" if error.filename else "the home"
-            return f"cannot write {where}: {error.strerror}"
+        if isinstance(error, OSError) and error.errno in _ERRNO_HINTS:
+            where = f" {error.filename}" if error.filename else " a file"
+            return f"cannot write{where}: {error.strerror}; {_ERRNO_HINTS[error.errno]}"
         text = str(error)
-        match = _DUCKDB_WRITE_FAILURE.search(text)
-        if match and type(error).__module__.lstrip("_").startswith("duckdb"):
-            return f"cannot write {match.group(1)}: {match.group(2).strip()}"
-        if type(error).__name__ == "OperationalError" and any(
-            words in text for words in _SQLITE_WRITE_FAILURES
-        ):
-            reason = next(words for words in _SQLITE_WRITE_FAILURES if words in text)
-            return f"cannot write the Dagster run history ($SELENE_HOME/dagster): {reason}"
+        if type(error).__module__.lstrip("_").startswith("duckdb"):
+            line = duckdb_write_failure(text)
+            if line:
+                return line
+        if type(error).__name__ == "OperationalError":
+            for words, hint in _SQLITE_WRITE_FAILURES.items():
+                if words in text:
+                    return f"cannot write the Dagster run history ($SELENE_HOME/dagster): {words}; {hint}"
         pending += [error.__cause__, error.__context__, getattr(error, "orig", None)]
     return None
+
+
+def duckdb_write_failure(message: str) -> str | None:
+    """``cannot write <file>: <reason>; <what to do>`` when ``message`` (a DuckDB error's)
+    says a file could not be written for lack of space; None otherwise."""
+    match = _DUCKDB_WRITE_FAILURE.search(message)
+    if not match:
+        return None
+    reason = match.group(2).strip().rstrip(".")
+    hint = _READ_ONLY if "read-only" in reason.lower() else _NO_SPACE
+    return f"cannot write {match.group(1)}: {reason}; {hint}"

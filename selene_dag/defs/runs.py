@@ -39,7 +39,7 @@ from selene_dag.defs.sessions import (
     SESSION_PARTITIONS,
     SESSION_SPINE_SELECTION,
 )
-from selene_dag.errors import make_folder
+from selene_dag.errors import duckdb_write_failure, make_folder
 from selene_dag.files import write_whole
 from selene_dag.notes.ingest import notes_folder_version
 from selene_dag.store import open_store
@@ -313,6 +313,9 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
         ]
         if not lines:
             return f"step {event.step_key}: {error.cls_name}"
+        full_disk = duckdb_write_failure(error.message)
+        if full_disk:  # what to do, not the database's error class
+            return f"step {event.step_key}: {full_disk}"
         text = lines[1] if lines[0].endswith(":") and len(lines) > 1 else lines[0]
         # A step's own dg.Failure or one of our errors says what happened: a class's dotted
         # name ("selene_dag.llm.engine.EngineUnavailable: ") says nothing to a user.

@@ -1,0 +1,44 @@
+"""A disk that takes no more writes is named with what to do; other errors are not."""
+
+from __future__ import annotations
+
+import errno
+import sqlite3
+
+import duckdb
+
+from selene_dag.errors import write_failure
+
+
+def test_a_full_disk_names_the_file_and_what_to_do() -> None:
+    exc = OSError(errno.ENOSPC, "No space left on device", "/h/selene.duckdb")
+    assert write_failure(exc) == (
+        "cannot write /h/selene.duckdb: No space left on device; free some space (or lift "
+        "the limit) and run the command again"
+    )
+
+
+def test_a_write_without_a_file_name_does_not_name_the_home() -> None:
+    line = write_failure(OSError(errno.EFBIG, "File too large"))
+    assert line is not None and line.startswith("cannot write a file: File too large;")
+
+
+def test_a_read_only_disk_is_not_told_to_free_space() -> None:
+    line = write_failure(OSError(errno.EROFS, "Read-only file system", "/h/x"))
+    assert line is not None and "make it writable" in line and "space" not in line
+    chained = RuntimeError("storage failed")
+    chained.__cause__ = sqlite3.OperationalError("attempt to write a readonly database")
+    line = write_failure(chained)
+    assert line is not None and line.endswith("make it writable and run the command again")
+
+
+def test_other_errors_are_not_taken_for_a_full_disk() -> None:
+    assert write_failure(OSError(errno.ENOENT, "No such file", "/x")) is None
+    assert write_failure(sqlite3.OperationalError("no such table: runs")) is None
+    assert write_failure(ValueError('Could not write file "x": File too large')) is None
+    message = 'IO Error: Could not write file "/h/selene.duckdb": No space left on device'
+    line = write_failure(duckdb.IOException(message))
+    assert line == (
+        "cannot write /h/selene.duckdb: No space left on device; free some space (or lift "
+        "the limit) and run the command again"
+    )
