@@ -369,6 +369,16 @@ def test_a_broken_line_that_is_not_the_last_still_counts(tmp_path: Path) -> None
     assert result.errors == 1 and result.stats.unfinished_line is None
 
 
+def test_a_text_line_without_its_break_is_no_record_in_progress(tmp_path: Path) -> None:
+    # A one-line text file under a session root was taken for an empty transcript.
+    path = tmp_path / "notes.jsonl"
+    path.write_bytes(b"just some words, no JSON here")
+
+    result = parse_file(path, "claude")
+
+    assert result.errors == 1 and result.stats.unfinished_line is None
+
+
 def _without_last(source: Path, tmp_path: Path) -> Path:
     lines = [line for line in source.read_bytes().splitlines() if line.strip()]
     path = tmp_path / "without_last" / source.name
