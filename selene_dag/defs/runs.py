@@ -42,7 +42,7 @@ from selene_dag.defs.sessions import (
 from selene_dag.errors import duckdb_write_failure, make_folder
 from selene_dag.files import write_whole
 from selene_dag.notes.ingest import notes_folder_version
-from selene_dag.store import open_store
+from selene_dag.store import StoreError, open_store
 
 INSTANCE_HEADER = "# Written by selene-dag, which rewrites it while this line is here."
 
@@ -152,21 +152,33 @@ def instance_for(settings: Settings) -> dg.DagsterInstance:
     opens an instance, and two commands started together on a new home stamped it twice,
     which broke every later run ("more than one head present")."""
     home = make_folder(settings.dagster_home.resolve(), "the Dagster instance")
-    with _exclusive(home / ".opening.lock"):
+    with _exclusive(home / ".opening.lock", settings.lock_wait):
         return dg.DagsterInstance.from_config(str(prepare_dagster_home(settings)))
 
 
 @contextmanager
-def _exclusive(path: Path) -> Iterator[None]:
-    """Hold an exclusive lock on the file ``path`` (created if needed) across processes;
-    the system frees it when the process ends. Where there is no ``fcntl``, no lock."""
+def _exclusive(path: Path, wait: float) -> Iterator[None]:
+    """Hold an exclusive lock on the file ``path`` (created if needed) across processes,
+    waiting up to ``wait`` seconds for it (then StoreError); the system frees it when the
+    process ends. Where there is no ``fcntl``, no lock."""
     try:
         import fcntl
     except ImportError:  # Windows: nothing to wait for
         yield
         return
     with open(path, "a", encoding="utf-8") as handle:
-        fcntl.flock(handle, fcntl.LOCK_EX)
+        deadline = time.monotonic() + max(wait, 5.0)  # opening takes well under a second
+        while True:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise StoreError(
+                        f"another process has been opening the Dagster instance for over "
+                        f"{max(wait, 5.0):g} s ({path}); stop it or run the command again"
+                    ) from None
+                time.sleep(0.02)
         try:
             yield
         finally:

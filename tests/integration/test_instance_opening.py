@@ -51,3 +51,24 @@ def test_processes_opening_a_new_home_at_once_leave_it_whole(tmp_path: Path) -> 
             _, stderr = proc.communicate(timeout=120)
             assert proc.returncode == 0, stderr[-2000:]
         assert len(_stamps(home / "dagster")) == 1
+
+
+def test_a_process_stuck_opening_the_instance_is_waited_for_a_while_only(tmp_path: Path) -> None:
+    import fcntl
+
+    import pytest
+
+    from selene_dag.config import load_settings
+    from selene_dag.defs.runs import instance_for
+    from selene_dag.store import StoreError
+
+    settings = load_settings({"SELENE_LOCK_WAIT": "0"}, home=tmp_path / "home")
+    lock = settings.dagster_home / ".opening.lock"
+    lock.parent.mkdir(parents=True)
+    with open(lock, "a", encoding="utf-8") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)  # as a process hung while opening it would
+        started = time.monotonic()
+        with pytest.raises(StoreError, match="opening the Dagster instance"):
+            instance_for(settings)
+        assert time.monotonic() - started < 30
+    instance_for(settings).dispose()  # free again: opens
