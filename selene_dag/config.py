@@ -444,6 +444,12 @@ class Settings(BaseSettings):
             object.__setattr__(self, "essence_limit", default)
         elif self.essence_limit == 0:
             object.__setattr__(self, "essence_limit", None)
+        if self.now_override is None:
+            # A home's pinned day holds for Settings() as for load_settings(): a library
+            # caller's "now" moved with the calendar, and every call refreshed the tiers.
+            pinned = pinned_now(self.home)
+            if pinned is not None:
+                object.__setattr__(self, "now_override", pinned)
         return self
 
     def now(self) -> datetime:
@@ -535,12 +541,7 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
     Raises :class:`SettingsError` with a one-line message on an invalid value.
     """
     data = {k: v for k, v in overrides.items() if v is not None}
-    settings = _validated(data, os.environ if env is None else env)
-    if settings.now_override is None:
-        pinned = pinned_now(settings.home)
-        if pinned is not None:
-            settings = settings.replace(now_override=pinned)
-    return settings
+    return _validated(data, os.environ if env is None else env)
 
 
 # A home whose "now" is pinned (the demo's) holds it in this file: every command on the

@@ -249,6 +249,36 @@ def materialize(
     The run is tagged with this process (:mod:`.run_owner`), and runs left unfinished by a
     process that died first are marked failed and their pool slots freed."""
     _freeze_loaded_objects()
+    with _ONE_RUN_AT_A_TIME:
+        return _materialize(
+            selection,
+            instance,
+            partition_key,
+            raise_on_error,
+            tags,
+            log_level,
+            settings,
+            run_config,
+        )
+
+
+# In-process runs of one process go one at a time: Dagster's in-process execution swaps
+# the process's logging configuration and output streams while it runs, and two threads
+# running at once (a library caller's, or `serve`'s requests) hung on its logging lock or
+# left the process's stdout redirected into a run's log file.
+_ONE_RUN_AT_A_TIME = threading.RLock()
+
+
+def _materialize(
+    selection: Any,
+    instance: dg.DagsterInstance,
+    partition_key: str | None,
+    raise_on_error: bool,
+    tags: dict[str, str] | None,
+    log_level: str,
+    settings: Settings | None,
+    run_config: dict | None,
+) -> dg.ExecuteInProcessResult:
     release_dead_runs(instance)
     with keep_store_open(settings, instance), _interrupts_as_keyboard():
         result = dg.materialize(

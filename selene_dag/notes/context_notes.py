@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
@@ -250,12 +251,25 @@ def _renders_from_contents(
 
 
 def mark_accessed(conn: duckdb.DuckDBPyConnection, note_ids: Iterable[str], now: datetime) -> int:
-    """Stamp ``last_accessed_at`` on notes a context or answer actually used."""
+    """Stamp ``last_accessed_at`` on notes a context or answer actually used. Two callers
+    stamping the same notes at once through one database (threads of a process) conflict
+    in DuckDB: the stamp is tried again a few times, the later one winning."""
     ids = sorted(set(note_ids))
     if not ids:
         return 0
-    conn.execute(
-        "UPDATE processed_notes SET last_accessed_at = ? WHERE note_id IN (SELECT unnest(?))",
-        [now, ids],
-    )
+    for attempt in range(_STAMP_ATTEMPTS):
+        try:
+            conn.execute(
+                "UPDATE processed_notes SET last_accessed_at = ? "
+                "WHERE note_id IN (SELECT unnest(?))",
+                [now, ids],
+            )
+            break
+        except duckdb.TransactionException:
+            if attempt == _STAMP_ATTEMPTS - 1:
+                raise
+            time.sleep(0.01 * (attempt + 1))
     return len(ids)
+
+
+_STAMP_ATTEMPTS = 8

@@ -124,3 +124,18 @@ def test_replace_follows_a_new_home():
     assert settings.db_path == Path("/tmp/h2/selene.duckdb") and settings.llm == "ollama"
     with pytest.raises(SettingsError):
         settings.replace(llm="gpt")
+
+
+def test_a_homes_pinned_day_holds_for_settings_built_directly(tmp_path) -> None:
+    # Only load_settings read the home's `now` file: a library caller's Settings(home=…)
+    # moved with the calendar, and every ask refreshed the tiers through a Dagster run.
+    from datetime import UTC, datetime
+
+    from selene_dag.config import PINNED_NOW_FILE, Settings, load_settings
+
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / PINNED_NOW_FILE).write_text("2026-07-15T00:00:00+00:00\n", encoding="utf-8")
+    pinned = datetime(2026, 7, 15, tzinfo=UTC)
+    assert Settings(home=home).now() == pinned == load_settings(home=home).now()
+    assert Settings(home=home, now_override="2027-01-01").now().year == 2027
