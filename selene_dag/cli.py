@@ -578,7 +578,7 @@ def context(
     pack = service.context(_settings(home), budget, model)
     if format == "json":
         sys.stdout.write(json.dumps(pack.to_json(), ensure_ascii=False, indent=2) + "\n")
-    else:
+    elif pack.text:  # an empty pack prints nothing, as ask's does
         sys.stdout.write(pack.text + "\n")
     tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
     threads = f"{plural(len(pack.threads), 'thread')}; " if pack.threads else ""

@@ -27,10 +27,17 @@ import orjson
 
 
 def canonical_json(value: Any) -> str:
-    """JSON with sorted keys and no whitespace: the same value always gives the same text."""
+    """JSON with sorted keys and no whitespace: the same value always gives the same text.
+    Raises ValueError for a text holding a lone surrogate, TypeError for a value JSON
+    cannot hold."""
     try:
         return orjson.dumps(value, option=orjson.OPT_SORT_KEYS | orjson.OPT_NON_STR_KEYS).decode()
     except TypeError as exc:
+        if "not valid UTF-8" in str(exc):  # a lone surrogate: the caller's text, not a type
+            raise ValueError(
+                "the text holds a lone surrogate: it is not valid Unicode; replace it first "
+                "(text.encode('utf-8', 'replace').decode())"
+            ) from None
         raise TypeError(f"cache input must be JSON-serializable: {exc}") from None
 
 

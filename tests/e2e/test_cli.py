@@ -105,7 +105,7 @@ def test_ingest_then_context_and_cache(tmp_path):
     assert "/ 300 gpt-4 tokens" in proc.stderr
     assert all(f"Note {i}" in proc.stdout for i in range(12))
     tiny = run("context", "--budget", "3", env=env)
-    assert tiny.returncode == 0 and not tiny.stdout.strip()
+    assert tiny.returncode == 0 and tiny.stdout == ""  # not even a line break
     assert "(excluded 13)" in tiny.stderr and "holds no note" in tiny.stderr
     again = run("ingest", str(notes), env=env)
     assert "(0 new, 0 changed" in again.stderr

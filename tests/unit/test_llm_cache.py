@@ -38,3 +38,12 @@ def test_memory_cache_round_trip() -> None:
 def test_cache_rejects_non_duckdb_connections() -> None:
     with pytest.raises(TypeError):
         LLMCache("not a connection")  # type: ignore[arg-type]
+
+
+def test_a_lone_surrogate_is_named_not_taken_for_a_type_error() -> None:
+    import pytest
+
+    from selene_dag.llm.extractive import ExtractiveEngine
+
+    with pytest.raises(ValueError, match="lone surrogate"):
+        ExtractiveEngine().analyze_note("x", "lone \ud800 s")
