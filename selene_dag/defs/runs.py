@@ -227,6 +227,13 @@ def keep_store_open(settings: Settings | None, instance: dg.DagsterInstance) -> 
         yield
 
 
+# In-process runs of one process go one at a time: Dagster's in-process execution swaps
+# the process's logging configuration and output streams while it runs, and two threads
+# running at once (a library caller's, or `serve`'s requests) hung on its logging lock or
+# left the process's stdout redirected into a run's log file.
+_ONE_RUN_AT_A_TIME = threading.RLock()
+
+
 def materialize(
     selection: dg.AssetSelection | Sequence[str] | None,
     instance: dg.DagsterInstance,
@@ -247,57 +254,29 @@ def materialize(
     a 10,000-note store), unless another process (``selene-dag dev``) may run steps.
 
     The run is tagged with this process (:mod:`.run_owner`), and runs left unfinished by a
-    process that died first are marked failed and their pool slots freed."""
+    process that died first are marked failed and their pool slots freed. Runs of one
+    process go one at a time; an interrupted run raises KeyboardInterrupt."""
     _freeze_loaded_objects()
     with _ONE_RUN_AT_A_TIME:
-        return _materialize(
-            selection,
-            instance,
-            partition_key,
-            raise_on_error,
-            tags,
-            log_level,
-            settings,
-            run_config,
-        )
-
-
-# In-process runs of one process go one at a time: Dagster's in-process execution swaps
-# the process's logging configuration and output streams while it runs, and two threads
-# running at once (a library caller's, or `serve`'s requests) hung on its logging lock or
-# left the process's stdout redirected into a run's log file.
-_ONE_RUN_AT_A_TIME = threading.RLock()
-
-
-def _materialize(
-    selection: Any,
-    instance: dg.DagsterInstance,
-    partition_key: str | None,
-    raise_on_error: bool,
-    tags: dict[str, str] | None,
-    log_level: str,
-    settings: Settings | None,
-    run_config: dict | None,
-) -> dg.ExecuteInProcessResult:
-    release_dead_runs(instance)
-    with keep_store_open(settings, instance), _interrupts_as_keyboard():
-        result = dg.materialize(
-            all_assets_and_checks(),
-            selection=selection,
-            instance=instance,
-            resources=resources_for(settings) if settings is not None else default_resources(),
-            partition_key=partition_key,
-            tags={**(tags or {}), **owner_tags(), **NO_RETRY},
-            raise_on_error=raise_on_error,
-            run_config={
-                **(run_config or {}),
-                "loggers": {"console": {"config": {"log_level": log_level}}},
-            },
-        )
-    if not result.success and interrupted(result):
-        # Ctrl-C (or SIGTERM) reached a step: the run is over, and so is the command.
-        raise KeyboardInterrupt
-    return result
+        release_dead_runs(instance)
+        with keep_store_open(settings, instance), _interrupts_as_keyboard():
+            result = dg.materialize(
+                all_assets_and_checks(),
+                selection=selection,
+                instance=instance,
+                resources=resources_for(settings) if settings is not None else default_resources(),
+                partition_key=partition_key,
+                tags={**(tags or {}), **owner_tags(), **NO_RETRY},
+                raise_on_error=raise_on_error,
+                run_config={
+                    **(run_config or {}),
+                    "loggers": {"console": {"config": {"log_level": log_level}}},
+                },
+            )
+        if not result.success and interrupted(result):
+            # Ctrl-C (or SIGTERM) reached a step: the run is over, and so is the command.
+            raise KeyboardInterrupt
+        return result
 
 
 @contextmanager

@@ -35,8 +35,9 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
     Blank lines are ignored; lines that are not JSON and non-object values are counted in
     ``stats`` and skipped (bytes that are not UTF-8 are read as U+FFFD: ``loads_lenient``).
     A last line without its line break that opens as a JSON object but is not JSON yet is
-    a record the agent is still writing (a session read while it runs): it is not an error, its number goes to
-    ``stats.unfinished_line``, and the file is read again once it has changed.
+    a record the agent is still writing (a session read while it runs): it is not an
+    error, its number goes to ``stats.unfinished_line``, and the file is read again once
+    it has changed.
     Memory use does not grow with the file size.
     """
     loads = loads_lenient
