@@ -21,7 +21,9 @@ PASSWORD, SECRET, TOKEN, API_KEY, ...) and ``config_secret`` (such names in any 
 config file, a JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
 ``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
 "…"``, ``api_key => '…'``, ``x-api-key: …``, ``<password>…</password>``, ``<add key="ApiKey"
-value="…"/>``, a connection string's ``Pwd=…;``).
+value="…"/>``, a connection string's ``Pwd=…;``, ``passphrase: "…"``; the short names
+``pass`` and ``pwd``, alone or as a name's last word, ``db_pass = "…"``, when the value holds a
+digit or a symbol and is no path).
 
 To stay quiet on ordinary code, a ``config_secret`` name must end with the secret word
 (``max_tokens``, ``tokenizer`` and ``password_hash`` are not secrets), and a value must have
@@ -61,7 +63,13 @@ _ENV_NAME = (
 # x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
     r"[A-Za-z0-9_\-]{0,64}?"
-    r"(?i:password|passwd|secret|token|(?:api|access|private|auth|secret)[_-]?key)"
+    r"(?i:password|passwd|passphrase|secret|token|(?:api|access|private|auth|secret)[_-]?key)"
+)
+# The short names, ``pass`` and ``pwd``: alone or as the last word of a name (``db_pass``,
+# ``mysql-pwd``, ``dbPass``), not inside one (``bypass``, ``compass``, ``OLDPWD``).
+_SHORT_NAME = (
+    r"(?:[A-Za-z0-9_\-]{0,63}[_\-]|[A-Za-z0-9_\-]{0,63}[a-z0-9](?=P))?"
+    r"(?:pass|pwd|Pass|Pwd|PASS|PWD)"
 )
 # A reference, not a value: $VAR, ${VAR}, *, {{ var }}, <your-key>, [list], %VAR%.
 _NOT_A_REFERENCE = r"(?![$*{<\[])(?!%[A-Za-z_]\w*%)"
@@ -490,6 +498,17 @@ _CONFIG_RULE = _rule(
     rf"(?(q){_QUOTED}{{6,}}(?P=q)"
     rf"|(?={_BARE}*[0-9!@#%^&*+/=~$]){_BARE}{{6,}}(?![(\[.\w]))",
 )
+_SHORT_NAME_RULE = _rule(
+    "config_secret",
+    # ``pass = "Xk9mQ2vLp7"``, ``mysql_pwd: s3cret!``: these names also name other things
+    # (a compiler's ``first_pass = "optimize"``, the shell's ``PWD=/home/x``), so the value,
+    # quoted or not, must hold a digit or a symbol and not be a path.
+    rf"(?P<head>(?P<kq>\\?[\"'])?{_SHORT_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
+    r"\s*(?::=|=>|[:=])\s*)"
+    rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}(?![/~.])"
+    rf"(?(q)(?=[^\"'\n]*[0-9!@#%^&*+=~$]){_QUOTED}{{6,}}(?P=q)"
+    rf"|(?={_BARE}*[0-9!@#%^&*+=~$]){_BARE}{{6,}}(?![(\[.\w]))",
+)
 _CONNECTION_RULE = _rule(
     "config_secret",
     # A connection string's password (``Server=db;Uid=sa;Pwd=letmein;``): any value,
@@ -503,14 +522,13 @@ _CONNECTION_RULE = _rule(
     # goes on below; without the ``;``, ``PWD=C:\\work`` of ``env`` is no password).
     r"(?=;\s?[A-Za-z ]+=|;?[\"']|;?$|;\r?\n)",
 )
-_ASSIGNMENT_RULES = (_ENV_RULE, _CONFIG_RULE, _CONNECTION_RULE)
+_ASSIGNMENT_RULES = (_ENV_RULE, _CONFIG_RULE, _SHORT_NAME_RULE, _CONNECTION_RULE)
 _KINDS = tuple(dict.fromkeys(rule.kind for rule in (*_KEY_RULES, *_ASSIGNMENT_RULES)))
 
 # Where an assignment may start: a secret word (lower case, in the lowered text) followed,
 # after the rest of its name and an optional closing quote, by ``:`` or ``=``.
 _NAME_WORDS = (
-    "passw",
-    "_pass",
+    "pass",
     "pwd",
     "secret",
     "token",

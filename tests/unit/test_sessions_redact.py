@@ -296,6 +296,22 @@ def test_env_assignments_keep_their_name() -> None:
             "redis-cli -u redis://:pw1234@cache.internal:6379 ping",
             "redis-cli -u redis://:[REDACTED:url_password]@cache.internal:6379 ping",
         ),
+        # The short names, alone or as a name's last word (a QA run found them kept), and a
+        # passphrase of words.
+        *(
+            (f"{head}{value}{tail}", f"{head}[REDACTED:config_secret]{tail}")
+            for head, value, tail in (
+                ('pwd = "', "Xk9mQ2vLp7", '"'),
+                ('db.connect(user="a", pwd="', "Xk9mQ2vLp7", '")'),
+                ("pass=", "Xk9mQ2vLp7", ""),
+                ("PASS=", "Xk9mQ2vLp7", ""),
+                ('db_pass = "', "hunter22", '"'),
+                ("mysql_pwd: ", "s3cret!x", ""),
+                ('dbPass: "', "hunter22", '"'),
+                ('{"pass": "', "s3cret!!", '"}'),
+                ('passphrase: "', "correct horse battery staple", '"'),
+            )
+        ),
     ],
 )
 def test_secrets_in_config_urls_and_json(text: str, expected: str) -> None:
@@ -368,6 +384,8 @@ see SG.createSendGridClientForTheApp.sendTransactionalEmailNow()
 model = hf_AutoModel.from_pretrained(x)
 account_key: keys/storage2/primary_key_file_1; accountKey: storageAccountKeyFromConfig2
 accountKey: /var/run/secrets/azure/storage2/eastus/accountkey
+first_pass = "optimize"; bypass = "abc123def"; compass: north-123; passenger: "bob12345"
+OLDPWD=/x/y1 pass: true; passes = 3; pwd: ./build2; db_pass: ~/.pgpass1 PWD=/home/u1
 """
 
 
