@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException
 
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
-from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError
+from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError, write_failure
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
 # the default.
@@ -167,6 +167,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         413: "The request body is over the size limit.",
         422: "The request is not valid: `detail` says why, `errors` lists each field's problem.",
         503: "The store is held by another process past the wait, or the home has no database.",
+        507: "The disk takes no more writes (full, over a quota, read-only): `detail` names the file.",
     }
     return {status: {"model": ErrorBody, "description": said[status]} for status in statuses}
 
@@ -221,6 +222,18 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             status = 422
         return JSONResponse(status_code=status, content={"detail": str(exc)})
 
+    @app.exception_handler(Exception)
+    async def server_error(_: Request, exc: Exception) -> JSONResponse:
+        # A disk that takes no more writes (full, quota, read-only) is the operator's to
+        # fix: 507 with what to do, as the CLI says it. Anything else: a 500 in the same
+        # shape as every other error (the server's log keeps the traceback).
+        line = write_failure(exc)
+        if line is not None:
+            line = line.replace("run the command again", "send the request again")
+            return JSONResponse(status_code=507, content={"detail": line})
+        detail = f"internal error ({type(exc).__name__}); the server's log has the details"
+        return JSONResponse(status_code=500, content={"detail": detail})
+
     @app.exception_handler(HTTPException)
     async def http_error(request: Request, exc: HTTPException) -> Any:
         # A body that is not UTF-8 fails before validation, as a bare 400: one shape for
@@ -257,7 +270,7 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         with shared.cursor(settings) as cur:
             return service.health_in(cur, settings)
 
-    @app.post("/ask", responses=_errors(413, 422, 503))
+    @app.post("/ask", responses=_errors(413, 422, 503, 507))
     def ask_endpoint(body: AskRequest) -> dict[str, Any]:
         """The JSON document of ``selene-dag ask --format json``: ``text`` is the exact pack
         the md form prints, ``items`` its parts with citations."""
@@ -276,14 +289,14 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         with shared.cursor(settings) as cur:
             return service.show_in(cur, body.citation, body.around).to_json(body.citation)
 
-    @app.post("/context", responses=_errors(404, 413, 422, 503))
+    @app.post("/context", responses=_errors(404, 413, 422, 503, 507))
     def context_endpoint(body: ContextRequest) -> dict[str, Any]:
         """The tiered pack of all notes (as ``selene-dag context``)."""
         settings = settings_provider()
         with shared.cursor(settings) as cur:
             return service.context_in(cur, settings, body.budget, body.model)
 
-    @app.post("/compact", responses=_errors(413, 422))
+    @app.post("/compact", responses=_errors(413, 422, 507))
     def compact_endpoint(body: CompactRequest) -> dict[str, Any]:
         """Compact ``messages`` to fit a ``window``-token context (as ``selene-dag
         compact``: the configured engine writes the summary, a model's cached in the

@@ -591,6 +591,60 @@ def test_a_disk_that_takes_no_more_is_one_line_and_a_rerun_finishes(tmp_path, li
     assert health["essences"]["total"] == 577
 
 
+def test_the_api_answers_a_disk_that_takes_no_more_with_507(tmp_path):
+    # The CLI said what to do; the API answered a 500 "Internal Server Error" in plain text.
+    import resource
+    import socket
+    import time
+
+    import httpx
+
+    home, folder = tmp_path / "home", tmp_path / "notes"
+    folder.mkdir()
+    for i in range(3):
+        (folder / f"n{i}.md").write_text(f"# Note {i}\n\nA note about the harbour crane {i}.\n")
+    assert run("ingest", str(folder), "--home", str(home)).returncode == 0
+
+    def serve(limit: int | None) -> tuple[httpx.Response, str]:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+
+        def limited() -> None:
+            if limit is not None:  # nothing written past this many bytes of any file
+                resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
+
+        proc = subprocess.Popen(
+            [str(EXE), "serve", "--port", str(port), "--home", str(home)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=limited,
+        )
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    httpx.get(f"http://127.0.0.1:{port}/openapi.json", timeout=5)
+                    break
+                except httpx.TransportError:
+                    assert time.monotonic() < deadline and proc.poll() is None
+                    time.sleep(0.1)
+            body = {"question": "harbour crane", "budget": 300}
+            answer = httpx.post(f"http://127.0.0.1:{port}/ask", json=body, timeout=60)
+        finally:
+            proc.terminate()
+            _, stderr = proc.communicate(timeout=30)
+        return answer, stderr
+
+    answer, _ = serve(1)  # the access stamps cannot be written
+    assert answer.status_code == 507, answer.text
+    detail = answer.json()["detail"]
+    assert detail.startswith("cannot write ") and "send the request again" in detail
+    answer, _ = serve(None)
+    assert answer.status_code == 200 and "harbour crane" in answer.json()["text"]
+
+
 @pytest.mark.parametrize("signal_name", ["SIGINT", "SIGTERM"])
 def test_a_command_stopped_mid_run_says_so_and_a_rerun_finishes(tmp_path, signal_name):
     # Ctrl-C (or a SIGTERM from a service manager) was reported as a failure naming
