@@ -15,7 +15,9 @@ from selene_dag.context.levels import Level, LevelConfig, extractive_summary
 from selene_dag.context.tokens import count_tokens, truncate_to_tokens
 from selene_dag.retrieval.allocate import CHARS_PER_TOKEN_BOUND, DocPlan, allocate
 from selene_dag.retrieval.passages import (
+    BREAK_AFTER,
     Piece,
+    continues_line,
     direct_scores,
     join_pieces,
     piece_offsets,
@@ -30,8 +32,9 @@ class PassageSummarizer:
     """``(text, max_tokens) -> str``: ``text`` itself when it fits, else its pieces most
     relevant to the question (``passages.piece_relevance``) in reading order within
     ``max_tokens``; a text holding no question word falls back to its essence when known,
-    and one none of whose pieces fits to the words around the question's first word in its
-    most relevant piece (``window``; not with ``window=False``).
+    and one none of whose pieces that hold a question word fits to the words around the
+    question's first word in its most relevant piece (``window``; not with
+    ``window=False``).
 
     Also the shared cache of ask's packing: each text is segmented and scored once, each
     distinct piece counted once.
@@ -98,23 +101,32 @@ class PassageSummarizer:
         plan = DocPlan(Level.FULL, 1.0, pieces, relevance, header_cost=0, line_cost=0)
         allocate([plan], max_tokens, self.count, LevelConfig())
         out = fit_excerpt(plan, text, max_tokens, self.model)
-        if out or not pieces or not window:
+        if not pieces or not window or (out and (not matched or self.matcher.found(out))):
             return out
-        # No piece fits whole (a paragraph with no sentence end: a pasted log, minified
-        # JSON): the words around the question's first word in the most relevant piece.
+        # No piece fits whole, or none that holds a question word (a paragraph with no
+        # sentence end: a pasted log, minified JSON): the words around the question's
+        # first word in the most relevant piece.
         best = max(range(len(pieces)), key=lambda i: (relevance[i], -i))
-        return self.window(pieces[best].text, max_tokens)
+        return self.window(pieces[best].text, max_tokens, inside=continues_line(pieces, best))
 
-    def window(self, text: str, max_tokens: int) -> str:
+    def window(self, text: str, max_tokens: int, *, inside: bool = False) -> str:
         """Part of ``text`` within ``max_tokens``: from a little before the first question
         word it holds (its start when it holds none), at a word start, marked "… " when
-        it does not start the text, and cut at the end to fit."""
+        it does not start the text (or ``text`` itself continues a cut line: ``inside``),
+        and cut at the end to fit."""
         low = text.lower()
         hits = [at for at in (low.find(s) for s in self.matcher.stems if s) if at >= 0]
         at = min(hits, default=0)
         # About a third of the room goes before the word (what leads to it): the latest
         # word start whose words up to the hit count no more than that.
-        starts = [0] + [i + 1 for i in range(max(0, at - 4000), at) if text[i] == " "]
+        # A word start: after a space, or after a punctuation mark not followed by one
+        # (minified JSON has no spaces: its window started at the text's start and was cut
+        # before the word).
+        starts = [0] + [
+            i + 1
+            for i in range(max(0, at - 4000), at)
+            if text[i] == " " or (text[i] in BREAK_AFTER and text[i + 1] != " ")
+        ]
         starts = [i for i in starts if i <= at]
         lo, hi = 0, len(starts) - 1
         while lo < hi:  # the first start whose lead fits (leads shrink as starts grow)
@@ -124,7 +136,7 @@ class PassageSummarizer:
             else:
                 lo = mid + 1
         start = starts[lo]
-        piece = ("… " if start else "") + text[start:]
+        piece = ("… " if start or inside else "") + text[start:]
         return truncate_to_tokens(piece, max_tokens, self.model)
 
     def run(self, text: str, max_tokens: int) -> str:

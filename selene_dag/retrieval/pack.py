@@ -55,7 +55,9 @@ from selene_dag.retrieval.excerpts import (
 from selene_dag.retrieval.index import header_text
 from selene_dag.retrieval.passages import (
     boost_spans,
+    lowered,
     span_values,
+    unmatched_cuts,
 )
 from selene_dag.retrieval.rerank import Ranked, RerankConfig, dedup, rerank
 from selene_dag.retrieval.search import (
@@ -261,6 +263,9 @@ def plan_items(
             offsets = summarizer.offsets(cand.body, pieces)
             soft = PASSAGE_ACROSS * relative**PASSAGE_ACROSS_SHARPNESS
             floor = [soft * v for v in span_values(offsets, found)]
+        if found and pieces:
+            unmatched = unmatched_cuts(pieces, summarizer.matcher, summarizer.weights)
+            relevance, floor = lowered(relevance, unmatched), lowered(floor, unmatched)
         line = (
             head + 1 + level_config.keywords_max_tokens
             if level is Level.KEYWORDS

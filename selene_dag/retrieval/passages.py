@@ -45,18 +45,53 @@ OPENING_FLOOR = 0.08
 OPENING_PIECES = 3
 PREFIX = 0.8
 PREFIX_DECAY = 0.95
+# A sentence or code line longer than this many characters (minified JSON, a pasted log
+# line, a paragraph with no sentence end) is cut into pieces of at most this many, at a
+# space or else after a punctuation mark: a piece no room can hold is a note no pack shows.
+MAX_PIECE_CHARS = 500
+BREAK_AFTER = frozenset(",;:}])>|&")
 
 
 @dataclass(frozen=True)
 class Piece:
     """One unit of a document: ``joint`` is what separated it from the next piece in the
-    source (a newline or a space); ``block`` numbers code blocks (-1 for prose)."""
+    source (a newline, a space, or nothing inside a cut line); ``block`` numbers code
+    blocks (-1 for prose)."""
 
     text: str
     kind: str  # "heading" | "code" | "text"
     section: int
     block: int
     joint: str
+    cut: bool = False  # one of the pieces a line too long for one was cut into
+
+
+def split_long(text: str, limit: int = MAX_PIECE_CHARS) -> list[tuple[str, str]]:
+    """``text`` as ``(part, joint)`` pairs of at most ``limit`` characters each, joints
+    included: ``"".join(part + joint)`` is ``text`` with the spaces at each cut kept as
+    one. A cut goes at the last space of the second half of a window, else after its last
+    punctuation mark there (``,`` ``;`` ``}`` …), else at the window's end. The last
+    pair's joint is ``""``."""
+    out: list[tuple[str, str]] = []
+    rest = text
+    while len(rest) > limit:
+        cut = rest.rfind(" ", limit // 2, limit + 1)
+        if cut > 0:
+            if rest[:cut].strip():
+                out.append((rest[:cut].rstrip(), " "))
+            rest = rest[cut:].lstrip()
+            continue
+        cut = next(
+            (i + 1 for i in range(limit - 1, limit // 2 - 1, -1) if rest[i] in BREAK_AFTER),
+            limit,
+        )
+        if rest[cut - 1].isspace() or (0xD800 <= ord(rest[cut - 1]) <= 0xDBFF):
+            cut -= 1  # never cut between a surrogate pair
+        out.append((rest[:cut], ""))
+        rest = rest[cut:]
+    if rest:
+        out.append((rest, ""))
+    return out
 
 
 def segment(text: str) -> list[Piece]:
@@ -85,13 +120,13 @@ def segment(text: str) -> list[Piece]:
             prev_blank = False
             continue
         if in_fence:
-            pieces.append(Piece(line, "code", section, block, "\n"))
+            _append_long(pieces, line, "code", section, block, "\n")
             continue
         indented = line.startswith(("    ", "\t"))
         if indented and (prev_blank or block >= 0):
             if block < 0:
                 block, blocks = blocks, blocks + 1
-            pieces.append(Piece(line, "code", section, block, "\n"))
+            _append_long(pieces, line, "code", section, block, "\n")
             prev_blank = False
             continue
         block = -1
@@ -112,8 +147,40 @@ def segment(text: str) -> list[Piece]:
                     joint = " "
                 else:
                     joint = _ESCAPED_NEWLINE if n < len(parts) - 1 else "\n"
-                pieces.append(Piece(sentence, "text", section, -1, joint))
+                _append_long(pieces, sentence, "text", section, -1, joint)
     return pieces
+
+
+def _append_long(
+    pieces: list[Piece], text: str, kind: str, section: int, block: int, joint: str
+) -> None:
+    """Append ``text`` as one piece, or as several when it is longer than a piece may be
+    (the last keeps ``joint``)."""
+    if len(text) <= MAX_PIECE_CHARS:
+        pieces.append(Piece(text, kind, section, block, joint))
+        return
+    parts = split_long(text)
+    for n, (part, inner) in enumerate(parts):
+        last = n == len(parts) - 1
+        pieces.append(Piece(part, kind, section, block, joint if last else inner, cut=True))
+
+
+def unmatched_cuts(
+    pieces: Sequence[Piece], matcher: CoverageMatcher, weights: Mapping[str, float]
+) -> frozenset[int]:
+    """The pieces cut from a long line (``Piece.cut``) that hold no question word. A
+    retrieved passage lifts all its pieces to one value and equal pieces go in reading
+    order; where a line was cut is arbitrary, so such pieces go 1e-6 lower (``lowered``)
+    lest the first cut of a passage win over the one holding the word asked about."""
+    if not any(piece.cut for piece in pieces):
+        return frozenset()
+    direct = direct_scores(pieces, matcher, weights)
+    return frozenset(i for i, piece in enumerate(pieces) if piece.cut and direct[i] <= 0.0)
+
+
+def lowered(values: Sequence[float], indices: frozenset[int]) -> list[float]:
+    """``values`` with those at ``indices`` 1e-6 lower (never below 0)."""
+    return [max(0.0, v - 1e-6) if i in indices else v for i, v in enumerate(values)]
 
 
 # Sums over sets of stems are exact (``math.fsum``): a plain sum would depend on the order a
@@ -208,7 +275,8 @@ def _carry_forward(pieces: Sequence[Piece], rel: list[float], i: int, d: float) 
 
 def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
     """The chosen pieces in reading order: neighbours keep their own joint; a gap in the
-    source is marked " … " inside a paragraph and a line "…" between lines. Lines of a
+    source is marked " … " inside a paragraph and a line "…" between lines, and "… "
+    opens an excerpt that starts inside a cut line. Lines of a
     fenced code block come with its fences, chosen or not (and a closing one when the text
     ends inside the block): without them the code read as prose, and a fence left open
     turned the rest of a markdown pack into code."""
@@ -220,7 +288,9 @@ def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
     order = sorted(with_fences)
     if not order:
         return ""
-    out = [pieces[order[0]].text]
+    first = order[0]
+    # An excerpt starting inside a cut line says so, as a gap inside a paragraph does.
+    out = ["… " if continues_line(pieces, first) else "", pieces[first].text]
     for prev, j in itertools.pairwise(order):
         joint = pieces[prev].joint
         if j != prev + 1:
@@ -232,6 +302,14 @@ def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
         fence = _FENCE.match(pieces[fences[unclosed[0]][0]].text)
         out.append("\n" + (fence.group(1) if fence else "```"))
     return "".join(out)
+
+
+def continues_line(pieces: Sequence[Piece], i: int) -> bool:
+    """Whether piece ``i`` continues the line of the piece before it (both cut from it)."""
+    if i < 1:
+        return False
+    before = pieces[i - 1]
+    return pieces[i].cut and before.cut and before.joint != "\n"
 
 
 def _fences(pieces: Sequence[Piece]) -> dict[int, tuple[int, int | None]]:

@@ -17,6 +17,7 @@ from selene_dag.errors import UsageError, check_budget
 from selene_dag.retrieval.evaluate import load_questions, recall
 from selene_dag.retrieval.excerpts import passage_summarizer
 from selene_dag.retrieval.pack import pack_ranked, plan_items
+from selene_dag.retrieval.passages import MAX_PIECE_CHARS, join_pieces, segment, split_long
 from selene_dag.retrieval.rerank import (
     Ranked,
     RerankConfig,
@@ -399,3 +400,26 @@ def test_pack_with_a_leading_note_keeps_the_budget_promise() -> None:
         for item in items[1:]:  # runner-ups at 0.7 earn SUMMARY: at most 150 body tokens
             assert item.level in ("summary", "keywords", "reference")
             assert item.tokens <= count_tokens(item.text.split("\n", 1)[0], model) + 1 + 150
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(alphabet=st.sampled_from(list("ab ,;{}x\U0001f600")), max_size=3000))
+def test_a_long_line_is_cut_into_pieces_that_rebuild_it(line: str) -> None:
+    line = line.strip()  # as segment gives it
+    parts = split_long(line, 40)
+    assert all(0 < len(part) <= 40 and part.strip() for part, _ in parts)
+    assert parts == [] or parts[-1][1] == ""
+    # The parts with their joints are the line, a run of spaces at a cut kept as one.
+    rebuilt = "".join(part + joint for part, joint in parts)
+    assert re.sub(" +", " ", rebuilt) == re.sub(" +", " ", line)
+
+
+def test_minified_json_is_cut_into_pieces_a_pack_can_hold() -> None:
+    line = json.dumps({f"k{i}": {"v": [1, 2, 3]} for i in range(2000)}, separators=(",", ":"))
+    pieces = segment("# Dump\n\n" + line + "\n")
+    assert len(pieces) > 10 and all(len(p.text) <= MAX_PIECE_CHARS for p in pieces)
+    assert "".join(p.text + p.joint for p in pieces[1:]).rstrip("\n") == line
+    assert [p.cut for p in pieces[1:3]] == [True, True] and not pieces[0].cut
+    # An excerpt from inside the line says so; its first piece does not.
+    assert join_pieces(pieces, [5]).startswith("… ")
+    assert not join_pieces(pieces, [1]).startswith("…")
