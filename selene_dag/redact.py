@@ -6,16 +6,25 @@ Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
 (40 characters of base64 near "aws" or "secret"), ``github_token``
 (``ghp_``/``gho_``/``ghu_``/``ghs_``/``ghr_``, ``github_pat_``), ``google_api_key``
 (``AIza``), ``huggingface_token`` (``hf_``), ``sendgrid_key`` (``SG.….…``), ``azure_key`` (a
-connection string's ``AccountKey=``/``SharedAccessKey=``), ``slack_token`` (``xox?-``), ``npm_token`` (``npm_``), ``gitlab_token``
+connection string's ``AccountKey=``/``SharedAccessKey=``), ``slack_token`` (``xox?-``,
+``xapp-``), ``npm_token`` (``npm_``), ``service_token`` (DigitalOcean, Shopify, Databricks,
+Heroku, Atlassian, Linear, PyPI, Groq, Replicate, Perplexity, xAI, Tavily, NVIDIA and Mailgun
+tokens, by their prefixes), ``jwt`` (a JSON Web Token anywhere), ``gitlab_token``
 (``glpat-``, ``glcbt-``, ...), ``webhook_url`` (Slack and Discord webhook URLs), ``cookie`` (a
 ``Cookie:``/``Set-Cookie:`` header's value, ``curl --cookie``/``-b``, a ``cookies={…}``
 dict), ``bearer`` (``Bearer
-<token>``, ``Authorization: Token <token>``), ``basic_auth`` (``Authorization: Basic
-<credentials>``), ``url_password`` (the password of ``scheme://user:password@host``),
+<token>``, ``Authorization: Token <token>``, ``Bot …``, ``SSWS …``), ``basic_auth``
+(``Authorization: Basic <credentials>``, a registry's ``"auth": "<base64 user:password>"``,
+npm's ``_auth=``, a ``.dockerconfigjson``), ``url_password`` (the password of ``scheme://user:password@host``),
 ``user_password`` (a password on a command line: ``curl -u user:password``, ``mysql
 -ppassword``, ``sshpass -p value``, ``docker login -p value``, ``--password value``,
 ``--api-key value``, ``htpasswd -b file user password``, ``net use \\\\srv\\share password``,
-``net user name password /add``, a query string's ``&pwd=value``, a password said in words:
+``net user name password /add``, a query string's ``&pwd=value``, ``redis-cli -a``,
+``requirepass``, ``AUTH`` at redis-cli's prompt, a ``.netrc`` line, ``sqlcmd -P``, the mongo
+tools', ``oc login``'s, ``az login``'s and ``twine upload``'s ``-p``, the ldap tools' ``-w``,
+``smbclient -U user%password``, keytool's ``-storepass``, ``ConvertTo-SecureString "…"``,
+``gh secret set --body``, ``az keyvault secret set --value``, ``aws secretsmanager
+--secret-string``, ``dotnet user-secrets set KEY VALUE``, a password said in words:
 ``the password you need is …``, ``the password Xk9mQ2vLp7 was exposed``), ``env_secret`` (``NAME=value`` where NAME is upper case and contains
 PASSWORD, SECRET, TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a
 config file, a JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
@@ -25,10 +34,20 @@ value="…"/>``, a connection string's ``Pwd=…;``, ``passphrase: "…"``; the 
 ``pass`` and ``pwd``, alone or as a name's last word, ``db_pass = "…"``, when the value holds a
 digit or a symbol and is no path).
 
+Also ``config_secret``: an API key or token said in words (``my API key is 9f8e…``, 16
+characters or more with a letter and a digit). A private key in base64 (``LS0tLS1CRUdJTi…``)
+is a ``private_key``. Every kind also finds its secret right after a JSON escape
+(``\\nghp_…``, ``\\nDB_PASSWORD=…``): a tool's input is stored as JSON text.
+
 To stay quiet on ordinary code, a ``config_secret`` name must end with the secret word
 (``max_tokens``, ``tokenizer`` and ``password_hash`` are not secrets), and a value must have
-at least 6 characters, not be only digits, and not be a reference such as ``$VAR``, ``{{ var
-}}``, ``<your-key>``, ``os.environ[...]``, a call, a YAML tag (``!vault``) or ``None``.
+at least 6 characters, not be only digits (``2024-Summer!`` is a value), and not be a
+reference such as ``$VAR``, ``{{ var }}``, ``<your-key>``, ``os.environ[...]``,
+``process.env.API_KEY``, a call, a path (``~/.ssh/id_ed25519``), a YAML tag (``!vault``) or
+``None``; a quoted value of words a user is shown (``"Forgot password?"``, ``"Password is
+required"``) is a label, except for a passphrase. An environment name that says where or
+what the secret is (``POSTGRES_PASSWORD_FILE``, ``OAUTH_TOKEN_URL``, ``TOKEN_TYPE``,
+``ACCESS_KEY_ID``) is not a secret's.
 ``env_secret`` takes such a value written ``NAME=value`` (no spaces, as in .env files and
 shell) or a quoted literal; ``config_secret`` takes a quoted literal (past its escaped
 quotes), or an unquoted value that holds a digit or a symbol (so ``password =
@@ -55,15 +74,57 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 _ENV_NAME = (
-    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY"
+    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY"
     r"|(?<=_)PASS(?![A-Z])|(?<=_)PWD)"
     r"(?:_[A-Z0-9_]*)?"
+    # Not a name that says where the secret is or what it is like: POSTGRES_PASSWORD_FILE,
+    # OAUTH_TOKEN_URL, TOKEN_TYPE, ACCESS_KEY_ID.
+    + "".join(
+        f"(?<!_{word})"
+        for word in (
+            "FILE",
+            "PATH",
+            "DIR",
+            "URL",
+            "URI",
+            "ENDPOINT",
+            "HOST",
+            "PORT",
+            "TYPE",
+            "PREFIX",
+            "HEADER",
+            "NAME",
+            "ID",
+            "TTL",
+            "EXPIRY",
+            "LENGTH",
+            "SIZE",
+            "LIMIT",
+            "TIMEOUT",
+            "PERMISSIONS",
+            "SCOPE",
+            "SCOPES",
+            "ENABLED",
+            "REQUIRED",
+            "FIELD",
+            "PARAM",
+            "USER",
+            "USERNAME",
+            "REGION",
+            "MODE",
+            "FORMAT",
+            "VERSION",
+            "ALGORITHM",
+            "ISSUER",
+            "AUDIENCE",
+        )
+    )
 )
 # Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
 # x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
     r"[A-Za-z0-9_\-]{0,64}?"
-    r"(?i:password|passwd|passphrase|secret|token|(?:api|access|private|auth|secret)[_-]?key)"
+    r"(?i:password|passwd|secret|token|(?:api|access|private|auth|secret|app|application)[_-]?key)"
 )
 # The short names, ``pass`` and ``pwd``: alone or as the last word of a name (``db_pass``,
 # ``mysql-pwd``, ``dbPass``), not inside one (``bypass``, ``compass``, ``OLDPWD``).
@@ -73,17 +134,23 @@ _SHORT_NAME = (
 )
 # A reference, not a value: $VAR, ${VAR}, *, {{ var }}, <your-key>, [list], %VAR%.
 _NOT_A_REFERENCE = r"(?![$*{<\[])(?!%[A-Za-z_]\w*%)"
+# Only digits up to the value's end (``2024-Summer!`` is a value, ``4000,`` is not).
+_ONLY_DIGITS = r"(?![0-9]+(?:[\s\"'`,;)\]}&\\]|$))"
 _NOT_A_VALUE = (
-    r"(?!(?:None|null|nil|true|false|True|False|undefined)\b)(?![0-9]+\b)(?!\[REDACTED)"
+    r"(?!(?:None|null|nil|true|false|True|False|undefined)\b)" + _ONLY_DIGITS + r"(?!\[REDACTED)"
     # A reference ($VAR, ${VAR}, {{ var }}, <your-key>), a YAML tag (!vault) or a list.
     r"(?![$*{<\[!])(?!%[A-Za-z_]\w*%)"
+    # A path (``~/.ssh/id_ed25519``, ``./keys/private.pem``, ``/run/secrets/db``).
+    r"(?!(?:~|\.\.?)?/[A-Za-z0-9._\-])"
+    # Code naming where the value is, unquoted: ``process.env.API_KEY!``, ``env.GH_TOKEN``.
+    r"(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[!?]?(?![^\s,;)\]}]))"
 )
 # How a password is kept or checked, said in prose after "the password is": a hash or
 # cipher's name, or a word with a "-hashed"/"-only" kind of ending.
 _KEPT_HOW = (
     r"(?i:sha-?\d+|md5|bcrypt|scrypt|argon2\w*|pbkdf2\w*|aes-?\d+\w*|rsa-?\d+|base64"
     r"|oauth2?|2fa|mfa|e2e|http/\d|utf-?8)(?![A-Za-z0-9])"
-    r"|[^\s\"'`<>(){}\[\],;]*-(?i:hashed|encrypted|encoded|salted|derived|protected|based"
+    r"|[^\s\"'`<>(){}\[\],;\\]*-(?i:hashed|encrypted|encoded|salted|derived|protected|based"
     r"|generated|managed|only|tested|safe|compliant|signed)(?![A-Za-z])"
 )
 # An unquoted value: up to a space, a quote, a bracket, a separator (``&`` of a query
@@ -105,8 +172,17 @@ class _Rule:
     keep: Callable[[str], bool] | None = None  # a value it matches but leaves
 
 
+# A word boundary, or the end of a JSON escape (``\\n``, ``\\t``, ``\\r``): a tool's input is
+# stored as JSON text, where a key at a line's start follows the escape's ``n``, a word
+# character (``\\nghp_…`` has no ``\\b`` before ``ghp_``).
+_BOUNDARY = r"(?:\b|(?<=\\[nrt]))"
+
+
 def _rule(kind: str, pattern: str, *triggers: str) -> _Rule:
-    return _Rule(kind, re.compile(pattern), triggers)
+    # Only a \b that opens a word (before a letter, a group or a class that is not negated):
+    # the one that closes it needs no escape, and each alternative costs a look.
+    opening = r"(?<!\\)\\b(?=[A-Za-z(]|\[(?!\^))"
+    return _Rule(kind, re.compile(re.sub(opening, lambda _: _BOUNDARY, pattern)), triggers)
 
 
 # A run of letters that reads as a word of an identifier (``With``, ``Client``, ``reset``):
@@ -122,6 +198,37 @@ def _names_a_thing(value: str) -> bool:
 
 # An option of htpasswd, with the cost -C takes.
 _HTPASSWD_OPTION = r"[ \t]+-[A-Za-z]+(?:[0-9]+|[ \t]+[0-9]+)?"
+
+# A command-line argument that is a value: quoted (to its closing quote), or a word that is
+# no option and no reference; never past a backslash (a JSON escape after it stays).
+_ARG_VALUE = (
+    r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n\\]+(?P=q)"
+    r"|(?![$*{<\[\-])(?!%[A-Za-z_]\w*%)[^\s\"'\\]+)"
+)
+
+
+def _base64_text(value: str) -> str:
+    """``value`` decoded as base64, as far as whole groups of four characters go (a value
+    may be cut short); invalid input decodes to ""."""
+    import base64
+    import binascii
+
+    value = value.rstrip("=")
+    try:
+        return base64.b64decode(value[: len(value) - len(value) % 4]).decode("latin-1")
+    except (binascii.Error, ValueError):
+        return ""
+
+
+def _not_credentials(value: str) -> bool:
+    """Whether base64 ``value`` does not decode to ``user:password``."""
+    return ":" not in _base64_text(value)
+
+
+def _not_a_private_key(value: str) -> bool:
+    """Whether base64 ``value`` does not decode to a PEM private key's opening."""
+    return "PRIVATE KEY" not in _base64_text(value[:120])
+
 
 # In this order: a key inside an assignment is named by its own kind, and an Anthropic key
 # is not taken for an OpenAI one.
@@ -206,7 +313,29 @@ _KEY_RULES = (
         "ACCESS_KEY",
         "STORAGE_KEY",
     ),
-    _rule("slack_token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}", "xox"),
+    _rule("slack_token", r"\b(?:xox[abposr]|xapp-[0-9])-[A-Za-z0-9\-]{10,}", "xox", "xapp-"),
+    # Tokens a prefix names: DigitalOcean, Shopify, Databricks, Heroku, Atlassian, Linear,
+    # PyPI, Groq, Replicate, Perplexity, xAI, Tavily, NVIDIA, Mailgun. One rule per prefix:
+    # a pattern that opens with its literal is looked for fast.
+    *(
+        _rule("service_token", rf"\b{pattern}(?![A-Za-z0-9_\-])", trigger)
+        for trigger, pattern in (
+            ("_v1_", r"do[opr]_v1_[a-f0-9]{64}"),
+            ("shp", r"shp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}"),
+            ("dapi", r"dapi[a-f0-9]{32}"),
+            ("HRKU-", r"HRKU-[A-Za-z0-9_\-]{30,}"),
+            ("ATATT3", r"ATATT3[A-Za-z0-9_\-=]{50,}"),
+            ("lin_api_", r"lin_api_[A-Za-z0-9]{40}"),
+            ("pypi-AgEI", r"pypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
+            ("gsk_", r"gsk_[A-Za-z0-9]{48,}"),
+            ("r8_", r"r8_[A-Za-z0-9]{37}"),
+            ("pplx-", r"pplx-[A-Za-z0-9]{48}"),
+            ("xai-", r"xai-[A-Za-z0-9]{70,}"),
+            ("tvly-", r"tvly-(?:dev-)?[A-Za-z0-9]{32}"),
+            ("nvapi-", r"nvapi-[A-Za-z0-9_\-]{60,}"),
+            ("key-", r"key-[0-9a-f]{32}"),
+        )
+    ),
     _rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
     _rule(
         "gitlab_token",
@@ -266,20 +395,55 @@ _KEY_RULES = (
     ),
     _rule(
         "bearer",
-        r"(?P<head>\b[Bb]earer\s+|(?i:authorization)\W{0,4}(?i:token)\s+)"
+        r"(?P<head>\b[Bb]earer\s+|(?i:authorization)\W{0,4}(?i:token|bot|ssws)\s+)"
         r"[A-Za-z0-9\-._~+/]{16,}=*",
         "earer",
         "oken ",
+        ": Bot ",
+        '"Bot ',
+        "SSWS ",
+    ),
+    _rule(
+        "jwt",
+        # A JSON Web Token anywhere (its header and claims are base64 JSON: "eyJ").
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
+        "eyJ",
+    ),
+    replace(
+        _rule(
+            "basic_auth",
+            # A registry's credentials as Docker and npm keep them: ``"auth": "<base64 of
+            # user:password>"``, ``_auth=…``; a Kubernetes ``.dockerconfigjson`` (base64 of
+            # ``{"auths":…``).
+            r"(?P<head>[\"']auth[\"']\s*:\s*[\"']|(?<![\w.-])_auth\s*=\s*[\"']?)"
+            r"(?=[A-Za-z0-9+/]{8,}={0,2}(?![A-Za-z0-9+/=]))[A-Za-z0-9+/]+={0,2}"
+            r"|\beyJhdXRocyI6[A-Za-z0-9+/]{16,}={0,2}",
+            '"auth"',
+            "'auth'",
+            "_auth",
+            "eyJhdXRocyI6",
+        ),
+        keep=_not_credentials,
+    ),
+    replace(
+        _rule(
+            "private_key",
+            # A PEM private key in base64 (a Kubernetes Secret's ``tls.key``).
+            r"\bLS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2}",
+            "LS0tLS1CRUdJTi",
+        ),
+        keep=_not_a_private_key,
     ),
     _rule(
         "user_password",
         # curl -u user:password, --user user:password (also as one quoted argument).
-        # Not a uid:gid (docker run -u 1000:1000).
-        r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?[^\s:\"']+:)"
+        # Not a uid:gid (docker run -u 1000:1000), nor a user:group of one name
+        # (docker exec -u www-data:www-data).
+        r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?(?P<user>[^\s:\"']+):)"
         + _NOT_A_REFERENCE
         # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password).
-        + r"(?![0-9]+\b)(?!//)"
-        r"[^\s\"']+",
+        + r"(?![0-9]+\b)(?!//)(?!(?P=user)(?![^\s\"']))"
+        r"[^\s\"'\\]+",
         "-u ",
         "-u=",
         "--user",
@@ -299,13 +463,63 @@ _KEY_RULES = (
     ),
     _rule(
         "user_password",
-        # sshpass -p VALUE, docker login -p VALUE (a space before the value).
-        r"(?P<head>\b(?:sshpass|(?:docker|podman|nerdctl) login)\b[^\n|;&]{0,200}?(?<!\S)-p[ \t]+)"
-        r"(?:(?P<q>[\"'])"
-        + _NOT_A_REFERENCE
-        + r"[^\"'\n]+(?P=q)|(?![$*{<\[\-])(?!%[A-Za-z_]\w*%)[^\s\"']+)",
+        # A password after its option, a space between: sshpass -p, docker/oc/az login -p,
+        # the mongo tools' -p, twine upload -p, sqlcmd/bcp -P, the ldap tools' -w,
+        # redis-cli -a, keytool's -storepass/-keypass/-srcstorepass.
+        r"(?P<head>\b(?:(?:sshpass|(?:docker|podman|nerdctl|oc|az|helm[ \t]+registry) login"
+        r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?|twine[ \t]+upload)\b"
+        r"[^\n|;&]{0,200}?(?<!\S)-p"
+        r"|(?:sqlcmd|bcp)\b[^\n|;&]{0,200}?(?<!\S)-P"
+        r"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn)\b[^\n|;&]{0,200}?(?<!\S)-w"
+        r"|redis-cli\b[^\n|;&]{0,200}?(?<!\S)-a"
+        r"|keytool\b[^\n|;&]{0,300}?(?<!\S)-(?:src|dest)?(?:store|key)pass)[ \t]+)" + _ARG_VALUE,
         "sshpass",
         " login",
+        "mongo",
+        "twine",
+        "sqlcmd",
+        "bcp",
+        "ldap",
+        "redis-cli",
+        "keytool",
+    ),
+    # smbclient -U user%password; a Redis password (redis.conf's requirepass and
+    # masterauth, CONFIG SET requirepass, AUTH at redis-cli's prompt); a .netrc line
+    # (machine HOST login USER password VALUE); PowerShell's ConvertTo-SecureString "…";
+    # a secret set from the command line (az keyvault secret set --value, gh secret set
+    # --body, aws ssm put-parameter --value, aws secretsmanager --secret-string, dotnet
+    # user-secrets set KEY VALUE).
+    *(
+        _rule("user_password", rf"(?P<head>{head})" + _ARG_VALUE, *triggers)
+        for head, triggers in (
+            (r"\bsmbclient\b[^\n|;&]{0,200}?(?<!\S)-U[ \t]+[^\s%\"'\\]+%", ("smbclient",)),
+            (
+                r"\b(?i:requirepass|masterauth)[ \t]+",
+                ("equirepass", "EQUIREPASS", "asterauth", "ASTERAUTH"),
+            ),
+            (r"(?<=[0-9]> )AUTH[ \t]+", ("> AUTH",)),
+            (
+                r"\b(?:machine[ \t]+\S+(?:[ \t]+login[ \t]+\S+)?|default[ \t]+login[ \t]+\S+)"
+                r"[ \t]+password[ \t]+",
+                ("machine", "default login"),
+            ),
+            (
+                r"\bConvertTo-SecureString(?:[ \t]+-String)?[ \t]+(?=[\"'])",
+                ("ConvertTo-SecureString",),
+            ),
+            (
+                r"\b(?:az[ \t]+keyvault[ \t]+secret[ \t]+set|gh[ \t]+secret[ \t]+set"
+                r"|aws[ \t]+ssm[ \t]+put-parameter|aws[ \t]+secretsmanager[ \t]+"
+                r"(?:create-secret|put-secret-value|update-secret))\b[^\n|;&]{0,300}?(?<!\S)"
+                r"(?:--value|--body|-b|--secret-string)(?:[ \t]+|=)",
+                ("keyvault", "secret set", "put-parameter", "secretsmanager"),
+            ),
+            (
+                r"\bdotnet[ \t]+user-secrets[ \t]+set[ \t]+"
+                r"(?:\"[^\"\n]*\"|'[^'\n]*'|[^\s\"']+)[ \t]+",
+                ("user-secrets",),
+            ),
+        )
     ),
     _rule(
         "user_password",
@@ -348,11 +562,11 @@ _KEY_RULES = (
         r"(?:[ \t]+(?i:you|me|us|them|him|her))?"
         r"(?:[ \t]+(?:to|for|on|with|in|over|back)(?:[ \t]+[a-z]{2,12})?)?)?"
         r"(?:[ \t]+(?i:is|was|is now):?|'s)[ \t]+)"
-        r"(?:(?P<q>[\"'`])" + _NOT_A_REFERENCE + r"[^\"'`\n]{6,128}(?P=q)"
+        r"(?:(?P<q>[\"'`])" + _NOT_A_REFERENCE + r"[^\"'`\n\\]{6,128}(?P=q)"
         r"|(?![\-$*{<\[%])(?![0-9]+\b)(?!" + _KEPT_HOW + r")"
-        r"(?=[^\s\"'`<>(){}\[\],;]*[A-Za-z])(?=[^\s\"'`<>(){}\[\],;]*[0-9!@#%^&*+=~])"
-        r"[^\s\"'`<>(){}\[\],;]{5,127}[^\s\"'`<>(){}\[\],;.!?:]"
-        r"(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;]|$))"  # the whole word, its end's stop left
+        r"(?=[^\s\"'`<>(){}\[\],;\\]*[A-Za-z])(?=[^\s\"'`<>(){}\[\],;\\]*[0-9!@#%^&*+=~])"
+        r"[^\s\"'`<>(){}\[\],;\\]{5,127}[^\s\"'`<>(){}\[\],;\\.!?:]"
+        r"(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;\\]|$))"  # the whole word, its end's stop left
         r"(?![ \t]+(?i:hashed|encrypted|encoded|salted|stored|derived|protected|based|"
         r"generated|rotated|compliant|only)\b))",
         "assword",
@@ -372,15 +586,41 @@ _KEY_RULES = (
             # 8 characters or more holding an upper-case letter, a lower-case letter and a
             # digit, a quoted one too.
             r"(?P<head>\b(?i:password|passwd|passphrase)[ \t]+)(?P<q>[\"'`])?"
-            r"(?=[^\s\"'`<>(){}\[\],;]*[A-Z])(?=[^\s\"'`<>(){}\[\],;]*[a-z])"
-            r"(?=[^\s\"'`<>(){}\[\],;]*[0-9])"
-            r"[^\s\"'`<>(){}\[\],;]{7,127}[^\s\"'`<>(){}\[\],;.!?:]"
-            r"(?(q)(?P=q)|(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;]|$)))",
+            r"(?=[^\s\"'`<>(){}\[\],;\\]*[A-Z])(?=[^\s\"'`<>(){}\[\],;\\]*[a-z])"
+            r"(?=[^\s\"'`<>(){}\[\],;\\]*[0-9])"
+            r"[^\s\"'`<>(){}\[\],;\\]{7,127}[^\s\"'`<>(){}\[\],;\\.!?:]"
+            r"(?(q)(?P=q)|(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;\\]|$)))",
             "assword",
             "ASSWORD",
             "asswd",
             "assphrase",
             "ASSPHRASE",
+        ),
+        keep=_names_a_thing,
+    ),
+    replace(
+        _rule(
+            "config_secret",
+            # An API key or token said in words: "my API key is 9f8e7d6c…", "Use this access
+            # token: Ab3dEf6h…": 16 characters or more with a letter and a digit, not an
+            # identifier (a run of its letters reads as a word).
+            r"(?P<head>\b(?i:api|access|secret|auth)[ \t]+(?i:key|token)"
+            r"(?:[ \t]+(?i:is|was)[ \t]*:?|[ \t]*:)[ \t]+)(?P<q>[\"'`])?"
+            r"(?=[A-Za-z0-9_\-./+=]*[0-9])(?=[A-Za-z0-9_\-./+=]*[A-Za-z])[A-Za-z0-9_\-./+=]{16,}"
+            r"(?(q)(?P=q)|(?![A-Za-z0-9_\-./+=]))",
+            # As prose writes them (one substring search each, on every event).
+            "API key",
+            "API Key",
+            "api key",
+            "API token",
+            "access key",
+            "Access key",
+            "access token",
+            "Access token",
+            "secret key",
+            "Secret key",
+            "auth token",
+            "Auth token",
         ),
         keep=_names_a_thing,
     ),
@@ -455,7 +695,8 @@ _KEY_RULES = (
         # "a-a-a…" before a "://" (quadratic).
         r"(?P<head>\b[A-Za-z][A-Za-z0-9+.\-]{0,31}://[^\s:/@\"'<>\\]{0,256}:)"
         + _NOT_A_REFERENCE
-        + r""
+        # Not an image's tag before its digest (docker://alpine:3.19@sha256:…).
+        + r"(?![^\s/\"'<>\\@]*@sha(?:256|512):)"
         r"[^\s/\"'<>\\]+(?=@[A-Za-z0-9\[][^\s@/\"'<>\\]*(?:[/?#\s\"'<>\\]|$))",
         "://",
     ),
@@ -488,16 +729,39 @@ _ENV_RULE = _rule(
     rf"(?P<head>{_ENV_NAME}(?:=|\s*[:=]\s*(?=[\"'])))(?P<q>[\"']?){_NOT_A_VALUE}"
     rf"{_BARE}{{6,}}(?P=q)(?![(\[.\w])",
 )
-_CONFIG_RULE = _rule(
-    "config_secret",
-    # The name, quoted or not (a dict's ["KEY"] too); ``=``, ``:``, ``:=`` or ``=>``; a
-    # quoted value (spaces allowed) or a bare one.
-    rf"(?!NOPASSWD:)(?P<head>(?P<kq>\\?[\"'])?{_CONFIG_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
-    r"\s*(?::=|=>|[:=])\s*)"
-    rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
-    rf"(?(q){_QUOTED}{{6,}}(?P=q)"
-    rf"|(?={_BARE}*[0-9!@#%^&*+/=~$]){_BARE}{{6,}}(?![(\[.\w]))",
+# A label or a message in words, not a secret: "Forgot password?", "Mot de passe",
+# "Password must be at least 8 characters" (two words or more of letters, or numbers
+# alone, opening with a capital or ending with a stop).
+_LABEL = re.compile(
+    r"(?=[^\W\d_])(?:[^\W\d_]+(?:['’][^\W\d_]+)?|\d+)(?:[ \t]+(?:[^\W\d_]+(?:['’][^\W\d_]+)?|\d+))+"
+    r"[.?!:…]?"
 )
+
+
+def _reads_as_a_label(value: str) -> bool:
+    """Whether ``value`` reads as words a user is shown rather than a secret."""
+    return _LABEL.fullmatch(value) is not None and (value[0].isupper() or value[-1] in ".?!:…")
+
+
+def _config_rule(name: str, keep: Callable[[str], bool] | None) -> _Rule:
+    return replace(
+        _rule(
+            "config_secret",
+            # The name, quoted or not (a dict's ["KEY"] too); ``=``, ``:``, ``:=`` or ``=>``;
+            # a quoted value (spaces allowed) or a bare one.
+            rf"(?!NOPASSWD:)(?P<head>(?P<kq>\\?[\"'])?{name}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
+            r"\s*(?::=|=>|[:=])\s*)"
+            rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
+            rf"(?(q){_QUOTED}{{6,}}(?P=q)"
+            rf"|(?={_BARE}*[0-9!@#%^&*+/=~$]){_BARE}{{6,}}(?![(\[.\w]))",
+        ),
+        keep=keep,
+    )
+
+
+# A passphrase is words: no label check for it.
+_PASSPHRASE_RULE = _config_rule(r"[A-Za-z0-9_\-]{0,64}?(?i:passphrase)", None)
+_CONFIG_RULE = _config_rule(_CONFIG_NAME, _reads_as_a_label)
 _SHORT_NAME_RULE = _rule(
     "config_secret",
     # ``pass = "Xk9mQ2vLp7"``, ``mysql_pwd: s3cret!``: these names also name other things
@@ -522,7 +786,13 @@ _CONNECTION_RULE = _rule(
     # goes on below; without the ``;``, ``PWD=C:\\work`` of ``env`` is no password).
     r"(?=;\s?[A-Za-z ]+=|;?[\"']|;?$|;\r?\n)",
 )
-_ASSIGNMENT_RULES = (_ENV_RULE, _CONFIG_RULE, _SHORT_NAME_RULE, _CONNECTION_RULE)
+_ASSIGNMENT_RULES = (
+    _ENV_RULE,
+    _PASSPHRASE_RULE,
+    _CONFIG_RULE,
+    _SHORT_NAME_RULE,
+    _CONNECTION_RULE,
+)
 _KINDS = tuple(dict.fromkeys(rule.kind for rule in (*_KEY_RULES, *_ASSIGNMENT_RULES)))
 
 # Where an assignment may start: a secret word (lower case, in the lowered text) followed,
@@ -544,6 +814,12 @@ _NAME_WORDS = (
     "access-key",
     "private-key",
     "auth-key",
+    "appkey",
+    "app_key",
+    "app-key",
+    "applicationkey",
+    "application_key",
+    "application-key",
 )
 # A secret's name is at most this long: bounds each look at a candidate (a text of one
 # run of name characters, "tokentoken…", was scanned from every hit: quadratic).
@@ -582,6 +858,11 @@ def _replacement(
     return f"{head}{quote}[REDACTED:{kind}]{quote}"
 
 
+def _after_escape(text: str, at: int) -> bool:
+    """Whether ``text[at]`` follows a JSON escape's letter (``\\n``, ``\\t``, ``\\r``)."""
+    return at >= 2 and text[at - 1] in "nrt" and text[at - 2] == "\\"
+
+
 def _name_starts(text: str) -> list[int]:
     """Where a name that may be assigned a secret starts: the name, and a quote before it."""
     lowered = text.lower()
@@ -593,7 +874,12 @@ def _name_starts(text: str) -> list[int]:
             continue
         for hit in _ASSIGNED[word].finditer(lowered):
             start = hit.start()
-            while start > 0 and text[start - 1] in _NAME_CHARS and hit.start() - start < _MAX_NAME:
+            while (
+                start > 0
+                and text[start - 1] in _NAME_CHARS
+                and not _after_escape(text, start)
+                and hit.start() - start < _MAX_NAME
+            ):
                 start -= 1
             starts.add(start)
             if start > 0 and text[start - 1] in "\"'":  # a quoted key: "apiKey": "…"
@@ -608,12 +894,14 @@ def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
     pieces: list[str] = []
     done = 0
     for start in _name_starts(text):
-        if start < done or (start > 0 and text[start - 1] in _NAME_CHARS):
+        if start < done or (
+            start > 0 and text[start - 1] in _NAME_CHARS and not _after_escape(text, start)
+        ):
             continue
         for rule in _ASSIGNMENT_RULES:
             match = rule.pattern.match(text, start)
             if match is not None:
-                pieces += [text[done:start], _replacement(match, rule.kind, counts)]
+                pieces += [text[done:start], _replacement(match, rule.kind, counts, rule.keep)]
                 done = match.end()
                 break
     return "".join(pieces) + text[done:] if pieces else text

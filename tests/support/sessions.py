@@ -46,6 +46,8 @@ PLANTED = {
     "huggingface_token": "hf_" + "aBcDeFgHiJkLmNoPq" * 2,
     "sendgrid_key": "SG." + "ngeVfQFYQlKU" + "0ufo8x5d1A." + "TwL2iGABf9DH" * 3 + "x5cr1s5",
     "azure_key": "AccountName=acme;AccountKey=" + "Zm9vYmF5" * 11 + "==;Endpoint",
+    "jwt": "eyJhbGciOiJIUzI1NiJ9" + ".eyJzdWIiOiIxMjM0In0" + ".c2lnbmF0dXJlX2hlcmU",
+    "service_token": "gsk_" + "Qw3rTy7u" * 6,
 }
 
 

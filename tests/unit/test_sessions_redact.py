@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -37,7 +38,11 @@ _SHAPES = {
     "bearer": r"[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}",
     "basic_auth": r"(?i:authorization): Basic [A-Za-z0-9+/]{4}[0-9+/][A-Za-z0-9+/]{3,}",
     "url_password": r"[a-z]{2,8}://[a-z]{1,8}:[A-Za-z0-9]{1,12}@[a-z]{1,8}\.com",
-    "user_password": r"curl (?:-u|--user) [a-z]{1,8}:[a-z][A-Za-z0-9]{0,12}",
+    # A password other than the user's name (-u www-data:www-data is a user and group).
+    "user_password": r"curl (?:-u|--user) [a-z]{1,8}:[A-Z][A-Za-z0-9]{0,12}",
+    "jwt": r"eyJ[A-Za-z0-9_\-]{8,20}\.eyJ[A-Za-z0-9_\-]{8,20}\.[A-Za-z0-9_\-]{0,20}",
+    "service_token": r"(?:dop_v1_[a-f0-9]{64}|shpat_[a-fA-F0-9]{32}|lin_api_[A-Za-z0-9]{40}"
+    r"|gsk_[A-Za-z0-9]{48}|tvly-[A-Za-z0-9]{32}|pplx-[A-Za-z0-9]{48}|r8_[A-Za-z0-9]{37})",
     "env_secret": rf"{_ENV}=[A-Za-z0-9]{{5}}[a-z][A-Za-z0-9]{{0,8}}",
     "config_secret": r"[a-z_]{0,8}(?i:password|passwd|secret|token|api_?key|access_?key|private_?key|auth_?key)"
     rf"(?:=| ?: ?| = )(?:{_VALUE}|\"{_VALUE}\"|'{_VALUE}')",
@@ -384,9 +389,84 @@ see SG.createSendGridClientForTheApp.sendTransactionalEmailNow()
 model = hf_AutoModel.from_pretrained(x)
 account_key: keys/storage2/primary_key_file_1; accountKey: storageAccountKeyFromConfig2
 accountKey: /var/run/secrets/azure/storage2/eastus/accountkey
+POSTGRES_PASSWORD_FILE=/run/secrets/postgres_password HF_TOKEN_PATH=/root/.cache/hf/token
+OAUTH_TOKEN_URL=https://oauth2.googleapis.com/token GITHUB_TOKEN_PERMISSIONS=read-all
+VAULT_SECRET_PATH=secret/data/myapp TOKEN_TYPE=Bearer TOKEN_URL = "/api/v1/auth/token"
+apiKey: process.env.API_KEY!, secretAccessKey: process.env.S3_SECRET_ACCESS_KEY, token: env.GH_TOKEN_V2,
+"forgotPassword": "Forgot password?", "confirmPassword": "Confirm password", "password": "Mot de passe"
+password: "Password must be at least 8 characters", errors.password = "Password is required";
+docker exec -u www-data:www-data app php artisan migrate; docker run --rm -u root:root alpine sh
+private_key: ~/.ssh/id_ed25519 "privateKey": "./keys/private.pem"
+skopeo copy docker://alpine:3.19@sha256:c5b1261d6d3e43071626931fc004f70149baeba2c8ec672bd4f27761f8e1ad6b x
+the machine password policy; by default password auth is off; an API key is required
+the access token: see the docs; keytool -list -keystore x.jks; "auth": "c2VydmljZQ=="
 first_pass = "optimize"; bypass = "abc123def"; compass: north-123; passenger: "bob12345"
 OLDPWD=/x/y1 pass: true; passes = 3; pwd: ./build2; db_pass: ~/.pgpass1 PWD=/home/u1
 """
+
+
+# Secrets a QA run found stored as written, each with the part that must go.
+_FOUND = "Xk9mQ2vLp7wR"
+_JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N"
+_PEM64 = "LS0tLS1CRUdJTiBQUklWQVRFIEtFWS0tLS0tCk1JSUV2UUlCQURBTkJna3Foa2lHOXcwQkFRRUZBQVND"
+
+
+@pytest.mark.parametrize(
+    ("text", "secret"),
+    [
+        # After a JSON escape (a tool's input is stored as JSON text).
+        (r'{"content":"github:\nghp_QAleakAbCdEfGhIjKlMnOpQrStUvWxYz0123\n"}', "ghp_QAleak"),
+        (r'{"content":"DB_HOST=db\nPOSTGRES_PASSWORD=qaletterspassword\n"}', "qaletters"),
+        (r"a\tsk-proj-abcdefghijklmnopqrstuvwxyz12", "sk-proj-abc"),
+        # Said in words; digits first, then a symbol.
+        ("my API key is 9f8e7d6c5b4a39281706f5e4d3c2b1a0", "9f8e7d6c5b4a"),
+        (f"Use this access token: {_FOUND}Ab3dEf6h", _FOUND),
+        ('"password": "2024-Summer!"', "2024-Summer"),
+        ("DB_PASSWORD=123-abc-XYZ", "123-abc-XYZ"),
+        ("refresh_token: '1//0gAbCdEfGhIjKlMnOp-L9IrAbCdEfGhIjKlMnOp'", "0gAbCdEf"),
+        # JSON Web Tokens with no scheme or name around them.
+        (f"Authorization: {_JWT}", _JWT),
+        (f"The JWT is {_JWT}", _JWT),
+        # Command lines and files that hold a password.
+        (f"redis-cli -a {_FOUND} ping", _FOUND),
+        (f'CONFIG SET requirepass "{_FOUND}"', _FOUND),
+        (f"127.0.0.1:6379> AUTH {_FOUND}", _FOUND),
+        ("machine x login y password hunter22", "hunter22"),
+        (f"sqlcmd -S localhost -U sa -P '{_FOUND}'", _FOUND),
+        (f"mongodump -u admin -p {_FOUND}", _FOUND),
+        (f"oc login -u developer -p {_FOUND}", _FOUND),
+        (f"ldapsearch -x -D cn=admin -w {_FOUND}", _FOUND),
+        (f"smbclient //srv/share -U alice%{_FOUND}", _FOUND),
+        (f"keytool -importkeystore -srcstorepass {_FOUND}", _FOUND),
+        (f"az keyvault secret set --vault-name kv --name db-pw --value {_FOUND}", _FOUND),
+        (f'gh secret set API_KEY --body "{_FOUND}"', _FOUND),
+        (f"aws secretsmanager create-secret --name prod/db --secret-string {_FOUND}", _FOUND),
+        (f'dotnet user-secrets set "Jwt:Key" "{_FOUND}Ab3d"', _FOUND),
+        (f'$pw = ConvertTo-SecureString "{_FOUND}" -AsPlainText -Force', _FOUND),
+        # Credentials in base64: a PEM key, a registry's user:password.
+        (f"  tls.key: {_PEM64}", _PEM64),
+        ('{"auths":{"ghcr.io":{"auth":"b2N0b2NhdDpnaHBfYWJjZGVmZ2hpams="}}}', "b2N0b2Nh"),
+        ("//registry.npmjs.org/:_auth=dXNlcjpYazltUTJ2THA3d1I=", "dXNlcjpY"),
+        # Tokens a prefix names.
+        ("dop_v1_" + "a1b2c3d4" * 8, "a1b2c3d4a1b2"),
+        ("lin_api_" + "aB3dE" * 8, "aB3dEaB3dE"),
+        ("pypi-AgEIcHlwaS5vcmc" + "CJGFiY2RlZmdo" * 5, "CJGFiY2Rl"),
+        ("gsk_" + "Qw3rTy7u" * 6, "Qw3rTy7uQw3r"),
+        ("Authorization: Bot MTA5ODc2NTQzMjEwOTg3NjU0.GhIjKl.abcdefghijklmnopqrstu", "MTA5ODc2"),
+        ("xapp-1-A0123ABCD-1234567890-abcdef0123456789", "abcdef0123456789"),
+    ],
+)
+def test_secrets_a_qa_run_found_are_redacted(text: str, secret: str) -> None:
+    out = redact(text)
+    assert secret not in out and "[REDACTED:" in out, out
+
+
+def test_a_redaction_inside_json_text_keeps_its_escapes() -> None:
+    # The value ended past a backslash: the escaped quote (or line break) after it went too.
+    text = '{"content": "the password is Xk9#mQ2v\\" and\\nmachine h login u password Zq9Xk9mQ\\n"}'
+    out = redact(text)
+    assert "Xk9#mQ2v" not in out and "Zq9Xk9mQ" not in out
+    assert json.loads(out)["content"].endswith("password [REDACTED:user_password]\n")
 
 
 def test_no_false_positives_on_ordinary_code() -> None:
