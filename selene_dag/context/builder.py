@@ -461,8 +461,14 @@ def pack_with_threads(
     A thread's digest stands for many notes in a few sentences, so it goes first; the share
     keeps the notes most of the budget. Threads that do not fit their share are left out
     (and the next ones, so the order given stays a priority). The joined text is counted
-    exactly in the prepared notes' model and is ≤ ``budget``."""
+    exactly in the prepared notes' model and is ≤ ``budget``. Raises TypeError when
+    ``prepared`` is not a ``PreparedNotes``."""
     check_budget(budget, "budget", minimum=0)
+    if not isinstance(prepared, PreparedNotes):
+        raise TypeError(
+            "pack_with_threads takes the notes prepared once for a model: "
+            f"prepare_notes(notes, model), got {type(prepared).__name__}"
+        )
     model = prepared.model
     blocks = [render_thread(thread) for thread in threads]
     costs = count_tokens_batch([block + SEPARATOR for block in blocks], model) if blocks else []

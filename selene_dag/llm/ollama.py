@@ -31,6 +31,7 @@ from selene_dag.context.tokens import DEFAULT_MODEL, count_tokens, truncate_to_t
 from selene_dag.errors import check_budget
 from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.engine import (
+    MAX_CONCEPT_CHARS,
     MIN_DIGEST_CHARS,
     MIN_ESSENCE_CHARS,
     Assessment,
@@ -590,7 +591,6 @@ def _string(value: Any, field: str) -> str:
 # What a model's answer may store, whatever it wrote: a concept or a theme is a few words, an
 # essence one or two sentences, a thread's name a title and its summary a paragraph (an
 # over-long answer was stored whole, and every later digest prompt overflowed the context).
-MAX_CONCEPT_CHARS = 60
 MAX_ESSENCE_SENTENCES, MAX_ESSENCE_CHARS = 2, 400
 MAX_THREAD_NAME_CHARS = 80
 MAX_THREAD_TEXT_CHARS = 600

@@ -6,7 +6,7 @@ Dagster definitions does not import scikit-learn.
 """
 
 ALGORITHM_VERSIONS = {
-    "analyze_note": "analyze_note@10",
+    "analyze_note": "analyze_note@11",
     "detect_threads": "detect_threads@2",
     "digest_thread": "digest_thread@7",
     "summarize": "summarize@8",

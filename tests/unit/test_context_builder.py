@@ -458,3 +458,10 @@ def test_epoch_seconds_date_a_note_as_iso_strings_do() -> None:
     assert default_priority(millis) == default_priority(epoch)
     for huge in (10**400, float("inf"), float("nan")):
         assert default_priority({"title": "e", "content": "", "updated_at": huge})[0] == -math.inf
+
+
+def test_pack_with_threads_given_plain_notes_says_what_it_takes() -> None:
+    # A list of notes failed with "'list' object has no attribute 'model'".
+    notes = [{"id": "a", "title": "A", "content": "text"}]
+    with pytest.raises(TypeError, match=r"prepare_notes\(notes, model\), got list"):
+        pack_with_threads(notes, [], 100)  # type: ignore[arg-type]

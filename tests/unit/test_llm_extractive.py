@@ -157,6 +157,16 @@ def test_a_huge_paragraph_after_a_heading_gets_an_essence_from_its_words() -> No
     assert not essence.startswith("A short note") and "replica" in essence
 
 
+def test_a_concept_or_theme_is_at_most_a_few_words_long() -> None:
+    # A note of one giant "word" (a hash, a blob with no space) got it as its concept and
+    # theme, 5,000 characters; a model's answer is cut to 60.
+    from selene_dag.llm.engine import MAX_CONCEPT_CHARS
+
+    analysis = ExtractiveEngine().analyze_note("Blob", "x" * 5000 + " and a few words after it")
+    assert analysis.concepts and all(len(c) <= MAX_CONCEPT_CHARS for c in analysis.concepts)
+    assert len(analysis.primary_theme) <= MAX_CONCEPT_CHARS
+
+
 def test_analysis_is_deterministic_and_cached() -> None:
     engine = ExtractiveEngine()
     first = engine.analyze_note("Title", NOTE)

@@ -28,7 +28,7 @@ import re
 from typing import Any
 
 from selene_dag import text as _text
-from selene_dag.llm.engine import MIN_ESSENCE_CHARS
+from selene_dag.llm.engine import MAX_CONCEPT_CHARS, MIN_ESSENCE_CHARS
 from selene_dag.llm.extractive.phrases import key_phrases
 from selene_dag.llm.extractive.scoring import centrality, length_fit
 
@@ -74,7 +74,13 @@ def analyze_note(title: str, content: str, concepts_k: int) -> dict[str, Any]:
             cut = max(cut, head.rfind(" "))
         content = head[:cut] if cut > 0 else head
     body = _text.strip_markdown(content)
-    concepts = key_phrases(title, body, concepts_k)
+    # A run of text with no space (a hash, a pasted blob) is one "word": cut to a concept's
+    # length, as a model's answer is.
+    concepts = list(
+        dict.fromkeys(
+            _text.shorten(c, MAX_CONCEPT_CHARS) for c in key_phrases(title, body, concepts_k)
+        )
+    )
     lowered_title = title.lower()
     theme = next((c for c in concepts if c in lowered_title), concepts[0] if concepts else "")
     # The essence names a bare URL's host (a sentence read whole); concepts leave URLs out
