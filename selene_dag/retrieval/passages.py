@@ -279,10 +279,15 @@ def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
     opens an excerpt that starts inside a cut line. Lines of a
     fenced code block come with its fences, chosen or not (and a closing one when the text
     ends inside the block): without them the code read as prose, and a fence left open
-    turned the rest of a markdown pack into code."""
+    turned the rest of a markdown pack into code. A fence chosen without a line of its
+    block is left out (an empty block says nothing)."""
     fences = _fences(pieces)
-    blocks = {pieces[j].block for j in chosen if pieces[j].kind == "code"} & set(fences)
-    with_fences = set(chosen)
+    fence_pieces = {i for pair in fences.values() for i in pair if i is not None}
+    # A block is shown when one of its lines is; a fence chosen alone made an empty block.
+    blocks = {
+        pieces[j].block for j in chosen if pieces[j].kind == "code" and j not in fence_pieces
+    } & set(fences)
+    with_fences = {j for j in chosen if j not in fence_pieces}
     for block in blocks:
         with_fences.update(i for i in fences[block] if i is not None)
     order = sorted(with_fences)

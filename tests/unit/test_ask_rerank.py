@@ -423,3 +423,12 @@ def test_minified_json_is_cut_into_pieces_a_pack_can_hold() -> None:
     # An excerpt from inside the line says so; its first piece does not.
     assert join_pieces(pieces, [5]).startswith("… ")
     assert not join_pieces(pieces, [1]).startswith("…")
+
+
+def test_a_fence_chosen_without_a_line_of_its_block_is_left_out() -> None:
+    # An excerpt kept "```yaml / … / ```" of a block none of whose lines it showed.
+    pieces = segment("Intro about deploy.\n\n```yaml\nkey: value\nother: 1\n```\n\nAfter text.")
+    assert join_pieces(pieces, [0, 1]) == "Intro about deploy."
+    assert join_pieces(pieces, [0, 4, 5]) == "Intro about deploy.\n…\nAfter text."
+    # A line of the block brings both fences.
+    assert join_pieces(pieces, [0, 2]) == "Intro about deploy.\n```yaml\nkey: value\n…\n```"
