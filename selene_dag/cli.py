@@ -14,6 +14,7 @@ import functools
 import inspect
 import json
 import os
+import re
 import shutil
 import signal
 import socket
@@ -329,6 +330,7 @@ def demo(
     # --home wins over SELENE_HOME; with neither, the demo gets a home of its own.
     home = home or (Path(os.environ["SELENE_HOME"]) if os.environ.get("SELENE_HOME") else None)
     settings = service.demo_settings(load_settings(), home or service.DEMO_HOME)
+    service.check_demo_home(settings)
     err.print(
         f"selene-dag demo → {settings.home} (engine {settings.llm}, model {settings.model}, "
         f"now {settings.now().isoformat()})"
@@ -653,7 +655,7 @@ def compact(
         sys.stdout.write(payload + "\n")
     rows = [
         {
-            "step": step.name,
+            "step": _STEP_CODE.sub("", step.name),
             "removed": step.removed,
             "tokens before": step.tokens_before,
             "tokens after": step.tokens_after,
@@ -682,11 +684,24 @@ def compact(
         if report.resolved_at == "unresolved" and report.tokens_after <= window
         else ""
     )
-    err.print(
-        f"resolved at: {report.resolved_at}"
-        + (" — shrink stage detail" if report.shrink_stage_detail else "")
-        + fits
+    resolved = (
+        "not resolved: still over the threshold"
+        if report.resolved_at == "unresolved"
+        else f"resolved by: {_RESOLVED_BY.get(report.resolved_at, report.resolved_at)}"
     )
+    err.print(resolved + (" — shrink stage detail" if report.shrink_stage_detail else "") + fits)
+
+
+# The steps as a user reads them (the JSON answer keeps the chain's codes, P1–P4).
+_STEP_CODE = re.compile(r"^P[1-4] ")
+_RESOLVED_BY = {
+    "none": "nothing to do",
+    "P1": "stripping chitchat",
+    "P2": "compacting finished stages",
+    "P3": "summarizing the oldest messages",
+    "P4": "asking the caller to shrink stage detail",
+    "prune": "pruning",
+}
 
 
 @app.command()
@@ -1034,7 +1049,7 @@ def distill_run_command(
     all_files: Annotated[bool, typer.Option("--all", help="Every scanned file.")] = False,
     home: HomeOption = None,
 ) -> None:
-    """Parse, chunk, score and distill sessions (materializes the sessions spine in batches).
+    """Parse, chunk, score and distill sessions (in batches of files, through Dagster).
 
     Without SESSIONS or --all, the most recently modified session file runs. With --all
     only files that are new, changed or never completed run."""
@@ -1215,7 +1230,8 @@ def distill_seed_command(
     ] = None,
     home: HomeOption = None,
 ) -> None:
-    """Write a fresh, resumable session file for PLATFORM from a distilled session.
+    """Write a fresh, resumable session file for PLATFORM from a distilled session (with
+    --question, from the chunks of every session that best answer it).
 
     With --question, the session holds the chunks that best answer the question, from every
     session: each scored 0.6 × its relevance to the question + 0.4 × its consensus. A model
@@ -1233,6 +1249,22 @@ def distill_seed_command(
         question=question,
     )
     out.print_json(json.dumps(result, default=str))
+    if result.get("path"):
+        err.print(
+            _resume_hint(platform, Path(str(result["path"]))), highlight=False, soft_wrap=True
+        )
+
+
+def _resume_hint(platform: str, path: Path) -> str:
+    """How to resume a seeded session file in its agent's CLI."""
+    where = {
+        "claude": f"copy it into ~/.claude/projects/<the project's folder>/ and run "
+        f"`claude --resume {path.stem}`",
+        "codex": "copy it under ~/.codex/sessions/YYYY/MM/DD/ and run `codex resume`",
+        "gemini": "copy it into ~/.gemini/tmp/<the project's hash>/chats/ and resume it in "
+        "Gemini CLI",
+    }
+    return f"to resume {path.name}: " + where.get(platform.strip().lower(), "see docs/sessions.md")
 
 
 def _prose(doc: str) -> str:

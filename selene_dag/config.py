@@ -437,6 +437,18 @@ class Settings(BaseSettings):
         # Frozen model: derived defaults are filled in once, right after validation.
         if self.db_path is None:
             object.__setattr__(self, "db_path", self.home / "selene.duckdb")
+        demo = (self.home / DEMO_MARKER_FILE).is_file()
+        if demo:
+            # The demo's home reads the bundled corpus unless told otherwise: `dev` on it
+            # watched the user's own session folders (and would have copied their
+            # transcripts in) and a notes folder the home never had.
+            from selene_dag.paths import bundled_notes, bundled_session_roots
+
+            if self.notes_dir is None:
+                object.__setattr__(self, "notes_dir", bundled_notes())
+            roots = bundled_session_roots()
+            if "session_roots" not in self.model_fields_set and roots:
+                object.__setattr__(self, "session_roots", parse_session_roots(roots))
         if self.notes_dir is None:
             object.__setattr__(self, "notes_dir", self.home / "notes")
         if self.essence_limit == -1:
@@ -547,6 +559,12 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
 # A home whose "now" is pinned (the demo's) holds it in this file: every command on the
 # home then sees the same day, so what it prints does not move with the calendar.
 PINNED_NOW_FILE = "now"
+# The demo's home holds this file: its notes folder and session roots are then the bundled
+# corpus's (unless SELENE_NOTES_DIR / SELENE_SESSION_ROOTS say otherwise).
+DEMO_MARKER_FILE = "demo"
+DEMO_MARKER_TEXT = (
+    "This home holds selene-dag's demo: commands on it read the bundled notes and sessions.\n"
+)
 
 
 def pinned_now(home: Path) -> datetime | None:

@@ -51,3 +51,17 @@ def transforms_hash(*names: str) -> str:
         digest.update(b"\x00")
         digest.update(transform_sql(name).encode())
     return digest.hexdigest()[:8]
+
+
+def bundled_notes() -> Path:
+    """The demo's notes file shipped with the package."""
+    return assets_dir() / "demo" / "notes" / "til.jsonl"
+
+
+def bundled_session_roots() -> str:
+    """The demo's session folders, as a SELENE_SESSION_ROOTS value ("" when absent)."""
+    import os
+
+    base = assets_dir() / "demo" / "sessions"
+    roots = [f"{p.name}={p}" for p in sorted(base.iterdir()) if p.is_dir()] if base.is_dir() else []
+    return os.pathsep.join(roots)

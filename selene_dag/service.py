@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 import duckdb
 
 from selene_dag import last_verdict
-from selene_dag.config import PINNED_NOW_FILE, Settings
+from selene_dag.config import DEMO_MARKER_FILE, DEMO_MARKER_TEXT, PINNED_NOW_FILE, Settings
 from selene_dag.context.builder import PreparedNotes, pack_with_threads, prepare_notes
 from selene_dag.context.compaction import CompactionReport, compact_messages
 from selene_dag.context.messages import Conversation, load_conversation, parse_messages
@@ -60,7 +60,7 @@ from selene_dag.notes.listing import (
     other_files,
     walk_once,
 )
-from selene_dag.paths import assets_dir
+from selene_dag.paths import bundled_notes, bundled_session_roots
 from selene_dag.redact import redact
 from selene_dag.retrieval.citations import Shown, parse_citation
 from selene_dag.retrieval.citations import show as show_citation
@@ -125,7 +125,8 @@ def existing_store(settings: Settings) -> Iterator[duckdb.DuckDBPyConnection]:
     if not settings.db_path.exists():
         raise NoDatabaseError(
             f"no database at {settings.db_path}: run `selene-dag ingest PATH` (notes), "
-            "`selene-dag distill run --all` (agent sessions) or `selene-dag demo` first"
+            "`selene-dag distill run --all` (agent sessions) first, or try the bundled "
+            f"demo in a home of its own: `selene-dag demo --home {DEMO_HOME}`"
         )
     with open_store(settings.db_path, wait=settings.lock_wait) as conn:
         yield conn
@@ -224,7 +225,10 @@ def documents_left_out_hint(report: IngestReport) -> str:
     kinds = sorted(report.documents_left_out.items(), key=lambda kv: (-kv[1], kv[0]))
     found = ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
     total = plural(sum(report.documents_left_out.values()), "file")
-    return f"left out: {total} of kinds ingest does not read ({found}); it reads {INGEST_READS}"
+    return (
+        f"left out: {total} of kinds ingest does not read ({found}); it reads {INGEST_READS}, "
+        "and an export's archive (.zip, .jex, .tar, .tar.gz) named alone"
+    )
 
 
 def passed_over_hint(report: IngestReport) -> str:
@@ -1630,20 +1634,6 @@ def _distill_todo(
 DEMO_HOME = Path(".selene-demo")
 
 
-def bundled_notes() -> Path:
-    """The demo's notes file shipped with the package."""
-    return assets_dir() / "demo" / "notes" / "til.jsonl"
-
-
-def bundled_session_roots() -> str:
-    """The demo's session folders, as a SELENE_SESSION_ROOTS value ("" when absent)."""
-    import os
-
-    base = assets_dir() / "demo" / "sessions"
-    roots = [f"{p.name}={p}" for p in sorted(base.iterdir()) if p.is_dir()] if base.is_dir() else []
-    return os.pathsep.join(roots)
-
-
 def demo_now(notes_path: Path) -> datetime:
     """The demo's pinned 'now': midnight UTC of the day after the corpus's newest note."""
     result = read_notes(notes_path)
@@ -1663,6 +1653,19 @@ def demo_settings(settings: Settings, home: Path) -> Settings:
     if settings.now_override is None:
         changes["now_override"] = demo_now(notes)
     return settings.replace(**changes)
+
+
+def check_demo_home(settings: Settings) -> None:
+    """Raise UsageError for a home that holds a store of its own (not the demo's): the demo
+    would mix 577 notes into it and pin its day."""
+    home = settings.home
+    ours = (home / DEMO_MARKER_FILE).is_file() or (home / PINNED_NOW_FILE).is_file()
+    if settings.db_path.exists() and not ours:
+        raise UsageError(
+            f"{home} holds a store that is not the demo's: the demo would add its 577 notes "
+            f"to it and pin its day; give the demo a home of its own (selene-dag demo --home "
+            f"{DEMO_HOME})"
+        )
 
 
 @dataclass
@@ -1732,8 +1735,10 @@ def demo(settings: Settings, *, force: bool = False) -> DemoReport:
     without loading Dagster (``force`` runs everything whatever the verdict). The home
     keeps the demo's "now" (its ``now`` file): every later command on it sees that day."""
     started = time.perf_counter()
+    check_demo_home(settings)
     settings.home.mkdir(parents=True, exist_ok=True)
     (settings.home / PINNED_NOW_FILE).write_text(settings.now().isoformat() + "\n")
+    (settings.home / DEMO_MARKER_FILE).write_text(DEMO_MARKER_TEXT)
     if not force and last_verdict.holds(settings, last_verdict.current_key(settings, "demo")):
         return _demo_report(settings, [], started, remembered=True)
     import dagster as dg
