@@ -142,8 +142,13 @@ _NOT_A_VALUE = (
     r"(?![$*{<\[!])(?!%[A-Za-z_]\w*%)"
     # A path (``~/.ssh/id_ed25519``, ``./keys/private.pem``, ``/run/secrets/db``).
     r"(?!(?:~|\.\.?)?/[A-Za-z0-9._\-])"
-    # Code naming where the value is, unquoted: ``process.env.API_KEY!``, ``env.GH_TOKEN``.
-    r"(?![A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)+[!?]?(?![^\s,;)\]}]))"
+    # Code naming where the value is, unquoted: ``process.env.API_KEY!``, ``env.GH_TOKEN``,
+    # ``settings.secret``: a chain from a code root, or ending in an upper-case name (not
+    # ``Spring.Time2024!``, a password).
+    r"(?!(?:(?:process|env|os|import|meta|config|cfg|conf|settings|self|this|options|opts"
+    r"|args|ctx|app|secrets|vars|params|props|window|globalThis|Deno|Bun)\."
+    r"(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*"
+    r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\.[A-Z_][A-Z0-9_]*)[!?]?(?![^\s,;)\]}]))"
 )
 # How a password is kept or checked, said in prose after "the password is": a hash or
 # cipher's name, or a word with a "-hashed"/"-only" kind of ending.
@@ -192,8 +197,13 @@ _WORDLIKE = re.compile(r"[A-Z][a-z]{3,}|(?<![A-Za-z])[a-z]{4,}")
 
 def _names_a_thing(value: str) -> bool:
     """Whether ``value`` reads as an identifier (``PBKDF2WithHmacSHA256``, ``OAuth2Client``,
-    ``x86_64Linux``) rather than a made secret (``PgKtjz4IJWUaxP9x``)."""
-    return any(set(word.lower()) & set("aeiouy") for word in _WORDLIKE.findall(value))
+    ``x86_64Linux``) rather than a made secret (``PgKtjz4IJWUaxP9x``): words (runs of
+    letters with a vowel) make up at least 30% of it. A random key holds a word by chance
+    (``xUZp3MPJpymPXy7gl3q2gskJ2iKV3DAy`` holds "pymp"), seldom that much of one."""
+    worded = sum(
+        len(word) for word in _WORDLIKE.findall(value) if set(word.lower()) & set("aeiouy")
+    )
+    return worded >= 0.3 * len(value)
 
 
 # An option of htpasswd, with the cost -C takes.
@@ -202,7 +212,7 @@ _HTPASSWD_OPTION = r"[ \t]+-[A-Za-z]+(?:[0-9]+|[ \t]+[0-9]+)?"
 # A command-line argument that is a value: quoted (to its closing quote), or a word that is
 # no option and no reference; never past a backslash (a JSON escape after it stays).
 _ARG_VALUE = (
-    r"(?:(?P<q>[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n\\]+(?P=q)"
+    r"(?:(?P<q>\\?[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n\\]+(?P=q)"
     r"|(?![$*{<\[\-])(?!%[A-Za-z_]\w*%)[^\s\"'\\]+)"
 )
 
@@ -213,7 +223,7 @@ def _base64_text(value: str) -> str:
     import base64
     import binascii
 
-    value = value.rstrip("=")
+    value = re.sub(r"\s|\\[rn]", "", value).rstrip("=")  # a wrapped one's line breaks
     try:
         return base64.b64decode(value[: len(value) - len(value) % 4]).decode("latin-1")
     except (binascii.Error, ValueError):
@@ -227,7 +237,7 @@ def _not_credentials(value: str) -> bool:
 
 def _not_a_private_key(value: str) -> bool:
     """Whether base64 ``value`` does not decode to a PEM private key's opening."""
-    return "PRIVATE KEY" not in _base64_text(value[:120])
+    return "PRIVATE KEY" not in _base64_text(value[:160])
 
 
 # In this order: a key inside an assignment is named by its own kind, and an Anthropic key
@@ -406,7 +416,9 @@ _KEY_RULES = (
     _rule(
         "jwt",
         # A JSON Web Token anywhere (its header and claims are base64 JSON: "eyJ").
-        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*",
+        # The header is short: bounded and possessive, so that a long run of "eyJ-…" is not
+        # scanned to its end from every "eyJ" in it.
+        r"\beyJ[A-Za-z0-9_\-]{8,512}+\.eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+",
         "eyJ",
     ),
     replace(
@@ -429,7 +441,8 @@ _KEY_RULES = (
         _rule(
             "private_key",
             # A PEM private key in base64 (a Kubernetes Secret's ``tls.key``).
-            r"\bLS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}={0,2}",
+            # Across its line breaks (``base64`` wraps at 76 columns), escaped ones too.
+            r"\bLS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}(?:[A-Za-z0-9+/]|\r?\n|\\[rn])*+={0,2}",
             "LS0tLS1CRUdJTi",
         ),
         keep=_not_a_private_key,
@@ -464,24 +477,33 @@ _KEY_RULES = (
     _rule(
         "user_password",
         # A password after its option, a space between: sshpass -p, docker/oc/az login -p,
-        # the mongo tools' -p, twine upload -p, sqlcmd/bcp -P, the ldap tools' -w,
-        # redis-cli -a, keytool's -storepass/-keypass/-srcstorepass.
-        r"(?P<head>\b(?:(?:sshpass|(?:docker|podman|nerdctl|oc|az|helm[ \t]+registry) login"
+        # the mongo tools' -p, twine upload -p.
+        r"(?P<head>\b(?:sshpass|(?:docker|podman|nerdctl|oc|az|helm[ \t]+registry) login"
         r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?|twine[ \t]+upload)\b"
-        r"[^\n|;&]{0,200}?(?<!\S)-p"
-        r"|(?:sqlcmd|bcp)\b[^\n|;&]{0,200}?(?<!\S)-P"
-        r"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn)\b[^\n|;&]{0,200}?(?<!\S)-w"
-        r"|redis-cli\b[^\n|;&]{0,200}?(?<!\S)-a"
-        r"|keytool\b[^\n|;&]{0,300}?(?<!\S)-(?:src|dest)?(?:store|key)pass)[ \t]+)" + _ARG_VALUE,
+        r"[^\n|;&]{0,200}?(?<!\S)-p[ \t]+)" + _ARG_VALUE,
         "sshpass",
         " login",
         "mongo",
         "twine",
+    ),
+    _rule(
+        "user_password",
+        # sqlcmd/bcp -P, the ldap tools' -w, redis-cli -a: after a space or joined to it.
+        r"(?P<head>\b(?:(?:sqlcmd|bcp)\b[^\n|;&]{0,200}?(?<!\S)-P"
+        r"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn)\b[^\n|;&]{0,200}?(?<!\S)-w"
+        r"|redis-cli\b[^\n|;&]{0,200}?(?<!\S)-a)(?:[ \t]+|(?=[^\s\-])))" + _ARG_VALUE,
         "sqlcmd",
         "bcp",
         "ldap",
         "redis-cli",
-        "keytool",
+    ),
+    _rule(
+        "user_password",
+        # keytool's -storepass, -keypass, -srcstorepass, -deststorepass (each of several).
+        r"(?P<head>(?<!\S)-(?:src|dest)?(?:store|key)pass(?::(?:env|file))?[ \t]+)"
+        r"(?<!:env )(?<!:file )" + _ARG_VALUE,
+        "storepass",
+        "keypass",
     ),
     # smbclient -U user%password; a Redis password (redis.conf's requirepass and
     # masterauth, CONFIG SET requirepass, AUTH at redis-cli's prompt); a .netrc line
@@ -492,19 +514,24 @@ _KEY_RULES = (
     *(
         _rule("user_password", rf"(?P<head>{head})" + _ARG_VALUE, *triggers)
         for head, triggers in (
-            (r"\bsmbclient\b[^\n|;&]{0,200}?(?<!\S)-U[ \t]+[^\s%\"'\\]+%", ("smbclient",)),
+            (
+                r"\b(?:smbclient|rpcclient|smbget|smbmap|smbcacls)\b[^\n|;&]{0,200}?(?<!\S)"
+                r"(?:-U|--user)(?:[ \t]+|=)[\"']?[^\s%\"'\\]+%",
+                ("smbclient", "rpcclient", "smbget", "smbmap", "smbcacls"),
+            ),
             (
                 r"\b(?i:requirepass|masterauth)[ \t]+",
                 ("equirepass", "EQUIREPASS", "asterauth", "ASTERAUTH"),
             ),
-            (r"(?<=[0-9]> )AUTH[ \t]+", ("> AUTH",)),
+            # AUTH [user] password (Redis 6 takes a user name first).
+            (r"(?<=[0-9]> )(?i:auth)[ \t]+(?:[^\s\"']+[ \t]+(?=[^\s]))?", ("> AUTH", "> auth")),
             (
                 r"\b(?:machine[ \t]+\S+(?:[ \t]+login[ \t]+\S+)?|default[ \t]+login[ \t]+\S+)"
                 r"[ \t]+password[ \t]+",
                 ("machine", "default login"),
             ),
             (
-                r"\bConvertTo-SecureString(?:[ \t]+-String)?[ \t]+(?=[\"'])",
+                r"\bConvertTo-SecureString(?:[ \t]+-(?:AsPlainText|Force|String))*[ \t]+(?=[\"'])",
                 ("ConvertTo-SecureString",),
             ),
             (
@@ -622,7 +649,8 @@ _KEY_RULES = (
             "auth token",
             "Auth token",
         ),
-        keep=_names_a_thing,
+        # A key said in words is seldom an identifier: random keys hold words by chance.
+        keep=None,
     ),
     *(
         _rule(
@@ -753,7 +781,7 @@ def _config_rule(name: str, keep: Callable[[str], bool] | None) -> _Rule:
             r"\s*(?::=|=>|[:=])\s*)"
             rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
             rf"(?(q){_QUOTED}{{6,}}(?P=q)"
-            rf"|(?={_BARE}*[0-9!@#%^&*+/=~$]){_BARE}{{6,}}(?![(\[.\w]))",
+            rf"|(?={_BARE}{{0,255}}[0-9!@#%^&*+/=~$]){_BARE}{{6,256}}(?![(\[.\w]))",
         ),
         keep=keep,
     )
@@ -770,8 +798,8 @@ _SHORT_NAME_RULE = _rule(
     rf"(?P<head>(?P<kq>\\?[\"'])?{_SHORT_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
     r"\s*(?::=|=>|[:=])\s*)"
     rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}(?![/~.])"
-    rf"(?(q)(?=[^\"'\n]*[0-9!@#%^&*+=~$]){_QUOTED}{{6,}}(?P=q)"
-    rf"|(?={_BARE}*[0-9!@#%^&*+=~$]){_BARE}{{6,}}(?![(\[.\w]))",
+    rf"(?(q)(?=[^\"'\n]{{0,255}}[0-9!@#%^&*+=~$]){_QUOTED}{{6,}}(?P=q)"
+    rf"|(?={_BARE}{{0,255}}[0-9!@#%^&*+=~$]){_BARE}{{6,256}}(?![(\[.\w]))",
 )
 _CONNECTION_RULE = _rule(
     "config_secret",
