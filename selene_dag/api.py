@@ -213,7 +213,9 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
     _mount_docs(app)
 
     @app.exception_handler(SeleneError)
-    async def user_error(_: Request, exc: SeleneError) -> JSONResponse:
+    async def user_error(request: Request, exc: SeleneError) -> JSONResponse:
+        if write_failure(exc) is not None:  # a full disk under a user error: the disk's
+            return await server_error(request, exc)
         if isinstance(exc, service.UNAVAILABLE_ERRORS):
             status = 503
         elif isinstance(exc, NotFoundError):  # a note, session or chunk the home lacks

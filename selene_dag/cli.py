@@ -111,7 +111,9 @@ def guarded(fn: F) -> F:
         except SeleneError as exc:
             if _DEBUG["on"]:
                 traceback.print_exc()
-            err.print(_error_line(str(exc)), highlight=False, soft_wrap=True)
+            # A full disk under a user error (a folder that cannot be made): the disk's line.
+            line = write_failure(exc) or str(exc)
+            err.print(_error_line(line), highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
         except Exception as exc:
             # A full disk is the user's to fix, wherever the write failed: one line too.

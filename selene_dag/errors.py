@@ -105,6 +105,8 @@ def write_failure(exc: BaseException) -> str | None:
                 if words in text:
                     return f"cannot write the Dagster run history ($SELENE_HOME/dagster): {words}; {hint}"
         pending += [error.__cause__, error.__context__, getattr(error, "orig", None)]
+        if isinstance(error, BaseExceptionGroup):
+            pending += list(error.exceptions)
     return None
 
 

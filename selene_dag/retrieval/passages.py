@@ -471,15 +471,19 @@ def cut_passages(text: str) -> list[tuple[int, int]]:
 
 def piece_offsets(text: str, pieces: Sequence[Piece]) -> list[int]:
     """The character offset in ``text`` where each of ``segment(text)``'s pieces starts
-    (found in order; a piece not found, which ``segment`` never yields, takes the offset
-    reached so far)."""
+    (found in order, each after the one before; a piece not found, which ``segment`` never
+    yields, takes the offset reached so far)."""
     out: list[int] = []
     pos = 0
     for piece in pieces:
         k = text.find(piece.text, pos)
         if k >= 0:
-            pos = k
-        out.append(pos)
+            out.append(k)
+            # Past the piece: a piece repeated (a closing brace, a cut of a long run of one
+            # text) is found at its own place, not at its first copy's.
+            pos = k + len(piece.text)
+        else:
+            out.append(pos)
     return out
 
 

@@ -432,3 +432,15 @@ def test_a_fence_chosen_without_a_line_of_its_block_is_left_out() -> None:
     assert join_pieces(pieces, [0, 4, 5]) == "Intro about deploy.\n…\nAfter text."
     # A line of the block brings both fences.
     assert join_pieces(pieces, [0, 2]) == "Intro about deploy.\n```yaml\nkey: value\n…\n```"
+
+
+def test_repeated_pieces_are_found_at_their_own_places() -> None:
+    # Each repeated piece took the offset of its first copy: a closing brace's lines, and
+    # the cuts of a long run of one text, all pointed at the first.
+    from selene_dag.retrieval.passages import piece_offsets
+
+    text = "fn a() {\n}\nfn b() {\n}\n" + "abcdefghij" * 200
+    pieces = segment(text)
+    offsets = piece_offsets(text, pieces)
+    assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
+    assert all(text.startswith(p.text, at) for p, at in zip(pieces, offsets, strict=True))

@@ -42,3 +42,20 @@ def test_other_errors_are_not_taken_for_a_full_disk() -> None:
         "cannot write /h/selene.duckdb: No space left on device; free some space (or lift "
         "the limit) and run the command again"
     )
+
+
+def test_a_full_disk_under_a_user_error_or_in_a_group_is_found() -> None:
+    # A folder that could not be made on a full disk was a UsageError (a 422 from the API),
+    # and a failure inside an exception group was not looked at.
+    from selene_dag.errors import UsageError
+
+    full = OSError(errno.ENOSPC, "No space left on device", "/data/home/distilled")
+    try:
+        try:
+            raise full
+        except OSError as exc:
+            raise UsageError("cannot make /data/home/distilled") from exc
+    except UsageError as user_error:
+        assert write_failure(user_error) == write_failure(full)
+    assert write_failure(ExceptionGroup("runs", [ValueError("x"), full])) == write_failure(full)
+    assert write_failure(full).startswith("cannot write /data/home/distilled: No space left")
