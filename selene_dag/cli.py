@@ -1251,6 +1251,15 @@ def distill_seed_command(
         question=question,
     )
     out.print_json(json.dumps(result, default=str))
+    words, found = result.get("question_words") or [], result.get("question_words_found") or []
+    if words and len(found) * 2 < len(words):
+        err.print(
+            f"weak match: the chunk that best matches holds {len(found)} of the question's "
+            f"{len(words)} search words ({', '.join(found) or 'none'} of {', '.join(words)}): "
+            "the sessions may not talk about this",
+            highlight=False,
+            soft_wrap=True,
+        )
     if result.get("path"):
         err.print(
             _resume_hint(platform, Path(str(result["path"]))), highlight=False, soft_wrap=True

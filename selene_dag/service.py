@@ -1394,6 +1394,8 @@ def _seed_for_question(
         "chunks": len(result.distilled.chunks),
         "tokens": result.tokens,
         "budget": result.distilled.max_tokens,
+        "question_words": list(seeded.words),
+        "question_words_found": list(seeded.words_found),
         "rerank": (
             _seed_rerank_note(seeded.reranked, problems, who)
             if reranked

@@ -24,6 +24,7 @@ import duckdb
 
 from selene_dag.retrieval.pack import RERANK_CHARS, RERANK_TOP, PassageRanker
 from selene_dag.retrieval.search import search
+from selene_dag.retrieval.terms import CoverageMatcher, query_terms, stem
 from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk
 from selene_dag.sessions.generators import SeedMeta
 from selene_dag.sessions.generators.gemini import is_project_hash
@@ -53,6 +54,10 @@ class QuestionSeed:
     sessions: tuple[str, ...]
     candidates: int
     reranked: tuple[int, ...] = ()  # full-text ranks (1-based) the model put first, in order
+    # The question's search words the chunk holding most of them holds, and all of them: a
+    # seed for a question no session talks about still holds the best of weak matches.
+    words_found: tuple[str, ...] = ()
+    words: tuple[str, ...] = ()
 
 
 def question_chunks(
@@ -154,12 +159,26 @@ def seed_for_question(
         dropped_chunks=chosen.dropped_chunks,
         below_consensus=chosen.below_consensus,
     )
+    words, found = best_coverage(question, [s.chunk.text for s in kept])
     return QuestionSeed(
         replace(result, distilled=distilled),
         tuple(kept_sessions),
         len(scored),
         tuple(reranked),
+        found,
+        words,
     )
+
+
+def best_coverage(question: str, texts: Sequence[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The question's search words, and those of them the text holding most of them holds
+    (compared as stems)."""
+    words = tuple(query_terms(question))
+    if not words or not texts:
+        return words, ()
+    matcher = CoverageMatcher(list(words))
+    best = max((matcher.found(text) for text in texts), key=len)
+    return words, tuple(w for w in words if stem(w) in best)
 
 
 class NoChunkChosenError(LookupError):

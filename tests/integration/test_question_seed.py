@@ -62,6 +62,14 @@ def test_the_session_holds_the_chunks_that_answer_the_question(
     assert out["sessions"][0] == _keys(home)["claude"]  # the answer is in the Claude session
     assert 0 < out["chunks"] <= out["candidates"] and out["tokens"] <= out["budget"] == 80_000
     assert "rerank" in out  # the JSON always says whether and how the candidates were reranked
+    # Which of the question's search words the best chunk holds (a weak match is said).
+    assert out["question_words"][:2] == ["happens", "cache"]
+    assert "cache" in out["question_words_found"]
+    assert set(out["question_words_found"]) <= set(out["question_words"])
+    weak = service.distill_seed(
+        home, "codex", question="cache xylophone quasar zebra", out_dir=tmp_path
+    )
+    assert weak["question_words_found"] == ["cache"] and len(weak["question_words"]) == 4
     written = parse_file(out["path"], "codex")
     assert written.errors == 0
     text = "\n".join(e.text or "" for e in written.events)
@@ -263,3 +271,28 @@ def test_without_a_model_the_cli_assessors_rate_the_candidates_for_the_question(
     assert service.seed_rerank_notice(plain) == ""
     kept = service.distill_seed(plain, "claude", question=QUESTION, out_dir=tmp_path)
     assert kept["rerank"] == "not reranked (SELENE_DISTILL_RERANK=0)" and not log.exists()
+
+
+def test_a_seed_for_a_question_no_session_talks_about_says_so(
+    home: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A newcomer's seed for a test no session mentions packed 18,000 tokens of unrelated
+    # chunks with no word about it.
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+
+    env = {
+        "SELENE_SESSION_ROOTS": str(home.home.parent / "sessions"),
+        "SELENE_LLM": "extractive",
+        "SELENE_CLI_ASSESSORS": "",
+        "SELENE_NOW": "2026-05-01T00:00:00Z",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = ["distill", "seed", "codex", "--out-dir", str(tmp_path), "--home", str(home.home)]
+    weak = CliRunner().invoke(app, [*args, "--question", "cache xylophone quasar zebra"])
+    assert weak.exit_code == 0, weak.output
+    assert "weak match: the chunk that best matches holds 1 of the question's 4" in weak.stderr
+    strong = CliRunner().invoke(app, [*args, "--question", QUESTION])
+    assert strong.exit_code == 0 and "weak match" not in strong.stderr
