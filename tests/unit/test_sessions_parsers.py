@@ -469,3 +469,69 @@ def test_a_byte_that_is_not_utf8_costs_that_byte_not_its_line(tmp_path) -> None:
         "deploy the caf\ufffd branch"
     ]
     assert result.errors == 1  # the line that is not JSON still counts
+
+
+def test_shapes_a_parser_qa_found_mishandled(tmp_path: Path) -> None:
+    # A JavaScript string cut inside an emoji is saved as a lone escape: orjson refused the
+    # whole record (a tool's result lost, counted as a parse error).
+    claude = tmp_path / "claude.jsonl"
+    record = {
+        "type": "user",
+        "uuid": "u1",
+        "parentUuid": None,
+        "sessionId": "s",
+        "timestamp": "2025-10-31T17:01:00Z",
+        "message": {"role": "user", "content": "party PLACEHOLDER end"},
+    }
+    claude.write_text(json.dumps(record).replace("PLACEHOLDER", "\\ud83c") + "\n")
+    parsed = parse_file(claude, "claude")
+    assert parsed.stats.errors == 0 and parsed.events[0].text == "party \ufffd end"
+
+    # A Gemini image part was kept as its base64; a Gemini chat opening with a BOM was no
+    # transcript at all.
+    image = "iVBORw0KGgo" + "A" * 4000
+    chat = {
+        "sessionId": "g",
+        "projectHash": "ab" * 32,
+        "messages": [
+            {
+                "id": "m1",
+                "type": "user",
+                "timestamp": "2025-12-01T09:00:00Z",
+                "content": [
+                    {"text": "Explain the heron scheduler"},
+                    {"inlineData": {"mimeType": "image/png", "data": image}},
+                ],
+            }
+        ],
+    }
+    gemini = tmp_path / "session-2025-12-01T09-00-bom1.json"
+    gemini.write_bytes(b"\xef\xbb\xbf" + json.dumps(chat).encode())
+    assert detect_platform(gemini) == "gemini"
+    (prompt,) = parse_file(gemini).events
+    assert prompt.text == "Explain the heron scheduler\n[image image/png, 3 KB]"
+
+    # A Codex prompt's image vanished without a word; its two copies stay one event.
+    url = "data:image/png;base64," + image
+    lines = [
+        {"type": "session_meta", "payload": {"id": "c", "timestamp": "2025-11-17T15:30:28Z"}},
+        {
+            "type": "response_item",
+            "payload": {
+                "type": "message",
+                "role": "user",
+                "content": [
+                    {"type": "input_text", "text": "Look at this:"},
+                    {"type": "input_image", "image_url": url},
+                ],
+            },
+        },
+        {
+            "type": "event_msg",
+            "payload": {"type": "user_message", "message": "Look at this:", "images": [url]},
+        },
+    ]
+    codex = tmp_path / "rollout-2025-11-17T15-30-28-019a93b9-aaaa-7600-98ff-940e6b99603c.jsonl"
+    codex.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    prompts = [e for e in parse_file(codex, "codex").events if e.kind == "user_prompt"]
+    assert [e.text for e in prompts] == ["Look at this:\n[image image/png, 3 KB]"]

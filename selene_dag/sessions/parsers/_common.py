@@ -24,9 +24,34 @@ def loads_lenient(raw: bytes) -> Any:
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        if "UTF-8" not in exc.msg:
-            raise
-        return orjson.loads(raw.decode("utf-8", "replace"))
+        if "not valid UTF-8" in exc.msg:
+            text = raw.decode("utf-8", "replace")
+            try:
+                return orjson.loads(text)
+            except orjson.JSONDecodeError as again:
+                if "low surrogate" not in again.msg and "lone" not in again.msg:
+                    raise
+                return _with_lone_surrogates_replaced(text.encode())
+        if "surrogate" in exc.msg:
+            return _with_lone_surrogates_replaced(raw)
+        raise
+
+
+# An escaped half of a surrogate pair with no other half (``\ud83c``: a JavaScript string cut
+# inside an emoji, as Claude Code writes it): orjson refuses the whole line.
+_LONE_SURROGATE_ESCAPE = re.compile(
+    rb"(?<!\\)((?:\\\\)*)\\u[dD][89abAB][0-9a-fA-F]{2}(?!\\u[dD][c-fC-F][0-9a-fA-F]{2})"
+    rb"|(?<!\\)((?:\\\\)*)(?<![89abAB][0-9a-fA-F]{2})\\u[dD][c-fC-F][0-9a-fA-F]{2}"
+)
+
+
+def _with_lone_surrogates_replaced(raw: bytes) -> Any:
+    """``raw`` parsed with each escaped lone surrogate read as U+FFFD (raises
+    ``orjson.JSONDecodeError`` when it is still not JSON)."""
+    fixed = _LONE_SURROGATE_ESCAPE.sub(
+        lambda m: (m.group(1) or m.group(2) or b"") + rb"\ufffd", raw
+    )
+    return orjson.loads(fixed)
 
 
 def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -98,10 +123,15 @@ _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+)?;base64,")
 def binary_placeholder(block: dict[str, Any]) -> str | None:
     """``[image image/png, 12 KB]`` for a block that carries an image or other base64
     payload (Claude ``{"type": "image", "source": {"data": …}}``, Codex ``input_image`` with
-    a ``data:`` URL); None for any other block. The data itself is never kept."""
+    a ``data:`` URL, Gemini ``{"inlineData": {"mimeType", "data"}}``); None for any other
+    block. The data itself is never kept."""
     source = block.get("source")
     data = source.get("data") if isinstance(source, dict) else None
     media = source.get("media_type") if isinstance(source, dict) else None
+    inline = block.get("inlineData", block.get("inline_data"))  # Gemini's part
+    if isinstance(inline, dict) and isinstance(inline.get("data"), str):
+        data = inline["data"]
+        media = inline.get("mimeType", inline.get("mime_type")) or "application/octet-stream"
     url = block.get("image_url")
     if isinstance(url, dict):
         url = url.get("url")

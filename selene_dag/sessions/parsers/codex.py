@@ -37,6 +37,7 @@ import orjson
 
 from selene_dag.sessions.parsers._common import (
     ModelChanges,
+    binary_placeholder,
     dumps,
     guarded_events,
     iter_json_lines,
@@ -122,11 +123,14 @@ def _item_events(
         role = item.get("role")
         content = item.get("content")
         blocks = content if isinstance(content, list) else []
-        text = to_text([c for c in blocks if isinstance(c, dict) and "text" in c])
+        said = to_text([c for c in blocks if isinstance(c, dict) and "text" in c])
+        # An image as its placeholder (it vanished without a word); twins match on the
+        # words, which both copies hold.
+        text = _with_images(said, [c for c in blocks if isinstance(c, dict)])
         if role == "user":
             if text.lstrip().startswith(_CONTEXT_PREFIXES):
                 yield b.make(role="system", kind="system", text=text, raw_type=raw_type, **common)
-            elif twins.is_twin("user", text, "item"):
+            elif twins.is_twin("user", said, "item"):
                 stats.duplicates += 1
             else:
                 yield b.make(
@@ -246,6 +250,12 @@ def compacted_text(payload: dict[str, Any], seen: set[str]) -> str:
     return "\n\n".join(dict.fromkeys(p for p in parts if p))
 
 
+def _with_images(text: str, blocks: list[dict[str, Any]]) -> str:
+    """``text`` followed by a placeholder line per image block of ``blocks``."""
+    shown = [p for p in (binary_placeholder(block) for block in blocks) if p]
+    return "\n".join([text, *shown]) if shown and text else "\n".join(shown) or text
+
+
 def _event_msg(
     payload: dict[str, Any],
     b: EventBuilder,
@@ -261,10 +271,17 @@ def _event_msg(
             "agent_message": ("assistant", "assistant", "assistant_text"),
             "agent_reasoning": ("reasoning", "assistant", "other"),
         }[etype]
-        text = to_text(payload.get("message", payload.get("text")))
-        if twins.is_twin(channel, text, "event"):
+        said = to_text(payload.get("message", payload.get("text")))
+        if twins.is_twin(channel, said, "event"):
             stats.duplicates += 1
             return
+        images = payload.get("images") if etype == "user_message" else None
+        urls = (
+            [{"image_url": url} for url in images if isinstance(url, str)]
+            if isinstance(images, list)
+            else []
+        )
+        text = _with_images(said, urls)
         yield b.make(role=role, kind=kind, text=text, raw_type=raw_type, **common)
     elif etype in ("error", "stream_error") or etype.endswith("_error"):
         yield b.make(

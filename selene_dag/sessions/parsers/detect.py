@@ -91,7 +91,7 @@ def detect_platform_bytes(head: bytes) -> str | None:
 
 
 def _whole_document(head: bytes) -> str | None:
-    stripped = head.lstrip()
+    stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip()
     if (
         stripped.startswith(b"{")
         and b'"sessionId"' in head

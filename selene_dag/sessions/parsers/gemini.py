@@ -198,6 +198,10 @@ def _collect_jsonl(
     return list(messages.values())
 
 
+# A byte-order mark (a file saved by an editor, or by PowerShell): orjson refuses it.
+_BOM = b"\xef\xbb\xbf"
+
+
 def _has_jsonl_records(path: Path) -> bool:
     """True when some line of the file is a JSON object on its own (the JSONL chat format)."""
     with path.open("rb") as handle:
@@ -237,7 +241,7 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
         for raw in handle:
             if raw.strip():
                 try:
-                    first = orjson.loads(raw)
+                    first = orjson.loads(raw.removeprefix(_BOM))
                 except orjson.JSONDecodeError:
                     first = None
                 break
@@ -251,7 +255,7 @@ def iter_gemini(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
         ordered = _collect_jsonl(path, stats, b)
     else:
         try:
-            doc = loads_lenient(path.read_bytes())
+            doc = loads_lenient(path.read_bytes().removeprefix(_BOM))
         except orjson.JSONDecodeError as exc:
             # Not one JSON document: a JSONL file whose first line is broken. Read it line by
             # line so one bad line costs that line, not the whole file.
