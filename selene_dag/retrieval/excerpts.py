@@ -24,6 +24,7 @@ from selene_dag.retrieval.passages import (
     piece_relevance,
     segment,
     title_share,
+    unmatched_cuts,
 )
 from selene_dag.retrieval.terms import CoverageMatcher
 
@@ -54,6 +55,7 @@ class PassageSummarizer:
         self._sizes: dict[str, int] = {}
         self._analysed: dict[tuple[str, str], tuple[list[Piece], list[float], bool]] = {}
         self._offsets: dict[str, list[int]] = {}
+        self._unmatched: dict[tuple[str, str], frozenset[int]] = {}
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` in the model (memoized)."""
@@ -73,7 +75,13 @@ class PassageSummarizer:
             share = title_share(title, self.matcher, self.weights) if title else 0.0
             relevance = piece_relevance(pieces, self.matcher, self.weights, share, direct)
             found = self._analysed[(text, title)] = (pieces, relevance, matched)
+            self._unmatched[(text, title)] = unmatched_cuts(pieces, direct)
         return found
+
+    def unmatched_cuts(self, text: str, title: str = "") -> frozenset[int]:
+        """``passages.unmatched_cuts`` of the pieces ``analyse(text, title)`` returns."""
+        self.analyse(text, title)
+        return self._unmatched[(text, title)]
 
     def offsets(self, text: str, pieces: Sequence[Piece]) -> list[int]:
         """Where each piece of ``text`` starts (``passages.piece_offsets``, memoized)."""

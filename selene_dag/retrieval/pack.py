@@ -57,7 +57,6 @@ from selene_dag.retrieval.passages import (
     boost_spans,
     lowered,
     span_values,
-    unmatched_cuts,
 )
 from selene_dag.retrieval.rerank import Ranked, RerankConfig, dedup, rerank
 from selene_dag.retrieval.search import (
@@ -264,7 +263,7 @@ def plan_items(
             soft = PASSAGE_ACROSS * relative**PASSAGE_ACROSS_SHARPNESS
             floor = [soft * v for v in span_values(offsets, found)]
         if found and pieces:
-            unmatched = unmatched_cuts(pieces, summarizer.matcher, summarizer.weights)
+            unmatched = summarizer.unmatched_cuts(cand.body, cand.title)
             relevance, floor = lowered(relevance, unmatched), lowered(floor, unmatched)
         line = (
             head + 1 + level_config.keywords_max_tokens

@@ -86,7 +86,9 @@ def split_long(text: str, limit: int = MAX_PIECE_CHARS) -> list[tuple[str, str]]
             limit,
         )
         if rest[cut - 1].isspace() or (0xD800 <= ord(rest[cut - 1]) <= 0xDBFF):
-            cut -= 1  # never cut between a surrogate pair
+            # A piece never ends on a tab or other non-space blank; a high surrogate shows
+            # up only in text decoded with "surrogatepass", and keeps its pair.
+            cut -= 1
         out.append((rest[:cut], ""))
         rest = rest[cut:]
     if rest:
@@ -165,16 +167,12 @@ def _append_long(
         pieces.append(Piece(part, kind, section, block, joint if last else inner, cut=True))
 
 
-def unmatched_cuts(
-    pieces: Sequence[Piece], matcher: CoverageMatcher, weights: Mapping[str, float]
-) -> frozenset[int]:
-    """The pieces cut from a long line (``Piece.cut``) that hold no question word. A
-    retrieved passage lifts all its pieces to one value and equal pieces go in reading
-    order; where a line was cut is arbitrary, so such pieces go 1e-6 lower (``lowered``)
-    lest the first cut of a passage win over the one holding the word asked about."""
-    if not any(piece.cut for piece in pieces):
-        return frozenset()
-    direct = direct_scores(pieces, matcher, weights)
+def unmatched_cuts(pieces: Sequence[Piece], direct: Sequence[float]) -> frozenset[int]:
+    """The pieces cut from a long line (``Piece.cut``) that hold no question word
+    (``direct``: their ``direct_scores``). A retrieved passage lifts all its pieces to one
+    value and equal pieces go in reading order; where a line was cut is arbitrary, so such
+    pieces go 1e-6 lower (``lowered``) lest the first cut of a passage win over the one
+    holding the word asked about."""
     return frozenset(i for i, piece in enumerate(pieces) if piece.cut and direct[i] <= 0.0)
 
 
