@@ -66,6 +66,8 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
     Memory use does not grow with the file size.
     """
     loads = loads_lenient
+    keys: set[str] = set()  # the keys of this file's records so far
+    first_keys: set[str] = set()  # and the key each opens with
     with path.open("rb", buffering=1 << 20) as handle:
         for number, raw in enumerate(handle, 1):
             if number == 1:  # a byte-order mark (a file saved by an editor, or by PowerShell)
@@ -82,14 +84,53 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
                 if not raw.endswith(b"\n") and raw.lstrip().startswith(b"{"):
                     stats.unfinished_line = number
                     continue
-                stats.lines += 1
-                stats.record_error(number, f"invalid JSON ({exc.msg})")
-                continue
+                glued = _glued_record(raw, keys, first_keys)
+                if glued is None:
+                    stats.lines += 1
+                    stats.record_error(number, f"invalid JSON ({exc.msg})")
+                    continue
+                # A record cut short (its writer crashed) with the next run's first record
+                # written on the same line: the cut one is lost, the next one is read.
+                stats.record_error(
+                    number,
+                    f"a record cut short (invalid JSON: {exc.msg}); the record written after"
+                    " it on the same line was read",
+                )
+                obj = glued
             stats.lines += 1
             if not isinstance(obj, dict):
                 stats.record_error(number, f"expected a JSON object, got {type(obj).__name__}")
                 continue
+            if obj:
+                keys.update(obj)
+                first_keys.add(next(iter(obj)))
             yield number, obj
+
+
+_RECORD_START = re.compile(rb'\{\s*"')
+# Tried from the left; a cut record's own nested objects fail fast at the text after them.
+_MAX_GLUE_TRIES = 64
+
+
+def _glued_record(raw: bytes, keys: set[str], first_keys: set[str]) -> dict[str, Any] | None:
+    """The record that ends the line ``raw`` after a prefix that is not JSON (a record cut
+    short), or None when there is none. A record here is a JSON object shaped like the
+    file's records before it: it opens with a key one of them opened with (``first_keys``)
+    and holds two keys or more of theirs (``keys``); an object nested in the cut record
+    (a content block ending where the cut fell) is none."""
+    tries = 0
+    for found in _RECORD_START.finditer(raw, 1):
+        tries += 1
+        if tries > _MAX_GLUE_TRIES:
+            return None
+        try:
+            obj = loads_lenient(raw[found.start() :])
+        except orjson.JSONDecodeError:
+            continue
+        if isinstance(obj, dict) and obj and next(iter(obj)) in first_keys:
+            return obj if len(keys.intersection(obj)) >= 2 else None
+        return None
+    return None
 
 
 def strip_ansi(text: str) -> str:

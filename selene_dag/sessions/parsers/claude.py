@@ -5,9 +5,12 @@ Mapping (one event per content block, so an assistant line with a text block and
 
 * ``user``: string content -> ``user_prompt`` (``isMeta`` lines -> ``system``,
   ``isCompactSummary`` -> ``summary``); ``text`` blocks likewise; ``tool_result`` blocks ->
-  ``tool_result`` (``is_error`` from the block); ``image`` -> ``other``.
-* ``assistant``: ``text`` -> ``assistant_text``; ``tool_use`` -> ``tool_use`` (text = the
-  JSON input, ``file_paths`` from path-like keys); ``thinking`` and anything else -> ``other``.
+  ``tool_result`` (``is_error`` from the block, ``tool_name`` from its call); an image ->
+  a placeholder in the prompt; a bare string in the list -> text.
+* ``assistant``: ``text`` (or a bare string) -> ``assistant_text``; ``tool_use`` and
+  ``server_tool_use`` (a tool the API runs, such as web search) -> ``tool_use`` (text = the
+  JSON input, ``file_paths`` from path-like keys); ``*_tool_result`` -> ``tool_result``
+  (search results as ``title url`` lines); ``thinking`` and anything else -> ``other``.
 * ``system``: ``compact_boundary`` -> ``compact_boundary``; ``api_error``/``error`` ->
   ``error``, ``api_refusal`` -> ``error`` with the refusal's category and explanation;
   ``stop_hook_summary`` and old-style hook progress lines -> ``hook``; the rest ->
@@ -16,7 +19,8 @@ Mapping (one event per content block, so an assistant line with a text block and
   ``user_prompt``; ``hook_*`` -> ``hook`` (``hook_blocking_error`` an error); the others ->
   ``system``, each keeping its text (``content``, ``prompt``, ``snippet``, ``blockingError``,
   a task's status and description, ...). ``summary`` and ``custom-title`` (the title the
-  user gave the session) -> ``summary``.
+  user gave the session) -> ``summary`` (a summary line a resume wrote again is skipped and
+  counted in ``stats.duplicates``).
 * Command wrappers in user text are not prompts: a slash command (``<command-name>``) or a
   ``!`` shell command (``<bash-input>``) -> ``system`` with raw type ``user/command``; their
   output and caveats (``<local-command-stdout>``, ``<bash-stdout>``, ...) -> ``system`` with
@@ -99,7 +103,7 @@ def command_wrapper(text: str) -> tuple[str, str] | None:
 
 
 def _user_events(
-    obj: dict[str, Any], b: EventBuilder, common: dict[str, Any]
+    obj: dict[str, Any], b: EventBuilder, common: dict[str, Any], tools: dict[str, str]
 ) -> Iterator[SessionEvent]:
     message = obj.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
@@ -121,8 +125,8 @@ def _user_events(
         return
     for block in content:
         btype = block.get("type") if isinstance(block, dict) else None
-        if btype == "text":
-            text = block.get("text") or ""
+        if btype == "text" or isinstance(block, str):
+            text = block if isinstance(block, str) else block.get("text") or ""
             wrapped = command_wrapper(text) if text_kind == "user_prompt" else None
             if wrapped is not None:
                 yield b.make(
@@ -136,6 +140,7 @@ def _user_events(
                 kind="tool_result",
                 text=to_text(block.get("content")),
                 is_error=bool(block.get("is_error")),
+                tool_name=tools.get(str(block.get("tool_use_id"))),
                 raw_type="user/tool_result",
                 **common,
             )
@@ -149,7 +154,7 @@ def _user_events(
 
 
 def _assistant_events(
-    obj: dict[str, Any], b: EventBuilder, common: dict[str, Any]
+    obj: dict[str, Any], b: EventBuilder, common: dict[str, Any], tools: dict[str, str]
 ) -> Iterator[SessionEvent]:
     message = obj.get("message") or {}
     content = message.get("content") if isinstance(message, dict) else None
@@ -160,24 +165,39 @@ def _assistant_events(
         return
     for block in content if isinstance(content, list) else []:
         btype = block.get("type") if isinstance(block, dict) else None
-        if btype == "text":
+        if btype == "text" or isinstance(block, str):
             yield b.make(
                 role="assistant",
                 kind="assistant_text",
-                text=block.get("text") or "",
+                text=block if isinstance(block, str) else block.get("text") or "",
                 raw_type="assistant/text",
                 **common,
             )
-        elif btype == "tool_use":
+        elif btype in ("tool_use", "server_tool_use"):
             tool_input = block.get("input")
             text = dumps(tool_input)
+            name = block.get("name")
+            if isinstance(name, str) and isinstance(block.get("id"), str):
+                tools[block["id"]] = name
             yield b.make(
                 role="assistant",
                 kind="tool_use",
                 text=text,
-                tool_name=block.get("name"),
+                tool_name=name,
                 file_paths=paths_from_input(tool_input, text),
-                raw_type="assistant/tool_use",
+                raw_type=f"assistant/{btype}",
+                **common,
+            )
+        elif isinstance(btype, str) and btype.endswith("_tool_result"):
+            # A tool the API ran itself (web search, web fetch, code execution).
+            result = block.get("content")
+            yield b.make(
+                role="tool",
+                kind="tool_result",
+                text=server_result_text(result),
+                is_error=isinstance(result, dict) and str(result.get("type")).endswith("_error"),
+                tool_name=tools.get(str(block.get("tool_use_id"))),
+                raw_type=f"assistant/{btype}",
                 **common,
             )
         elif btype == "thinking":
@@ -192,6 +212,23 @@ def _assistant_events(
             yield b.make(
                 role="assistant", kind="other", text="", raw_type=f"assistant/{btype}", **common
             )
+
+
+def server_result_text(content: Any) -> str:
+    """The text of a server tool's result: a line ``title url`` per search result (their
+    encrypted page contents are not text), a run's output, or an error's code."""
+    if isinstance(content, list):
+        return "\n".join(t for t in (server_result_text(item) for item in content) if t)
+    if not isinstance(content, dict):
+        return to_text(content)
+    if "url" in content:
+        return " ".join(to_text(content.get(k)) for k in ("title", "url") if content.get(k))
+    if "error_code" in content:
+        return f"error: {to_text(content['error_code'])}"
+    parts = [to_text(content.get(k)) for k in ("stdout", "stderr") if content.get(k)]
+    if parts:
+        return "\n".join(parts)
+    return to_text({k: v for k, v in content.items() if k != "encrypted_content"})
 
 
 def _system_event(obj: dict[str, Any], b: EventBuilder, common: dict[str, Any]) -> SessionEvent:
@@ -319,6 +356,8 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     parents: dict[str, str | None] = {}
     prompts: dict[str, list[str]] = {}
     models = ModelChanges()
+    tools: dict[str, str] = {}  # tool call id -> tool name, named again on its result
+    summaries: set[str] = set()
     for line, obj in iter_json_lines(path, stats):
         rtype = type_of(obj)
         uuid = obj.get("uuid")
@@ -351,25 +390,30 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
             "is_sidechain": bool(obj.get("isSidechain")),
         }
         if rtype == "user":
-            found = guarded_events(_user_events(obj, b, common), line, stats)
+            found = guarded_events(_user_events(obj, b, common, tools), line, stats)
         elif rtype == "assistant":
             message = obj.get("message")
             model = message.get("model") if isinstance(message, dict) else None
             changed = models.event(b, model, **common)
             found = [changed] if changed else []
-            found += guarded_events(_assistant_events(obj, b, common), line, stats)
+            found += guarded_events(_assistant_events(obj, b, common, tools), line, stats)
         elif rtype == "system":
             found = guarded_events((_system_event(obj, b, common) for _ in (0,)), line, stats)
         elif rtype == "attachment":
             found = guarded_events((_attachment_event(obj, b, common) for _ in (0,)), line, stats)
         elif rtype in ("summary", "custom-title"):
             # Both name the session: a generated summary line, or the title the user set.
-            title = obj.get("summary") if rtype == "summary" else obj.get("customTitle")
+            title = to_text(obj.get("summary") if rtype == "summary" else obj.get("customTitle"))
+            if rtype == "summary" and title in summaries:
+                # Each resume writes the session's summaries again.
+                stats.duplicates += 1
+                continue
+            summaries.add(title)
             found = [
                 b.make(
                     role="system",
                     kind="summary",
-                    text=to_text(title),
+                    text=title,
                     raw_type=rtype,
                     **common,
                 )

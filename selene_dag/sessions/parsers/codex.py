@@ -1,6 +1,7 @@
 """Codex CLI rollout parser (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
 
-Two layouts are read: the current envelope ``{timestamp, type, payload}`` (``session_meta``,
+Three layouts are read: the first (one JSON document ``{session, items}``, written by the
+TypeScript CLI as ``rollout-*.json``), the current envelope ``{timestamp, type, payload}`` (``session_meta``,
 ``turn_context``, ``response_item``, ``event_msg``, ``compacted``) and the legacy layout
 (first line ``{id, timestamp, instructions, git}``, then bare items such as
 ``{type: "message", ...}`` and ``{"record_type": "state"}``).
@@ -17,6 +18,10 @@ items, so they become ``other`` with no text; a completed ``Plan`` item keeps it
 
 A ``turn_context`` that sets a new model becomes a ``system`` event ``Model: <model>
 (<effort>)``; the others carry no text.
+
+A tool's output names the tool of its call (``call_id``). Reasoning with no summary keeps
+its written-out ``content`` (models that show their reasoning). A review keeps its verdict
+and findings (``exited_review_mode``).
 
 Errors carry their message wherever Codex put it (``message``, ``error.message``, an
 ``error`` string, ``codex_error_info``). A ``plan_update`` keeps its explanation and steps.
@@ -41,6 +46,7 @@ from selene_dag.sessions.parsers._common import (
     dumps,
     guarded_events,
     iter_json_lines,
+    loads_lenient,
     paths_from_input,
     to_text,
     type_of,
@@ -115,7 +121,12 @@ def _output_error(payload: dict[str, Any], raw: Any) -> tuple[str, bool]:
 
 
 def _item_events(
-    item: dict[str, Any], b: EventBuilder, twins: _Twins, stats: ParseStats, common: dict[str, Any]
+    item: dict[str, Any],
+    b: EventBuilder,
+    twins: _Twins,
+    stats: ParseStats,
+    common: dict[str, Any],
+    tools: dict[str, str],
 ) -> Iterator[SessionEvent]:
     itype = type_of(item)
     raw_type = f"response_item/{itype}"
@@ -148,6 +159,15 @@ def _item_events(
     elif itype == "reasoning":
         summaries = [s.get("text", "") for s in item.get("summary") or [] if isinstance(s, dict)]
         if not summaries:
+            # A model that writes its reasoning out rather than a summary of it.
+            content = item.get("content")
+            said = (
+                to_text([c for c in content if isinstance(c, dict)])
+                if isinstance(content, list)
+                else ""
+            )
+            summaries = [said] if said else []
+        if not summaries:
             yield b.make(role="assistant", kind="other", text="", raw_type=raw_type, **common)
         for text in summaries:
             if twins.is_twin("reasoning", text, "item"):
@@ -161,11 +181,14 @@ def _item_events(
             parsed = orjson.loads(text) if text.startswith("{") else None
         except orjson.JSONDecodeError:
             parsed = None
+        name = item.get("name") or itype
+        if isinstance(item.get("call_id"), str) and isinstance(name, str):
+            tools[item["call_id"]] = name
         yield b.make(
             role="assistant",
             kind="tool_use",
             text=text,
-            tool_name=item.get("name") or itype,
+            tool_name=name,
             file_paths=paths_from_input(parsed, text),
             raw_type=raw_type,
             **common,
@@ -191,6 +214,7 @@ def _item_events(
             kind="tool_result",
             text=text,
             is_error=is_error,
+            tool_name=tools.get(str(item.get("call_id"))),
             raw_type=raw_type,
             **common,
         )
@@ -250,6 +274,41 @@ def compacted_text(payload: dict[str, Any], seen: set[str]) -> str:
     return "\n\n".join(dict.fromkeys(p for p in parts if p))
 
 
+def review_text(output: Any) -> str:
+    """A review's verdict as text: its overall correctness and explanation, then one line
+    per finding (``[P1] title (path:start-end)`` and its body)."""
+    if not isinstance(output, dict):
+        return "Review ended"
+    head = ": ".join(
+        t
+        for t in (
+            to_text(output.get("overall_correctness")),
+            to_text(output.get("overall_explanation")),
+        )
+        if t
+    )
+    lines = [f"Review: {head}" if head else "Review"]
+    for finding in output.get("findings") or []:
+        if not isinstance(finding, dict):
+            continue
+        where = finding.get("code_location")
+        place = ""
+        if isinstance(where, dict):
+            span = where.get("line_range")
+            place = to_text(where.get("absolute_file_path"))
+            if isinstance(span, dict) and place:
+                place += f":{span.get('start', '?')}-{span.get('end', '?')}"
+        priority = finding.get("priority")
+        title = to_text(finding.get("title"))
+        # The model usually writes the priority into the title already.
+        tag = f"[P{priority}] " if isinstance(priority, int) and not title.startswith("[") else ""
+        lines.append(f"- {tag}{title}" + (f" ({place})" if place else ""))
+        body = to_text(finding.get("body")).strip()
+        if body:
+            lines.append(f"  {body}")
+    return "\n".join(lines)
+
+
 def _with_images(text: str, blocks: list[dict[str, Any]]) -> str:
     """``text`` followed by a placeholder line per image block of ``blocks``."""
     shown = [p for p in (binary_placeholder(block) for block in blocks) if p]
@@ -301,6 +360,15 @@ def _event_msg(
         yield b.make(
             role="assistant", kind="assistant_text", text=text, raw_type=raw_type, **common
         )
+    elif etype == "exited_review_mode":
+        text = review_text(payload.get("review_output"))
+        yield b.make(
+            role="assistant", kind="assistant_text", text=text, raw_type=raw_type, **common
+        )
+    elif etype == "entered_review_mode":
+        hint = to_text(payload.get("user_facing_hint")) or to_text(payload.get("target"))
+        text = f"Review started: {hint}" if hint else "Review started"
+        yield b.make(role="system", kind="system", text=text, raw_type=raw_type, **common)
     elif etype == "context_compacted":
         yield b.make(role="system", kind="compact_boundary", text="", raw_type=raw_type, **common)
     elif etype == "turn_aborted":
@@ -310,12 +378,61 @@ def _event_msg(
         yield b.make(role="system", kind="other", text="", raw_type=raw_type, **common)
 
 
+# The first Codex CLI (TypeScript) saved each session as one JSON document.
+_DOCUMENT = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"session"\s*:\s*\{')
+
+
+def is_rollout_document(head: bytes) -> bool:
+    """True when ``head`` (a file's first bytes) opens a rollout saved as one JSON document
+    (``{"session": {timestamp, id, instructions}, "items": [...]}``)."""
+    return _DOCUMENT.match(head) is not None
+
+
+def _document_events(path: Path, b: EventBuilder, stats: ParseStats) -> Iterator[SessionEvent]:
+    """The events of a rollout saved as one JSON document: its items as the legacy layout's
+    bare items, each numbered by its place in ``items``, all at the session's time."""
+    stats.lines += 1
+    try:
+        doc = loads_lenient(path.read_bytes().removeprefix(b"\xef\xbb\xbf"))
+    except orjson.JSONDecodeError as exc:
+        stats.record_error(1, f"invalid JSON ({exc.msg})")
+        return
+    session = doc.get("session") if isinstance(doc, dict) else None
+    items = doc.get("items") if isinstance(doc, dict) else None
+    if not isinstance(session, dict) or not isinstance(items, list):
+        stats.record_error(1, "expected an object with a 'session' object and an 'items' list")
+        return
+    if isinstance(session.get("id"), str):
+        stats.session_id = b.session_id = session["id"]
+    ts = session.get("timestamp")
+    yield b.make(
+        role="system",
+        kind="system",
+        text="Codex session (legacy format)",
+        raw_type="legacy_meta",
+        line=0,
+        timestamp=ts,
+    )
+    twins, tools = _Twins(), {}
+    for number, item in enumerate(items, 1):
+        if not isinstance(item, dict):
+            stats.record_error(number, f"expected a JSON object, got {type(item).__name__}")
+            continue
+        common = {"line": number, "timestamp": ts}
+        yield from guarded_events(_item_events(item, b, twins, stats, common, tools), number, stats)
+
+
 def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
     """Stream the events of a Codex rollout (current or legacy layout; see module docstring)."""
     b = EventBuilder("codex", path.stem)
+    with path.open("rb") as handle:
+        if is_rollout_document(handle.read(4096)):
+            yield from _document_events(path, b, stats)
+            return
     twins = _Twins()
     seen: set[str] = set()  # texts of prompts and replies, for compacted histories
     models = ModelChanges()
+    tools: dict[str, str] = {}  # call id -> tool name, named again on its output
     legacy_ts: object = None
     first = True
     for line, obj in iter_json_lines(path, stats):
@@ -344,7 +461,7 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 yield changed
             elif rtype == "response_item":
                 for event in guarded_events(
-                    _item_events(payload, b, twins, stats, common), line, stats
+                    _item_events(payload, b, twins, stats, common, tools), line, stats
                 ):
                     if event.kind in ("user_prompt", "assistant_text"):
                         seen.add(event.text.strip())
@@ -396,6 +513,8 @@ def iter_codex(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 **common,
             )
         elif isinstance(rtype, str):
-            yield from guarded_events(_item_events(obj, b, twins, stats, common), line, stats)
+            yield from guarded_events(
+                _item_events(obj, b, twins, stats, common, tools), line, stats
+            )
         else:
             stats.record_error(line, "record has neither 'type' nor 'payload'")

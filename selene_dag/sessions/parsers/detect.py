@@ -8,6 +8,7 @@ from typing import Any
 import orjson
 
 from selene_dag.sessions.parsers._common import loads_lenient
+from selene_dag.sessions.parsers.codex import is_rollout_document
 from selene_dag.sessions.parsers.headless import is_codex_exec, is_gemini_stream
 from selene_dag.sessions.parsers.model import PLATFORMS
 
@@ -92,6 +93,8 @@ def detect_platform_bytes(head: bytes) -> str | None:
 
 def _whole_document(head: bytes) -> str | None:
     stripped = head.removeprefix(b"\xef\xbb\xbf").lstrip()
+    if is_rollout_document(stripped):
+        return "codex"
     if (
         stripped.startswith(b"{")
         and b'"sessionId"' in head

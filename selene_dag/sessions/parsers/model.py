@@ -93,7 +93,7 @@ class ParseStats:
     ``session_id`` and ``project`` (the working directory, or Gemini's project hash) are
     taken from the transcript when it names them. ``duplicates`` counts records skipped
     because another record already carried the same content (the Codex parser) or the same
-    record id (a Claude record repeated across a resume). ``parent_session_id`` is set for a
+    record id or summary (a Claude record repeated across a resume). ``parent_session_id`` is set for a
     sub-agent transcript: the session that started it. ``abandoned`` counts events of
     rewound branches (marked on the events, see :class:`SessionEvent`). ``unfinished_line``
     is the number of a last line still being written (not JSON yet, no line break), if any.

@@ -1,0 +1,278 @@
+"""Records the parsers used to lose or leave without text: a record cut short by a crash
+with the next one written on its line, a summary repeated by each resume, bare strings in
+a content list, tool results without their tool's name, the API's own tools (web search),
+reasoning written out in full, Codex reviews, and the first Codex CLI's one-document
+rollouts (``rollout-*.json``)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from selene_dag.config import SessionRoot
+from selene_dag.sessions.parsers import detect_platform, parse_file
+from selene_dag.sessions.scanner import scan_roots
+from tests.support.sessions import CLAUDE_FILES, REAL_CODEX
+
+SID = "5f0c1d2e-0000-4000-8000-00000000000a"
+
+
+def _claude(uuid: str, parent: str | None, rtype: str, content: object, **extra: object) -> dict:
+    message = {"role": rtype, "content": content}
+    if rtype == "assistant":
+        message["model"] = "claude-sonnet-4-5"
+    record = {"type": rtype, "uuid": uuid, "parentUuid": parent, "sessionId": SID}
+    return record | {"message": message, "timestamp": "2026-03-01T10:00:00Z"} | extra
+
+
+def _write(path: Path, lines: list[str]) -> Path:
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_a_record_cut_short_loses_only_itself(tmp_path: Path) -> None:
+    first = _claude("aaaaaaaa-1", None, "user", "deploy the docs site")
+    cut = json.dumps(_claude("aaaaaaaa-2", "aaaaaaaa-1", "user", [{"type": "text", "text": "x"}]))
+    after = _claude("aaaaaaaa-3", "aaaaaaaa-1", "assistant", [{"type": "text", "text": "Done."}])
+    path = _write(tmp_path / "s.jsonl", [json.dumps(first), cut[:90] + json.dumps(after)])
+    result = parse_file(path)
+    assert [e.text for e in result.events if e.kind != "system"] == [
+        "deploy the docs site",
+        "Done.",
+    ]
+    assert result.stats.errors == 1 and "cut short" in result.stats.error_samples[0]
+    assert result.stats.lines == 2
+
+
+def test_a_broken_line_holding_an_object_is_no_record(tmp_path: Path) -> None:
+    first = _claude("aaaaaaaa-1", None, "user", "hello")
+    path = _write(tmp_path / "s.jsonl", [json.dumps(first), 'Error: {"code": 1, "x": 2}'])
+    result = parse_file(path, "claude")
+    assert [e.text for e in result.events] == ["hello"]
+    assert result.stats.errors == 1 and "cut short" not in result.stats.error_samples[0]
+
+
+def test_a_summary_repeated_by_a_resume_is_kept_once(tmp_path: Path) -> None:
+    summary = json.dumps({"type": "summary", "summary": "Docs deploy", "leafUuid": "aaaaaaaa-1"})
+    prompt = json.dumps(_claude("aaaaaaaa-1", None, "user", "deploy the docs site"))
+    result = parse_file(_write(tmp_path / "s.jsonl", [summary, prompt, summary]), "claude")
+    assert [e.text for e in result.events if e.kind == "summary"] == ["Docs deploy"]
+    assert result.stats.duplicates == 1
+
+
+def test_bare_strings_in_a_content_list_are_text(tmp_path: Path) -> None:
+    lines = [
+        json.dumps(
+            _claude(
+                "aaaaaaaa-1", None, "user", ["pin the version", {"type": "text", "text": "to 3.2"}]
+            )
+        ),
+        json.dumps(_claude("aaaaaaaa-2", "aaaaaaaa-1", "assistant", ["Pinned to 3.2."])),
+    ]
+    events = parse_file(_write(tmp_path / "s.jsonl", lines), "claude").events
+    assert [(e.kind, e.text) for e in events if e.kind != "system"] == [
+        ("user_prompt", "pin the version"),
+        ("user_prompt", "to 3.2"),
+        ("assistant_text", "Pinned to 3.2."),
+    ]
+
+
+def test_tool_results_name_their_tool(tmp_path: Path) -> None:
+    call = {"type": "tool_use", "id": "toolu_01", "name": "Bash", "input": {"command": "ls"}}
+    result = {"type": "tool_result", "tool_use_id": "toolu_01", "content": "README.md"}
+    lines = [
+        json.dumps(_claude("aaaaaaaa-1", None, "assistant", [call])),
+        json.dumps(_claude("aaaaaaaa-2", "aaaaaaaa-1", "user", [result])),
+    ]
+    events = parse_file(_write(tmp_path / "s.jsonl", lines), "claude").events
+    assert [(e.kind, e.tool_name) for e in events if e.kind.startswith("tool")] == [
+        ("tool_use", "Bash"),
+        ("tool_result", "Bash"),
+    ]
+    for path in [*CLAUDE_FILES[1:], REAL_CODEX]:  # the real transcripts: every result named
+        results = [e for e in parse_file(path).events if e.kind == "tool_result"]
+        assert results and all(e.tool_name for e in results), path.name
+
+
+def test_the_apis_own_tools_keep_their_query_and_results(tmp_path: Path) -> None:
+    content = [
+        {
+            "type": "server_tool_use",
+            "id": "srvtoolu_1",
+            "name": "web_search",
+            "input": {"query": "duckdb 1.2 release"},
+        },
+        {
+            "type": "web_search_tool_result",
+            "tool_use_id": "srvtoolu_1",
+            "content": [
+                {
+                    "type": "web_search_result",
+                    "title": "Announcing DuckDB 1.2",
+                    "url": "https://duckdb.org/2025/02/05/announcing-duckdb-120",
+                    "encrypted_content": "EqgfCioIARgBIiQ3YTAwMjY1" * 40,
+                }
+            ],
+        },
+        {
+            "type": "web_search_tool_result",
+            "tool_use_id": "srvtoolu_1",
+            "content": {"type": "web_search_tool_result_error", "error_code": "max_uses_exceeded"},
+        },
+    ]
+    line = json.dumps(_claude("aaaaaaaa-1", None, "assistant", content))
+    events = [
+        e
+        for e in parse_file(_write(tmp_path / "s.jsonl", [line]), "claude").events
+        if e.kind != "system"
+    ]
+    assert [(e.kind, e.tool_name, e.is_error) for e in events] == [
+        ("tool_use", "web_search", False),
+        ("tool_result", "web_search", False),
+        ("tool_result", "web_search", True),
+    ]
+    assert "duckdb 1.2 release" in events[0].text
+    assert (
+        events[1].text
+        == "Announcing DuckDB 1.2 https://duckdb.org/2025/02/05/announcing-duckdb-120"
+    )
+    assert events[2].text == "error: max_uses_exceeded"
+
+
+def _codex(payload: dict, rtype: str = "response_item") -> str:
+    return json.dumps({"timestamp": "2026-03-01T10:00:00Z", "type": rtype, "payload": payload})
+
+
+def test_codex_outputs_name_their_tool_and_reasoning_written_out_is_kept(tmp_path: Path) -> None:
+    lines = [
+        _codex(
+            {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": '{"command":["ls"]}',
+                "call_id": "call_1",
+            }
+        ),
+        _codex({"type": "function_call_output", "call_id": "call_1", "output": "README.md"}),
+        _codex(
+            {
+                "type": "reasoning",
+                "summary": [],
+                "content": [{"type": "reasoning_text", "text": "The README is at the root."}],
+            }
+        ),
+    ]
+    events = parse_file(_write(tmp_path / "r.jsonl", lines), "codex").events
+    assert [(e.kind, e.tool_name, e.text) for e in events] == [
+        ("tool_use", "shell", '{"command":["ls"]}'),
+        ("tool_result", "shell", "README.md"),
+        ("other", None, "The README is at the root."),
+    ]
+
+
+def test_a_codex_review_keeps_its_verdict_and_findings(tmp_path: Path) -> None:
+    review = {
+        "findings": [
+            {
+                "title": "[P1] Off-by-one in the page loop",
+                "body": "The loop stops before the last page.",
+                "confidence_score": 0.8,
+                "priority": 1,
+                "code_location": {
+                    "absolute_file_path": "/repo/pager.py",
+                    "line_range": {"start": 40, "end": 44},
+                },
+            },
+            {"title": "Unused import", "body": "", "priority": 3, "code_location": None},
+        ],
+        "overall_correctness": "patch is incorrect",
+        "overall_explanation": "One bug in paging.",
+        "overall_confidence_score": 0.8,
+    }
+    lines = [
+        _codex(
+            {
+                "type": "entered_review_mode",
+                "target": {"type": "uncommittedChanges"},
+                "user_facing_hint": "current changes",
+            },
+            "event_msg",
+        ),
+        _codex({"type": "exited_review_mode", "review_output": review}, "event_msg"),
+    ]
+    events = parse_file(_write(tmp_path / "r.jsonl", lines), "codex").events
+    assert [(e.kind, e.text) for e in events] == [
+        ("system", "Review started: current changes"),
+        (
+            "assistant_text",
+            "Review: patch is incorrect: One bug in paging.\n"
+            "- [P1] Off-by-one in the page loop (/repo/pager.py:40-44)\n"
+            "  The loop stops before the last page.\n"
+            "- [P3] Unused import",
+        ),
+    ]
+
+
+def _document(tmp_path: Path) -> Path:
+    doc = {
+        "session": {
+            "timestamp": "2025-04-20T10:00:00.000Z",
+            "id": "0b4c7d1e-legacy",
+            "instructions": "",
+        },
+        "items": [
+            {
+                "id": "msg_1",
+                "type": "message",
+                "role": "user",
+                "content": [{"type": "input_text", "text": "rename the --fast flag"}],
+            },
+            {
+                "type": "function_call",
+                "name": "shell",
+                "arguments": '{"command":["grep","-rn","--fast"]}',
+                "call_id": "call_1",
+            },
+            {
+                "type": "function_call_output",
+                "call_id": "call_1",
+                "output": '{"output":"cli.py:12","metadata":{"exit_code":0}}',
+            },
+            "not an item",
+            {
+                "type": "message",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": "Renamed to --quick."}],
+            },
+        ],
+    }
+    path = tmp_path / "sessions" / "rollout-2025-04-20-0b4c7d1e.json"
+    path.parent.mkdir()
+    path.write_text(json.dumps(doc, indent=2), encoding="utf-8")
+    return path
+
+
+def test_a_first_codex_cli_rollout_document_is_read(tmp_path: Path) -> None:
+    path = _document(tmp_path)
+    assert detect_platform(path) == "codex"
+    result = parse_file(path)
+    assert result.stats.session_id == "0b4c7d1e-legacy"
+    assert [(e.line, e.kind, e.tool_name, e.text) for e in result.events] == [
+        (0, "system", None, "Codex session (legacy format)"),
+        (1, "user_prompt", None, "rename the --fast flag"),
+        (2, "tool_use", "shell", '{"command":["grep","-rn","--fast"]}'),
+        (3, "tool_result", "shell", "cli.py:12"),
+        (5, "assistant_text", None, "Renamed to --quick."),
+    ]
+    assert {e.timestamp for e in result.events} == {"2025-04-20T10:00:00.000Z"}
+    assert result.stats.errors == 1  # the item that is no object, counted
+    for platform in ("codex", None):  # taken under a codex= root and a bare one
+        found = scan_roots([SessionRoot(path=str(path.parent), platform=platform)])
+        assert [(f.path, f.platform) for f in found] == [(str(path), "codex")]
+
+
+def test_a_broken_rollout_document_is_one_error(tmp_path: Path) -> None:
+    path = _document(tmp_path)
+    path.write_text(path.read_text()[:-40], encoding="utf-8")
+    result = parse_file(path, "codex")
+    assert result.events == [] and result.stats.errors == 1
