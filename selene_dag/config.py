@@ -437,8 +437,7 @@ class Settings(BaseSettings):
         # Frozen model: derived defaults are filled in once, right after validation.
         if self.db_path is None:
             object.__setattr__(self, "db_path", self.home / "selene.duckdb")
-        demo = (self.home / DEMO_MARKER_FILE).is_file()
-        if demo:
+        if is_demo_home(self.home):
             # The demo's home reads the bundled corpus unless told otherwise: `dev` on it
             # watched the user's own session folders (and would have copied their
             # transcripts in) and a notes folder the home never had.
@@ -565,6 +564,16 @@ DEMO_MARKER_FILE = "demo"
 DEMO_MARKER_TEXT = (
     "This home holds selene-dag's demo: commands on it read the bundled notes and sessions.\n"
 )
+
+
+def is_demo_home(home: Path) -> bool:
+    """Whether ``home`` holds the demo's marker: a ``demo`` file the demo wrote (a file of
+    that name with other text, or a folder, is no marker)."""
+    try:
+        with (home / DEMO_MARKER_FILE).open("rb") as handle:
+            return handle.read(len(DEMO_MARKER_TEXT) + 1) == DEMO_MARKER_TEXT.encode()
+    except OSError:  # none, a folder, unreadable
+        return False
 
 
 def pinned_now(home: Path) -> datetime | None:

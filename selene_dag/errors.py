@@ -78,6 +78,15 @@ _SQLITE_WRITE_FAILURES = {
     "disk I/O error": "check that its disk has space and is writable, then run the command again",
 }
 _DUCKDB_WRITE_FAILURE = re.compile(r'Could not write file "([^"]+)": ([^"\n]+)')
+# An OSError as a Dagster step failure reports it: "[Errno 28] No space left on device: '/h/x'".
+_ERRNO_TEXT = re.compile(r"\[Errno (\d+)\] ([^:\n]+)(?:: '([^'\n]*)')?")
+_HINTS = "|".join(
+    re.escape(" ".join(hint.split()[:3]))  # their opening words: a message may be cut short
+    for hint in dict.fromkeys([*_ERRNO_HINTS.values(), *_SQLITE_WRITE_FAILURES.values()])
+)
+# The line this module writes for such a failure, inside another error's message (a failed
+# run's: the step's error reached the caller as text).
+_WRITE_FAILURE_LINE = re.compile(rf"cannot write [^\n]*?; (?:{_HINTS})")
 
 
 def write_failure(exc: BaseException) -> str | None:
@@ -96,6 +105,8 @@ def write_failure(exc: BaseException) -> str | None:
             where = f" {error.filename}" if error.filename else " a file"
             return f"cannot write{where}: {error.strerror}; {_ERRNO_HINTS[error.errno]}"
         text = str(error)
+        if isinstance(error, SeleneError) and (found := _WRITE_FAILURE_LINE.search(text)):
+            return text[found.start() :]
         if type(error).__module__.lstrip("_").startswith("duckdb"):
             line = duckdb_write_failure(text)
             if line:
@@ -107,6 +118,26 @@ def write_failure(exc: BaseException) -> str | None:
         pending += [error.__cause__, error.__context__, getattr(error, "orig", None)]
         if isinstance(error, BaseExceptionGroup):
             pending += list(error.exceptions)
+    return None
+
+
+def step_write_failure(message: str) -> str | None:
+    """``cannot write <file>: <reason>; <what to do>`` when ``message`` (a failed step's
+    error as text) says a file could not be written: a DuckDB error's words, an OSError's
+    ``[Errno 28] No space left on device: '<file>'`` (full, over a quota or a file-size
+    limit, read-only), SQLite's; None otherwise."""
+    line = duckdb_write_failure(message)
+    if line:
+        return line
+    found = _ERRNO_TEXT.search(message)
+    if found and int(found.group(1)) in _ERRNO_HINTS:
+        where = found.group(3) or "a file"
+        return (
+            f"cannot write {where}: {found.group(2).strip()}; {_ERRNO_HINTS[int(found.group(1))]}"
+        )
+    for words, hint in _SQLITE_WRITE_FAILURES.items():
+        if words in message:
+            return f"cannot write the Dagster run history ($SELENE_HOME/dagster): {words}; {hint}"
     return None
 
 

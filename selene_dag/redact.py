@@ -143,12 +143,16 @@ _NOT_A_VALUE = (
     # A path (``~/.ssh/id_ed25519``, ``./keys/private.pem``, ``/run/secrets/db``).
     r"(?!(?:~|\.\.?)?/[A-Za-z0-9._\-])"
     # Code naming where the value is, unquoted: ``process.env.API_KEY!``, ``env.GH_TOKEN``,
-    # ``settings.secret``: a chain from a code root, or ending in an upper-case name (not
-    # ``Spring.Time2024!``, a password).
+    # ``settings.secret``: a chain from a code root, one ending in a constant's name (letters
+    # or with an underscore: not ``Acme.PROD2024``), or a chain of lower-case names ending
+    # in a word or a snake_case name (``form.password1``, ``oauth2.access_token``; not
+    # ``spring.time2024``). A dotted password is none of these (``Spring.Time2024!``).
     r"(?!(?:(?:process|env|os|import|meta|config|cfg|conf|settings|self|this|options|opts"
     r"|args|ctx|app|secrets|vars|params|props|window|globalThis|Deno|Bun)\."
     r"(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*"
-    r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\.[A-Z_][A-Z0-9_]*)[!?]?(?![^\s,;)\]}]))"
+    r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\.(?:[A-Z_]+|[A-Z_][A-Z0-9]*_[A-Z0-9_]*)"
+    r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*\.(?:[a-z]{4,}[0-9]?|[a-z0-9]*_[a-z0-9_]*))"
+    r"[!?]?(?![^\s,;)\]}]))"
 )
 # How a password is kept or checked, said in prose after "the password is": a hash or
 # cipher's name, or a word with a "-hashed"/"-only" kind of ending.
@@ -161,6 +165,11 @@ _KEPT_HOW = (
 # An unquoted value: up to a space, a quote, a bracket, a separator (``&`` of a query
 # string included) or a backslash.
 _BARE = r"[^\s\"'`(){}\[\]<>,;&\\]"
+# Where a bare value ends: not before a call or an index (``get_secret(``), or, taken to
+# its bound (its first 256 characters: a bound keeps a run of trigger words linear), before
+# the rest of it (``_redact_assignments`` redacts that too).
+_BARE_END = rf"(?:(?={_BARE})|(?![(\[]))"
+_BARE_RUN = re.compile(rf"{_BARE}*")
 # A quoted value's character: up to its closing quote, past an escape (``\\"``, ``\\n``) and a
 # quote of the other kind; not across lines.
 _QUOTED = r"(?:(?!(?P=q))(?:\\.|[^\n\\`]))"
@@ -236,9 +245,12 @@ def _not_credentials(value: str) -> bool:
 
 
 def _not_a_private_key(value: str) -> bool:
-    """Whether base64 ``value`` does not decode to a PEM private key's opening."""
-    return "PRIVATE KEY" not in _base64_text(value[:160])
+    """Whether base64 ``value`` holds no PEM private key (one may follow a certificate,
+    as in a combined PEM)."""
+    return "PRIVATE KEY" not in _base64_text(value)
 
+
+_JWT = re.compile(r"eyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]*")
 
 # In this order: a key inside an assignment is named by its own kind, and an Anthropic key
 # is not taken for an OpenAI one.
@@ -413,13 +425,18 @@ _KEY_RULES = (
         '"Bot ',
         "SSWS ",
     ),
-    _rule(
-        "jwt",
-        # A JSON Web Token anywhere (its header and claims are base64 JSON: "eyJ").
-        # The header is short: bounded and possessive, so that a long run of "eyJ-…" is not
-        # scanned to its end from every "eyJ" in it.
-        r"\beyJ[A-Za-z0-9_\-]{8,512}+\.eyJ[A-Za-z0-9_\-]{8,}+\.[A-Za-z0-9_\-]*+",
-        "eyJ",
+    replace(
+        _rule(
+            "jwt",
+            # A JSON Web Token anywhere (its header and claims are base64 JSON: "eyJ"; a
+            # header carrying a certificate chain runs to kilobytes). Every run from "eyJ"
+            # matches, its claims and signature when it has them, and the rule keeps
+            # the runs that are no token: a failed match would scan a long run of "eyJ-…"
+            # to its end again from every "eyJ" in it.
+            r"\beyJ[A-Za-z0-9_\-]*+(?:\.eyJ[A-Za-z0-9_\-]*+(?:\.[A-Za-z0-9_\-]*+)?)?",
+            "eyJ",
+        ),
+        keep=lambda value: _JWT.fullmatch(value) is None,
     ),
     replace(
         _rule(
@@ -441,8 +458,12 @@ _KEY_RULES = (
         _rule(
             "private_key",
             # A PEM private key in base64 (a Kubernetes Secret's ``tls.key``).
-            # Across its line breaks (``base64`` wraps at 76 columns), escaped ones too.
-            r"\bLS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}(?:[A-Za-z0-9+/]|\r?\n|\\[rn])*+={0,2}",
+            # Across its line breaks (``base64`` wraps at 76 columns), escaped ones too: a
+            # line after a break is more of it only when it is base64 to its end (the next
+            # line of a file, ``password: …``, is not).
+            r"\bLS0tLS1CRUdJTi[A-Za-z0-9+/]{40,}+"
+            r"(?:(?:\r?\n|\\[rn])[A-Za-z0-9+/]++(?=={0,2}(?:\r?\n|\\[rn]|[\s\"',]|$)))*+"
+            r"={0,2}",
             "LS0tLS1CRUdJTi",
         ),
         keep=_not_a_private_key,
@@ -477,21 +498,29 @@ _KEY_RULES = (
     _rule(
         "user_password",
         # A password after its option, a space between: sshpass -p, docker/oc/az login -p,
-        # the mongo tools' -p, twine upload -p.
+        # the mongo tools' -p, twine upload -p, smbmap/netexec -p.
         r"(?P<head>\b(?:sshpass|(?:docker|podman|nerdctl|oc|az|helm[ \t]+registry) login"
-        r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?|twine[ \t]+upload)\b"
+        r"|mongo(?:sh|dump|restore|export|import|stat|top|files)?|twine[ \t]+upload"
+        r"|smbmap|crackmapexec|netexec|nxc)\b"
         r"[^\n|;&]{0,200}?(?<!\S)-p[ \t]+)" + _ARG_VALUE,
         "sshpass",
         " login",
         "mongo",
         "twine",
+        "smbmap",
+        "crackmapexec",
+        "netexec",
+        "nxc",
     ),
     _rule(
         "user_password",
         # sqlcmd/bcp -P, the ldap tools' -w, redis-cli -a: after a space or joined to it.
         r"(?P<head>\b(?:(?:sqlcmd|bcp)\b[^\n|;&]{0,200}?(?<!\S)-P"
         r"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn)\b[^\n|;&]{0,200}?(?<!\S)-w"
-        r"|redis-cli\b[^\n|;&]{0,200}?(?<!\S)-a)(?:[ \t]+|(?=[^\s\-])))" + _ARG_VALUE,
+        # Joined, the value holds a digit or a symbol: ``ls -al`` or ``mvn -Pintegration``
+        # later on the line is another command's flag.
+        r"|redis-cli\b[^\n|;&]{0,200}?(?<!\S)-a)"
+        r"(?:[ \t]+|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))" + _ARG_VALUE,
         "sqlcmd",
         "bcp",
         "ldap",
@@ -500,8 +529,9 @@ _KEY_RULES = (
     _rule(
         "user_password",
         # keytool's -storepass, -keypass, -srcstorepass, -deststorepass (each of several).
-        r"(?P<head>(?<!\S)-(?:src|dest)?(?:store|key)pass(?::(?:env|file))?[ \t]+)"
-        r"(?<!:env )(?<!:file )" + _ARG_VALUE,
+        # Not ``-storepass:env VAR`` / ``:file PATH``: they name where the password is.
+        r"(?P<head>(?<!\S)-(?:src|dest)?(?:store|key)pass(?P<indirect>:(?:env|file))?[ \t]+)"
+        r"(?(indirect)(?!))" + _ARG_VALUE,
         "storepass",
         "keypass",
     ),
@@ -515,8 +545,9 @@ _KEY_RULES = (
         _rule("user_password", rf"(?P<head>{head})" + _ARG_VALUE, *triggers)
         for head, triggers in (
             (
+                # A domain user too (``-U 'CORP\\bob%…'``), the user joined to -U.
                 r"\b(?:smbclient|rpcclient|smbget|smbmap|smbcacls)\b[^\n|;&]{0,200}?(?<!\S)"
-                r"(?:-U|--user)(?:[ \t]+|=)[\"']?[^\s%\"'\\]+%",
+                r"(?:-U|--user)(?:[ \t]+|=)?[\"']?[^\s%\"']+%",
                 ("smbclient", "rpcclient", "smbget", "smbmap", "smbcacls"),
             ),
             (
@@ -531,7 +562,8 @@ _KEY_RULES = (
                 ("machine", "default login"),
             ),
             (
-                r"\bConvertTo-SecureString(?:[ \t]+-(?:AsPlainText|Force|String))*[ \t]+(?=[\"'])",
+                r"\bConvertTo-SecureString(?:[ \t]+-(?:AsPlainText|Force|String))*[ \t]+(?=[\"'])"
+                r"|\bConvertTo-SecureString(?:[ \t]+-(?:AsPlainText|Force))*[ \t]+-String[ \t]+",
                 ("ConvertTo-SecureString",),
             ),
             (
@@ -781,7 +813,7 @@ def _config_rule(name: str, keep: Callable[[str], bool] | None) -> _Rule:
             r"\s*(?::=|=>|[:=])\s*)"
             rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
             rf"(?(q){_QUOTED}{{6,}}(?P=q)"
-            rf"|(?={_BARE}{{0,255}}[0-9!@#%^&*+/=~$]){_BARE}{{6,256}}(?![(\[.\w]))",
+            rf"|(?={_BARE}{{0,255}}[0-9!@#%^&*+/=~$]){_BARE}{{6,256}}+{_BARE_END})",
         ),
         keep=keep,
     )
@@ -799,7 +831,7 @@ _SHORT_NAME_RULE = _rule(
     r"\s*(?::=|=>|[:=])\s*)"
     rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}(?![/~.])"
     rf"(?(q)(?=[^\"'\n]{{0,255}}[0-9!@#%^&*+=~$]){_QUOTED}{{6,}}(?P=q)"
-    rf"|(?={_BARE}{{0,255}}[0-9!@#%^&*+=~$]){_BARE}{{6,256}}(?![(\[.\w]))",
+    rf"|(?={_BARE}{{0,255}}[0-9!@#%^&*+=~$]){_BARE}{{6,256}}+{_BARE_END})",
 )
 _CONNECTION_RULE = _rule(
     "config_secret",
@@ -931,6 +963,10 @@ def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
             if match is not None:
                 pieces += [text[done:start], _replacement(match, rule.kind, counts, rule.keep)]
                 done = match.end()
+                if rule.kind == "config_secret" and not match.groupdict().get("q"):
+                    tail = _BARE_RUN.match(text, done).end()  # a value past the bound
+                    if tail > done and pieces[-1] != match.group(0):  # redacted, not kept
+                        done = tail
                 break
     return "".join(pieces) + text[done:] if pieces else text
 

@@ -23,7 +23,13 @@ from typing import Any, TypeVar
 import duckdb
 
 from selene_dag import last_verdict
-from selene_dag.config import DEMO_MARKER_FILE, DEMO_MARKER_TEXT, PINNED_NOW_FILE, Settings
+from selene_dag.config import (
+    DEMO_MARKER_FILE,
+    DEMO_MARKER_TEXT,
+    PINNED_NOW_FILE,
+    Settings,
+    is_demo_home,
+)
 from selene_dag.context.builder import PreparedNotes, pack_with_threads, prepare_notes
 from selene_dag.context.compaction import CompactionReport, compact_messages
 from selene_dag.context.messages import Conversation, load_conversation, parse_messages
@@ -1658,16 +1664,51 @@ def demo_settings(settings: Settings, home: Path) -> Settings:
 
 
 def check_demo_home(settings: Settings) -> None:
-    """Raise UsageError for a home that holds a store of its own (not the demo's): the demo
-    would mix 577 notes into it and pin its day."""
+    """Raise UsageError for a home the demo must not take: one whose store holds notes or
+    sessions other than the bundled corpus (the demo would mix 577 notes into it and pin
+    its day), one with notes of its own in ``notes/`` (the demo's home reads the bundled
+    corpus instead), or one whose ``demo`` is not the demo's marker file. A home the
+    demo marked is taken without opening its store; a store named by SELENE_DB outside
+    the home is always looked into."""
     home = settings.home
-    ours = (home / DEMO_MARKER_FILE).is_file() or (home / PINNED_NOW_FILE).is_file()
-    if settings.db_path.exists() and not ours:
+    marker = home / DEMO_MARKER_FILE
+    refuse = f"give the demo a home of its own (selene-dag demo --home {DEMO_HOME})"
+    if marker.exists() and not is_demo_home(home):
+        raise UsageError(f"{marker} is not the demo's marker file: {refuse}")
+    if is_demo_home(home) and settings.db_path == home / "selene.duckdb":
+        return
+    if settings.db_path.exists():
+        others = _notes_and_sessions_not_bundled(settings)
+        if others:
+            raise UsageError(
+                f"{settings.db_path} holds {others} from outside the demo's corpus: the demo "
+                f"would add its 577 notes to them and pin the day; {refuse}"
+            )
+    notes = home / "notes"
+    if not is_demo_home(home) and notes.is_dir() and any(notes.iterdir()):
         raise UsageError(
-            f"{home} holds a store that is not the demo's: the demo would add its 577 notes "
-            f"to it and pin its day; give the demo a home of its own (selene-dag demo --home "
-            f"{DEMO_HOME})"
+            f"{home} has notes of its own in {notes}: the demo's home reads the bundled "
+            f"notes instead; {refuse}"
         )
+
+
+def _notes_and_sessions_not_bundled(settings: Settings) -> str:
+    """``"12 notes and 3 sessions"`` (the parts that are not 0) of the store that are not
+    read from the bundled corpus; "" when there are none."""
+    notes_file = str(bundled_notes())
+    session_folder = str(bundled_notes().parent.parent / "sessions") + os.sep
+    counts: list[int] = []
+    with open_store(settings.db_path, read_only=True, wait=settings.lock_wait) as conn:
+        for sql, value in (
+            ("SELECT count(*) FROM notes WHERE source <> ?", notes_file),
+            ("SELECT count(*) FROM session_files WHERE NOT starts_with(path, ?)", session_folder),
+        ):
+            try:
+                counts.append(conn.execute(sql, [value]).fetchone()[0])
+            except duckdb.CatalogException:  # a store older than the table, or empty
+                counts.append(0)
+    parts = [plural(n, word) for n, word in zip(counts, ("note", "session"), strict=True) if n]
+    return " and ".join(parts)
 
 
 @dataclass

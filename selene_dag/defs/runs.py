@@ -39,7 +39,7 @@ from selene_dag.defs.sessions import (
     SESSION_PARTITIONS,
     SESSION_SPINE_SELECTION,
 )
-from selene_dag.errors import duckdb_write_failure, make_folder
+from selene_dag.errors import make_folder, step_write_failure
 from selene_dag.files import write_whole
 from selene_dag.notes.ingest import notes_folder_version
 from selene_dag.store import StoreError, open_store
@@ -334,7 +334,7 @@ def failure_message(result: dg.ExecuteInProcessResult) -> str:
         ]
         if not lines:
             return f"step {event.step_key}: {error.cls_name}"
-        full_disk = duckdb_write_failure(error.message)
+        full_disk = step_write_failure(error.message)
         if full_disk:  # what to do, not the database's error class
             return f"step {event.step_key}: {full_disk}"
         text = lines[1] if lines[0].endswith(":") and len(lines) > 1 else lines[0]

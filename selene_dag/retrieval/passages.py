@@ -273,7 +273,8 @@ def _carry_forward(pieces: Sequence[Piece], rel: list[float], i: int, d: float) 
 
 def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
     """The chosen pieces in reading order: neighbours keep their own joint; a gap in the
-    source is marked " … " inside a paragraph and a line "…" between lines, and "… "
+    source is marked " … " inside a paragraph and a line "…" between lines (and before a
+    line of code or a heading), and "… "
     opens an excerpt that starts inside a cut line. Lines of a
     fenced code block come with its fences, chosen or not (and a closing one when the text
     ends inside the block): without them the code read as prose, and a fence left open
@@ -297,7 +298,10 @@ def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
     for prev, j in itertools.pairwise(order):
         joint = pieces[prev].joint
         if j != prev + 1:
-            joint = "\n…\n" if joint == "\n" else " … "
+            # A line of code (a fence too) or a heading starts its own line after a gap:
+            # after " … " a fence is no fence, and the block it closed ran on to the end.
+            opens_line = pieces[j].kind != "text" and pieces[j - 1].joint == "\n"
+            joint = "\n…\n" if joint == "\n" or opens_line else " … "
         out.append(joint)
         out.append(pieces[j].text)
     unclosed = [b for b in blocks if fences[b][1] is None]

@@ -458,7 +458,9 @@ def test_the_demo_refuses_a_home_of_real_notes_and_the_hint_gives_it_its_own(tmp
     (notes / "a.md").write_text("# Boiler\n\nThe boiler is serviced every May.\n")
     assert run("ingest", str(notes), "--home", str(home)).returncode == 0
     refused = run("demo", "--home", str(home))
-    assert_one_line_error(refused, "not the demo's", "selene-dag demo --home .selene-demo")
+    assert_one_line_error(
+        refused, "outside the demo's corpus", "selene-dag demo --home .selene-demo"
+    )
     assert not (home / "now").exists() and not (home / "demo").exists()
 
 

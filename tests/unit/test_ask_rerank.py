@@ -444,3 +444,13 @@ def test_repeated_pieces_are_found_at_their_own_places() -> None:
     offsets = piece_offsets(text, pieces)
     assert offsets == sorted(offsets) and len(set(offsets)) == len(offsets)
     assert all(text.startswith(p.text, at) for p, at in zip(pieces, offsets, strict=True))
+
+
+def test_a_gap_before_code_or_a_heading_is_a_line_of_its_own() -> None:
+    # " … " put the opening fence after a sentence, where it is no fence: the closing one
+    # then opened a block that ran to the end of the pack.
+    pieces = segment("Install the tool. Then build it:\n```bash\nmake all\n```\nDone.")
+    assert join_pieces(pieces, [0, 3]) == "Install the tool.\n…\n```bash\nmake all\n```"
+    pieces = segment("Intro here. More words.\n## Setup\nRun it. Then check. Last one.")
+    assert join_pieces(pieces, [0, 2]) == "Intro here.\n…\n## Setup"
+    assert join_pieces(pieces, [3, 5]) == "Run it. … Last one."  # inside a paragraph

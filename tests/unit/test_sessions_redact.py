@@ -667,3 +667,84 @@ def test_a_password_said_in_words_is_redacted_and_prose_about_passwords_is_not()
         assert "REDACTED" not in redact(prose), prose
     # A long run of the words stays linear.
     assert redact("password for " * 30_000) == "password for " * 30_000
+
+
+def _b64url(data: bytes) -> str:
+    import base64
+
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def test_second_review_leaks_are_closed() -> None:
+    import base64
+
+    # A base64 key without padding took the next line's name, and its secret stayed.
+    pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEA0Fup" + "A" * 202
+    key = base64.b64encode((pem + "\n-----END RSA PRIVATE KEY-----\n").encode()).decode()
+    assert not key.endswith("=")
+    assert redact(f"tls.key: {key}\npassword: Hunter22!\n") == (
+        "tls.key: [REDACTED:private_key]\npassword: [REDACTED:config_secret]\n"
+    )
+    assert redact(f"tls.key: {key}\nkind: Secret\n").endswith("]\nkind: Secret\n")
+    wrapped = "\n".join(key[i : i + 76] for i in range(0, len(key), 76))
+    assert redact(f"key: |\n{wrapped}\nkind: Secret\n") == (
+        "key: |\n[REDACTED:private_key]\nkind: Secret\n"
+    )
+    # A key after a certificate in one base64 value (a combined PEM).
+    both = "-----BEGIN CERTIFICATE-----\n" + "MIIB" * 300 + "\n-----END CERTIFICATE-----\n"
+    both += "-----BEGIN PRIVATE KEY-----\nMIIE" + "Q" * 100 + "\n-----END PRIVATE KEY-----\n"
+    assert redact("tls.crt: " + base64.b64encode(both.encode()).decode()) == (
+        "tls.crt: [REDACTED:private_key]"
+    )
+    # A value longer than 256 characters went whole, or left its tail.
+    assert redact("apiKey=" + "aB3" * 100) == "apiKey=[REDACTED:config_secret]"
+    assert redact("private_key: " + "aB3+" * 75 + " end") == (
+        "private_key: [REDACTED:config_secret] end"
+    )
+    # A JWT whose header carries a certificate chain (over 512 characters).
+    header = _b64url(b'{"alg":"RS256","x5c":["' + b"A" * 600 + b'"]}')
+    claims = _b64url(b'{"sub":"12345678"}')
+    token = f"{header}.{claims}.{_b64url(bytes(range(32)))}"
+    assert redact(f"t {token} end") == "t [REDACTED:jwt] end"
+    # Samba: a domain user, the user joined to -U, smbmap's -p; PowerShell unquoted.
+    for text, kept in (
+        ("smbclient //s/x -U 'CORP\\bob%S3cret!x'", "smbclient //s/x -U 'CORP\\bob%"),
+        ("smbclient -L h -Ubob%S3cretpw", "smbclient -L h -Ubob%"),
+        ("smbmap -H h -u bob -p S3cretpw", "smbmap -H h -u bob -p "),
+        ("ConvertTo-SecureString -String S3cretpw -AsPlainText", "ConvertTo-SecureString -String "),
+    ):
+        assert redact(text).startswith(kept + "[REDACTED:user_password]"), text
+    # Dotted passwords that read as a constant's name; code that reads as a password.
+    for text in ("password=Acme.PROD2024", "password: Hunter.X99", "password: spring.time2024"):
+        assert redact(text).endswith("[REDACTED:config_secret]"), text
+    for text in (
+        "token: oauth2.access_token",
+        "secret: s3.secret",
+        "password: form.password1",
+        "secret: settings.S3_KEY",
+        "keytool -storepass:env  PASSVAR -keypass:file\t/run/k",
+        "ConvertTo-SecureString -String $pw -AsPlainText",
+    ):
+        assert redact(text) == text, text
+
+
+def test_a_joined_flag_is_the_tools_own() -> None:
+    # Another command's joined flag later on the line was taken for the password.
+    for text in (
+        "I ran redis-cli to flush, then ls -al /var/lib/redis",
+        "sqlcmd -S db -Q 'select 1' then mvn -Pintegration verify",
+    ):
+        assert redact(text) == text
+    assert redact("redis-cli -aS3cret9 ping") == "redis-cli -a[REDACTED:user_password] ping"
+    assert redact("sqlcmd -S db -PHunter22!") == "sqlcmd -S db -P[REDACTED:user_password]"
+
+
+def test_long_runs_of_the_new_shapes_stay_linear() -> None:
+    # Seconds each if a failed match rescanned the run from every start in it.
+    wrapped = "LS0tLS1CRUdJTi" + "A" * 60 + ("\n" + "A" * 76) * 4000
+    _, counts = redact_counts(("password=" + "a1" * 200 + "(") * 200)
+    assert counts == {"config_secret": 200}
+    assert redact("apiKey=" * 40_000).count("[REDACTED") <= 1
+    assert redact("eyJ" + "a" * 400_000) == "eyJ" + "a" * 400_000  # no claims, no token
+    assert redact(("eyJ" + "a" * 20 + ".") * 30_000).count("[REDACTED:jwt]") == 10_000
+    assert redact(wrapped + "\n!") == wrapped + "\n!"  # decodes to no private key

@@ -59,3 +59,33 @@ def test_a_full_disk_under_a_user_error_or_in_a_group_is_found() -> None:
         assert write_failure(user_error) == write_failure(full)
     assert write_failure(ExceptionGroup("runs", [ValueError("x"), full])) == write_failure(full)
     assert write_failure(full).startswith("cannot write /data/home/distilled: No space left")
+
+
+def test_a_full_disk_inside_a_dagster_run_is_a_full_disk() -> None:
+    # A step's OSError reaches the caller as the text of a failed run (RunFailedError): the
+    # API answered 503 "unavailable" and the CLI printed the step's bare error.
+    import dagster as dg
+
+    from selene_dag.defs.runs import failure_message
+    from selene_dag.service import RunFailedError
+
+    @dg.asset
+    def writes_a_file() -> None:
+        raise OSError(errno.ENOSPC, "No space left on device", "/data/home/distilled/x.jsonl")
+
+    result = dg.materialize([writes_a_file], raise_on_error=False)
+    message = failure_message(result)
+    assert message == (
+        "step writes_a_file: cannot write /data/home/distilled/x.jsonl: No space left on "
+        "device; free some space (or lift the limit) and run the command again"
+    )
+    line = write_failure(RunFailedError(f"ingest failed: {message}"))
+    assert line == message.removeprefix("step writes_a_file: ")
+    assert write_failure(RunFailedError("ingest failed: step notes: cannot write this")) is None
+
+    @dg.asset
+    def reads_a_file() -> None:
+        raise OSError(errno.ENOENT, "No such file or directory", "/data/x")
+
+    missing = failure_message(dg.materialize([reads_a_file], raise_on_error=False))
+    assert write_failure(RunFailedError(missing)) is None

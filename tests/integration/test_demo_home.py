@@ -1,0 +1,79 @@
+"""Which homes the demo takes: its own (marked, or a store of the bundled corpus only),
+never one holding other notes or sessions, whatever file names the home happens to hold."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selene_dag import service
+from selene_dag.config import DEMO_MARKER_TEXT, load_settings
+from selene_dag.errors import UsageError
+from selene_dag.paths import bundled_notes
+from selene_dag.store import open_store
+
+
+def _store_with_note(db: Path, source: str) -> None:
+    with open_store(db) as conn:
+        conn.execute(
+            "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source)"
+            " VALUES ('n/a', 'Boiler', 'Serviced in May.', 'h', now(), now(), ?)",
+            [source],
+        )
+
+
+def _demo(home: Path, **env: str) -> service.Settings:
+    return service.demo_settings(load_settings(env, home=home), home)
+
+
+def test_the_demos_own_home_is_taken(tmp_path: Path) -> None:
+    home = tmp_path / "demo-home"
+    service.check_demo_home(_demo(home))  # a new home
+    home.mkdir()
+    (home / "demo").write_text(DEMO_MARKER_TEXT)
+    _store_with_note(home / "selene.duckdb", "/elsewhere/notes/a.md")  # marked: not opened
+    service.check_demo_home(_demo(home))
+    older = tmp_path / "older"  # a demo home from before the marker: the corpus only
+    older.mkdir()
+    _store_with_note(older / "selene.duckdb", str(bundled_notes()))
+    service.check_demo_home(_demo(older))
+
+
+@pytest.mark.parametrize("marker", ["my own script\n", None, "folder"])
+def test_a_home_of_other_notes_is_refused_whatever_files_it_holds(
+    tmp_path: Path, marker: str | None
+) -> None:
+    # A file named "demo" with other text, or a pinned day ("now"), made it the demo's.
+    home = tmp_path / "home"
+    home.mkdir()
+    (home / "now").write_text("2026-01-01T00:00:00+00:00\n")
+    if marker == "folder":
+        (home / "demo").mkdir()
+    elif marker is not None:
+        (home / "demo").write_text(marker)
+    _store_with_note(home / "selene.duckdb", "/elsewhere/notes/a.md")
+    with pytest.raises(UsageError, match=r"selene-dag demo --home \.selene-demo"):
+        service.check_demo_home(_demo(home))
+    # Such a home reads its own notes folder, not the bundled corpus.
+    assert load_settings({}, home=home).notes_dir == home / "notes"
+
+
+def test_a_store_named_by_selene_db_is_looked_into(tmp_path: Path) -> None:
+    home = tmp_path / "demo-home"
+    home.mkdir()
+    (home / "demo").write_text(DEMO_MARKER_TEXT)
+    real = tmp_path / "real.duckdb"
+    _store_with_note(real, "/elsewhere/notes/a.md")
+    with pytest.raises(
+        UsageError, match=r"real\.duckdb holds 1 note from outside the demo's corpus"
+    ):
+        service.check_demo_home(_demo(home, SELENE_DB=str(real)))
+
+
+def test_a_home_with_notes_of_its_own_and_no_store_yet_is_refused(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    (home / "notes").mkdir(parents=True)
+    (home / "notes" / "boiler.md").write_text("# Boiler\n\nServiced in May.\n")
+    with pytest.raises(UsageError, match="has notes of its own"):
+        service.check_demo_home(_demo(home))
