@@ -9,14 +9,15 @@ Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
 connection string's ``AccountKey=``/``SharedAccessKey=``), ``slack_token`` (``xox?-``,
 ``xapp-``), ``npm_token`` (``npm_``), ``service_token`` (DigitalOcean, Shopify, Databricks,
 Heroku, Atlassian, Linear, PyPI, Groq, Replicate, Perplexity, xAI, Tavily, NVIDIA and Mailgun
-tokens, by their prefixes), ``jwt`` (a JSON Web Token anywhere), ``gitlab_token``
+tokens, by their prefixes; Mailchimp keys, ``…-us21``), ``jwt`` (a JSON Web Token anywhere), ``gitlab_token``
 (``glpat-``, ``glcbt-``, ...), ``webhook_url`` (Slack and Discord webhook URLs), ``cookie`` (a
 ``Cookie:``/``Set-Cookie:`` header's value, ``curl --cookie``/``-b``, a ``cookies={…}``
-dict), ``bearer`` (``Bearer
+dict; not a setting such as ``theme=dark; lang=en``), ``bearer`` (``Bearer
 <token>``, ``Authorization: Token <token>``, ``Bot …``, ``SSWS …``), ``basic_auth``
 (``Authorization: Basic <credentials>``, a registry's ``"auth": "<base64 user:password>"``,
 npm's ``_auth=``, a ``.dockerconfigjson``), ``url_password`` (the password of ``scheme://user:password@host``),
-``user_password`` (a password on a command line: ``curl -u user:password``, ``mysql
+``user_password`` (a password on a command line: ``curl -u user:password`` (not docker's ``-u user:group``),
+``jdbc:oracle:thin:user/password@``, ``sqlplus user/password``, ``mysql
 -ppassword``, ``sshpass -p value``, ``docker login -p value``, ``--password value``,
 ``--api-key value``, ``htpasswd -b file user password``, ``net use \\\\srv\\share password``,
 ``net user name password /add``, a query string's ``&pwd=value``, ``redis-cli -a``,
@@ -30,7 +31,7 @@ PASSWORD, SECRET, TOKEN, API_KEY, ...) and ``config_secret`` (such names in any 
 config file, a JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
 ``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
 "…"``, ``api_key => '…'``, ``x-api-key: …``, ``<password>…</password>``, ``<add key="ApiKey"
-value="…"/>``, a connection string's ``Pwd=…;``, ``passphrase: "…"``; the short names
+value="…"/>``, a connection string's ``Pwd=…;``, ``passphrase: "…"``, a Terraform ``variable "db_password"``'s ``default``; the short names
 ``pass`` and ``pwd``, alone or as a name's last word, ``db_pass = "…"``, when the value holds a
 digit or a symbol and is no path).
 
@@ -184,6 +185,7 @@ class _Rule:
     pattern: re.Pattern[str]
     triggers: tuple[str, ...]
     keep: Callable[[str], bool] | None = None  # a value it matches but leaves
+    keep_match: Callable[[re.Match[str]], bool] | None = None  # a match it leaves, by place
 
 
 # A word boundary, or the end of a JSON escape (``\\n``, ``\\t``, ``\\r``): a tool's input is
@@ -224,6 +226,41 @@ _ARG_VALUE = (
     r"(?:(?P<q>\\?[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n\\]+(?P=q)"
     r"|(?![$*{<\[\-])(?!%[A-Za-z_]\w*%)[^\s\"'\\]+)"
 )
+
+
+# Commands whose -u names a user (and group), never a password: docker run -u app:staff.
+_USER_OPTION_COMMANDS = re.compile(
+    r"\b(?:(?P<user>docker|podman|nerdctl|kubectl|sudo|su|runuser|setpriv|gosu|su-exec"
+    r"|chpst|ps|pgrep|pkill|crontab|systemd-run|machinectl|ssh)|(?P<password>curl|wget|http"
+    r"|httpie|xh|ftp|lftp|sqlcmd|mongo\w*|redis-cli|mysql\w*|psql|svn))\b"
+)
+
+
+def _user_group_option(match: re.Match[str]) -> bool:
+    """Whether the ``-u`` of ``match`` belongs to a command whose -u names a user (the
+    last command named on its line before it)."""
+    text, at = match.string, match.start()
+    line = text[max(text.rfind("\n", 0, at) + 1, at - 300) : at]
+    named = list(_USER_OPTION_COMMANDS.finditer(line))
+    return bool(named) and named[-1].group("user") is not None
+
+
+# A cookie's value that is a setting, not a session: a word, a language, a small number.
+_PLAIN_COOKIE = re.compile(r"[A-Z]?[a-z]{1,11}|[a-z]{2}(?:[-_][A-Za-z]{2})?|[0-9]{1,4}")
+
+
+def _plain_cookies(value: str) -> bool:
+    """Whether every ``name=value`` pair of a cookie header holds a plain setting
+    (``theme=dark; lang=en``); its attributes (``Path=/``, ``HttpOnly``) do not count."""
+    pairs = [p.strip() for p in value.split(";")]
+    first = pairs[0].partition("=")[2]
+    if not _PLAIN_COOKIE.fullmatch(first):
+        return False
+    attributes = {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly"}
+    return all(
+        _PLAIN_COOKIE.fullmatch(v) or k.lower() in attributes
+        for k, _, v in (p.partition("=") for p in pairs[1:] if p)
+    )
 
 
 def _base64_text(value: str) -> str:
@@ -354,6 +391,7 @@ _KEY_RULES = (
             ("pplx-", r"pplx-[A-Za-z0-9]{48}"),
             ("xai-", r"xai-[A-Za-z0-9]{70,}"),
             ("tvly-", r"tvly-(?:dev-)?[A-Za-z0-9]{32}"),
+            ("-us", r"[0-9a-f]{32}-us[0-9]{1,2}"),  # Mailchimp
             ("nvapi-", r"nvapi-[A-Za-z0-9_\-]{60,}"),
             ("key-", r"key-[0-9a-f]{32}"),
         )
@@ -387,17 +425,20 @@ _KEY_RULES = (
         r"[A-Za-z0-9_\-]{20,}",
         "/api/webhooks/",
     ),
-    _rule(
-        "cookie",
-        # A Cookie or Set-Cookie header's value (name=value pairs), curl's --cookie.
-        r"(?P<head>(?<![\w-])(?:(?i:set-cookie|cookie)[\"']?\s*:\s*[\"']?|--cookie(?:\s+|=)[\"']?))"
-        # name=value pairs joined by "; " (Set-Cookie's attributes may have no value). A
-        # name is a token, without separators: a run of "cookie:cookie:…" is not scanned
-        # to its end from every head (it was quadratic).
-        r"[^\s;=:,\"'\\()<>@]{1,128}=[^\s;\"'\\]{4,}"
-        r"(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*",
-        "ookie",
-        "OOKIE",
+    replace(
+        _rule(
+            "cookie",
+            # A Cookie or Set-Cookie header's value (name=value pairs), curl's --cookie.
+            r"(?P<head>(?<![\w-])(?:(?i:set-cookie|cookie)[\"']?\s*:\s*[\"']?|--cookie(?:\s+|=)[\"']?))"
+            # name=value pairs joined by "; " (Set-Cookie's attributes may have no value). A
+            # name is a token, without separators: a run of "cookie:cookie:…" is not scanned
+            # to its end from every head (it was quadratic).
+            r"[^\s;=:,\"'\\()<>@]{1,128}=[^\s;\"'\\]{4,}"
+            r"(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*",
+            "ookie",
+            "OOKIE",
+        ),
+        keep=lambda value: _plain_cookies(value),
     ),
     _rule(
         "cookie",
@@ -468,19 +509,32 @@ _KEY_RULES = (
         ),
         keep=_not_a_private_key,
     ),
+    replace(
+        _rule(
+            "user_password",
+            # curl -u user:password, --user user:password (also as one quoted argument);
+            # curl -ubob:password. Not a uid:gid (docker run -u 1000:1000), nor a user:group
+            # of one name (docker exec -u www-data:www-data).
+            r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?(?P<user>[^\s:\"']+):"
+            r"|\bcurl\b[^\n|;&]{0,200}?(?<!\S)-u(?P<joined>[^\s:\"'\-][^\s:\"']*):)"
+            + _NOT_A_REFERENCE
+            # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password).
+            + r"(?![0-9]+\b)(?!//)(?!(?:(?P=user)|(?P=joined))(?![^\s\"']))"
+            r"[^\s\"'\\]+",
+            "-u",
+            "--user",
+        ),
+        keep_match=lambda match: _user_group_option(match),
+    ),
     _rule(
         "user_password",
-        # curl -u user:password, --user user:password (also as one quoted argument).
-        # Not a uid:gid (docker run -u 1000:1000), nor a user:group of one name
-        # (docker exec -u www-data:www-data).
-        r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?(?P<user>[^\s:\"']+):)"
+        # Oracle: jdbc:oracle:thin:user/password@host, sqlplus user/password[@db].
+        r"(?P<head>\bjdbc:oracle:[a-z0-9]+:@?[A-Za-z0-9_$#]+/"
+        r"|\bsqlplus\b(?:[ \t]+-[A-Za-z]+)*[ \t]+[\"']?[A-Za-z0-9_$#]+/)"
         + _NOT_A_REFERENCE
-        # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password).
-        + r"(?![0-9]+\b)(?!//)(?!(?P=user)(?![^\s\"']))"
-        r"[^\s\"'\\]+",
-        "-u ",
-        "-u=",
-        "--user",
+        + r"[^@\s\"'/\\]+",
+        "jdbc:oracle",
+        "sqlplus",
     ),
     _rule(
         "user_password",
@@ -783,6 +837,15 @@ _KEY_RULES = (
         r"(?=\s+key=\"[^\"]{0,64}?(?i:password|passwd|secret|token|api[_-]?key)\")",
         "<add ",
     ),
+    _rule(
+        "config_secret",
+        # A Terraform variable named for a secret, its default lines below its name:
+        # variable "db_password" { type = string  default = "…" }.
+        r"(?P<head>\bvariable[ \t]+\"[^\"\n]{0,64}?"
+        r"(?i:password|passwd|secret|token|api_?key|private_?key)[^\"\n]{0,64}\"[ \t]*\{"
+        r"[^{}]{0,400}?\bdefault[ \t]*=[ \t]*\")" + _NOT_A_VALUE + r"[^\"\n]{1,256}(?=\")",
+        "variable",
+    ),
 )
 _ENV_RULE = _rule(
     "env_secret",
@@ -827,7 +890,11 @@ _SHORT_NAME_RULE = _rule(
     # ``pass = "Xk9mQ2vLp7"``, ``mysql_pwd: s3cret!``: these names also name other things
     # (a compiler's ``first_pass = "optimize"``, the shell's ``PWD=/home/x``), so the value,
     # quoted or not, must hold a digit or a symbol and not be a path.
-    rf"(?P<head>(?P<kq>\\?[\"'])?{_SHORT_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
+    rf"(?P<head>(?P<kq>\\?[\"'])?"
+    # A compiler's or a renderer's pass (``first_pass``, ``render_pass``), not a password.
+    r"(?!(?i:first|second|third|final|last|next|prev|previous|multi|single|one|two|render"
+    r"|shader|compiler?|optimi[sz]ation|optimi[sz]er?|lint)[_\-]pass(?![A-Za-z0-9_]))"
+    rf"{_SHORT_NAME}(?![A-Za-z0-9_])(?(kq)\\?[\"']\]?)"
     r"\s*(?::=|=>|[:=])\s*)"
     rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}(?![/~.])"
     rf"(?(q)(?=[^\"'\n]{{0,255}}[0-9!@#%^&*+=~$]){_QUOTED}{{6,}}(?P=q)"
@@ -897,17 +964,17 @@ _PLACEHOLDER = re.compile(
     r"|<[^<>]*>|(?i:.*\byour[-_ ].*)"
     # A name for the value, not one: RANDOM_PASSWORD, MY-PERSONAL-ACCESS-TOKEN, api-key.
     r"|(?i:(?:[a-z]+[-_])*(?:password|passwd|token|secret|key|apikey)(?:[-_][a-z]+)*)"
+    # A tokenizer's encoding, named by a "token" setting: cl100k_base, o200k_base.
+    r"|(?:cl100k|o200k|p50k|r50k)_(?:base|edit|harmony)"
 )
 
 
-def _replacement(
-    match: re.Match[str],
-    kind: str,
-    counts: Counter[str] | None,
-    keep: Callable[[str], bool] | None = None,
-) -> str:
+def _replacement(match: re.Match[str], rule: _Rule, counts: Counter[str] | None) -> str:
     """The match with its value replaced, or as it is when the value is a placeholder (or
-    one the rule's ``keep`` leaves)."""
+    one the rule's ``keep`` or ``keep_match`` leaves)."""
+    kind, keep = rule.kind, rule.keep
+    if rule.keep_match is not None and rule.keep_match(match):
+        return match.group(0)
     groups = match.groupdict()
     head, quote = groups.get("head") or "", groups.get("q") or ""
     value = match.group(0)[len(head) + len(quote) : len(match.group(0)) - len(quote)]
@@ -961,7 +1028,7 @@ def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
         for rule in _ASSIGNMENT_RULES:
             match = rule.pattern.match(text, start)
             if match is not None:
-                pieces += [text[done:start], _replacement(match, rule.kind, counts, rule.keep)]
+                pieces += [text[done:start], _replacement(match, rule, counts)]
                 done = match.end()
                 if rule.kind == "config_secret" and not match.groupdict().get("q"):
                     tail = _BARE_RUN.match(text, done).end()  # a value past the bound
@@ -976,9 +1043,7 @@ def _redact(text: str, counts: Counter[str] | None) -> str:
         raise TypeError(f"redact() expects str, got {type(text).__name__}")
     for rule in _KEY_RULES:
         if any(trigger in text for trigger in rule.triggers):
-            text = rule.pattern.sub(
-                lambda m, rule=rule: _replacement(m, rule.kind, counts, rule.keep), text
-            )
+            text = rule.pattern.sub(lambda m, rule=rule: _replacement(m, rule, counts), text)
     return _redact_assignments(text, counts)
 
 

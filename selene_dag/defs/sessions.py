@@ -244,7 +244,7 @@ def _read_one(
     "sessions",
     partitions_def=SESSION_PARTITIONS,
     backfill_policy=SESSION_BACKFILL,
-    code_version="19",  # 19: a record after a cut one on its line, tool names on results, server tools, Codex reviews and one-document rollouts, written-out reasoning, repeated summaries once; 18: lone surrogate escapes, image placeholders (Gemini, Codex), a Gemini BOM; 17: secrets after a JSON escape, JWTs, service tokens, more commands; 16: pass/pwd/passphrase names; 15: a last line still being written is no parse error; 14: Azure keys, Hugging Face and SendGrid tokens, a pasted image named; 13: Pwd= at a line end, a password named with no verb; 9-12: htpasswd, net use, curl -b, AWS secret keys; 7-8: in words
+    code_version="19",  # 19: Oracle, joined curl -u, Mailchimp, Terraform and long secrets, settings kept; a record after a cut one on its line, tool names on results, server tools, Codex reviews and one-document rollouts, written-out reasoning, repeated summaries once; 18: lone surrogate escapes, image placeholders (Gemini, Codex), a Gemini BOM; 17: secrets after a JSON escape, JWTs, service tokens, more commands; 16: pass/pwd/passphrase names; 15: a last line still being written is no parse error; 14: Azure keys, Hugging Face and SendGrid tokens, a pasted image named; 13: Pwd= at a line end, a password named with no verb; 9-12: htpasswd, net use, curl -b, AWS secret keys; 7-8: in words
     description=(
         "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "

@@ -34,7 +34,8 @@ _SHAPES = {
     "npm_token": r"npm_[A-Za-z0-9]{36}",
     "gitlab_token": r"glpat-[A-Za-z0-9_\-]{20,30}",
     "webhook_url": r"https://hooks\.slack\.com/services/T[A-Z0-9]{8}/B[A-Z0-9]{8}/[A-Za-z0-9]{24}",
-    "cookie": r"(?:Cookie|Set-Cookie|cookie): [a-z_]{1,10}=[A-Za-z0-9]{6,20}(?:; [a-z]{1,8}=[a-z0-9]{1,8})?",
+    # A session's value, not a setting (theme=Dark is kept): it holds a digit.
+    "cookie": r"(?:Cookie|Set-Cookie|cookie): [a-z_]{1,10}=[A-Za-z0-9]{5,19}[0-9](?:; [a-z]{1,8}=[a-z0-9]{1,8})?",
     "bearer": r"[Bb]earer\s+[A-Za-z0-9\-._~+/]{16,}",
     "basic_auth": r"(?i:authorization): Basic [A-Za-z0-9+/]{4}[0-9+/][A-Za-z0-9+/]{3,}",
     "url_password": r"[a-z]{2,8}://[a-z]{1,8}:[A-Za-z0-9]{1,12}@[a-z]{1,8}\.com",
@@ -748,3 +749,36 @@ def test_long_runs_of_the_new_shapes_stay_linear() -> None:
     assert redact("eyJ" + "a" * 400_000) == "eyJ" + "a" * 400_000  # no claims, no token
     assert redact(("eyJ" + "a" * 20 + ".") * 30_000).count("[REDACTED:jwt]") == 10_000
     assert redact(wrapped + "\n!") == wrapped + "\n!"  # decodes to no private key
+
+
+def test_oracle_curl_joined_mailchimp_and_terraform_secrets_go() -> None:
+    for text, kept in (
+        ("jdbc:oracle:thin:scott/Tiger123@//db:1521/svc", "jdbc:oracle:thin:scott/"),
+        ("sqlplus scott/tiger@orcl", "sqlplus scott/"),
+        ("sqlplus -s system/Manager1", "sqlplus -s system/"),
+        ("curl -ubob:S3cretpw https://x", "curl -ubob:"),
+        ("docker run img curl -u bob:S3cretpw http://x", "docker run img curl -u bob:"),
+    ):
+        assert redact(text).startswith(kept + "[REDACTED:user_password]"), text
+    assert redact("key 0123456789abcdef0123456789abcdef-us21") == "key [REDACTED:service_token]"
+    terraform = 'variable "db_password" {\n  type    = string\n  default = "S3cret!pw"\n}'
+    assert redact(terraform) == terraform.replace("S3cret!pw", "[REDACTED:config_secret]")
+
+
+def test_settings_and_user_groups_are_not_secrets() -> None:
+    for text in (
+        '"token": "cl100k_base"',
+        "encoding: token=o200k_base",
+        'first_pass = "optimize-1"',
+        'render_pass: "shadow-2"',
+        "docker exec -u app:staff web sh",
+        "sudo -u deploy:deployers ls",
+        "Set-Cookie: theme=dark; Path=/",
+        "Cookie: lang=en-US; theme=light",
+        'variable "region" {\n  default = "us-east-1"\n}',
+    ):
+        assert redact(text) == text, text
+    assert redact("db_pass = 'Xk9mQ2vLp7'") == "db_pass = '[REDACTED:config_secret]'"
+    assert redact("Set-Cookie: sessionid=8f3k2j9dk2l3k4j5h6g7; HttpOnly") == (
+        "Set-Cookie: [REDACTED:cookie]"
+    )
