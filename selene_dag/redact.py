@@ -391,10 +391,16 @@ _KEY_RULES = (
             ("pplx-", r"pplx-[A-Za-z0-9]{48}"),
             ("xai-", r"xai-[A-Za-z0-9]{70,}"),
             ("tvly-", r"tvly-(?:dev-)?[A-Za-z0-9]{32}"),
-            ("-us", r"[0-9a-f]{32}-us[0-9]{1,2}"),  # Mailchimp
             ("nvapi-", r"nvapi-[A-Za-z0-9_\-]{60,}"),
             ("key-", r"key-[0-9a-f]{32}"),
         )
+    ),
+    _rule(
+        "service_token",
+        # Mailchimp: its data centre (-us1 … -us21) says it; a bare "-us" (--user) is too
+        # common a word to gate a look at every hex run.
+        r"\b[0-9a-f]{32}-us[0-9]{1,2}(?![A-Za-z0-9_\-])",
+        *(f"-us{digit}" for digit in "123456789"),
     ),
     _rule("npm_token", r"\bnpm_[A-Za-z0-9]{36}\b", "npm_"),
     _rule(
@@ -521,8 +527,10 @@ _KEY_RULES = (
             # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password).
             + r"(?![0-9]+\b)(?!//)(?!(?:(?P=user)|(?P=joined))(?![^\s\"']))"
             r"[^\s\"'\\]+",
-            "-u",
+            "-u ",
+            "-u=",
             "--user",
+            "curl",
         ),
         keep_match=lambda match: _user_group_option(match),
     ),
