@@ -116,9 +116,10 @@ def test_a_chunk_excerpt_cites_the_events_it_shows(store) -> None:
 
 
 def _fragments(text: str) -> list[str]:
-    """The text an item shows below its header, piece by piece (gap markers left out)."""
+    """The text an item shows below its header, piece by piece (gap markers left out, the
+    "… " that opens an excerpt starting inside a cut line too)."""
     return [
-        f.strip()
+        f.strip().removeprefix("… ")
         for line in text.splitlines()[1:]
         for f in line.split(" … ")
         if f.strip() and f.strip() != "…"
