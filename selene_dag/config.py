@@ -571,7 +571,8 @@ def is_demo_home(home: Path) -> bool:
     that name with other text, or a folder, is no marker)."""
     try:
         with (home / DEMO_MARKER_FILE).open("rb") as handle:
-            return handle.read(len(DEMO_MARKER_TEXT) + 1) == DEMO_MARKER_TEXT.encode()
+            text = handle.read(len(DEMO_MARKER_TEXT) + 2).replace(b"\r\n", b"\n")
+            return text == DEMO_MARKER_TEXT.encode()
     except OSError:  # none, a folder, unreadable
         return False
 

@@ -146,13 +146,13 @@ _NOT_A_VALUE = (
     # Code naming where the value is, unquoted: ``process.env.API_KEY!``, ``env.GH_TOKEN``,
     # ``settings.secret``: a chain from a code root, one ending in a constant's name (letters
     # or with an underscore: not ``Acme.PROD2024``), or a chain of lower-case names ending
-    # in a word or a snake_case name (``form.password1``, ``oauth2.access_token``; not
-    # ``spring.time2024``). A dotted password is none of these (``Spring.Time2024!``).
+    # in a snake_case name without a digit (``oauth2.access_token``; not ``foo.bar_baz9``).
+    # A dotted password is none of these (``Spring.Time2024!``, ``correct.horse1``).
     r"(?!(?:(?:process|env|os|import|meta|config|cfg|conf|settings|self|this|options|opts"
     r"|args|ctx|app|secrets|vars|params|props|window|globalThis|Deno|Bun)\."
     r"(?:[A-Za-z_$][\w$]*\.)*[A-Za-z_$][\w$]*"
     r"|[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*\.(?:[A-Z_]+|[A-Z_][A-Z0-9]*_[A-Z0-9_]*)"
-    r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*\.(?:[a-z]{4,}[0-9]?|[a-z0-9]*_[a-z0-9_]*))"
+    r"|[a-z_][a-z0-9_]*(?:\.[a-z_][a-z0-9_]*)*\.[a-z]+_[a-z_]+)"
     r"[!?]?(?![^\s,;)\]}]))"
 )
 # How a password is kept or checked, said in prose after "the password is": a hash or
@@ -226,6 +226,21 @@ _ARG_VALUE = (
     r"(?:(?P<q>\\?[\"'])" + _NOT_A_REFERENCE + r"[^\"'\n\\]+(?P=q)"
     r"|(?![$*{<\[\-])(?!%[A-Za-z_]\w*%)[^\s\"'\\]+)"
 )
+
+
+# Between a tool and its flag: anything on the command line; only its own options.
+_ANY_GAP = r"[^\n|;&]{0,200}?"
+_OWN_GAP = r"[^\n|;&,\"']{0,200}?"
+
+
+def _tool_flag(gap: str) -> str:
+    """sqlcmd/bcp's -P, the ldap tools' -w, redis-cli's -a, ``gap`` between the tool and
+    its flag."""
+    return (
+        rf"\b(?:(?:sqlcmd|bcp)\b{gap}(?<!\S)-P"
+        rf"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn)\b{gap}(?<!\S)-w"
+        rf"|redis-cli\b{gap}(?<!\S)-a)"
+    )
 
 
 # Commands whose -u names a user (and group), never a password: docker run -u app:staff.
@@ -576,13 +591,23 @@ _KEY_RULES = (
     ),
     _rule(
         "user_password",
-        # sqlcmd/bcp -P, the ldap tools' -w, redis-cli -a: after a space or joined to it.
-        r"(?P<head>\b(?:(?:sqlcmd|bcp)\b[^\n|;&]{0,200}?(?<!\S)-P"
-        r"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn)\b[^\n|;&]{0,200}?(?<!\S)-w"
-        # Joined, the value holds a digit or a symbol: ``ls -al`` or ``mvn -Pintegration``
-        # later on the line is another command's flag.
-        r"|redis-cli\b[^\n|;&]{0,200}?(?<!\S)-a)"
-        r"(?:[ \t]+|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))" + _ARG_VALUE,
+        # sqlcmd/bcp -P, the ldap tools' -w, redis-cli -a: after a space, or joined to it
+        # holding a digit or a symbol (further on the line, ``ls -al`` or ``mvn
+        # -Pintegration`` is another command's flag).
+        "(?P<head>"
+        + _tool_flag(_ANY_GAP)
+        + r"(?:[ \t]+|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))"
+        + _ARG_VALUE,
+        "sqlcmd",
+        "bcp",
+        "ldap",
+        "redis-cli",
+    ),
+    _rule(
+        "user_password",
+        # Joined, any value of four characters or more when nothing but the tool's own
+        # options stands before it (no quote or comma: ``redis-cli -afoobared``).
+        "(?P<head>" + _tool_flag(_OWN_GAP) + r")(?=[^\s\-\"'][^\s\"']{3,})" + _ARG_VALUE,
         "sqlcmd",
         "bcp",
         "ldap",
@@ -625,7 +650,7 @@ _KEY_RULES = (
             ),
             (
                 r"\bConvertTo-SecureString(?:[ \t]+-(?:AsPlainText|Force|String))*[ \t]+(?=[\"'])"
-                r"|\bConvertTo-SecureString(?:[ \t]+-(?:AsPlainText|Force))*[ \t]+-String[ \t]+",
+                r"|\bConvertTo-SecureString(?:[ \t]+-(?:AsPlainText|Force))*[ \t]+-String[ \t]+(?!\()",
                 ("ConvertTo-SecureString",),
             ),
             (

@@ -1781,7 +1781,7 @@ def demo(settings: Settings, *, force: bool = False) -> DemoReport:
     check_demo_home(settings)
     settings.home.mkdir(parents=True, exist_ok=True)
     (settings.home / PINNED_NOW_FILE).write_text(settings.now().isoformat() + "\n")
-    (settings.home / DEMO_MARKER_FILE).write_text(DEMO_MARKER_TEXT)
+    (settings.home / DEMO_MARKER_FILE).write_text(DEMO_MARKER_TEXT, encoding="utf-8")
     if not force and last_verdict.holds(settings, last_verdict.current_key(settings, "demo")):
         return _demo_report(settings, [], started, remembered=True)
     import dagster as dg

@@ -77,3 +77,12 @@ def test_a_home_with_notes_of_its_own_and_no_store_yet_is_refused(tmp_path: Path
     (home / "notes" / "boiler.md").write_text("# Boiler\n\nServiced in May.\n")
     with pytest.raises(UsageError, match="has notes of its own"):
         service.check_demo_home(_demo(home))
+
+
+def test_a_marker_with_windows_line_ends_is_the_demos(tmp_path: Path) -> None:
+    from selene_dag.config import is_demo_home
+
+    (tmp_path / "demo").write_bytes(DEMO_MARKER_TEXT.replace("\n", "\r\n").encode())
+    assert is_demo_home(tmp_path)
+    (tmp_path / "demo").write_bytes(b"my own notes\r\n")
+    assert not is_demo_home(tmp_path)

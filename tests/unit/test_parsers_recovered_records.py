@@ -276,3 +276,62 @@ def test_a_broken_rollout_document_is_one_error(tmp_path: Path) -> None:
     path.write_text(path.read_text()[:-40], encoding="utf-8")
     result = parse_file(path, "codex")
     assert result.events == [] and result.stats.errors == 1
+
+
+def test_a_big_cut_record_and_two_whole_records_on_one_line(tmp_path: Path) -> None:
+    # The cut record's own nested objects used up the tries: a cut compaction of 40
+    # messages lost the record after it. Two whole records with no break kept only one.
+    def envelope(rtype: str, payload: dict) -> dict:
+        return {"timestamp": "2026-03-01T10:00:00Z", "type": rtype, "payload": payload}
+
+    def message(text: str) -> dict:
+        return {
+            "type": "message",
+            "role": "user",
+            "content": [{"type": "input_text", "text": text}],
+        }
+
+    history = [message(f"m{i}") for i in range(40)]
+    cut = json.dumps(envelope("compacted", {"message": "sum", "replacement_history": history}))
+    lines = [
+        json.dumps(envelope("session_meta", {"id": "s", "cwd": "/t"})),
+        cut[:-40] + json.dumps(envelope("response_item", message("NEXT PROMPT"))),
+        json.dumps(envelope("response_item", message("one")))
+        + json.dumps(envelope("response_item", message("two"))),
+    ]
+    result = parse_file(_write(tmp_path / "r.jsonl", lines), "codex")
+    assert [e.text for e in result.events if e.kind == "user_prompt"] == [
+        "NEXT PROMPT",
+        "one",
+        "two",
+    ]
+    assert result.stats.errors == 1
+
+
+def test_a_json_file_opening_with_another_session_object_is_no_rollout(tmp_path: Path) -> None:
+    path = tmp_path / "settings.json"
+    path.write_text(json.dumps({"session": {"timeout": 30}, "theme": "dark"}, indent=2))
+    found = scan_roots([SessionRoot(path=str(tmp_path), platform=None)])
+    assert found == []
+
+
+def test_tool_errors_names_and_titles(tmp_path: Path) -> None:
+    content = [
+        {"type": "server_tool_use", "id": "srv_2", "name": "fetch", "input": {"url": "https://x"}},
+        {"type": "mcp_tool_result", "tool_use_id": "srv_2", "is_error": True, "content": "denied"},
+    ]
+    lines = [
+        json.dumps({"type": "custom-title", "customTitle": "Docs deploy", "sessionId": SID}),
+        json.dumps({"type": "summary", "summary": "Docs deploy", "leafUuid": "aaaaaaaa-1"}),
+        json.dumps(_claude("aaaaaaaa-1", None, "assistant", content)),
+    ]
+    events = parse_file(_write(tmp_path / "s.jsonl", lines), "claude").events
+    assert [e.text for e in events if e.kind == "summary"] == ["Docs deploy", "Docs deploy"]
+    result = next(e for e in events if e.kind == "tool_result")
+    assert (result.tool_name, result.is_error, result.text) == ("fetch", True, "denied")
+    codex = [
+        _codex({"type": "tool_search_call", "call_id": "call_9", "arguments": {"q": "x"}}),
+        _codex({"type": "tool_search_output", "call_id": "call_9", "tools": ["a"]}),
+    ]
+    events = parse_file(_write(tmp_path / "r.jsonl", codex), "codex").events
+    assert [e.tool_name for e in events] == ["tool_search", "tool_search"]

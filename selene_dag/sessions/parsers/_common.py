@@ -90,13 +90,22 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
                     stats.record_error(number, f"invalid JSON ({exc.msg})")
                     continue
                 # A record cut short (its writer crashed) with the next run's first record
-                # written on the same line: the cut one is lost, the next one is read.
-                stats.record_error(
-                    number,
-                    f"a record cut short (invalid JSON: {exc.msg}); the record written after"
-                    " it on the same line was read",
-                )
-                obj = glued
+                # written on the same line: the cut one is lost, the next one is read. Two
+                # whole records with no line break between them are both read.
+                at, obj = glued
+                try:
+                    before = loads(raw[:at])
+                except orjson.JSONDecodeError:
+                    before = None
+                if isinstance(before, dict) and before:
+                    stats.lines += 1
+                    yield number, before
+                else:
+                    stats.record_error(
+                        number,
+                        f"a record cut short (invalid JSON: {exc.msg}); the record written "
+                        "after it on the same line was read",
+                    )
             stats.lines += 1
             if not isinstance(obj, dict):
                 stats.record_error(number, f"expected a JSON object, got {type(obj).__name__}")
@@ -107,19 +116,27 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
             yield number, obj
 
 
-_RECORD_START = re.compile(rb'\{\s*"')
-# Tried from the left; a cut record's own nested objects fail fast at the text after them.
+_RECORD_START = re.compile(rb'\{\s*"((?:[^"\\]|\\.){1,64})"\s*:')
+# Tried from the left, only where an object opens with a key the file's records open with
+# (a cut record's own nested objects seldom do); each try parses up to the line's end.
 _MAX_GLUE_TRIES = 64
 
 
-def _glued_record(raw: bytes, keys: set[str], first_keys: set[str]) -> dict[str, Any] | None:
+def _glued_record(
+    raw: bytes, keys: set[str], first_keys: set[str]
+) -> tuple[int, dict[str, Any]] | None:
     """The record that ends the line ``raw`` after a prefix that is not JSON (a record cut
-    short), or None when there is none. A record here is a JSON object shaped like the
+    short), with where it starts; None when there is none. A record here is a JSON object shaped like the
     file's records before it: it opens with a key one of them opened with (``first_keys``)
     and holds two keys or more of theirs (``keys``); an object nested in the cut record
     (a content block ending where the cut fell) is none."""
     tries = 0
     for found in _RECORD_START.finditer(raw, 1):
+        try:
+            if found.group(1).decode() not in first_keys:
+                continue
+        except UnicodeDecodeError:
+            continue
         tries += 1
         if tries > _MAX_GLUE_TRIES:
             return None
@@ -128,7 +145,7 @@ def _glued_record(raw: bytes, keys: set[str], first_keys: set[str]) -> dict[str,
         except orjson.JSONDecodeError:
             continue
         if isinstance(obj, dict) and obj and next(iter(obj)) in first_keys:
-            return obj if len(keys.intersection(obj)) >= 2 else None
+            return (found.start(), obj) if len(keys.intersection(obj)) >= 2 else None
         return None
     return None
 

@@ -195,7 +195,8 @@ def _assistant_events(
                 role="tool",
                 kind="tool_result",
                 text=server_result_text(result),
-                is_error=isinstance(result, dict) and str(result.get("type")).endswith("_error"),
+                is_error=bool(block.get("is_error"))
+                or (isinstance(result, dict) and str(result.get("type")).endswith("_error")),
                 tool_name=tools.get(str(block.get("tool_use_id"))),
                 raw_type=f"assistant/{btype}",
                 **common,
@@ -408,7 +409,8 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
                 # Each resume writes the session's summaries again.
                 stats.duplicates += 1
                 continue
-            summaries.add(title)
+            if rtype == "summary":
+                summaries.add(title)
             found = [
                 b.make(
                     role="system",

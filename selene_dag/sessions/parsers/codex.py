@@ -194,6 +194,8 @@ def _item_events(
             **common,
         )
     elif itype in _OTHER_CALLS:
+        if isinstance(item.get("call_id"), str):
+            tools[item["call_id"]] = itype.removesuffix("_call")
         text = dumps(
             item.get("action") or item.get("arguments") or item.get("revised_prompt") or {}
         )
@@ -379,7 +381,9 @@ def _event_msg(
 
 
 # The first Codex CLI (TypeScript) saved each session as one JSON document.
-_DOCUMENT = re.compile(rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"session"\s*:\s*\{')
+_DOCUMENT = re.compile(
+    rb'\A(?:\xef\xbb\xbf)?\s*\{\s*"session"\s*:\s*\{\s*"(?:timestamp|id)"\s*:\s*"'
+)
 
 
 def is_rollout_document(head: bytes) -> bool:
