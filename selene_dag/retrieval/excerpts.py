@@ -18,13 +18,13 @@ from selene_dag.retrieval.passages import (
     BREAK_AFTER,
     Piece,
     continues_line,
+    cut_tie_breaks,
     direct_scores,
     join_pieces,
     piece_offsets,
     piece_relevance,
     segment,
     title_share,
-    unmatched_cuts,
 )
 from selene_dag.retrieval.terms import CoverageMatcher
 
@@ -55,7 +55,7 @@ class PassageSummarizer:
         self._sizes: dict[str, int] = {}
         self._analysed: dict[tuple[str, str], tuple[list[Piece], list[float], bool]] = {}
         self._offsets: dict[str, list[int]] = {}
-        self._unmatched: dict[tuple[str, str], frozenset[int]] = {}
+        self._tie_breaks: dict[tuple[str, str], dict[int, float]] = {}
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` in the model (memoized)."""
@@ -75,13 +75,13 @@ class PassageSummarizer:
             share = title_share(title, self.matcher, self.weights) if title else 0.0
             relevance = piece_relevance(pieces, self.matcher, self.weights, share, direct)
             found = self._analysed[(text, title)] = (pieces, relevance, matched)
-            self._unmatched[(text, title)] = unmatched_cuts(pieces, direct)
+            self._tie_breaks[(text, title)] = cut_tie_breaks(pieces, direct)
         return found
 
-    def unmatched_cuts(self, text: str, title: str = "") -> frozenset[int]:
-        """``passages.unmatched_cuts`` of the pieces ``analyse(text, title)`` returns."""
+    def cut_tie_breaks(self, text: str, title: str = "") -> dict[int, float]:
+        """``passages.cut_tie_breaks`` of the pieces ``analyse(text, title)`` returns."""
         self.analyse(text, title)
-        return self._unmatched[(text, title)]
+        return self._tie_breaks[(text, title)]
 
     def offsets(self, text: str, pieces: Sequence[Piece]) -> list[int]:
         """Where each piece of ``text`` starts (``passages.piece_offsets``, memoized)."""
@@ -118,13 +118,19 @@ class PassageSummarizer:
         return self.window(pieces[best].text, max_tokens, inside=continues_line(pieces, best))
 
     def window(self, text: str, max_tokens: int, *, inside: bool = False) -> str:
-        """Part of ``text`` within ``max_tokens``: from a little before the first question
-        word it holds (its start when it holds none), at a word start, marked "… " when
+        """Part of ``text`` within ``max_tokens``: from a little before the rarest question
+        word it holds (by ``weights``; its start when it holds none), at a word start, marked "… " when
         it does not start the text (or ``text`` itself continues a cut line: ``inside``),
         and cut at the end to fit."""
         low = text.lower()
-        hits = [at for at in (low.find(s) for s in self.matcher.stems if s) if at >= 0]
-        at = min(hits, default=0)
+        # Around the rarest question word it holds (the name asked about, not "port" that
+        # every row of a dump repeats), its first place.
+        hits = [
+            (-self.weights.get(s, 1.0), at)
+            for s in self.matcher.stems
+            if s and (at := low.find(s)) >= 0
+        ]
+        at = min(hits, default=(0.0, 0))[1]
         # About a third of the room goes before the word (what leads to it): the latest
         # word start whose words up to the hit count no more than that.
         # A word start: after a space, or after a punctuation mark not followed by one

@@ -263,8 +263,8 @@ def plan_items(
             soft = PASSAGE_ACROSS * relative**PASSAGE_ACROSS_SHARPNESS
             floor = [soft * v for v in span_values(offsets, found)]
         if found and pieces:
-            unmatched = summarizer.unmatched_cuts(cand.body, cand.title)
-            relevance, floor = lowered(relevance, unmatched), lowered(floor, unmatched)
+            ties = summarizer.cut_tie_breaks(cand.body, cand.title)
+            relevance, floor = lowered(relevance, ties), lowered(floor, ties)
         line = (
             head + 1 + level_config.keywords_max_tokens
             if level is Level.KEYWORDS

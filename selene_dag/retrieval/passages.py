@@ -167,18 +167,19 @@ def _append_long(
         pieces.append(Piece(part, kind, section, block, joint if last else inner, cut=True))
 
 
-def unmatched_cuts(pieces: Sequence[Piece], direct: Sequence[float]) -> frozenset[int]:
-    """The pieces cut from a long line (``Piece.cut``) that hold no question word
-    (``direct``: their ``direct_scores``). A retrieved passage lifts all its pieces to one
-    value and equal pieces go in reading order; where a line was cut is arbitrary, so such
-    pieces go 1e-6 lower (``lowered``) lest the first cut of a passage win over the one
-    holding the word asked about."""
-    return frozenset(i for i, piece in enumerate(pieces) if piece.cut and direct[i] <= 0.0)
+def cut_tie_breaks(pieces: Sequence[Piece], direct: Sequence[float]) -> dict[int, float]:
+    """How much lower each piece cut from a long line (``Piece.cut``) goes (``lowered``):
+    1e-6 × (1 − its share of the question's words, ``direct``). A retrieved passage lifts
+    all its pieces to one value and equal pieces go in reading order; where a line was cut
+    is arbitrary, so the cut holding the word asked about (the rare one: a row of a JSON
+    dump that names it, not its neighbours that only share "port") goes first."""
+    return {i: 1e-6 * (1.0 - direct[i]) for i, piece in enumerate(pieces) if piece.cut}
 
 
-def lowered(values: Sequence[float], indices: frozenset[int]) -> list[float]:
-    """``values`` with those at ``indices`` 1e-6 lower (never below 0)."""
-    return [max(0.0, v - 1e-6) if i in indices else v for i, v in enumerate(values)]
+def lowered(values: Sequence[float], by: Mapping[int, float]) -> list[float]:
+    """``values`` with the one at each index of ``by`` lowered by its amount (never
+    below 0)."""
+    return [max(0.0, v - by[i]) if i in by else v for i, v in enumerate(values)]
 
 
 # Sums over sets of stems are exact (``math.fsum``): a plain sum would depend on the order a

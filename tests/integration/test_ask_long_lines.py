@@ -44,6 +44,15 @@ def _one_paragraph() -> str:
     return " ".join([*filler[:20_000], "the zanzibarite setting is 4242", *filler[20_000:]])
 
 
+def _registry() -> str:
+    rows = [
+        {"name": f"service{i}", "port": 8000 + i, "region": "eu-west-1", "owner": f"team{i % 7}"}
+        for i in range(60)
+    ]
+    rows[41]["name"] = "harbourmaster"
+    return json.dumps(rows)
+
+
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory: pytest.TempPathFactory):
     notes = {"dump.md": "# Minified dump\n\n" + _minified() + "\n"}
@@ -64,4 +73,20 @@ def test_a_paragraph_with_no_sentence_end_shows_the_word(settings, budget: int) 
     result = service.ask(settings, "zanzibarite setting", budget, model=MODEL)
     assert "zanzibarite setting is 4242" in result.text
     assert "… " in result.text  # an excerpt from inside the line says so
+    assert count_tokens(result.text, MODEL) <= budget
+
+
+@pytest.fixture(scope="module")
+def registry(tmp_path_factory: pytest.TempPathFactory):
+    notes = {"registry.md": "# Service registry dump\n\n" + _registry() + "\n"}
+    notes["ports.md"] = "# Ports\n\nSomething about ports in general and services.\n"
+    return ingested_folder(tmp_path_factory.mktemp("registry"), notes)
+
+
+@pytest.mark.parametrize("budget", [300, 400])
+def test_the_cut_holding_the_rare_word_goes_before_its_neighbours(registry, budget: int) -> None:
+    # Every cut of the dump holds "port"; the retrieved passage lifted its cuts to one
+    # value and the first in reading order won, a cut without "harbourmaster".
+    result = service.ask(registry, "which port does harbourmaster use", budget, model=MODEL)
+    assert '"harbourmaster", "port": 8041' in result.text
     assert count_tokens(result.text, MODEL) <= budget

@@ -454,3 +454,20 @@ def test_a_gap_before_code_or_a_heading_is_a_line_of_its_own() -> None:
     pieces = segment("Intro here. More words.\n## Setup\nRun it. Then check. Last one.")
     assert join_pieces(pieces, [0, 2]) == "Intro here.\n…\n## Setup"
     assert join_pieces(pieces, [3, 5]) == "Run it. … Last one."  # inside a paragraph
+
+
+def test_a_window_opens_at_the_rarest_question_word() -> None:
+    from selene_dag.retrieval.excerpts import PassageSummarizer
+
+    # "port" opens each row, the name asked about closes it: a window from the first
+    # question word showed the row's port fields and stopped before the name.
+    rows = [
+        {"port": 8000 + i, "region": "eu-west-1", "zone": "b", "tier": "gold", "name": f"svc{i}"}
+        for i in range(60)
+    ]
+    rows[41]["name"] = "harbourmaster"
+    text = "# Registry\n\n" + json.dumps(rows)
+    weights = {"harbourmaster": 0.69, "port": 0.18}
+    summarize = PassageSummarizer(["port", "harbourmaster"], weights, {}, "mistral:7b")
+    out = summarize(text, 25)
+    assert "harbourmaster" in out and out.startswith("… ")
