@@ -25,7 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from selene_dag import service
@@ -105,6 +105,18 @@ class AskRequest(BaseModel):
         "comma-separated string as the CLI's --sources takes it.",
     )
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
+
+    @field_validator("sources", mode="before")
+    @classmethod
+    def _sources_shape(cls, value: Any) -> Any:
+        # One sentence, not pydantic's account of each branch of the union it tried.
+        if value is None or isinstance(value, str):
+            return value
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return value
+        raise ValueError(
+            'sources must be a list of names ("notes", "sessions") or one comma-separated string'
+        )
 
 
 class ContextRequest(BaseModel):

@@ -65,9 +65,33 @@ def parse_ranges(text: str) -> tuple[tuple[int, int], ...]:
         first, _, last = part.strip().partition("-")
         a, b = int(first), int(last or first)
         if b < a:
-            raise UsageError(f"range {part.strip()} runs backwards")
+            raise UsageError(
+                f"range {part.strip()} runs backwards: write the first line or event first "
+                f"({last}-{first})"
+            )
         out.append((a, b))
     return tuple(out)
+
+
+def bracketed(line: str) -> str | None:
+    """The citation of a header line ``[citation] title`` (None when ``line`` opens with no
+    "["): up to the "]" that closes the opening one, brackets inside it balanced (a file
+    named ``a [draft] b.md``), when a space or the line's end follows it; else up to the
+    first "]" a space or the end follows (a "]" inside a note's id seldom has one)."""
+    if not line.startswith("["):
+        return None
+    depth = 0
+    for i, char in enumerate(line):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth -= 1
+            if depth == 0:
+                if i + 1 == len(line) or line[i + 1] == " ":
+                    return line[1:i]
+                break
+    found = _HEADER.match(line)
+    return found["citation"] if found else None
 
 
 def parse_citation(text: str) -> Citation:
@@ -78,9 +102,9 @@ def parse_citation(text: str) -> Citation:
         raise UsageError(f"a citation of {len(text):,} characters is no citation")
     text = " ".join(text.split())
     # A header line as a pack prints it: the citation is inside the brackets, the title
-    # after them (a "]" inside a note's id is not followed by a space).
-    if header := _HEADER.match(text):
-        text = header["citation"]
+    # after them.
+    if (inside := bracketed(text)) is not None:
+        text = inside
     if found := _CHUNK.fullmatch(text):
         return Citation("chunk", found["id"])
     if found := _NOTE.fullmatch(text):
@@ -188,11 +212,7 @@ class Shown:
     @property
     def shown(self) -> str:
         """The citation of what ``text`` shows (its first line's, context included)."""
-        first = self.text.split("\n", 1)[0]
-        end = first.find("] ") if first.startswith("[") else -1
-        if end < 0 and first.startswith("[") and first.endswith("]"):
-            end = len(first) - 1
-        return first[1:end] if end > 0 else ""
+        return bracketed(self.text.split("\n", 1)[0]) or ""
 
     def to_json(self, citation: str) -> dict[str, str]:
         """``{citation, shown, text, source, records}``: what ``POST /show`` and ``show
@@ -246,7 +266,21 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
         [spellings, spellings],
     ).fetchone()
     if row is None:
-        raise NotFoundError(f"no note {cited.ref} in this home")
+        gone = conn.execute(
+            "SELECT source, deleted_at FROM notes WHERE list_contains(?, id) "
+            "AND deleted_at IS NOT NULL AND NOT test_run ORDER BY deleted_at DESC LIMIT 1",
+            [spellings],
+        ).fetchone()
+        if gone is not None:
+            raise NotFoundError(
+                f"note {cited.ref} was deleted by the ingest of {gone[1]:%Y-%m-%d %H:%M} UTC: "
+                f"its file {gone[0]} is gone or was renamed; ingest its folder again to bring "
+                "it back, or look for its new name with `selene-dag ask`"
+            )
+        raise NotFoundError(
+            f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "
+            "`context`), or `selene-dag health` says what the home holds"
+        )
     title, content, source = (str(v or "") for v in row)
     count = len(content.splitlines())
     ranges = widen(cited.ranges, around, 1, count) if cited.ranges else []

@@ -132,6 +132,8 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/ask", {"question": "docker", "budget": 0}, "budget"),
         ("/ask", {"budget": 10}, "question"),
         ("/ask", {"question": "docker", "budget": 10, "sources": ["web"]}, "unknown source"),
+        # Two clauses of pydantic's union wording ("sources.list[str].0: …; sources.str: …").
+        ("/ask", {"question": "x", "budget": 10, "sources": [1]}, "sources must be a list"),
         ("/context", {"budget": -1}, "budget"),
         ("/show", {"citation": "what is this?"}, "not a citation"),
         ("/show", {"citation": "note docker/exec.md", "around": -1}, "around"),

@@ -93,3 +93,15 @@ def test_cut_lines_inside_a_code_block_come_with_its_fences() -> None:
     # A longer fence of other characters holds a ``` line as code.
     assert cut_lines(text, [(9, 10)]) == "~~~~\nx\n```\n~~~~"
     assert cut_lines(text, [(7, 7)]) == "after"
+
+
+def test_a_header_with_brackets_in_its_id_reads_back() -> None:
+    from selene_dag.retrieval.citations import bracketed, parse_citation
+
+    line = "[note notes/emoji 🚀 [brackets] lines 1-2.md lines 1-3] Rocket [beta] notes"
+    assert bracketed(line) == "note notes/emoji 🚀 [brackets] lines 1-2.md lines 1-3"
+    cited = parse_citation(line)
+    assert (cited.ref, cited.ranges) == ("notes/emoji 🚀 [brackets] lines 1-2.md", ((1, 3),))
+    # An unbalanced "]" in an id falls back to the first "] ".
+    assert bracketed("[note a].md] Title") == "note a].md"
+    assert bracketed("note a.md") is None

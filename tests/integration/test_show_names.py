@@ -1,0 +1,35 @@
+"""``show`` on what a newcomer copies from a pack: a note whose file name holds brackets,
+and a note whose file is gone since it was cited."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selene_dag import service
+from selene_dag.errors import NotFoundError
+from tests.support.ask import ingested_folder
+
+
+def test_a_citation_of_a_file_named_with_brackets_reads_back(tmp_path: Path) -> None:
+    # The id was cut at its first "] ": "no note notes/launch [draft in this home".
+    name = "launch [draft] lines 1-2.md"
+    settings = ingested_folder(tmp_path, {name: "# Launch\n\nThe launch code is nebula-77.\n"})
+    result = service.ask(settings, "launch code nebula", 200)
+    header = result.text.splitlines()[0]
+    assert header.startswith(f"[note notes/{name}")
+    for citation in (header, header.split("] Launch")[0] + "]", f"note notes/{name}"):
+        shown = service.show(settings, citation)
+        assert "nebula-77" in shown.text
+        assert shown.shown.startswith(f"note notes/{name}")
+
+
+def test_a_note_whose_file_is_gone_says_so(tmp_path: Path) -> None:
+    settings = ingested_folder(tmp_path, {"a.md": "# A\n\nAlpha.\n", "b.md": "# B\n\nBeta.\n"})
+    (tmp_path / "notes" / "b.md").unlink()
+    service.ingest(settings, tmp_path / "notes")
+    with pytest.raises(NotFoundError, match=r"note notes/b\.md was deleted by the ingest of "):
+        service.show(settings, "note notes/b.md")
+    with pytest.raises(NotFoundError, match="copy the citation from a pack"):
+        service.show(settings, "note notes/never.md")
