@@ -149,6 +149,14 @@ def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
             raise ValueError('"digest" must be a list of {stage, decision} objects')
         digest = [dict(d) for d in raw_digest]
         for n, entry in enumerate(digest, 1):
+            decision = entry.get("decision")
+            if not isinstance(decision, str) or not decision.strip():
+                # An entry with no decision was dropped without a word: a typo ("decison")
+                # lost the decision the digest is there to carry.
+                raise ValueError(
+                    f'digest entry {n}: "decision" must be a non-empty string '
+                    "({stage, decision, superseded?})"
+                )
             try:
                 _reject_surrogates_in(entry)
             except ValueError as exc:

@@ -129,6 +129,8 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
     ("path", "body", "needle"),
     [
         ("/compact", {"messages": [], "window": 100, "digest": ["not an entry"]}, "digest"),
+        # An entry without its decision was dropped silently (a typo lost the decision).
+        ("/compact", {"messages": [], "window": 100, "digest": [{"stage": "a"}]}, "decision"),
         ("/ask", {"question": "docker", "budget": 0}, "budget"),
         ("/ask", {"budget": 10}, "question"),
         ("/ask", {"question": "docker", "budget": 10, "sources": ["web"]}, "unknown source"),
