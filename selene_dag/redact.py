@@ -228,9 +228,10 @@ _ARG_VALUE = (
 )
 
 
-# Between a tool and its flag: anything on the command line; only its own options.
+# Between a tool and its flag: anything on the command line; no word that starts another
+# command in prose ("then mvn -Pintegration").
 _ANY_GAP = r"[^\n|;&]{0,200}?"
-_OWN_GAP = r"[^\n|;&,\"']{0,200}?"
+_OWN_GAP = r"(?:(?!\b(?:then|and|or|after|before|later|also|next)\b)[^\n|;&]){0,200}?"
 
 
 def _tool_flag(gap: str) -> str:
@@ -244,17 +245,21 @@ def _tool_flag(gap: str) -> str:
 
 
 # Commands whose -u names a user (and group), never a password: docker run -u app:staff.
+# A command word: where a command starts (the line's start, a blank, a quote, a separator)
+# and followed by a blank; not a word inside a URL or a file name (…/docker-build/…).
 _USER_OPTION_COMMANDS = re.compile(
-    r"\b(?:(?P<user>docker|podman|nerdctl|kubectl|sudo|su|runuser|setpriv|gosu|su-exec"
-    r"|chpst|ps|pgrep|pkill|crontab|systemd-run|machinectl|ssh)|(?P<password>curl|wget|http"
-    r"|httpie|xh|ftp|lftp|sqlcmd|mongo\w*|redis-cli|mysql\w*|psql|svn))\b"
+    r"(?:^|(?<=[\s;|&(`\"']))(?:(?P<user>docker|podman|nerdctl|kubectl|sudo|su|runuser"
+    r"|setpriv|gosu|su-exec|chpst|ps|pgrep|pkill|crontab|systemd-run|machinectl|ssh)"
+    r"|(?P<password>curl|wget|http|httpie|xh|ftp|lftp|sqlcmd|mongo\w*|redis-cli|mysql\w*"
+    r"|psql|svn))(?=[ \t])"
 )
 
 
 def _user_group_option(match: re.Match[str]) -> bool:
     """Whether the ``-u`` of ``match`` belongs to a command whose -u names a user (the
     last command named on its line before it)."""
-    text, at = match.string, match.start()
+    text = match.string
+    at = match.start("user") if match.group("user") is not None else match.start("joined")
     line = text[max(text.rfind("\n", 0, at) + 1, at - 300) : at]
     named = list(_USER_OPTION_COMMANDS.finditer(line))
     return bool(named) and named[-1].group("user") is not None
@@ -264,16 +269,23 @@ def _user_group_option(match: re.Match[str]) -> bool:
 _PLAIN_COOKIE = re.compile(r"[A-Z]?[a-z]{1,11}|[a-z]{2}(?:[-_][A-Za-z]{2})?|[0-9]{1,4}")
 
 
+# A cookie named for a session or a credential is never a setting, whatever its value.
+_SECRET_COOKIE_NAME = re.compile(
+    r"(?i:sess|sid|auth|token|key|secret|pass|jwt|csrf|xsrf|login|user|remember|id\b)"
+)
+
+
 def _plain_cookies(value: str) -> bool:
     """Whether every ``name=value`` pair of a cookie header holds a plain setting
     (``theme=dark; lang=en``); its attributes (``Path=/``, ``HttpOnly``) do not count."""
     pairs = [p.strip() for p in value.split(";")]
-    first = pairs[0].partition("=")[2]
-    if not _PLAIN_COOKIE.fullmatch(first):
+    name, _, first = pairs[0].partition("=")
+    if not _PLAIN_COOKIE.fullmatch(first) or _SECRET_COOKIE_NAME.search(name):
         return False
     attributes = {"path", "domain", "expires", "max-age", "samesite", "secure", "httponly"}
     return all(
-        _PLAIN_COOKIE.fullmatch(v) or k.lower() in attributes
+        k.lower() in attributes
+        or (_PLAIN_COOKIE.fullmatch(v) and not _SECRET_COOKIE_NAME.search(k))
         for k, _, v in (p.partition("=") for p in pairs[1:] if p)
     )
 
@@ -454,7 +466,7 @@ _KEY_RULES = (
             # name=value pairs joined by "; " (Set-Cookie's attributes may have no value). A
             # name is a token, without separators: a run of "cookie:cookie:…" is not scanned
             # to its end from every head (it was quadratic).
-            r"[^\s;=:,\"'\\()<>@]{1,128}=[^\s;\"'\\]{4,}"
+            r"[^\s;=:,\"'\\()<>@]{1,128}=[^\s;\"'\\]+"
             r"(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*",
             "ookie",
             "OOKIE",
@@ -555,7 +567,7 @@ _KEY_RULES = (
         r"(?P<head>\bjdbc:oracle:[a-z0-9]+:@?[A-Za-z0-9_$#]+/"
         r"|\bsqlplus\b(?:[ \t]+-[A-Za-z]+)*[ \t]+[\"']?[A-Za-z0-9_$#]+/)"
         + _NOT_A_REFERENCE
-        + r"[^@\s\"'/\\]+",
+        + r"(?:\"[^\"\n]+\"|[^@\s\"'/\\]+)",
         "jdbc:oracle",
         "sqlplus",
     ),
@@ -874,9 +886,13 @@ _KEY_RULES = (
         "config_secret",
         # A Terraform variable named for a secret, its default lines below its name:
         # variable "db_password" { type = string  default = "…" }.
-        r"(?P<head>\bvariable[ \t]+\"[^\"\n]{0,64}?"
-        r"(?i:password|passwd|secret|token|api_?key|private_?key)[^\"\n]{0,64}\"[ \t]*\{"
-        r"[^{}]{0,400}?\bdefault[ \t]*=[ \t]*\")" + _NOT_A_VALUE + r"[^\"\n]{1,256}(?=\")",
+        r"(?P<head>\bvariable[ \t]+\\?\"[A-Za-z0-9_\-]{0,64}?"
+        # The name ends in the secret's word (not secret_name, token_ttl).
+        r"(?i:password|passwd|secret|token|api_?key|private_?key)\\?\"[ \t]*\{"
+        # Blocks inside it first (validation { … }), JSON-escaped text too.
+        r"(?:[^{}]|\{[^{}]{0,400}\}){0,600}?\bdefault[ \t]*=[ \t]*)(?P<q>\\?\")"
+        + _NOT_A_VALUE
+        + r"[^\"\\\n]{1,256}(?P=q)",
         "variable",
     ),
 )

@@ -335,3 +335,23 @@ def test_tool_errors_names_and_titles(tmp_path: Path) -> None:
     ]
     events = parse_file(_write(tmp_path / "r.jsonl", codex), "codex").events
     assert [e.tool_name for e in events] == ["tool_search", "tool_search"]
+
+
+def test_every_whole_record_of_a_line_is_read(tmp_path: Path) -> None:
+    # Three whole records on one line kept only the last; a whole one before a cut one
+    # was lost with it; a cut one before two whole ones lost the middle one.
+    def record(n: int) -> str:
+        parent = f"aaaaaaaa-{n - 1}" if n > 1 else None
+        return json.dumps(_claude(f"aaaaaaaa-{n}", parent, "user", f"prompt {n}"))
+
+    lines = [
+        record(1),
+        record(2) + record(3) + record(4),
+        record(5) + record(6)[:70],
+        record(7)[:60] + record(8) + record(9),
+    ]
+    result = parse_file(_write(tmp_path / "s.jsonl", lines), "claude")
+    texts = [e.text for e in result.events if e.kind == "user_prompt"]
+    assert texts == [f"prompt {n}" for n in (1, 2, 3, 4, 5, 8, 9)]
+    assert result.stats.errors == 2  # the two cut records, counted
+    assert result.stats.lines == 9 - 2

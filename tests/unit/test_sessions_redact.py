@@ -802,3 +802,35 @@ def test_third_review_leaks_are_closed() -> None:
         "$pw = ConvertTo-SecureString -String (Get-Content pw.txt) -AsPlainText -Force",
     ):
         assert redact(text) == text, text
+
+
+def test_fourth_review_leaks_are_closed() -> None:
+    # A "user" command word inside a URL or a file name kept curl's password; a command
+    # before curl kept the joined form's; Terraform escaped or with a block first; a
+    # joined value after a bind DN's commas; a session cookie of one word; quoted Oracle.
+    for text in (
+        "curl -X POST http://jenkins:8080/job/docker-build/build -u admin:11a2b3c4d5e6f7",
+        "curl -s http://localhost:9200/_cat/ps -u elastic:S3cretpw",
+        "curl -F file=@crontab.txt -u admin:S3cretpw https://x",
+        "sudo curl -ubob:hunter2pw https://x",
+        "docker exec app curl -ubob:hunter2pw http://localhost",
+        '{"content": "variable \\"db_password\\" {\\n  default = \\"Sup3rS3cret\\"\\n}"}',
+        'variable "db_password" {\n  validation {\n    condition = true\n  }\n'
+        '  default = "Sup3rS3cret"\n}',
+        "ldapsearch -x -D cn=admin,dc=example,dc=com -wadminpass -b dc=example,dc=com",
+        'ldapsearch -x -D "cn=admin,dc=example,dc=com" -wHunterpass',
+        "Cookie: session=keyboardcat",
+        "Set-Cookie: token=Rosebudxyz; Path=/; HttpOnly",
+        "Cookie: lang=en; PHPSESSID=q0p9o8i7u6y5t4r3e2w1",
+        'sqlplus system/"Pa$$w0rd"@orcl',
+    ):
+        out = redact(text)
+        assert "[REDACTED:" in out, text
+    for text in (
+        'variable "secret_name" {\n  default = "prod/db-creds"\n}',
+        'variable "token_ttl" {\n  default = "3600s"\n}',
+        "docker exec -u app:staff web sh",
+        "sqlcmd -S db -Q 'select 1' then mvn -Pintegration verify",
+        "Set-Cookie: theme=dark; Path=/",
+    ):
+        assert redact(text) == text, text

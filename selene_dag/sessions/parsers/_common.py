@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -84,28 +85,27 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
                 if not raw.endswith(b"\n") and raw.lstrip().startswith(b"{"):
                     stats.unfinished_line = number
                     continue
-                glued = _glued_record(raw, keys, first_keys)
+                glued = split_glued(raw, keys, first_keys)
                 if glued is None:
                     stats.lines += 1
                     stats.record_error(number, f"invalid JSON ({exc.msg})")
                     continue
-                # A record cut short (its writer crashed) with the next run's first record
-                # written on the same line: the cut one is lost, the next one is read. Two
-                # whole records with no line break between them are both read.
-                at, obj = glued
-                try:
-                    before = loads(raw[:at])
-                except orjson.JSONDecodeError:
-                    before = None
-                if isinstance(before, dict) and before:
-                    stats.lines += 1
-                    yield number, before
-                else:
+                # Records written one after another with no line break, or one cut short
+                # (its writer crashed) with the next run's first record right after it:
+                # each whole one is read, a cut one is lost and counted.
+                found, cut = glued
+                if cut:
                     stats.record_error(
                         number,
-                        f"a record cut short (invalid JSON: {exc.msg}); the record written "
-                        "after it on the same line was read",
+                        f"a record cut short (invalid JSON: {exc.msg}); "
+                        f"{plural_records(len(found))} on the same line read",
                     )
+                *before, obj = found
+                for record in before:
+                    stats.lines += 1
+                    keys.update(record)
+                    first_keys.add(next(iter(record)))
+                    yield number, record
             stats.lines += 1
             if not isinstance(obj, dict):
                 stats.record_error(number, f"expected a JSON object, got {type(obj).__name__}")
@@ -116,38 +116,63 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
             yield number, obj
 
 
-_RECORD_START = re.compile(rb'\{\s*"((?:[^"\\]|\\.){1,64})"\s*:')
-# Tried from the left, only where an object opens with a key the file's records open with
-# (a cut record's own nested objects seldom do); each try parses up to the line's end.
+_RECORD_START = re.compile(r'\{\s*"((?:[^"\\]|\\.){1,64})"\s*:')
+# Places tried on one broken line, at most: only where an object opens with a key the
+# file's records open with (a cut record's own nested objects seldom do).
 _MAX_GLUE_TRIES = 64
+_DECODER = json.JSONDecoder()
 
 
-def _glued_record(
+def _looks_like_a_record(obj: Any, keys: set[str], first_keys: set[str]) -> bool:
+    """Whether ``obj`` is shaped like the file's records so far: a JSON object opening with
+    a key one of them opened with, three keys or more and three in four of its keys theirs
+    (an object nested in a record, a content block or a tool call, shares one or two)."""
+    if not isinstance(obj, dict) or not obj or next(iter(obj)) not in first_keys:
+        return False
+    shared = len(keys.intersection(obj))
+    return shared >= 3 and shared * 4 >= len(obj) * 3
+
+
+def plural_records(count: int) -> str:
+    """``"1 whole record"`` or ``"2 whole records"``."""
+    return f"{count} whole record" + ("" if count == 1 else "s")
+
+
+def split_glued(
     raw: bytes, keys: set[str], first_keys: set[str]
-) -> tuple[int, dict[str, Any]] | None:
-    """The record that ends the line ``raw`` after a prefix that is not JSON (a record cut
-    short), with where it starts; None when there is none. A record here is a JSON object shaped like the
-    file's records before it: it opens with a key one of them opened with (``first_keys``)
-    and holds two keys or more of theirs (``keys``); an object nested in the cut record
-    (a content block ending where the cut fell) is none."""
-    tries = 0
-    for found in _RECORD_START.finditer(raw, 1):
-        try:
-            if found.group(1).decode() not in first_keys:
-                continue
-        except UnicodeDecodeError:
-            continue
-        tries += 1
-        if tries > _MAX_GLUE_TRIES:
-            return None
-        try:
-            obj = loads_lenient(raw[found.start() :])
-        except orjson.JSONDecodeError:
-            continue
-        if isinstance(obj, dict) and obj and next(iter(obj)) in first_keys:
-            return (found.start(), obj) if len(keys.intersection(obj)) >= 2 else None
+) -> tuple[list[dict[str, Any]], bool] | None:
+    """The records of a line that is not one JSON value: whole records written one after
+    another with no line break, and records cut short by a crash with the next written
+    right after. Returns the records read, in order, and whether a cut one was skipped;
+    None when no record after the first is found (a line that is only broken). Records
+    after the first must look like the file's records so far (``_looks_like_a_record``)."""
+    text = raw.decode("utf-8", "replace")
+    starts = []
+    for found in _RECORD_START.finditer(text, 1):
+        if found.group(1) in first_keys:
+            starts.append(found.start())
+            if len(starts) >= _MAX_GLUE_TRIES:
+                break
+    if not starts:
         return None
-    return None
+    records: list[dict[str, Any]] = []
+    cut = False
+    at = 0
+    while at < len(text):
+        try:
+            obj, end = _DECODER.raw_decode(text, at)
+        except ValueError:
+            obj, end = None, at
+        if isinstance(obj, dict) and (at == 0 or _looks_like_a_record(obj, keys, first_keys)):
+            records.append(obj)
+            at = end
+            while at < len(text) and text[at].isspace():
+                at += 1
+            continue
+        # No record opens here: a cut one runs on to the next place a record may open.
+        cut = True
+        at = next((s for s in starts if s > at), len(text))
+    return (records, cut) if records else None
 
 
 def strip_ansi(text: str) -> str:
