@@ -249,7 +249,9 @@ def _tool_flag(gap: str) -> str:
 # and followed by a blank; not a word inside a URL or a file name (…/docker-build/…).
 _USER_OPTION_COMMANDS = re.compile(
     r"(?:^|(?<=[\s;|&(`\"']))(?:(?P<user>docker|podman|nerdctl|kubectl|sudo|su|runuser"
-    r"|setpriv|gosu|su-exec|chpst|ps|pgrep|pkill|crontab|systemd-run|machinectl|ssh)"
+    r"|setpriv|gosu|su-exec|chpst|ps|pgrep|pkill|crontab|systemd-run|machinectl|ssh"
+    # and those whose -u is no user at all: python -u (unbuffered) app:main, sort -u.
+    r"|python[0-9.]*|sort|git|pip[0-9]*|uv)"
     r"|(?P<password>curl|wget|http|httpie|xh|ftp|lftp|sqlcmd|mongo\w*|redis-cli|mysql\w*"
     r"|psql|svn))(?=[ \t])"
 )

@@ -830,6 +830,8 @@ def test_fourth_review_leaks_are_closed() -> None:
         'variable "secret_name" {\n  default = "prod/db-creds"\n}',
         'variable "token_ttl" {\n  default = "3600s"\n}',
         "docker exec -u app:staff web sh",
+        "python -u app:main",
+        "sort -u foo:bar",
         "sqlcmd -S db -Q 'select 1' then mvn -Pintegration verify",
         "Set-Cookie: theme=dark; Path=/",
     ):
