@@ -355,3 +355,13 @@ def test_every_whole_record_of_a_line_is_read(tmp_path: Path) -> None:
     assert texts == [f"prompt {n}" for n in (1, 2, 3, 4, 5, 8, 9)]
     assert result.stats.errors == 2  # the two cut records, counted
     assert result.stats.lines == 9 - 2
+
+
+def test_a_record_read_from_a_glued_line_is_read_as_every_line(tmp_path: Path) -> None:
+    # Half an emoji (a lone surrogate escape) is U+FFFD there too: the store takes no
+    # lone surrogate.
+    first = json.dumps(_claude("aaaaaaaa-1", None, "user", "one"))
+    second = json.dumps(_claude("aaaaaaaa-2", "aaaaaaaa-1", "user", "EMOJI"))
+    glued = first[:50] + second.replace("EMOJI", "launch \\ud83c")
+    result = parse_file(_write(tmp_path / "s.jsonl", [first, glued]), "claude")
+    assert [e.text for e in result.events] == ["one", "launch \ufffd"]

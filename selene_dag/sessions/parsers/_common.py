@@ -98,7 +98,7 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
                     stats.record_error(
                         number,
                         f"a record cut short (invalid JSON: {exc.msg}); "
-                        f"{plural_records(len(found))} on the same line read",
+                        f"{_whole_records(len(found))} on the same line read",
                     )
                 *before, obj = found
                 for record in before:
@@ -133,7 +133,7 @@ def _looks_like_a_record(obj: Any, keys: set[str], first_keys: set[str]) -> bool
     return shared >= 3 and shared * 4 >= len(obj) * 3
 
 
-def plural_records(count: int) -> str:
+def _whole_records(count: int) -> str:
     """``"1 whole record"`` or ``"2 whole records"``."""
     return f"{count} whole record" + ("" if count == 1 else "s")
 
@@ -163,8 +163,14 @@ def split_glued(
             obj, end = _DECODER.raw_decode(text, at)
         except ValueError:
             obj, end = None, at
+        record = None
         if isinstance(obj, dict) and (at == 0 or _looks_like_a_record(obj, keys, first_keys)):
-            records.append(obj)
+            try:  # as every line is read: a lone surrogate escape as U+FFFD, no NaN
+                record = loads_lenient(text[at:end].encode("utf-8", "surrogatepass"))
+            except (orjson.JSONDecodeError, UnicodeEncodeError):
+                record = None
+        if isinstance(record, dict):
+            records.append(record)
             at = end
             while at < len(text) and text[at].isspace():
                 at += 1
