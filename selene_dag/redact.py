@@ -619,8 +619,8 @@ _KEY_RULES = (
     ),
     _rule(
         "user_password",
-        # Joined, any value of four characters or more when nothing but the tool's own
-        # options stands before it (no quote or comma: ``redis-cli -afoobared``).
+        # Joined, any value of four characters or more when no word of prose ("then",
+        # "and", …) stands between the tool and its flag (``redis-cli -afoobared``).
         "(?P<head>" + _tool_flag(_OWN_GAP) + r")(?=[^\s\-\"'][^\s\"']{3,})" + _ARG_VALUE,
         "sqlcmd",
         "bcp",
