@@ -50,6 +50,9 @@ class DocPlan:
     # Per piece, a value it has whatever the document's weight (a retrieved passage's
     # pieces: the budget reaches good passages of several documents); empty: none.
     floor: Sequence[float] = ()
+    # A chosen piece shown as a window of its text instead (a long line's cut holding the
+    # question's rarest word, which did not fit whole): (piece index, text).
+    window: tuple[int, str] | None = None
 
     @property
     def included(self) -> bool:

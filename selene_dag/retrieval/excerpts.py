@@ -10,6 +10,7 @@ tokens.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from selene_dag.context.levels import Level, LevelConfig, extractive_summary
 from selene_dag.context.tokens import count_tokens, truncate_to_tokens
@@ -190,10 +191,37 @@ class PassageSummarizer:
 
 
 def excerpt_text(plan: DocPlan, body: str) -> str:
-    """The body when every piece was chosen, else the chosen pieces in reading order."""
+    """The body when every piece was chosen, else the chosen pieces in reading order (a
+    piece of ``plan.window`` as its window)."""
     if len(plan.chosen) == len(plan.pieces):
         return body
-    return join_pieces(plan.pieces, plan.chosen)
+    pieces = plan.pieces
+    if plan.window is not None and plan.window[0] in plan.chosen:
+        at, text = plan.window
+        if at != min(plan.chosen):  # the gap before it is marked already
+            text = text.removeprefix("… ")
+        pieces = [*pieces[:at], replace(pieces[at], text=text), *pieces[at + 1 :]]
+    return join_pieces(pieces, plan.chosen)
+
+
+def window_best_cut(plan: DocPlan, summarizer: PassageSummarizer) -> None:
+    """When the piece holding most of the question's words is a cut of a long line that
+    was not chosen (too long for the room) and the chosen cuts hold fewer of them, show a
+    window of it around its rarest question word in the room those cuts took (a JSON
+    dump's row named in the question, not the short last row that fitted)."""
+    pieces = plan.pieces
+    cuts = [i for i in plan.chosen if pieces[i].cut]
+    if not cuts:
+        return
+    direct = direct_scores(pieces, summarizer.matcher, summarizer.weights)
+    best = max(range(len(pieces)), key=lambda i: (direct[i], -i))
+    if best in plan.chosen or not pieces[best].cut or direct[best] <= max(direct[i] for i in cuts):
+        return
+    room = sum(summarizer.count(pieces[i].text) for i in cuts)
+    text = summarizer.window(pieces[best].text, room, inside=continues_line(pieces, best))
+    if text and summarizer.count(text) <= room:
+        plan.chosen = sorted({*(i for i in plan.chosen if i not in cuts), best})
+        plan.window = (best, text)
 
 
 def fit_excerpt(plan: DocPlan, body: str, max_tokens: int, model: str) -> str:

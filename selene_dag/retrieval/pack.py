@@ -51,6 +51,7 @@ from selene_dag.retrieval.excerpts import (
     PassageSummarizer,
     excerpt_text,
     passage_summarizer,
+    window_best_cut,
 )
 from selene_dag.retrieval.index import header_text
 from selene_dag.retrieval.passages import (
@@ -286,6 +287,7 @@ def plan_items(
         # allocate let it past its ceiling with room to spare: render it as given.
         if plan.level is Level.SUMMARY and plan.body_tokens > level_config.summary_max_tokens:
             plan.level = Level.FULL
+        window_best_cut(plan, summarizer)
     return _fit_items(ranked, plans, budget, model, level_config, top, summarizer)
 
 
