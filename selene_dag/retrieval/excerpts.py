@@ -198,7 +198,7 @@ def excerpt_text(plan: DocPlan, body: str) -> str:
     pieces = plan.pieces
     if plan.window is not None and plan.window[0] in plan.chosen:
         at, text = plan.window
-        if at != min(plan.chosen):  # the gap before it is marked already
+        if at != min(plan.chosen) or continues_line(pieces, at):  # join_pieces marks it
             text = text.removeprefix("… ")
         pieces = [*pieces[:at], replace(pieces[at], text=text), *pieces[at + 1 :]]
     return join_pieces(pieces, plan.chosen)

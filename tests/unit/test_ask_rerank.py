@@ -471,3 +471,19 @@ def test_a_window_opens_at_the_rarest_question_word() -> None:
     summarize = PassageSummarizer(["port", "harbourmaster"], weights, {}, "mistral:7b")
     out = summarize(text, 25)
     assert "harbourmaster" in out and out.startswith("… ")
+
+
+def test_a_window_shown_for_a_cut_is_marked_once() -> None:
+    from selene_dag.context.levels import Level
+    from selene_dag.retrieval.allocate import DocPlan
+    from selene_dag.retrieval.excerpts import excerpt_text
+
+    text = "# Registry\n\n" + " ".join(f"row{i} port {8000 + i}" for i in range(400))
+    pieces = segment(text)
+    cut = next(i for i, p in enumerate(pieces) if p.cut and i > 3)
+    plan = DocPlan(Level.FULL, 1.0, pieces, [1.0] * len(pieces), 0, 0, chosen=[cut])
+    plan.window = (cut, "… port 8123 row124")
+    out = excerpt_text(plan, text)
+    assert out == "… port 8123 row124"
+    plan.chosen = [0, cut]
+    assert excerpt_text(plan, text) == "# Registry\n…\nport 8123 row124"

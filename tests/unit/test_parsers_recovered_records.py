@@ -365,3 +365,23 @@ def test_a_record_read_from_a_glued_line_is_read_as_every_line(tmp_path: Path) -
     glued = first[:50] + second.replace("EMOJI", "launch \\ud83c")
     result = parse_file(_write(tmp_path / "s.jsonl", [first, glued]), "claude")
     assert [e.text for e in result.events] == ["one", "launch \ufffd"]
+
+
+def test_broken_lines_deep_or_doubly_cut_are_counted_not_a_crash(tmp_path: Path) -> None:
+    # A record nested past Python's recursion limit, glued to the next, crashed the parse;
+    # two cut records on a line counted one error; a leading blank read as a cut.
+    def record(n: int, text: str = "") -> str:
+        parent = f"aaaaaaaa-{n - 1}" if n > 1 else None
+        return json.dumps(_claude(f"aaaaaaaa-{n}", parent, "user", text or f"prompt {n}"))
+
+    deep = '{"type": "user", "x": ' + "[" * 5000 + "]" * 5000 + "}"
+    lines = [
+        record(1),
+        deep[:-3] + record(2),
+        record(3)[:60] + record(4) + record(5)[:60] + record(6),
+        " " + record(7) + record(8),
+    ]
+    result = parse_file(_write(tmp_path / "s.jsonl", lines), "claude")
+    texts = [e.text for e in result.events if e.kind == "user_prompt"]
+    assert texts == [f"prompt {n}" for n in (1, 2, 4, 6, 7, 8)]
+    assert result.stats.errors == 3  # the deep one and the two cuts; none for the blank

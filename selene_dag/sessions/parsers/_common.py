@@ -93,8 +93,8 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
                 # Records written one after another with no line break, or one cut short
                 # (its writer crashed) with the next run's first record right after it:
                 # each whole one is read, a cut one is lost and counted.
-                found, cut = glued
-                if cut:
+                found, cuts = glued
+                for _ in range(cuts):
                     stats.record_error(
                         number,
                         f"a record cut short (invalid JSON: {exc.msg}); "
@@ -120,6 +120,7 @@ _RECORD_START = re.compile(r'\{\s*"((?:[^"\\]|\\.){1,64})"\s*:')
 # Places tried on one broken line, at most: only where an object opens with a key the
 # file's records open with (a cut record's own nested objects seldom do).
 _MAX_GLUE_TRIES = 64
+_GLUE_WORK = 8
 _DECODER = json.JSONDecoder()
 
 
@@ -140,12 +141,14 @@ def _whole_records(count: int) -> str:
 
 def split_glued(
     raw: bytes, keys: set[str], first_keys: set[str]
-) -> tuple[list[dict[str, Any]], bool] | None:
+) -> tuple[list[dict[str, Any]], int] | None:
     """The records of a line that is not one JSON value: whole records written one after
     another with no line break, and records cut short by a crash with the next written
-    right after. Returns the records read, in order, and whether a cut one was skipped;
-    None when no record after the first is found (a line that is only broken). Records
-    after the first must look like the file's records so far (``_looks_like_a_record``)."""
+    right after. Returns the records read, in order, and how many cut ones were skipped;
+    None when no record is found (a line that is only broken). Records after the first
+    must look like the file's records so far (``_looks_like_a_record``). The parsing done
+    is bounded (``_GLUE_WORK`` times the line, plus a little): a line made to make each
+    try read to its end costs seconds, not minutes."""
     text = raw.decode("utf-8", "replace")
     starts = []
     for found in _RECORD_START.finditer(text, 1):
@@ -156,29 +159,37 @@ def split_glued(
     if not starts:
         return None
     records: list[dict[str, Any]] = []
-    cut = False
-    at = 0
-    while at < len(text):
+    cuts = 0
+    in_cut = False
+    work = _GLUE_WORK * len(text) + (1 << 21)
+    at = first = len(text) - len(text.lstrip())
+    while at < len(text) and work > 0:
+        work -= len(text) - at
         try:
             obj, end = _DECODER.raw_decode(text, at)
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
             obj, end = None, at
         record = None
-        if isinstance(obj, dict) and (at == 0 or _looks_like_a_record(obj, keys, first_keys)):
+        if isinstance(obj, dict) and (at == first or _looks_like_a_record(obj, keys, first_keys)):
             try:  # as every line is read: a lone surrogate escape as U+FFFD, no NaN
                 record = loads_lenient(text[at:end].encode("utf-8", "surrogatepass"))
             except (orjson.JSONDecodeError, UnicodeEncodeError):
                 record = None
         if isinstance(record, dict):
             records.append(record)
+            in_cut = False
             at = end
             while at < len(text) and text[at].isspace():
                 at += 1
             continue
         # No record opens here: a cut one runs on to the next place a record may open.
-        cut = True
+        if not in_cut:
+            cuts += 1
+            in_cut = True
         at = next((s for s in starts if s > at), len(text))
-    return (records, cut) if records else None
+    if at < len(text) and not in_cut:  # out of work: the rest is not read
+        cuts += 1
+    return (records, cuts) if records else None
 
 
 def strip_ansi(text: str) -> str:
