@@ -229,9 +229,9 @@ _ARG_VALUE = (
 
 
 # Between a tool and its flag: anything on the command line; no word that starts another
-# command in prose ("then mvn -Pintegration").
+# command in prose ("then mvn -Pintegration"), nor the end of a JSON string (a later field).
 _ANY_GAP = r"[^\n|;&]{0,200}?"
-_OWN_GAP = r"(?:(?!\b(?:then|and|or|after|before|later|also|next)\b)[^\n|;&]){0,200}?"
+_OWN_GAP = r"(?:(?!\b(?:then|and|or|after|before|later|also|next)\b|\\?\"\s*[,}:])[^\n|;&]){0,200}?"
 
 
 def _tool_flag(gap: str) -> str:
@@ -248,12 +248,14 @@ def _tool_flag(gap: str) -> str:
 # A command word: where a command starts (the line's start, a blank, a quote, a separator)
 # and followed by a blank; not a word inside a URL or a file name (…/docker-build/…).
 _USER_OPTION_COMMANDS = re.compile(
-    r"(?:^|(?<=[\s;|&(`\"']))(?:(?P<user>docker|podman|nerdctl|kubectl|sudo|su|runuser"
-    r"|setpriv|gosu|su-exec|chpst|ps|pgrep|pkill|crontab|systemd-run|machinectl|ssh"
-    # and those whose -u is no user at all: python -u (unbuffered) app:main, sort -u.
-    r"|python[0-9.]*|sort|git|pip[0-9]*|uv)"
-    r"|(?P<password>curl|wget|http|httpie|xh|ftp|lftp|sqlcmd|mongo\w*|redis-cli|mysql\w*"
-    r"|psql|svn))(?=[ \t])"
+    # Where a command starts: the line's start, a blank, a quote, a separator, the end of a
+    # JSON escape (\\n: a tool's input); a program may be named by its path
+    # (/usr/bin/curl, curlimages/curl) only where its -u is a password's.
+    r"(?:(?:^|(?<=[\s;|&(`\"'])|(?<=\\[nrt]))(?P<user>docker|docker-compose|podman|nerdctl"
+    r"|kubectl|sudo|su|runuser|setpriv|gosu|su-exec|chpst|ps|pgrep|pkill|crontab|systemd-run"
+    r"|machinectl|ssh|(?P<short>python[0-9.]*|sort|git|pip[0-9]*|uv))"
+    r"|(?:^|(?<=[\s;|&(`\"'/])|(?<=\\[nrt]))(?P<password>curl|wget|http|httpie|xh|ftp|lftp"
+    r"|sqlcmd|mongo\w*|redis-cli|mysql\w*|psql|svn))(?=[ \t])"
 )
 
 
@@ -264,7 +266,10 @@ def _user_group_option(match: re.Match[str]) -> bool:
     at = match.start("user") if match.group("user") is not None else match.start("joined")
     line = text[max(text.rfind("\n", 0, at) + 1, at - 300) : at]
     named = list(_USER_OPTION_COMMANDS.finditer(line))
-    return bool(named) and named[-1].group("user") is not None
+    if not named or named[-1].group("user") is None:
+        return False
+    # python -u (unbuffered), sort -u (unique): their -u is no user, their --user may be.
+    return named[-1].group("short") is None or not match.group(0).lstrip().startswith("--")
 
 
 # A cookie's value that is a setting, not a session: a word, a language, a small number.
@@ -273,7 +278,8 @@ _PLAIN_COOKIE = re.compile(r"[A-Z]?[a-z]{1,11}|[a-z]{2}(?:[-_][A-Za-z]{2})?|[0-9
 
 # A cookie named for a session or a credential is never a setting, whatever its value.
 _SECRET_COOKIE_NAME = re.compile(
-    r"(?i:sess|sid|auth|token|key|secret|pass|jwt|csrf|xsrf|login|user|remember|id\b)"
+    r"(?i:sess|auth|token|secret|pass|jwt|csrf|xsrf|login|remember"
+    r"|(?:^|(?<=[_\-.]))(?:sid|key|id|user)(?=$|[_\-.]))"
 )
 
 
@@ -569,7 +575,7 @@ _KEY_RULES = (
         r"(?P<head>\bjdbc:oracle:[a-z0-9]+:@?[A-Za-z0-9_$#]+/"
         r"|\bsqlplus\b(?:[ \t]+-[A-Za-z]+)*[ \t]+[\"']?[A-Za-z0-9_$#]+/)"
         + _NOT_A_REFERENCE
-        + r"(?:\"[^\"\n]+\"|[^@\s\"'/\\]+)",
+        + r"(?:\\?\"[^\"\n\\]+\\?\"|'[^'\n]+'|[^@\s\"'/\\]+)",
         "jdbc:oracle",
         "sqlplus",
     ),
@@ -890,7 +896,7 @@ _KEY_RULES = (
         # variable "db_password" { type = string  default = "…" }.
         r"(?P<head>\bvariable[ \t]+\\?\"[A-Za-z0-9_\-]{0,64}?"
         # The name ends in the secret's word (not secret_name, token_ttl).
-        r"(?i:password|passwd|secret|token|api_?key|private_?key)\\?\"[ \t]*\{"
+        r"(?i:password|passwd|secret|token|(?:api|private|secret|access|auth)_?key)\\?\"[ \t]*\{"
         # Blocks inside it first (validation { … }), JSON-escaped text too.
         r"(?:[^{}]|\{[^{}]{0,400}\}){0,600}?\bdefault[ \t]*=[ \t]*)(?P<q>\\?\")"
         + _NOT_A_VALUE

@@ -836,3 +836,23 @@ def test_fourth_review_leaks_are_closed() -> None:
         "Set-Cookie: theme=dark; Path=/",
     ):
         assert redact(text) == text, text
+
+
+def test_fifth_review_leaks_and_false_positives() -> None:
+    for text in (
+        '{"command": "cd /app && git pull\\ncurl -u admin:S3cretpw9 https://x"}',
+        "sudo /usr/bin/curl -u admin:S3cretpw9 https://x",
+        "docker run --rm curlimages/curl -u admin:S3cretpw9 https://x",
+        "python upload.py --user admin:S3cretpw9",
+        'variable "jwt_secret_key" {\n  default = "k3j4h5g6j7k8l9"\n}',
+        '{"command": "sqlplus system/\\"Pa$$w0rd\\"@orcl"}',
+        "sqlplus system/'Pa$$w0rd'@orcl",
+    ):
+        assert "[REDACTED:" in redact(text), text
+    for text in (
+        "docker-compose exec -u app:staff web sh",
+        "python -u app:main",
+        "Cookie: sidebar_state=expanded; theme=dark",
+        '{"cmd": "sqlcmd -S db -Q \\"select 1\\"", "notes": "use -Production profile"}',
+    ):
+        assert redact(text) == text, text
