@@ -234,6 +234,9 @@ _ANY_GAP = r"[^\n|;&]{0,200}?"
 _OWN_GAP = r"(?:(?!\b(?:then|and|or|after|before|later|also|next)\b|\\?\"\s*[,}:])[^\n|;&]){0,200}?"
 
 
+_TOOL_FLAG_TRIGGERS = ("sqlcmd", "bcp", "ldap", "redis-cli")
+
+
 def _tool_flag(gap: str) -> str:
     """sqlcmd/bcp's -P, the ldap tools' -w, redis-cli's -a, ``gap`` between the tool and
     its flag."""
@@ -618,20 +621,14 @@ _KEY_RULES = (
         + _tool_flag(_ANY_GAP)
         + r"(?:[ \t]+|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))"
         + _ARG_VALUE,
-        "sqlcmd",
-        "bcp",
-        "ldap",
-        "redis-cli",
+        *_TOOL_FLAG_TRIGGERS,
     ),
     _rule(
         "user_password",
         # Joined, any value of four characters or more when no word of prose ("then",
         # "and", …) stands between the tool and its flag (``redis-cli -afoobared``).
         "(?P<head>" + _tool_flag(_OWN_GAP) + r")(?=[^\s\-\"'][^\s\"']{3,})" + _ARG_VALUE,
-        "sqlcmd",
-        "bcp",
-        "ldap",
-        "redis-cli",
+        *_TOOL_FLAG_TRIGGERS,
     ),
     _rule(
         "user_password",
