@@ -56,7 +56,7 @@ class PassageSummarizer:
         self._sizes: dict[str, int] = {}
         self._analysed: dict[tuple[str, str], tuple[list[Piece], list[float], bool]] = {}
         self._offsets: dict[str, list[int]] = {}
-        self._tie_breaks: dict[tuple[str, str], dict[int, float]] = {}
+        self._direct: dict[str, list[float]] = {}
 
     def count(self, text: str) -> int:
         """Tokens of ``text`` in the model (memoized)."""
@@ -71,18 +71,23 @@ class PassageSummarizer:
         found = self._analysed.get((text, title))
         if found is None:
             pieces = segment(text)
-            direct = direct_scores(pieces, self.matcher, self.weights)
+            direct = self._direct[text] = direct_scores(pieces, self.matcher, self.weights)
             matched = any(d > 0 for d in direct)
             share = title_share(title, self.matcher, self.weights) if title else 0.0
             relevance = piece_relevance(pieces, self.matcher, self.weights, share, direct)
             found = self._analysed[(text, title)] = (pieces, relevance, matched)
-            self._tie_breaks[(text, title)] = cut_tie_breaks(pieces, direct)
         return found
+
+    def direct(self, text: str) -> list[float]:
+        """``passages.direct_scores`` of the pieces ``analyse(text)`` returns (memoized)."""
+        if text not in self._direct:
+            self.analyse(text)
+        return self._direct[text]
 
     def cut_tie_breaks(self, text: str, title: str = "") -> dict[int, float]:
         """``passages.cut_tie_breaks`` of the pieces ``analyse(text, title)`` returns."""
-        self.analyse(text, title)
-        return self._tie_breaks[(text, title)]
+        pieces, _, _ = self.analyse(text, title)
+        return cut_tie_breaks(pieces, self.direct(text))
 
     def offsets(self, text: str, pieces: Sequence[Piece]) -> list[int]:
         """Where each piece of ``text`` starts (``passages.piece_offsets``, memoized)."""
@@ -204,16 +209,16 @@ def excerpt_text(plan: DocPlan, body: str) -> str:
     return join_pieces(pieces, plan.chosen)
 
 
-def window_best_cut(plan: DocPlan, summarizer: PassageSummarizer) -> None:
+def window_best_cut(plan: DocPlan, summarizer: PassageSummarizer, direct: Sequence[float]) -> None:
     """When the piece holding most of the question's words is a cut of a long line that
     was not chosen (too long for the room) and the chosen cuts hold fewer of them, show a
     window of it around its rarest question word in the room those cuts took (a JSON
-    dump's row named in the question, not the short last row that fitted)."""
+    dump's row named in the question, not the short last row that fitted). ``direct``:
+    the pieces' direct scores (``PassageSummarizer.direct``)."""
     pieces = plan.pieces
     cuts = [i for i in plan.chosen if pieces[i].cut]
     if not cuts:
         return
-    direct = direct_scores(pieces, summarizer.matcher, summarizer.weights)
     best = max(range(len(pieces)), key=lambda i: (direct[i], -i))
     if best in plan.chosen or not pieces[best].cut or direct[best] <= max(direct[i] for i in cuts):
         return

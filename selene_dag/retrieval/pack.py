@@ -283,11 +283,12 @@ def plan_items(
             )
         )
     allocate(plans, budget - level_config.reserved_tokens, summarizer.count, level_config)
-    for plan in plans:
+    for r, plan in zip(ranked, plans, strict=True):
         # allocate let it past its ceiling with room to spare: render it as given.
         if plan.level is Level.SUMMARY and plan.body_tokens > level_config.summary_max_tokens:
             plan.level = Level.FULL
-        window_best_cut(plan, summarizer)
+        if plan.chosen:
+            window_best_cut(plan, summarizer, summarizer.direct(r.candidate.body))
     return _fit_items(ranked, plans, budget, model, level_config, top, summarizer)
 
 
