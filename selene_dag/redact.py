@@ -894,10 +894,13 @@ _KEY_RULES = (
         r"(?P<head>\bvariable[ \t]+\\?\"[A-Za-z0-9_\-]{0,64}?"
         # The name ends in the secret's word (not secret_name, token_ttl).
         r"(?i:password|passwd|secret|token|(?:api|private|secret|access|auth)_?key)\\?\"[ \t]*\{"
-        # Blocks inside it first (validation { … }), JSON-escaped text too.
-        r"(?:[^{}]|\{[^{}]{0,400}\}){0,600}?\bdefault[ \t]*=[ \t]*)(?P<q>\\?\")"
+        # Blocks inside it first, two deep (validation { condition = can(regex("{12,}")) }),
+        # JSON-escaped text too.
+        r"(?:[^{}]|\{(?:[^{}]|\{[^{}]{0,200}\}){0,400}\}){0,600}?"
+        r"\bdefault[ \t]*=[ \t]*)(?P<q>\\?\")"
         + _NOT_A_VALUE
-        + r"[^\"\\\n]{1,256}(?P=q)",
+        # Past an escaped quote ("Sup3r\"S3cret").
+        + rf"{_QUOTED}{{1,256}}(?P=q)",
         "variable",
     ),
 )

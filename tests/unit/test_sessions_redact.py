@@ -856,3 +856,17 @@ def test_fifth_review_leaks_and_false_positives() -> None:
         '{"cmd": "sqlcmd -S db -Q \\"select 1\\"", "notes": "use -Production profile"}',
     ):
         assert redact(text) == text, text
+
+
+def test_terraform_default_past_an_escaped_quote_and_blocks_two_deep() -> None:
+    escaped = 'variable "db_password" {\n  default = "Sup3r\\"S3cret"\n}'
+    assert redact(escaped) == escaped.replace('Sup3r\\"S3cret', "[REDACTED:config_secret]")
+    nested = (
+        'variable "db_password" {\n  type = string\n  validation {\n'
+        '    condition = can(regex("^.{12,}$", var.db_password))\n'
+        '    error_message = "Too short."\n  }\n  default = "Sup3rS3cret9"\n}'
+    )
+    assert redact(nested) == nested.replace("Sup3rS3cret9", "[REDACTED:config_secret]")
+    # Another variable's default after a secret one's block stays.
+    two = 'variable "db_password" {\n  type = string\n}\nvariable "region" {\n  default = "eu-west-1a"\n}'
+    assert redact(two) == two
