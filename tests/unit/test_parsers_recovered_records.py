@@ -385,3 +385,22 @@ def test_broken_lines_deep_or_doubly_cut_are_counted_not_a_crash(tmp_path: Path)
     texts = [e.text for e in result.events if e.kind == "user_prompt"]
     assert texts == [f"prompt {n}" for n in (1, 2, 4, 6, 7, 8)]
     assert result.stats.errors == 3  # the deep one and the two cuts; none for the blank
+
+
+def test_many_glued_records_a_glued_first_line_and_trailing_junk(tmp_path: Path) -> None:
+    # Each record read charged the rest of the line to the work bound: a line of 300
+    # whole records kept a few dozen. A file's first line had no records before it to
+    # compare shapes with, and a whole record followed by junk was lost with the junk.
+    def record(n: int) -> str:
+        parent = f"aaaaaaaa-{n - 1}" if n > 1 else None
+        return json.dumps(_claude(f"aaaaaaaa-{n}", parent, "user", f"prompt {n} " + "x" * 900))
+
+    lines = [
+        record(1) + record(2),
+        "".join(record(n) for n in range(3, 303)),
+        record(303) + "\x00\x00garbage",
+    ]
+    result = parse_file(_write(tmp_path / "s.jsonl", lines), "claude")
+    texts = [e.text.split()[1] for e in result.events if e.kind == "user_prompt"]
+    assert texts == [str(n) for n in range(1, 304)]
+    assert result.stats.errors == 1  # the junk after record 303

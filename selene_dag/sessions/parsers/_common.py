@@ -116,9 +116,9 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
             yield number, obj
 
 
-_RECORD_START = re.compile(r'\{\s*"((?:[^"\\]|\\.){1,64})"\s*:')
-# Places tried on one broken line, at most: only where an object opens with a key the
-# file's records open with (a cut record's own nested objects seldom do).
+# Places tried on one broken line where no record is read, at most: only where an object
+# opens with a key the file's records open with (a cut record's own nested objects seldom
+# do).
 _MAX_GLUE_TRIES = 64
 _GLUE_WORK = 8
 _DECODER = json.JSONDecoder()
@@ -144,38 +144,38 @@ def split_glued(
 ) -> tuple[list[dict[str, Any]], int] | None:
     """The records of a line that is not one JSON value: whole records written one after
     another with no line break, and records cut short by a crash with the next written
-    right after. Returns the records read, in order, and how many cut ones were skipped;
-    None when no record is found (a line that is only broken). Records after the first
-    must look like the file's records so far (``_looks_like_a_record``). The parsing done
-    is bounded (``_GLUE_WORK`` times the line, plus a little): a line made to make each
-    try read to its end costs seconds, not minutes."""
+    right after. Returns the records read, in order, and how many cut ones (or runs of
+    text that open no record) were skipped; None when no record is found (a line that is
+    only broken). Records after the first must look like the file's records so far
+    (``_looks_like_a_record``; on a file's first line, like the line's first record).
+    Places where no record opens are tried at most ``_MAX_GLUE_TRIES`` times, and the
+    parsing done is bounded (``_GLUE_WORK`` times the line, plus a little): a line made
+    to make each try read to its end costs seconds, not minutes."""
     text = raw.decode("utf-8", "replace")
-    starts = []
-    for found in _RECORD_START.finditer(text, 1):
-        if found.group(1) in first_keys:
-            starts.append(found.start())
-            if len(starts) >= _MAX_GLUE_TRIES:
-                break
-    if not starts:
-        return None
     records: list[dict[str, Any]] = []
-    cuts = 0
+    cuts = tries = 0
     in_cut = False
     work = _GLUE_WORK * len(text) + (1 << 21)
     at = first = len(text) - len(text.lstrip())
     while at < len(text) and work > 0:
-        work -= len(text) - at
         try:
             obj, end = _DECODER.raw_decode(text, at)
+        except json.JSONDecodeError as exc:  # it read up to where the text went wrong
+            obj, end = None, at
+            work -= max(exc.pos - at, 1)
         except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
             obj, end = None, at
+            work -= len(text) - at
         record = None
         if isinstance(obj, dict) and (at == first or _looks_like_a_record(obj, keys, first_keys)):
+            work -= 2 * (end - at)  # read twice: here and as every line is read
             try:  # as every line is read: a lone surrogate escape as U+FFFD, no NaN
                 record = loads_lenient(text[at:end].encode("utf-8", "surrogatepass"))
             except (orjson.JSONDecodeError, UnicodeEncodeError):
                 record = None
         if isinstance(record, dict):
+            if not first_keys and record:  # a file's first line: its first record's shape
+                keys, first_keys = set(record), {next(iter(record))}
             records.append(record)
             in_cut = False
             at = end
@@ -186,10 +186,21 @@ def split_glued(
         if not in_cut:
             cuts += 1
             in_cut = True
-        at = next((s for s in starts if s > at), len(text))
+        tries += 1
+        at = _next_record_start(text, at + 1, first_keys) if tries < _MAX_GLUE_TRIES else len(text)
     if at < len(text) and not in_cut:  # out of work: the rest is not read
         cuts += 1
     return (records, cuts) if records else None
+
+
+def _next_record_start(text: str, at: int, first_keys: set[str]) -> int:
+    """Where the next object opening with one of ``first_keys`` starts at or after
+    ``at``, or the text's length."""
+    if not first_keys:
+        return len(text)
+    names = "|".join(sorted(map(re.escape, first_keys)))
+    found = re.compile(rf'\{{\s*"(?:{names})"\s*:').search(text, at)
+    return found.start() if found else len(text)
 
 
 def strip_ansi(text: str) -> str:
