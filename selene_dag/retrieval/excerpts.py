@@ -203,8 +203,9 @@ def excerpt_text(plan: DocPlan, body: str) -> str:
     pieces = plan.pieces
     if plan.window is not None and plan.window[0] in plan.chosen:
         at, text = plan.window
-        if at != min(plan.chosen) or continues_line(pieces, at):  # join_pieces marks it
-            text = text.removeprefix("… ")
+        first = at == min(plan.chosen)
+        if continues_line(pieces, at) if first else at - 1 not in plan.chosen:
+            text = text.removeprefix("… ")  # join_pieces marks the gap before it
         pieces = [*pieces[:at], replace(pieces[at], text=text), *pieces[at + 1 :]]
     return join_pieces(pieces, plan.chosen)
 

@@ -487,3 +487,8 @@ def test_a_window_shown_for_a_cut_is_marked_once() -> None:
     assert out == "… port 8123 row124"
     plan.chosen = [0, cut]
     assert excerpt_text(plan, text) == "# Registry\n…\nport 8123 row124"
+    # After the cut before it, which leaves no gap for join_pieces to mark, the window's
+    # own mark says rows were left out between them.
+    plan.chosen = [cut - 1, cut]
+    out = excerpt_text(plan, text)
+    assert out.endswith("… port 8123 row124") and out.count("…") == 2
