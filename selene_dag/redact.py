@@ -21,7 +21,9 @@ npm's ``_auth=``, a ``.dockerconfigjson``), ``url_password`` (the password of ``
 -ppassword``, ``sshpass -p value``, ``docker login -p value``, ``--password value``,
 ``--api-key value``, ``htpasswd -b file user password``, ``net use \\\\srv\\share password``,
 ``net user name password /add``, a query string's ``&pwd=value``, ``redis-cli -a``,
-``requirepass``, ``AUTH`` at redis-cli's prompt, a ``.netrc`` line, ``sqlcmd -P``, the mongo
+``requirepass``, ``AUTH`` at redis-cli's prompt or on its command line, ``REDISCLI_AUTH=``,
+httpie's and xh's ``-a user:password``, ``lftp -u user,password``, curl's ``--proxy-user``
+and ``-U``, ``ldappasswd -s``, a ``.netrc`` line, ``sqlcmd -P``, the mongo
 tools', ``oc login``'s, ``az login``'s and ``twine upload``'s ``-p``, the ldap tools' ``-w``,
 ``smbclient -U user%password``, keytool's ``-storepass``, ``ConvertTo-SecureString "…"``,
 ``gh secret set --body``, ``az keyvault secret set --value``, ``aws secretsmanager
@@ -75,7 +77,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 _ENV_NAME = (
-    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY"
+    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY|REDISCLI_AUTH"
     r"|(?<=_)PASS(?![A-Z])|(?<=_)PWD)"
     r"(?:_[A-Z0-9_]*)?"
     # Not a name that says where the secret is or what it is like: POSTGRES_PASSWORD_FILE,
@@ -231,18 +233,22 @@ _ARG_VALUE = (
 # Between a tool and its flag: anything on the command line; no word that starts another
 # command in prose ("then mvn -Pintegration"), nor the end of a JSON string (a later field).
 _ANY_GAP = r"[^\n|;&]{0,200}?"
-_OWN_GAP = r"(?:(?!\b(?:then|and|or|after|before|later|also|next)\b|\\?\"\s*[,}:])[^\n|;&]){0,200}?"
+_OWN_GAP = (
+    r"(?:(?!\b(?:then|and|or|after|before|later|also|next|run|is|are|was|were|installed)\b"
+    r"|\\?\"\s*[,}:])[^\n|;&]){0,200}?"
+)
 
 
 _TOOL_FLAG_TRIGGERS = ("sqlcmd", "bcp", "ldap", "redis-cli")
 
 
 def _tool_flag(gap: str) -> str:
-    """sqlcmd/bcp's -P, the ldap tools' -w, redis-cli's -a, ``gap`` between the tool and
-    its flag."""
+    """sqlcmd/bcp's -P, the ldap tools' -w (and ldappasswd's -s, the new password),
+    redis-cli's -a, ``gap`` between the tool and its flag."""
     return (
         rf"\b(?:(?:sqlcmd|bcp)\b{gap}(?<!\S)-P"
         rf"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn)\b{gap}(?<!\S)-w"
+        rf"|ldappasswd\b{gap}(?<!\S)-s"
         rf"|redis-cli\b{gap}(?<!\S)-a)"
     )
 
@@ -257,17 +263,29 @@ _USER_OPTION_COMMANDS = re.compile(
     r"(?:(?:^|(?<=[\s;|&(`\"'])|(?<=\\[nrt]))(?P<user>docker|docker-compose|podman|nerdctl"
     r"|kubectl|sudo|su|runuser|setpriv|gosu|su-exec|chpst|ps|pgrep|pkill|crontab|systemd-run"
     r"|machinectl|ssh|(?P<short>python[0-9.]*|sort|git|pip[0-9]*|uv))"
-    r"|(?:^|(?<=[\s;|&(`\"'/])|(?<=\\[nrt]))(?P<password>curl|wget|http|httpie|xh|ftp|lftp"
-    r"|sqlcmd|mongo\w*|redis-cli|mysql\w*|psql|svn))(?=[ \t])"
+    r"(?=[ \t])"
+    # A program named by its path (/usr/bin/curl) or curl by an image (curlimages/curl:8.5.0):
+    # not a data folder (-v ./data:/var/lib/mysql).
+    r"|(?:(?:^|(?<=[\s;|&(`\"'])|(?<=\\[nrt])|(?<=bin/))(?P<password>curl|wget|http|httpie|xh"
+    r"|ftp|lftp|sqlcmd|mongo\w*|redis-cli|mysql\w*|psql|svn)|(?<=/)(?P<image>curl))"
+    r"(?=[ \t]|:[\w.\-]+[ \t]))"
 )
+# A quoted argument (curl -H "X-Cmd: ps aux"): a command named inside it is not the one
+# whose option follows.
+_QUOTED_ARGUMENT = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
+_ESCAPED_ARGUMENT = re.compile(r"'[^'\n]*'|\\\"(?:[^\"\\\n]|\\[^\"\n])*\\\"")
 
 
 def _user_group_option(match: re.Match[str]) -> bool:
     """Whether the ``-u`` of ``match`` belongs to a command whose -u names a user (the
     last command named on its line before it)."""
+    if match.group("user") is None and match.group("joined") is None:
+        return False  # curl's -U: a proxy's password
     text = match.string
     at = match.start("user") if match.group("user") is not None else match.start("joined")
     line = text[max(text.rfind("\n", 0, at) + 1, at - 300) : at]
+    # In a tool's input (JSON) the plain quotes are the string's own.
+    line = (_ESCAPED_ARGUMENT if '\\"' in line else _QUOTED_ARGUMENT).sub(" ", line)
     named = list(_USER_OPTION_COMMANDS.finditer(line))
     if not named or named[-1].group("user") is None:
         return False
@@ -473,7 +491,7 @@ _KEY_RULES = (
         _rule(
             "cookie",
             # A Cookie or Set-Cookie header's value (name=value pairs), curl's --cookie.
-            r"(?P<head>(?<![\w-])(?:(?i:set-cookie|cookie)[\"']?\s*:\s*[\"']?|--cookie(?:\s+|=)[\"']?))"
+            r"(?P<head>(?<![\w-])(?:(?i:set-cookie|cookie)[\"']?\s*:\s*[\"']?|--cookie(?:\s+|=)(?:\\?[\"'])?))"
             # name=value pairs joined by "; " (Set-Cookie's attributes may have no value). A
             # name is a token, without separators: a run of "cookie:cookie:…" is not scanned
             # to its end from every head (it was quadratic).
@@ -488,7 +506,7 @@ _KEY_RULES = (
         "cookie",
         # curl -b "name=value; …" (a -b without "=" names a cookie file); unquoted, one
         # pair (the shell ends the command at a ";").
-        r"(?P<head>\bcurl\b[^\n|;&]{0,200}?(?<!\S)-b(?:[ \t]+|=)(?P<cq>[\"'])?)"
+        r"(?P<head>\bcurl\b[^\n|;&]{0,200}?(?<!\S)-b(?:[ \t]+|=)(?P<cq>\\?[\"'])?)"
         r"[^\s;=:,\"'\\()<>@]{1,128}=(?![$%{])[^\s;\"'\\]{4,}"
         r"(?(cq)(?:;[ \t]?[^\s;=:,\"'\\()<>@]{1,128}(?:=[^\s;\"'\\]*)?)*)",
         "curl",
@@ -559,12 +577,18 @@ _KEY_RULES = (
             # curl -u user:password, --user user:password (also as one quoted argument);
             # curl -ubob:password. Not a uid:gid (docker run -u 1000:1000), nor a user:group
             # of one name (docker exec -u www-data:www-data).
-            r"(?P<head>(?<!\S)(?:-u|--user)(?:\s+|=)[\"']?(?P<user>[^\s:\"']+):"
-            r"|\bcurl\b[^\n|;&]{0,200}?(?<!\S)-u(?P<joined>[^\s:\"'\-][^\s:\"']*):)"
+            # curl --proxy-user and -U alike; quotes escaped in a tool's input too.
+            r"(?P<head>(?<!\S)(?:-u|--user|--proxy-user)(?:\s+|=)(?P<uq>\\?[\"'])?"
+            r"(?P<user>[^\s:\"'\\]+):"
+            r"|\bcurl\b[^\n|;&]{0,200}?(?<!\S)-(?:u(?P<joined>[^\s:\"'\-][^\s:\"']*)"
+            r"|U[ \t]+(?P<proxy>[^\s:\"'\\]+)):)"
             + _NOT_A_REFERENCE
-            # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password).
-            + r"(?![0-9]+\b)(?!//)(?!(?:(?P=user)|(?P=joined))(?![^\s\"']))"
-            r"[^\s\"'\\]+",
+            # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password),
+            # nor GitHub's word for a token given as the user (TOKEN:x-oauth-basic).
+            + r"(?![0-9]+\b)(?!//)(?!x-oauth-basic\b)"
+            r"(?!(?:(?P=user)|(?P=joined)|(?P=proxy))(?![^\s\"']))"
+            # A quoted one to its closing quote (a space inside it too).
+            r"(?(uq)[^\"'\n\\]+|[^\s\"'\\]+)",
             "-u ",
             "-u=",
             "--user",
@@ -576,7 +600,7 @@ _KEY_RULES = (
         "user_password",
         # Oracle: jdbc:oracle:thin:user/password@host, sqlplus user/password[@db].
         r"(?P<head>\bjdbc:oracle:[a-z0-9]+:@?[A-Za-z0-9_$#]+/"
-        r"|\bsqlplus\b(?:[ \t]+-[A-Za-z]+)*[ \t]+[\"']?[A-Za-z0-9_$#]+/)"
+        r"|\bsqlplus\b(?:[ \t]+-[A-Za-z]+)*[ \t]+(?:\\?[\"'])?[A-Za-z0-9_$#]+/)"
         + _NOT_A_REFERENCE
         + r"(?:\\?\"[^\"\n\\]+\\?\"|'[^'\n]+'|[^@\s\"'/\\]+)",
         "jdbc:oracle",
@@ -619,15 +643,20 @@ _KEY_RULES = (
         # -Pintegration`` is another command's flag).
         "(?P<head>"
         + _tool_flag(_ANY_GAP)
-        + r"(?:[ \t]+|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))"
-        + _ARG_VALUE,
+        # Not prose about the flag ("redis-cli -a to pass the password").
+        + r"(?:[ \t]+(?!(?:to|the|a|an|and|or|is|for|with|option|flag|switch|argument)\b)"
+        r"|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))" + _ARG_VALUE,
         *_TOOL_FLAG_TRIGGERS,
     ),
     _rule(
         "user_password",
         # Joined, any value of four characters or more when no word of prose ("then",
         # "and", …) stands between the tool and its flag (``redis-cli -afoobared``).
-        "(?P<head>" + _tool_flag(_OWN_GAP) + r")(?=[^\s\-\"'][^\s\"']{3,})" + _ARG_VALUE,
+        # Quoted too (``sqlcmd -P"Str0ng!Pass"``).
+        "(?P<head>"
+        + _tool_flag(_OWN_GAP)
+        + r")(?=[^\s\-\"'][^\s\"']{3,}|\\?[\"'][^\s\"'])"
+        + _ARG_VALUE,
         *_TOOL_FLAG_TRIGGERS,
     ),
     _rule(
@@ -658,8 +687,24 @@ _KEY_RULES = (
                 r"\b(?i:requirepass|masterauth)[ \t]+",
                 ("equirepass", "EQUIREPASS", "asterauth", "ASTERAUTH"),
             ),
-            # AUTH [user] password (Redis 6 takes a user name first).
-            (r"(?<=[0-9]> )(?i:auth)[ \t]+(?:[^\s\"']+[ \t]+(?=[^\s]))?", ("> AUTH", "> auth")),
+            # AUTH [user] password (Redis 6 takes a user name first), at the prompt or
+            # on redis-cli's command line.
+            (
+                r"(?:(?<=[0-9]> )|\bredis-cli\b[^\n|;&]{0,200}?[ \t])(?i:auth)[ \t]+"
+                r"(?:[^\s\"']+[ \t]+(?=[^\s&|;>]))?",
+                ("> AUTH", "> auth", "redis-cli"),
+            ),
+            # httpie and xh: -a / --auth user:password; lftp -u user,password.
+            (
+                r"\b(?:http|https|xh|xhs)[ \t][^\n|;&]{0,200}?(?<!\S)(?:-a|--auth)(?:[ \t]+|=)"
+                r"(?:\\?[\"'])?[^\s:\"'\\]+:",
+                ("http", "xh"),
+            ),
+            (
+                r"\blftp\b[^\n|;&]{0,200}?(?<!\S)(?:-u|--user)[ \t]+(?:\\?[\"'])?"
+                r"[^\s,\"'\\]+,",
+                ("lftp",),
+            ),
             (
                 r"\b(?:machine[ \t]+\S+(?:[ \t]+login[ \t]+\S+)?|default[ \t]+login[ \t]+\S+)"
                 r"[ \t]+password[ \t]+",
@@ -893,14 +938,16 @@ _KEY_RULES = (
         # variable "db_password" { type = string  default = "…" }.
         r"(?P<head>\bvariable[ \t]+\\?\"[A-Za-z0-9_\-]{0,64}?"
         # The name ends in the secret's word (not secret_name, token_ttl).
-        r"(?i:password|passwd|secret|token|(?:api|private|secret|access|auth)_?key)\\?\"[ \t]*\{"
+        r"(?i:password|passwd|secret|token|(?<=[_\-\"])pass|(?<=[_\-\"])pwd"
+        r"|(?:api|private|secret|access|auth|account|client|signing|encryption)_?key)"
+        r"\\?\"[ \t]*\{"
         # Blocks inside it first, two deep (validation { condition = can(regex("{12,}")) }),
         # JSON-escaped text too.
         r"(?:[^{}]|\{(?:[^{}]|\{[^{}]{0,200}\}){0,400}\}){0,600}?"
         r"\bdefault[ \t]*=[ \t]*)(?P<q>\\?\")"
         + _NOT_A_VALUE
-        # Past an escaped quote ("Sup3r\"S3cret").
-        + rf"{_QUOTED}{{1,256}}(?P=q)",
+        # Past an escaped quote ("Sup3r\"S3cret"); not a placeholder (REPLACE_ME).
+        + rf"(?![A-Z_]+(?P=q)){_QUOTED}{{6,256}}(?P=q)",
         "variable",
     ),
 )
@@ -1004,6 +1051,7 @@ _NAME_WORDS = (
     "applicationkey",
     "application_key",
     "application-key",
+    "rediscli_auth",
 )
 # A secret's name is at most this long: bounds each look at a candidate (a text of one
 # run of name characters, "tokentoken…", was scanned from every hit: quadratic).

@@ -870,3 +870,64 @@ def test_terraform_default_past_an_escaped_quote_and_blocks_two_deep() -> None:
     # Another variable's default after a secret one's block stays.
     two = 'variable "db_password" {\n  type = string\n}\nvariable "region" {\n  default = "eu-west-1a"\n}'
     assert redact(two) == two
+
+
+def _json_command(command: str) -> str:
+    """``command`` as a tool's input stores it (quotes escaped)."""
+    return json.dumps({"command": command})
+
+
+def test_sixth_review_leaks_are_closed() -> None:
+    # Quotes escaped in a tool's input; a password joined to its flag in quotes; more
+    # secret variable names; curl after a quoted argument naming a command, or named by
+    # an image with a tag; httpie, curl's proxy user, lftp, Redis AUTH and REDISCLI_AUTH,
+    # ldappasswd's new password; a quoted curl -u holding a space.
+    for command in (
+        'curl -u "admin:S3cretPass" https://x',
+        'curl --user "admin:S3cretPass" https://x',
+        'sqlplus "scott/S3cretPass@orcl"',
+        'sqlplus -S "scott/S3cretPass"@orcl',
+        'curl -b "sessionid=Zx9k2LmQp7" https://x',
+        'curl --cookie "sessionid=Zx9k2LmQp7" https://x',
+        'sqlcmd -S . -U sa -P"Str0ng!Pass"',
+        "redis-cli -a'Str0ngPass' ping",
+    ):
+        for text in (command, _json_command(command)):
+            out = redact(text)
+            assert "S3cretPass" not in out and "Zx9k2LmQp7" not in out, text
+            assert "Str0ng" not in out, text
+    for text in (
+        'variable "db_pass" {\n  default = "AbCdEf123456"\n}',
+        'variable "admin_pwd" {\n  default = "AbCdEf123456"\n}',
+        'variable "storage_account_key" {\n  default = "AbCdEf123456"\n}',
+        'curl -H "X-Cmd: ps aux" -u admin:AbCdEf123456 https://x',
+        'curl -d "run python script" -u admin:AbCdEf123456 https://x',
+        "docker run --rm curlimages/curl:8.5.0 -u admin:AbCdEf123456 https://x",
+        "http -a admin:AbCdEf123456 example.org",
+        "http --auth admin:AbCdEf123456 example.org",
+        "xh -a admin:AbCdEf123456 example.org",
+        "curl --proxy-user admin:AbCdEf123456 https://x",
+        "curl -U admin:AbCdEf123456 https://x",
+        "lftp -u admin,AbCdEf123456 ftp.example.org",
+        "REDISCLI_AUTH=AbCdEf123456 redis-cli ping",
+        "redis-cli -h cache AUTH AbCdEf123456",
+        "redis-cli AUTH admin AbCdEf123456",
+        "ldappasswd -x -D cn=admin -W -s AbCdEf123456 uid=bob",
+        "curl -u 'admin:AbCdEf123456 Pass' https://x",
+    ):
+        out = redact(text)
+        assert "AbCdEf123456" not in out, text
+
+
+def test_sixth_review_false_positives_are_kept() -> None:
+    for text in (
+        "docker run --rm -v ./data:/var/lib/mysql -u app:docker mysql:8",
+        "docker run -v pg:/var/lib/psql -u app:docker postgres",
+        "docker run -w /src/svn -u app:staff builder",
+        "Use redis-cli -a to pass the password",
+        "bcp is installed, run mvn -Pintegration-tests",
+        "curl -u ${TOKEN}:x-oauth-basic https://api.github.com",
+        'variable "db_password" {\n  default = "REPLACE_ME"\n}',
+        'variable "cache_token" {\n  default = "noop"\n}',
+    ):
+        assert redact(text) == text, text
