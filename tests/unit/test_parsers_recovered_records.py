@@ -404,3 +404,12 @@ def test_many_glued_records_a_glued_first_line_and_trailing_junk(tmp_path: Path)
     texts = [e.text.split()[1] for e in result.events if e.kind == "user_prompt"]
     assert texts == [str(n) for n in range(1, 304)]
     assert result.stats.errors == 1  # the junk after record 303
+
+
+def test_an_object_before_junk_unlike_the_files_records_is_no_record(tmp_path: Path) -> None:
+    # A log line's object before a traceback is not one of the transcript's records.
+    first = json.dumps(_claude("aaaaaaaa-1", None, "user", "hello"))
+    broken = '{"level": "error", "msg": "boom"} Traceback (most recent call last):'
+    result = parse_file(_write(tmp_path / "s.jsonl", [first, broken, "{} junk"]), "claude")
+    assert [e.text for e in result.events] == ["hello"]
+    assert result.stats.errors == 2

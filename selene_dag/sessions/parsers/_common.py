@@ -146,8 +146,9 @@ def split_glued(
     another with no line break, and records cut short by a crash with the next written
     right after. Returns the records read, in order, and how many cut ones (or runs of
     text that open no record) were skipped; None when no record is found (a line that is
-    only broken). Records after the first must look like the file's records so far
-    (``_looks_like_a_record``; on a file's first line, like the line's first record).
+    only broken). Records must look like the file's records so far
+    (``_looks_like_a_record``; on a file's first line, like the line's first object,
+    which is taken as a record).
     Places where no record opens are tried at most ``_MAX_GLUE_TRIES`` times, and the
     parsing done is bounded (``_GLUE_WORK`` times the line, plus a little): a line made
     to make each try read to its end costs seconds, not minutes."""
@@ -166,9 +167,12 @@ def split_glued(
         except (ValueError, RecursionError):  # RecursionError: nested past Python's limit
             obj, end = None, at
             work -= len(text) - at
+        work -= end - at  # read; a record is read again below, as every line is
         record = None
-        if isinstance(obj, dict) and (at == first or _looks_like_a_record(obj, keys, first_keys)):
-            work -= 2 * (end - at)  # read twice: here and as every line is read
+        # On a file's first line nothing says what a record looks like: its first object is.
+        known = bool(first_keys) or at != first
+        if isinstance(obj, dict) and (not known or _looks_like_a_record(obj, keys, first_keys)):
+            work -= end - at
             try:  # as every line is read: a lone surrogate escape as U+FFFD, no NaN
                 record = loads_lenient(text[at:end].encode("utf-8", "surrogatepass"))
             except (orjson.JSONDecodeError, UnicodeEncodeError):
