@@ -127,7 +127,8 @@ _ENV_NAME = (
 # x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
     r"[A-Za-z0-9_\-]{0,64}?"
-    r"(?i:password|passwd|secret|token|(?:api|access|private|auth|secret|app|application)[_-]?key)"
+    r"(?i:password|passwd|secret|token|(?:api|access|private|auth|secret|app|application)[_-]?key"
+    r"|rediscli_auth)"
 )
 # The short names, ``pass`` and ``pwd``: alone or as the last word of a name (``db_pass``,
 # ``mysql-pwd``, ``dbPass``), not inside one (``bypass``, ``compass``, ``OLDPWD``).
@@ -234,8 +235,8 @@ _ARG_VALUE = (
 # command in prose ("then mvn -Pintegration"), nor the end of a JSON string (a later field).
 _ANY_GAP = r"[^\n|;&]{0,200}?"
 _OWN_GAP = (
-    r"(?:(?!\b(?:then|and|or|after|before|later|also|next|run|is|are|was|were|installed)\b"
-    r"|\\?\"\s*[,}:])[^\n|;&]){0,200}?"
+    r"(?:(?!(?<![^\s,])(?:then|and|or|after|before|later|also|next|run|is|are|was|were"
+    r"|installed)(?![^\s,])|\\?\"\s*[,}:])[^\n|;&]){0,200}?"
 )
 
 
@@ -243,12 +244,11 @@ _TOOL_FLAG_TRIGGERS = ("sqlcmd", "bcp", "ldap", "redis-cli")
 
 
 def _tool_flag(gap: str) -> str:
-    """sqlcmd/bcp's -P, the ldap tools' -w (and ldappasswd's -s, the new password),
-    redis-cli's -a, ``gap`` between the tool and its flag."""
+    """sqlcmd/bcp's -P, the ldap tools' -w, redis-cli's -a, ``gap`` between the tool and
+    its flag."""
     return (
         rf"\b(?:(?:sqlcmd|bcp)\b{gap}(?<!\S)-P"
         rf"|ldap(?:search|add|modify|delete|whoami|passwd|compare|modrdn)\b{gap}(?<!\S)-w"
-        rf"|ldappasswd\b{gap}(?<!\S)-s"
         rf"|redis-cli\b{gap}(?<!\S)-a)"
     )
 
@@ -276,16 +276,23 @@ _QUOTED_ARGUMENT = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _ESCAPED_ARGUMENT = re.compile(r"'[^'\n]*'|\\\"(?:[^\"\\\n]|\\[^\"\n])*\\\"")
 
 
+def _named_in_quotes(quoted: re.Match[str]) -> str:
+    """A quoted argument as the owner of an option sees it: " curl " when it names a
+    program whose -u is a password's (``"curlimages/curl:8.5.0"``), else a blank."""
+    named = list(_USER_OPTION_COMMANDS.finditer(quoted.group(0).strip("\\\"'") + " "))
+    return " curl " if named and named[-1].group("user") is None else " "
+
+
 def _user_group_option(match: re.Match[str]) -> bool:
     """Whether the ``-u`` of ``match`` belongs to a command whose -u names a user (the
     last command named on its line before it)."""
-    if match.group("user") is None and match.group("joined") is None:
+    if match.group("proxy") is not None:
         return False  # curl's -U: a proxy's password
     text = match.string
-    at = match.start("user") if match.group("user") is not None else match.start("joined")
+    at = next(match.start(g) for g in ("user", "joined", "combined") if match.group(g) is not None)
     line = text[max(text.rfind("\n", 0, at) + 1, at - 300) : at]
     # In a tool's input (JSON) the plain quotes are the string's own.
-    line = (_ESCAPED_ARGUMENT if '\\"' in line else _QUOTED_ARGUMENT).sub(" ", line)
+    line = (_ESCAPED_ARGUMENT if '\\"' in line else _QUOTED_ARGUMENT).sub(_named_in_quotes, line)
     named = list(_USER_OPTION_COMMANDS.finditer(line))
     if not named or named[-1].group("user") is None:
         return False
@@ -578,17 +585,21 @@ _KEY_RULES = (
             # curl -ubob:password. Not a uid:gid (docker run -u 1000:1000), nor a user:group
             # of one name (docker exec -u www-data:www-data).
             # curl --proxy-user and -U alike; quotes escaped in a tool's input too.
-            r"(?P<head>(?<!\S)(?:-u|--user|--proxy-user)(?:\s+|=)(?P<uq>\\?[\"'])?"
+            r"(?P<head>(?:(?<!\S)(?:-u|--user|--proxy-user)(?:\s+|=)(?P<uq>\\?[\"'])?"
             r"(?P<user>[^\s:\"'\\]+):"
             r"|\bcurl\b[^\n|;&]{0,200}?(?<!\S)-(?:u(?P<joined>[^\s:\"'\-][^\s:\"']*)"
-            r"|U[ \t]+(?P<proxy>[^\s:\"'\\]+)):)"
+            # -sSu user:…, combined flags; -U user:… and -Uuser:…, a proxy's.
+            r"|[A-Za-z]+u[ \t]+(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*)"
+            r"|U(?:[ \t]+|(?=[^\s\-]))(?P<pq>\\?[\"'])?(?P<proxy>[^\s:\"'\\]+)):)"
+            # The password quoted on its own (-u admin:'…').
+            r"(?(uq)|(?(pq)|(?:\\?[\"'](?=[^\s\"']))?)))"
             + _NOT_A_REFERENCE
             # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password),
             # nor GitHub's word for a token given as the user (TOKEN:x-oauth-basic).
             + r"(?![0-9]+\b)(?!//)(?!x-oauth-basic\b)"
-            r"(?!(?:(?P=user)|(?P=joined)|(?P=proxy))(?![^\s\"']))"
+            r"(?!(?:(?P=user)|(?P=joined)|(?P=combined)|(?P=proxy))(?![^\s\"']))"
             # A quoted one to its closing quote (a space inside it too).
-            r"(?(uq)[^\"'\n\\]+|[^\s\"'\\]+)",
+            r"(?(uq)[^\"'\n\\]+|(?(pq)[^\"'\n\\]+|[^\s\"'\\]+))",
             "-u ",
             "-u=",
             "--user",
@@ -688,17 +699,20 @@ _KEY_RULES = (
                 ("equirepass", "EQUIREPASS", "asterauth", "ASTERAUTH"),
             ),
             # AUTH [user] password (Redis 6 takes a user name first), at the prompt or
-            # on redis-cli's command line.
+            # as redis-cli's command (after its options: not a key named "auth").
             (
-                r"(?:(?<=[0-9]> )|\bredis-cli\b[^\n|;&]{0,200}?[ \t])(?i:auth)[ \t]+"
+                r"(?:(?<=[0-9]> )|\bredis-cli(?:[ \t]+-{1,2}[A-Za-z][\w\-]*(?:[ \t]+[^\s\-]\S*)?)*"
+                r"[ \t]+)(?i:auth)[ \t]+"
                 r"(?:[^\s\"']+[ \t]+(?=[^\s&|;>]))?",
                 ("> AUTH", "> auth", "redis-cli"),
             ),
+            # ldappasswd -s: the new password (its -w, the bind password, is a tool flag).
+            (r"\bldappasswd\b[^\n|;&]{0,200}?(?<!\S)-s[ \t]+", ("ldappasswd",)),
             # httpie and xh: -a / --auth user:password; lftp -u user,password.
             (
                 r"\b(?:http|https|xh|xhs)[ \t][^\n|;&]{0,200}?(?<!\S)(?:-a|--auth)(?:[ \t]+|=)"
                 r"(?:\\?[\"'])?[^\s:\"'\\]+:",
-                ("http", "xh"),
+                ("http ", "https ", "xh ", "xhs ", "http\t", "https\t", "xh\t", "xhs\t"),
             ),
             (
                 r"\blftp\b[^\n|;&]{0,200}?(?<!\S)(?:-u|--user)[ \t]+(?:\\?[\"'])?"
@@ -939,15 +953,17 @@ _KEY_RULES = (
         r"(?P<head>\bvariable[ \t]+\\?\"[A-Za-z0-9_\-]{0,64}?"
         # The name ends in the secret's word (not secret_name, token_ttl).
         r"(?i:password|passwd|secret|token|(?<=[_\-\"])pass|(?<=[_\-\"])pwd"
-        r"|(?:api|private|secret|access|auth|account|client|signing|encryption)_?key)"
+        r"|(?:api|private|secret|access|auth|account)_?key)"
         r"\\?\"[ \t]*\{"
         # Blocks inside it first, two deep (validation { condition = can(regex("{12,}")) }),
         # JSON-escaped text too.
         r"(?:[^{}]|\{(?:[^{}]|\{[^{}]{0,200}\}){0,400}\}){0,600}?"
         r"\bdefault[ \t]*=[ \t]*)(?P<q>\\?\")"
         + _NOT_A_VALUE
-        # Past an escaped quote ("Sup3r\"S3cret"); not a placeholder (REPLACE_ME).
-        + rf"(?![A-Z_]+(?P=q)){_QUOTED}{{6,256}}(?P=q)",
+        # Past an escaped quote ("Sup3r\"S3cret"); not a placeholder (REPLACE_ME), a
+        # setting (a word: "disabled"), a path or an ARN.
+        + r"(?!(?i:change_?me|replace_?me|todo|fixme|placeholder|changeit)\\?\")"
+        r"(?![a-z]+\\?\")(?![^\"\n]*/)(?!arn:)" + rf"{_QUOTED}{{6,256}}(?P=q)",
         "variable",
     ),
 )

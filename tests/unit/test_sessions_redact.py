@@ -931,3 +931,37 @@ def test_sixth_review_false_positives_are_kept() -> None:
         'variable "cache_token" {\n  default = "noop"\n}',
     ):
         assert redact(text) == text, text
+
+
+def test_seventh_review_leaks_and_false_positives() -> None:
+    # ldappasswd's new password beside its -w; a file or host name holding a prose word
+    # between a tool and its flag; capital-letter Terraform defaults; a quoted image name;
+    # curl -U quoted or joined, -sSu, a quoted password after the colon; REDISCLI_AUTH as
+    # YAML, JSON and code.
+    for command in (
+        "ldappasswd -x -D cn=admin -w Xq7pL9mZ2w -s N3wPa55w0rd uid=bob",
+        "sqlcmd -S db -i run.sql -U sa -PN3wPa55w0rdXq7",
+        "redis-cli -h cache.run.app -aN3wPa55w0rdXq7 ping",
+        'variable "db_password" {\n  default = "SUPERSECRETPASSWORD"\n}',
+        'docker run --rm "curlimages/curl:8.5.0" -u admin:Xq7pL9mZ2w https://x',
+        "curl -U 'proxy:Xq7pL9mZ2w' https://x",
+        "curl -Uproxy:Xq7pL9mZ2w https://x",
+        "curl -sSu admin:Xq7pL9mZ2w https://x",
+        "curl -u admin:'Xq7pL9mZ2w' https://x",
+        "environment:\n  REDISCLI_AUTH: Xq7pL9mZ2w\n",
+        "os.environ['REDISCLI_AUTH'] = 'Xq7pL9mZ2w'",
+    ):
+        for text in (command, _json_command(command)):
+            out = redact(text)
+            for secret in ("Xq7pL9mZ2w", "N3wPa55w0rd", "SUPERSECRET"):
+                assert secret not in out, text
+    for text in (
+        "I ran redis-cli but the auth token expired, so I rotated it",
+        "Connect with redis-cli and auth with the password from vault",
+        "redis-cli -n 2 DEL auth sessions",
+        'variable "kms_encryption_key" {\n  default = "arn:aws:kms:us-east-1:1234:alias/app"\n}',
+        'variable "client_key" {\n  default = "certs/client.key"\n}',
+        'variable "health_check_pass" {\n  default = "healthy"\n}',
+        'docker run -e "CMD=curl" -u app:staff img',
+    ):
+        assert redact(text) == text, text
