@@ -241,6 +241,8 @@ _OWN_GAP = (
 
 
 _TOOL_FLAG_TRIGGERS = ("sqlcmd", "bcp", "ldap", "redis-cli")
+# After a flag, a word of prose about it, not its value ("-a to pass the password").
+_NOT_PROSE = r"(?!(?:to|the|a|an|and|or|is|for|with|option|flag|switch|argument)\b)"
 
 
 def _tool_flag(gap: str) -> str:
@@ -276,11 +278,15 @@ _QUOTED_ARGUMENT = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"")
 _ESCAPED_ARGUMENT = re.compile(r"'[^'\n]*'|\\\"(?:[^\"\\\n]|\\[^\"\n])*\\\"")
 
 
+# A quoted image of curl (``"curlimages/curl:8.5.0"``, ``'alpine/curl@sha256:…'``).
+_QUOTED_CURL_IMAGE = re.compile(r"(?:[\w.\-]+/)+curl(?:[:@][\w.\-:]+)?")
+
+
 def _named_in_quotes(quoted: re.Match[str]) -> str:
-    """A quoted argument as the owner of an option sees it: " curl " when it names a
-    program whose -u is a password's (``"curlimages/curl:8.5.0"``), else a blank."""
-    named = list(_USER_OPTION_COMMANDS.finditer(quoted.group(0).strip("\\\"'") + " "))
-    return " curl " if named and named[-1].group("user") is None else " "
+    """A quoted argument as the owner of an option sees it: " curl " when it is an image
+    of curl, else a blank (a health check's "curl -f …" is no command of its line)."""
+    image = _QUOTED_CURL_IMAGE.fullmatch(quoted.group(0).strip("\\\"'"))
+    return " curl " if image else " "
 
 
 def _user_group_option(match: re.Match[str]) -> bool:
@@ -587,19 +593,21 @@ _KEY_RULES = (
             # curl --proxy-user and -U alike; quotes escaped in a tool's input too.
             r"(?P<head>(?:(?<!\S)(?:-u|--user|--proxy-user)(?:\s+|=)(?P<uq>\\?[\"'])?"
             r"(?P<user>[^\s:\"'\\]+):"
-            r"|\bcurl\b[^\n|;&]{0,200}?(?<!\S)-(?:u(?P<joined>[^\s:\"'\-][^\s:\"']*)"
+            # (Not past a line break of a tool's input: rsync -avu host:path below.)
+            r"|\bcurl\b(?:(?!\\[nr])[^\n|;&]){0,200}?(?<!\S)-(?:u(?P<joined>[^\s:\"'\-][^\s:\"']*)"
             # -sSu user:…, combined flags; -U user:… and -Uuser:…, a proxy's.
-            r"|[A-Za-z]+u[ \t]+(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*)"
+            r"|[A-Za-z]+u[ \t]+(?P<cq>\\?[\"'])?(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*)"
             r"|U(?:[ \t]+|(?=[^\s\-]))(?P<pq>\\?[\"'])?(?P<proxy>[^\s:\"'\\]+)):)"
             # The password quoted on its own (-u admin:'…').
-            r"(?(uq)|(?(pq)|(?:\\?[\"'](?=[^\s\"']))?)))"
+            r"(?(uq)|(?(pq)|(?(cq)|(?P<vq>\\?[\"'](?=[^\s\"']))?))))"
             + _NOT_A_REFERENCE
             # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password),
             # nor GitHub's word for a token given as the user (TOKEN:x-oauth-basic).
             + r"(?![0-9]+\b)(?!//)(?!x-oauth-basic\b)"
             r"(?!(?:(?P=user)|(?P=joined)|(?P=combined)|(?P=proxy))(?![^\s\"']))"
             # A quoted one to its closing quote (a space inside it too).
-            r"(?(uq)[^\"'\n\\]+|(?(pq)[^\"'\n\\]+|[^\s\"'\\]+))",
+            r"(?(uq)[^\"'\n\\]+|(?(pq)[^\"'\n\\]+|(?(cq)[^\"'\n\\]+|(?(vq)[^\"'\n\\]+"
+            r"|[^\s\"'\\]+))))",
             "-u ",
             "-u=",
             "--user",
@@ -655,8 +663,10 @@ _KEY_RULES = (
         "(?P<head>"
         + _tool_flag(_ANY_GAP)
         # Not prose about the flag ("redis-cli -a to pass the password").
-        + r"(?:[ \t]+(?!(?:to|the|a|an|and|or|is|for|with|option|flag|switch|argument)\b)"
-        r"|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))" + _ARG_VALUE,
+        + r"(?:[ \t]+"
+        + _NOT_PROSE
+        + r"|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))"
+        + _ARG_VALUE,
         *_TOOL_FLAG_TRIGGERS,
     ),
     _rule(
@@ -701,13 +711,17 @@ _KEY_RULES = (
             # AUTH [user] password (Redis 6 takes a user name first), at the prompt or
             # as redis-cli's command (after its options: not a key named "auth").
             (
-                r"(?:(?<=[0-9]> )|\bredis-cli(?:[ \t]+-{1,2}[A-Za-z][\w\-]*(?:[ \t]+[^\s\-]\S*)?)*"
+                r"(?:(?<=[0-9]> )|\bredis-cli(?:[ \t]+-{1,2}[A-Za-z0-9][\w\-]*(?:[ \t]+[^\s\-]\S*)?)"
+                r"{0,12}"
                 r"[ \t]+)(?i:auth)[ \t]+"
                 r"(?:[^\s\"']+[ \t]+(?=[^\s&|;>]))?",
                 ("> AUTH", "> auth", "redis-cli"),
             ),
             # ldappasswd -s: the new password (its -w, the bind password, is a tool flag).
-            (r"\bldappasswd\b[^\n|;&]{0,200}?(?<!\S)-s[ \t]+", ("ldappasswd",)),
+            (
+                r"\bldappasswd\b[^\n|;&]{0,200}?(?<!\S)-s(?:[ \t]+" + _NOT_PROSE + r"|(?=[^\s\-]))",
+                ("ldappasswd",),
+            ),
             # httpie and xh: -a / --auth user:password; lftp -u user,password.
             (
                 r"\b(?:http|https|xh|xhs)[ \t][^\n|;&]{0,200}?(?<!\S)(?:-a|--auth)(?:[ \t]+|=)"
@@ -961,9 +975,11 @@ _KEY_RULES = (
         r"\bdefault[ \t]*=[ \t]*)(?P<q>\\?\")"
         + _NOT_A_VALUE
         # Past an escaped quote ("Sup3r\"S3cret"); not a placeholder (REPLACE_ME), a
-        # setting (a word: "disabled"), a path or an ARN.
+        # setting ("disabled"), a path (/run/secrets/db, certs/client.key) or an ARN.
         + r"(?!(?i:change_?me|replace_?me|todo|fixme|placeholder|changeit)\\?\")"
-        r"(?![a-z]+\\?\")(?![^\"\n]*/)(?!arn:)" + rf"{_QUOTED}{{6,256}}(?P=q)",
+        r"(?!(?:enabled|disabled|none|null|true|false|auto|generated|random|healthy)\\?\")"
+        r"(?!(?:\.{0,2}|~)/[\w.\-/]*\\?\"|[\w.\-/]*/[\w\-]+\.[a-z]{1,5}\\?\")"
+        r"(?!arn:aws[\w\-]*:[\w\-]+:)" + rf"{_QUOTED}{{6,256}}(?P=q)",
         "variable",
     ),
 )

@@ -965,3 +965,40 @@ def test_seventh_review_leaks_and_false_positives() -> None:
         'docker run -e "CMD=curl" -u app:staff img',
     ):
         assert redact(text) == text, text
+
+
+def test_eighth_review_leaks_and_false_positives() -> None:
+    # A health check or a package list naming curl in quotes made docker's -u curl's;
+    # rsync -avu after a JSON line break was taken for curl's combined flags; prose and
+    # RESP3 around Redis and ldappasswd; Terraform keeps narrowed to settings, paths and
+    # ARNs; a quoted password holding a space.
+    for text in (
+        'docker run -d --health-cmd "curl -f http://localhost/ || exit 1" -u app:staff myimg',
+        'docker run --rm -e "PKGS=git curl jq" -u builder:wheel img',
+        json.dumps({"command": "curl -sO https://x/a.tgz\nrsync -avu deploy:/srv/app/ ./b"}),
+        "Pass the new password with ldappasswd -s or -S to prompt.",
+        'variable "tls_password" {\n  default = "/run/secrets/tls"\n}',
+        'variable "db_password" {\n  default = "disabled"\n}',
+    ):
+        assert redact(text) == text, text
+    for command in (
+        "redis-cli -3 AUTH s3cretpw99",
+        'variable "db_password" {\n  default = "mysecretpassword"\n}',
+        'variable "jwt_secret" { default = "x9Kd82/aZq+Lm0=" }',
+        'variable "db_password" {\n  default = "arn:Sup3rS3cret!"\n}',
+        "curl -s -u admin:'p@ss word!' https://x",
+        'curl -sSu "admin:pa55word" https://x',
+        "ldappasswd -x -D cn=admin -W -sN3wUserPw uid=bob",
+    ):
+        for text in (command, _json_command(command)):
+            out = redact(text)
+            for secret in (
+                "s3cretpw99",
+                "mysecretpassword",
+                "x9Kd82",
+                "Sup3r",
+                "word!",
+                "pa55word",
+                "N3wUser",
+            ):
+                assert secret not in out, text
