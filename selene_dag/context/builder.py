@@ -337,8 +337,9 @@ def pack_notes(
     ``priority`` (a key, larger = more important; default :func:`default_priority`: newer
     first, then higher stored tier; ties keep input order) and the pack lists them in that
     order. While the pack is over budget, notes are demoted one tier at a time, full →
-    high → summary → skeleton (skipping a tier that is not smaller), lowest priority
-    first, round after round; then freed room is given back to the highest-priority
+    high → summary → skeleton (skipping a tier that is not smaller: such a step waits for
+    the round that takes the other notes that low), lowest priority first, round after
+    round; then freed room is given back to the highest-priority
     demoted notes. Every note appears at least as a skeleton line whenever all skeleton
     lines fit; otherwise only the highest-priority skeletons that fit are kept. When every
     note fits at its stored tier and room is left, notes are raised above it, highest
@@ -511,11 +512,19 @@ def _choose_levels(chains: list[list[tuple[str, str, int]]], budget: int) -> tup
         return bottom, n
     level = [0] * n
     total = sum(c[0][2] for c in chains)
-    # Round after round, demote one step from the lowest priority up.
+    start = [TIER_RANK[c[0][0]] for c in chains]
+    # Round after round, demote one step from the lowest priority up. A step that skips
+    # tiers (a short note's high and summary save nothing: full to skeleton) waits for
+    # the round that takes the other notes as low: a fresh short note was a title line
+    # while older notes kept their summaries.
+    rounds = 0
     while total > budget:
+        rounds += 1
         for i in range(n - 1, -1, -1):
             if level[i] < bottom[i]:
                 chain = chains[i]
+                if TIER_RANK[chain[level[i] + 1][0]] > start[i] + rounds:
+                    continue
                 total -= chain[level[i]][2] - chain[level[i] + 1][2]
                 level[i] += 1
                 if total <= budget:

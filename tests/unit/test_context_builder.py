@@ -465,3 +465,29 @@ def test_pack_with_threads_given_plain_notes_says_what_it_takes() -> None:
     notes = [{"id": "a", "title": "A", "content": "text"}]
     with pytest.raises(TypeError, match=r"prepare_notes\(notes, model\), got list"):
         pack_with_threads(notes, [], 100)  # type: ignore[arg-type]
+
+
+def test_a_fresh_short_note_is_not_a_title_line_while_older_notes_keep_summaries() -> None:
+    # A short note's high and summary save nothing, so its one step down is to its
+    # skeleton: taken in the first round, it left the newest notes as title lines while
+    # a hundred older ones kept their summaries.
+    older = [
+        note(i, content="Long explanation of an old idea. " * 60, essence=f"Old idea {i}.")
+        for i in range(60)
+    ]
+    fresh = [
+        note(100 + i, content=f"Retry {i} after a short pause.", essence=None) for i in range(3)
+    ]
+    notes = older + fresh
+
+    def cost(n: dict, tier: str) -> int:
+        return count_tokens(render_note(n, tier), M) + separator_tokens(SEPARATOR, M)
+
+    # Room for every note's title line and half the older notes' summaries.
+    budget = sum(cost(n, "skeleton") for n in notes) + sum(
+        cost(n, "summary") - cost(n, "skeleton") for n in older[30:]
+    )
+    pack = pack_notes(notes, budget, M)
+    assert pack.total_tokens <= budget
+    assert "summary" in {pack.tiers[n["id"]] for n in older}
+    assert [pack.tiers[n["id"]] for n in fresh] == ["full"] * 3
