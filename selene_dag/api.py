@@ -255,19 +255,33 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
             detail = "the body is not JSON (it is not UTF-8 text)"
             return JSONResponse(status_code=422, content={"detail": detail})
+        # A route or a method the API does not have: say where the routes are listed.
+        where = f"{request.method} {request.url.path}"
+        if exc.status_code == 404 and exc.detail == "Not Found":
+            detail = f"no route {where}: the routes are listed at /docs"
+            return JSONResponse(status_code=404, content={"detail": detail})
+        if exc.status_code == 405 and exc.detail == "Method Not Allowed":
+            detail = f"{request.url.path} does not take {request.method}: see /docs"
+            return JSONResponse(status_code=405, content={"detail": detail}, headers=exc.headers)
         return await http_exception_handler(request, exc)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_body(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
         # One shape for every 422: ``detail`` is a sentence; ``errors`` lists each field's.
         errors = [
             {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
             for e in exc.errors()
         ]
+        # A body sent without a JSON content type is not read as JSON at all.
+        not_an_object = (
+            "the body is not a JSON object"
+            if "json" in request.headers.get("content-type", "").lower()
+            else "the body is not read as JSON without the header Content-Type: application/json"
+        )
         detail = "; ".join(
             f"the body is not JSON ({e['msg']})"
             if e["type"] == "json_invalid"
-            else "the body is not a JSON object"
+            else not_an_object
             if e["type"] in ("model_attributes_type", "dict_type") and tuple(e["loc"]) == ("body",)
             else f"{'.'.join(str(part) for part in e['loc'] if part != 'body') or 'body'}: "
             f"{e['msg']}"

@@ -180,7 +180,17 @@ def test_what_the_home_lacks_is_404_and_a_body_that_is_not_json_says_so(
     assert resp.status_code == 422 and resp.json()["detail"] == (
         "the body is not JSON (it is not UTF-8 text)"
     )
-    assert api.get("/no-such-page").status_code == 404  # other HTTP errors as they were
+    # JSON sent without its content type (curl --data) was "not a JSON object".
+    resp = api.post("/context", content=b'{"budget": 100}')
+    assert resp.status_code == 422 and "Content-Type: application/json" in resp.json()["detail"]
+    # A route or a method the API lacks says where the routes are.
+    resp = api.get("/no-such-page")
+    assert resp.status_code == 404 and resp.json()["detail"] == (
+        "no route GET /no-such-page: the routes are listed at /docs"
+    )
+    resp = api.get("/ask")
+    assert resp.status_code == 405 and "/ask does not take GET" in resp.json()["detail"]
+    assert "POST" in resp.headers["allow"]
 
 
 def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -> None:
