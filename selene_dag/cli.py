@@ -800,7 +800,7 @@ def show_command(
         list[str],
         typer.Argument(
             help="A citation as ask prints it: 'note <id> lines 12-30, 41', "
-            "'<session key> events 3-9', a session key, or a JSON item's id."
+            "'<session key> events 3-9', a session key, or a JSON item's id (ask's, or a note id of context's)."
         ),
     ],
     around: Annotated[

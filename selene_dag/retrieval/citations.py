@@ -235,7 +235,8 @@ class Shown:
 
 
 def show(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Shown:
-    """The note lines or session events ``citation`` names (``parse_citation``), each range
+    """The note lines or session events ``citation`` names (``parse_citation``, or a live
+    note's id alone), each range
     widened by ``around`` lines or events on both sides: a note's lines as stored; a
     session's events (every stored one of the branch kept, those of low importance that
     chunks leave out included) rendered as in chunks, ``…`` between ranges that do not
@@ -244,7 +245,7 @@ def show(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Sho
     event falls in the ranges."""
     if around < 0:
         raise UsageError(f"--around must be 0 or more, got {around}")
-    cited = parse_citation(citation)
+    cited = _bare_note_id(conn, citation) or parse_citation(citation)
     if cited.kind == "chunk":
         row = conn.execute(
             "SELECT session_key, first_seq, last_seq FROM chunks WHERE id = ?", [cited.ref]
@@ -255,6 +256,18 @@ def show(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Sho
     if cited.kind == "note":
         return _show_note(conn, cited, around)
     return _show_session(conn, cited, around)
+
+
+def _bare_note_id(conn: duckdb.DuckDBPyConnection, text: str) -> Citation | None:
+    """``text`` as a note's id alone (as ``context --format json`` gives it) when a live
+    note has that id, else None."""
+    text = text.strip()
+    if not text or len(text) > MAX_CITATION_CHARS:
+        return None
+    found = conn.execute(
+        "SELECT 1 FROM notes WHERE id = ? AND deleted_at IS NULL AND NOT test_run", [text]
+    ).fetchone()
+    return Citation("note", text) if found else None
 
 
 def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:

@@ -178,6 +178,8 @@ def test_show_adds_context_and_takes_ids(store) -> None:
     assert past.note == f"the note has {lines} lines: lines past {lines} are not there"
     assert past.text.startswith(f"[note {NOTE_ID} lines {lines - 1}-{lines}]")
     assert show(conn, f"note:{NOTE_ID}").text.split("\n", 1)[1] == NOTE
+    # A note's id alone, as `context --format json` gives it, was "not a citation".
+    assert show(conn, f" {NOTE_ID} ").text == show(conn, f"note {NOTE_ID}").text
 
 
 @pytest.mark.parametrize(
