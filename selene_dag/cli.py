@@ -35,6 +35,7 @@ from rich.text import Text
 from selene_dag import __version__, service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import SeleneError, UsageError, write_failure
+from selene_dag.notes.digests import MIN_THREAD_NOTES
 from selene_dag.store import waiting_notice
 from selene_dag.text import plural
 
@@ -194,6 +195,11 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
     table.add_row(
         "active threads with a digest", f"{digests['withDigest']} / {digests['activeThreads']}"
     )
+    if "eligible" in digests:
+        table.add_row(
+            f"active threads large enough for one ({MIN_THREAD_NOTES}+ notes)",
+            f"{digests['eligible']}",
+        )
     console.print(table)
     for folder in document.get("noteFolders", []):
         gone = "" if folder["exists"] else "; the folder is gone (`selene-dag forget` it)"

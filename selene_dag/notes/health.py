@@ -7,11 +7,13 @@ from typing import Any
 
 import duckdb
 
+from selene_dag.notes.digests import MIN_THREAD_ESSENCES, MIN_THREAD_NOTES
 from selene_dag.notes.fidelity import TIERS
 
 
 def compression_health(conn: duckdb.DuckDBPyConnection, now: datetime) -> dict[str, Any]:
-    """Return seed 000's health document: tiers, essence progress, thread digests.
+    """Return seed 000's health document: tiers, essence progress, thread digests (and
+    ``threadDigests.eligible``: active threads large enough for a digest).
 
     Counts only live (not deleted), non-test notes.
     """
@@ -30,6 +32,16 @@ def compression_health(conn: duckdb.DuckDBPyConnection, now: datetime) -> dict[s
     active, with_digest = conn.execute(
         "SELECT count(*), count(thread_digest) FROM threads WHERE status = 'active'"
     ).fetchone()
+    # Threads large enough for a digest (as compile_digests picks them): the others never
+    # get one, so "13 / 66" is no backlog when 13 are eligible.
+    (eligible,) = conn.execute(
+        "SELECT count(*) FROM (SELECT t.id FROM threads t "
+        "JOIN thread_notes tn ON tn.thread_id = t.id "
+        "JOIN notes n ON n.id = tn.note_id AND n.deleted_at IS NULL "
+        "LEFT JOIN processed_notes p ON p.note_id = n.id "
+        "WHERE t.status = 'active' GROUP BY t.id "
+        f"HAVING count(*) >= {MIN_THREAD_NOTES} AND count(p.essence) >= {MIN_THREAD_ESSENCES})"
+    ).fetchone()
     return {
         "status": "ok",
         "timestamp": now.isoformat(),
@@ -40,5 +52,9 @@ def compression_health(conn: duckdb.DuckDBPyConnection, now: datetime) -> dict[s
             "remaining": int(total - computed),
             "percent": round(100 * computed / total) if total else 0,
         },
-        "threadDigests": {"activeThreads": int(active), "withDigest": int(with_digest)},
+        "threadDigests": {
+            "activeThreads": int(active),
+            "withDigest": int(with_digest),
+            "eligible": int(eligible),
+        },
     }

@@ -159,6 +159,9 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
     (folder,) = document["noteFolders"]
     assert (folder["notes"], folder["exists"]) == (577, True)
     assert sum(document["tiers"].values()) == 577
+    # Every thread large enough for a digest has one: "3 / 4" is no backlog.
+    digests = document["threadDigests"]
+    assert digests["eligible"] == digests["withDigest"] < digests["activeThreads"]
 
 
 def test_context_opens_with_the_active_threads_digests_and_json_names_what_it_shows(graph_env):
