@@ -245,10 +245,10 @@ def _forget(key: str, selene: SeleneResource) -> dg.MaterializeResult:
     automation_condition=follow_or_every(ESSENCES_CRON),
     description=(
         "Concepts, primary theme and a 1–2 sentence essence for every note. Incremental: only "
-        "new notes, changed notes and notes without an essence, newest first; test_run notes "
-        "skipped; essences of ≤ 10 characters rejected. Completed notes are committed at least "
-        "every 0.5 s (each model call on its own), so a crash or a model server going down "
-        "loses at most that and a re-run resumes. At most "
+        "new notes, changed notes and notes without an essence, newest first; test notes "
+        "skipped; essences of 10 characters or fewer rejected. Finished notes are saved as "
+        "they come (each model call on its own), so a crash or a model server going down "
+        "loses little and a re-run resumes where it stopped. At most "
         "SELENE_ESSENCE_LIMIT notes per run (10 with Ollama, unlimited with extractive)."
     ),
 )
@@ -400,7 +400,7 @@ def thread_digests(
     automation_condition=follow_or_every(TIERS_CRON),
     description=(
         "Fidelity tier of every note (full / high / summary / skeleton) by age, activity and thread status, "
-        "as one set-based SQL statement (sql/transforms/fidelity_tiers.sql) using SELENE_NOW."
+        "computed for all notes at once, as of now (SELENE_NOW when it is set)."
     ),
 )
 def fidelity_tiers(
@@ -437,8 +437,9 @@ def fidelity_tiers(
     backfill_policy=dg.BackfillPolicy.single_run(),
     automation_condition=dg.AutomationCondition.on_cron(DAILY_SUMMARY_CRON),
     description=(
-        "One summary per day of the notes created that day (essence → top-3 concepts → "
-        "content[:100]), after a model's summary, with a model server, for the days of the "
+        "One summary per day of the notes created that day (each note's essence, else its "
+        "three main concepts, else its opening words), a model's summary with a model "
+        "server, for the days of the "
         "last month that hold two notes or more. Monthly partitions from SELENE_DAILY_START, "
         "each filling its days; "
         "a backfill of any range runs as one run, and the current month is refreshed daily "
