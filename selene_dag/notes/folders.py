@@ -284,6 +284,10 @@ def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None
 def find_folder(conn: duckdb.DuckDBPyConnection, target: str) -> tuple[str, Path]:
     """The registered folder ``target`` names, by its key (``notes``) or its path, as
     ``(key, path)``. Raises UsageError naming the registered folders when it names none."""
+    if not target.strip():
+        raise UsageError(
+            "give the key or path of an ingested folder (`selene-dag health` lists them)"
+        )
     folders = registered_folders(conn)
     by_key = {key: path for path, key in folders.items()}
     if target in by_key:

@@ -233,6 +233,8 @@ def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
     outcome = runner.invoke(app, ["forget", "nope"], env=env)
     assert outcome.exit_code == 1
     assert "nope: no ingested folder has this key or path; the home holds a (" in outcome.output
+    outcome = runner.invoke(app, ["forget", " "], env=env)  # it said ": no ingested folder"
+    assert outcome.exit_code == 1 and "give the key or path of an ingested folder" in outcome.output
     # A file of an ingested folder (an archive ingested alone) is named as one.
     pie = next(p for p in tmp_path.rglob("pie.md"))
     outcome = runner.invoke(app, ["forget", str(pie)], env=env)
