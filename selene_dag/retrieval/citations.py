@@ -22,6 +22,7 @@ import duckdb
 from selene_dag.errors import NotFoundError, UsageError
 from selene_dag.retrieval.select import line_ranges, lines_text
 from selene_dag.sessions.chunker import render_event
+from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.store import load_events
 from selene_dag.text import plural
 
@@ -343,6 +344,11 @@ def file_line_offset(source: str, content: str) -> int | None:
     return None
 
 
+def _readable(event: SessionEvent) -> bool:
+    """Whether ``event`` has anything to show: text, a tool's name or an error."""
+    return bool(event.text.strip() or event.tool_name or event.is_error)
+
+
 def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
     row = conn.execute(
         "SELECT path, platform, project FROM session_files WHERE session_key = ?", [cited.ref]
@@ -370,7 +376,8 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     for a, b in spans:
         if parts:
             parts.append(GAP)
-        parts.extend(render_event(e) for e in events[a : b + 1])
+        # An event with nothing to read (a Codex turn's bookkeeping) was a bare label.
+        parts.extend(render_event(e) for e in events[a : b + 1] if _readable(e))
     shown = [(events[a].seq, events[b].seq) for a, b in spans]
     # As the pack's titles: a Gemini CLI project named by a hash of its path is left out.
     named = project and not _PROJECT_HASH.fullmatch(project)
