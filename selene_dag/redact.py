@@ -25,11 +25,13 @@ npm's ``_auth=``, a ``.dockerconfigjson``), ``url_password`` (the password of ``
 httpie's and xh's ``-a user:password``, ``lftp -u user,password``, curl's ``--proxy-user``
 and ``-U``, ``ldappasswd -s``, a ``.netrc`` line, ``sqlcmd -P``, the mongo
 tools', ``oc login``'s, ``az login``'s and ``twine upload``'s ``-p``, the ldap tools' ``-w``,
-``smbclient -U user%password``, keytool's ``-storepass``, ``ConvertTo-SecureString "…"``,
+``smbclient -U user%password``, keytool's ``-storepass``, curl in an exec-form list
+(``["curl", "-u", "user:password"]``), ``ConvertTo-SecureString "…"``,
 ``gh secret set --body``, ``az keyvault secret set --value``, ``aws secretsmanager
 --secret-string``, ``dotnet user-secrets set KEY VALUE``, a password said in words:
 ``the password you need is …``, ``the password Xk9mQ2vLp7 was exposed``), ``env_secret`` (``NAME=value`` where NAME is upper case and contains
-PASSWORD, SECRET, TOKEN, API_KEY, ...) and ``config_secret`` (such names in any case, as a
+PASSWORD, SECRET, TOKEN, API_KEY, ...; also a Kubernetes or ECS environment list's
+``name: DB_PASSWORD`` / ``value: …`` and a Dockerfile's ``ENV DB_PASSWORD value``) and ``config_secret`` (such names in any case, as a
 config file, a JSON object or code assigns them: ``password: hunter22``, ``"apiKey": "…"``,
 ``aws_secret_access_key = wJalr…``, ``os.environ["OPENAI_API_KEY"] = "…"``, ``token :=
 "…"``, ``api_key => '…'``, ``x-api-key: …``, ``<password>…</password>``, ``<add key="ApiKey"
@@ -711,7 +713,7 @@ _KEY_RULES = (
             # AUTH [user] password (Redis 6 takes a user name first), at the prompt or
             # as redis-cli's command (after its options: not a key named "auth").
             (
-                r"(?:(?<=[0-9]> )|\bredis-cli(?:[ \t]+-{1,2}[A-Za-z0-9][\w\-]*(?:[ \t]+[^\s\-]\S*)?)"
+                r"(?:(?<=[0-9]> )|(?<=[0-9]\]> )|\bredis-cli(?:[ \t]+-{1,2}[A-Za-z0-9][\w\-]*(?:[ \t]+[^\s\-]\S*)?)"
                 r"{0,12}"
                 r"[ \t]+)(?i:auth)[ \t]+"
                 r"(?:[^\s\"']+[ \t]+(?=[^\s&|;>]))?",
@@ -981,6 +983,33 @@ _KEY_RULES = (
         r"(?!(?:\.{0,2}|~)/[\w.\-/]*\\?\"|[\w.\-/]*/[\w\-]+\.[a-z]{1,5}\\?\")"
         r"(?!arn:aws[\w\-]*:[\w\-]+:)" + rf"{_QUOTED}{{6,256}}(?P=q)",
         "variable",
+    ),
+    _rule(
+        "env_secret",
+        # An environment list's entry: Kubernetes' "- name: DB_PASSWORD / value: …", an
+        # ECS task's {"name": "DB_PASSWORD", "value": "…"} (JSON-escaped text too).
+        rf"(?P<head>\bname\\?[\"']?[ \t]*:[ \t]*(?P<nq>\\?[\"']?){_ENV_NAME}(?P=nq)"
+        r"(?:[ \t]*,[ \t]*|[ \t]*(?:\r?\n|\\n)[ \t]*)\\?[\"']?value\\?[\"']?[ \t]*:[ \t]*)"
+        rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
+        rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?![^\s,}}\]\\\"']))",
+        "name",
+    ),
+    _rule(
+        "env_secret",
+        # A Dockerfile's ENV NAME value (its older form, no "=").
+        rf"(?P<head>(?:^|(?<=\n)|(?<=\\n)|(?<=\"))ENV[ \t]+{_ENV_NAME}[ \t]+)(?P<q>\\?[\"'])?"
+        + _NOT_A_VALUE
+        + rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?![^\s\\\"']))",
+        "ENV ",
+    ),
+    _rule(
+        "user_password",
+        # curl in an exec-form list: command: ["curl", "-u", "user:password", …], a
+        # health check's ["CMD", "curl", …].
+        r"(?P<head>\bcurl(?P<aq>\\?[\"'])(?:[ \t]*,[ \t]*(?P=aq)[^\"'\\\n]{0,100}(?P=aq)){0,20}?"
+        r"[ \t]*,[ \t]*(?P=aq)(?:-u|--user|--proxy-user|-U)(?P=aq)[ \t]*,[ \t]*(?P=aq)"
+        r"[^\s:\"'\\]+:)" + _NOT_A_REFERENCE + r"[^\"'\n\\]+",
+        "curl",
     ),
 )
 _ENV_RULE = _rule(

@@ -1002,3 +1002,29 @@ def test_eighth_review_leaks_and_false_positives() -> None:
                 "N3wUser",
             ):
                 assert secret not in out, text
+
+
+def test_environment_lists_dockerfile_env_and_exec_form_curl() -> None:
+    # Kubernetes' env list, an ECS task's environment, a Dockerfile's ENV without "=",
+    # curl in an exec-form list (a health check) and redis-cli's prompt on another db.
+    for command in (
+        "env:\n  - name: DB_PASSWORD\n    value: S3cretPw1\n",
+        'env:\n- name: API_TOKEN\n  value: "S3cretPw1abc"',
+        '[{"name": "DB_PASSWORD", "value": "S3cretPw1"}]',
+        "ENV DB_PASSWORD S3cretPw1",
+        "FROM x\nENV DB_PASSWORD S3cretPw1\nRUN make",
+        'test: ["CMD", "curl", "-f", "-u", "admin:S3cretPw1", "http://localhost"]',
+        "127.0.0.1:6379[1]> AUTH S3cretPw1",
+    ):
+        for text in (command, _json_command(command)):
+            assert "S3cretPw1" not in redact(text), text
+    for text in (
+        "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef: {name: db, key: pw}",
+        "env:\n  - name: DB_PASSWORD_FILE\n    value: /run/secrets/db",
+        "- name: GITHUB_TOKEN\n  value: ${{ secrets.GITHUB_TOKEN }}",
+        "- name: TOKEN_TTL\n  value: 3600000",
+        "ENV NODE_ENV production",
+        'command: ["docker", "run", "-u", "app:staff", "img"]',
+    ):
+        for each in (text, _json_command(text)):
+            assert redact(each) == each, each
