@@ -1082,9 +1082,15 @@ def distill_run_command(
         )
     # Nothing ran: the roots are scanned again, only here, to say why.
     idle = service.idle_roots_hint(_settings(home)) if all_files and not rows else ""
+    # Only when there is another file (a fresh home's run took them all).
+    others = (
+        all_files
+        and not idle
+        and (not rows or service.session_file_count(_settings(home)) > len(rows))
+    )
     out.print(
         f"{plural(len(rows) - failed, 'session file')} distilled, {failed:,} failed"
-        + (", every other file up to date" if all_files and not idle else "")
+        + (", every other file up to date" if others else "")
         + f" ({time.perf_counter() - started:.1f} s)"
     )
     if hint := service.kept_no_chunk_hint(rows):

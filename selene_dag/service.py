@@ -1215,6 +1215,11 @@ def distill_scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     return sessions_report.scan_listing(settings)
 
 
+def session_file_count(settings: Settings) -> int:
+    """How many session files the roots hold (as ``distill run --all`` scans them)."""
+    return len(sessions_report.resolve_sessions(settings, (), all_files=True))
+
+
 def idle_roots_hint(settings: Settings) -> str:
     """For a ``distill run --all`` that ran nothing: one line saying how many files the
     session roots leave out (``distill scan`` says why), or, when they hold no session

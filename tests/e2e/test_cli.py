@@ -500,13 +500,16 @@ def test_distill_run_all_with_nothing_new_is_decided_without_dagster_once_dagste
     imported = [{line.rsplit("|", 1)[-1].strip() for line in r.stderr.splitlines()} for r in runs]
     # The run asks Dagster once more after it ran: the next unchanged run needs no Dagster.
     assert ["dagster" in names for names in imported] == [True, False, False]
-    assert "3 session files distilled" in runs[0].stdout
+    # A fresh home's run took every file: no "every other file up to date".
+    assert "3 session files distilled, 0 failed (" in runs[0].stdout
     assert all("0 session files distilled" in r.stdout for r in runs[1:])
+    assert all("every other file up to date" in r.stdout for r in runs[1:])
     new = roots / "rollout-2025-11-17T15-30-28-019a93b9-f380-7600-98ff-940e6b99603c.jsonl"
     with new.open("a") as handle:
         handle.write("\n")  # the file grew: the verdict no longer stands
     grown = run("distill", "run", "--all", env=env)
     assert grown.returncode == 0 and "1 session file distilled" in grown.stdout
+    assert "every other file up to date" in grown.stdout
 
 
 @pytest.mark.parametrize(
