@@ -184,6 +184,34 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     return {status: {"model": ErrorBody, "description": said[status]} for status in statuses}
 
 
+# What a field's problem asks of the sender, for the kinds a client hits most (the
+# validator's own words otherwise: "Input should be a valid integer").
+_FIELD_PROBLEMS = {
+    "missing": "is required",
+    "int_type": "must be a whole number (not a string or a float)",
+    "int_parsing": "must be a whole number (not a string or a float)",
+    "int_from_float": "must be a whole number (not a string or a float)",
+    "string_type": "must be a string",
+    "bool_type": "must be true or false",
+    "list_type": "must be a list",
+    "dict_type": "must be an object",
+    "extra_forbidden": "is not a field of this request (see /docs)",
+}
+
+
+def _field_problem(error: dict[str, Any], ctx: Any) -> str:
+    """One field's problem in words that say what to send."""
+    kind = error.get("type")
+    limits = ctx if isinstance(ctx, dict) else {}
+    if kind == "greater_than" and "gt" in limits:
+        return f"must be more than {limits['gt']:,}"
+    if kind == "greater_than_equal" and "ge" in limits:
+        return f"must be {limits['ge']:,} or more"
+    if kind == "less_than_equal" and "le" in limits:
+        return f"must be at most {limits['le']:,}"
+    return _FIELD_PROBLEMS.get(str(kind), str(error.get("msg", "")))
+
+
 SWAGGER_PREFIX = "/static/swagger-ui"
 
 
@@ -284,8 +312,8 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             else not_an_object
             if e["type"] in ("model_attributes_type", "dict_type") and tuple(e["loc"]) == ("body",)
             else f"{'.'.join(str(part) for part in e['loc'] if part != 'body') or 'body'}: "
-            f"{e['msg']}"
-            for e in errors
+            f"{_field_problem(e, raw.get('ctx'))}"
+            for e, raw in zip(errors, exc.errors(), strict=True)
         )
         return JSONResponse(status_code=422, content={"detail": detail, "errors": errors})
 

@@ -142,7 +142,11 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/compact", {"messages": [{"role": "user"}], "window": 100}, "content"),
         ("/compact", {"messages": [{"role": "user", "content": 3}], "window": 100}, "parts"),
         # A misspelt field is named, not ignored (it asked with the default budget).
-        ("/ask", {"question": "docker", "budget": 10, "budjet": 5}, "budjet: Extra inputs"),
+        (
+            "/ask",
+            {"question": "docker", "budget": 10, "budjet": 5},
+            "budjet: is not a field of this request",
+        ),
         ("/show", {"citation": "note docker/exec.md", "arround": 3}, "arround"),
         # A number past any model's window (it stamped every note as used), a budget
         # written as a string or a boolean (taken as 500 and 1).
@@ -164,6 +168,18 @@ def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: 
     assert resp.status_code == 422
     detail = resp.json()["detail"]
     assert isinstance(detail, str) and needle in detail  # one shape: a sentence
+
+
+def test_a_fields_problem_says_what_to_send(api: httpx.Client) -> None:
+    # "budget: Input should be a valid integer" said what the validator wanted.
+    for body, said in (
+        ({"budget": "500"}, "budget: must be a whole number (not a string or a float)"),
+        ({"budget": 0}, "budget: must be more than 0"),
+        ({"budget": 10**12}, "budget: must be at most 100,000,000"),
+        ({}, "budget: is required"),
+    ):
+        resp = api.post("/context", json=body)
+        assert resp.status_code == 422 and resp.json()["detail"] == said, body
 
 
 def test_what_the_home_lacks_is_404_and_a_body_that_is_not_json_says_so(
