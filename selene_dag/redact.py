@@ -81,7 +81,8 @@ from dataclasses import dataclass, replace
 _ENV_NAME = (
     r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY|REDISCLI_AUTH"
     r"|(?<=_)PASS(?![A-Z])|(?<=_)PWD)"
-    r"(?:_[A-Z0-9_]*)?"
+    # (Bounded: each end below is looked at from every place the rest could end.)
+    r"(?:_[A-Z0-9_]{0,64})?"
     # Not a name that says where the secret is or what it is like: POSTGRES_PASSWORD_FILE,
     # OAUTH_TOKEN_URL, TOKEN_TYPE, ACCESS_KEY_ID.
     + "".join(
@@ -122,6 +123,10 @@ _ENV_NAME = (
             "ALGORITHM",
             "ISSUER",
             "AUDIENCE",
+            "ARN",
+            "AGE",
+            "POLICY",
+            "STORE",
         )
     )
 )
@@ -713,7 +718,7 @@ _KEY_RULES = (
             # AUTH [user] password (Redis 6 takes a user name first), at the prompt or
             # as redis-cli's command (after its options: not a key named "auth").
             (
-                r"(?:(?<=[0-9]> )|(?<=[0-9]\]> )|\bredis-cli(?:[ \t]+-{1,2}[A-Za-z0-9][\w\-]*(?:[ \t]+[^\s\-]\S*)?)"
+                r"(?:(?<=[0-9]> )|(?<=[0-9]\[[0-9]\]> )|(?<=[0-9]\[[0-9][0-9]\]> )|\bredis-cli(?:[ \t]+-{1,2}[A-Za-z0-9][\w\-]*(?:[ \t]+[^\s\-]\S*)?)"
                 r"{0,12}"
                 r"[ \t]+)(?i:auth)[ \t]+"
                 r"(?:[^\s\"']+[ \t]+(?=[^\s&|;>]))?",
@@ -984,22 +989,29 @@ _KEY_RULES = (
         r"(?!arn:aws[\w\-]*:[\w\-]+:)" + rf"{_QUOTED}{{6,256}}(?P=q)",
         "variable",
     ),
-    _rule(
-        "env_secret",
-        # An environment list's entry: Kubernetes' "- name: DB_PASSWORD / value: …", an
-        # ECS task's {"name": "DB_PASSWORD", "value": "…"} (JSON-escaped text too).
-        rf"(?P<head>\bname\\?[\"']?[ \t]*:[ \t]*(?P<nq>\\?[\"']?){_ENV_NAME}(?P=nq)"
-        r"(?:[ \t]*,[ \t]*|[ \t]*(?:\r?\n|\\n)[ \t]*)\\?[\"']?value\\?[\"']?[ \t]*:[ \t]*)"
-        rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}"
-        rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?![^\s,}}\]\\\"']))",
-        "name",
+    replace(
+        _rule(
+            "env_secret",
+            # An environment list's entry: Kubernetes' "- name: DB_PASSWORD / value: …",
+            # an ECS task's {"name": "DB_PASSWORD", "value": "…"} (pretty-printed or
+            # JSON-escaped too), CloudFormation's Name / Value, Terraform's name = "…".
+            rf"(?P<head>\b(?i:name)\\?[\"']?[ \t]*[:=][ \t]*(?P<nq>\\?[\"']?){_ENV_NAME}(?P=nq)"
+            r"[ \t]*,?(?:[ \t]|\r?\n|\\[rn]){0,40}\\?[\"']?(?i:value)\\?[\"']?[ \t]*[:=][ \t]*)"
+            rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}(?!arn:aws)"
+            rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?![^\s,}}\]\\\"']))",
+            "name",
+            "Name",
+        ),
+        # A hint or a description in words ("Must be at least 8 characters") is no secret.
+        keep=lambda value: _reads_as_a_label(value),
     ),
     _rule(
         "env_secret",
         # A Dockerfile's ENV NAME value (its older form, no "=").
         rf"(?P<head>(?:^|(?<=\n)|(?<=\\n)|(?<=\"))ENV[ \t]+{_ENV_NAME}[ \t]+)(?P<q>\\?[\"'])?"
         + _NOT_A_VALUE
-        + rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?![^\s\\\"']))",
+        # One word to the line's end (prose after ENV NAME is no value).
+        + rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?=[ \t]*(?:\r?\n|\\[rn]|\\?\"|$)))",
         "ENV ",
     ),
     _rule(

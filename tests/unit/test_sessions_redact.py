@@ -1028,3 +1028,23 @@ def test_environment_lists_dockerfile_env_and_exec_form_curl() -> None:
     ):
         for each in (text, _json_command(text)):
             assert redact(each) == each, each
+
+
+def test_environment_lists_in_other_shapes_and_what_they_keep() -> None:
+    for command in (
+        '{\n  "name": "DB_PASSWORD",\n  "value": "S3cretPw1!"\n}',
+        'environment = [{ name = "DB_PASSWORD", value = "S3cretPw1!" }]',
+        "Environment:\n  - Name: DB_PASSWORD\n    Value: S3cretPw1!\n",
+        "  - name: DB_PASSWORD\r\n    value: S3cretPw1!\r\n",
+    ):
+        for text in (command, _json_command(command)):
+            assert "S3cretPw1" not in redact(text), text
+    for text in (
+        '  - name: PASSWORD_HINT\n    value: "Must be at least 8 characters"\n',
+        "ENV DB_PASSWORD should be passed at runtime\n",
+        "mysql [2]> auth something\n",
+        "  - name: TOKEN_MAX_AGE\n    value: 86400s\n",
+        "  - name: DB_PASSWORD_SECRET_ARN\n    value: arn:aws:secretsmanager:us-east-1:1:secret:x\n",
+    ):
+        for each in (text, _json_command(text)):
+            assert redact(each) == each, each
