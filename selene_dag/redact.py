@@ -130,6 +130,13 @@ _ENV_NAME = (
         )
     )
 )
+# Upper case, ending with the secret word (DB_PASSWORD, STRIPE_SECRET_KEY; not
+# PASSWORD_HASHER or TOKEN_NAMESPACE): the name of an environment list's entry.
+_ENV_NAME_END = (
+    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY"
+    r"|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY|REDISCLI_AUTH|(?<=_)PASS|(?<=_)PWD)"
+    r"(?![A-Za-z0-9_])"
+)
 # Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
 # x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
@@ -602,9 +609,13 @@ _KEY_RULES = (
             r"(?P<user>[^\s:\"'\\]+):"
             # (Not past a line break of a tool's input: rsync -avu host:path below.)
             r"|\bcurl\b(?:(?!\\[nr])[^\n|;&]){0,200}?(?<!\S)-(?:u(?P<joined>[^\s:\"'\-][^\s:\"']*)"
-            # -sSu user:…, combined flags; -U user:… and -Uuser:…, a proxy's.
-            r"|[A-Za-z]+u[ \t]+(?P<cq>\\?[\"'])?(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*)"
-            r"|U(?:[ \t]+|(?=[^\s\-]))(?P<pq>\\?[\"'])?(?P<proxy>[^\s:\"'\\]+)):)"
+            # -U user:… and -Uuser:…, a proxy's.
+            r"|U(?:[ \t]+|(?=[^\s\-]))(?P<pq>\\?[\"'])?(?P<proxy>[^\s:\"'\\]+)):"
+            # -sSu user:…, combined flags: right after curl's own options and URLs (not
+            # another tool's -avu later on the line).
+            r"|\bcurl(?:[ \t]+(?:-[^\s\\]*|[a-z]+://[^\s\\]*|[A-Z]{3,7}|\\?\"[^\"\\\n]*\\?\""
+            r"|'[^'\n]*')){0,12}?[ \t]+-[A-Za-z]+u[ \t]+"
+            r"(?P<cq>\\?[\"'])?(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*):)"
             # The password quoted on its own (-u admin:'…').
             r"(?(uq)|(?(pq)|(?(cq)|(?P<vq>\\?[\"'](?=[^\s\"']))?))))"
             + _NOT_A_REFERENCE
@@ -670,7 +681,7 @@ _KEY_RULES = (
         "(?P<head>"
         + _tool_flag(_ANY_GAP)
         # Not prose about the flag ("redis-cli -a to pass the password").
-        + r"(?:[ \t]+"
+        + r"(?:[ \t]+(?![(`])"
         + _NOT_PROSE
         + r"|(?=[^\s\-])(?=[^\s\"']{0,128}?[0-9!@#$%^&*+=~?])))"
         + _ARG_VALUE,
@@ -712,27 +723,33 @@ _KEY_RULES = (
                 ("smbclient", "rpcclient", "smbget", "smbmap", "smbcacls"),
             ),
             (
-                r"\b(?i:requirepass|masterauth)[ \t]+",
+                r"\b(?i:requirepass|masterauth)[ \t]+" + _NOT_PROSE,
                 ("equirepass", "EQUIREPASS", "asterauth", "ASTERAUTH"),
             ),
             # AUTH [user] password (Redis 6 takes a user name first), at the prompt or
             # as redis-cli's command (after its options: not a key named "auth").
             (
-                r"(?:(?<=[0-9]> )|(?<=[0-9]\[[0-9]\]> )|(?<=[0-9]\[[0-9][0-9]\]> )|\bredis-cli(?:[ \t]+-{1,2}[A-Za-z0-9][\w\-]*(?:[ \t]+[^\s\-]\S*)?)"
-                r"{0,12}"
-                r"[ \t]+)(?i:auth)[ \t]+"
-                r"(?:[^\s\"']+[ \t]+(?=[^\s&|;>]))?",
+                r"(?:(?<=[0-9]> )|(?<=[0-9]\[[0-9]\]> )|(?<=[0-9]\[[0-9][0-9]\]> )"
+                r"|\bredis-cli(?:[ \t]+(?:-[hpnsua]|--(?:user|pass|cacert|cert|key|sni|tls-ciphers"
+                r"|cacertdir|hostname|port|db))[ \t]+[^\s\-]\S*|[ \t]+-{1,2}[A-Za-z0-9][\w\-]*)"
+                r"{0,12}[ \t]+)(?i:auth)[ \t]+"
+                r"(?:(?![&|;<>])[^\s\"']+[ \t]+(?=[^\s&|;<>]))?(?![&|;<>])"
+                # The command ends after them (not "auth is needed when …").
+                r"(?=[^\s\"']+[ \t]*(?:$|\r?\n|\\[rn]|&&|\|\||[;|]|\\?[\"']))",
                 ("> AUTH", "> auth", "redis-cli"),
             ),
             # ldappasswd -s: the new password (its -w, the bind password, is a tool flag).
             (
-                r"\bldappasswd\b[^\n|;&]{0,200}?(?<!\S)-s(?:[ \t]+" + _NOT_PROSE + r"|(?=[^\s\-]))",
+                r"\bldappasswd\b[^\n|;&]{0,200}?(?<!\S)-s(?:[ \t]+(?![(`])"
+                + _NOT_PROSE
+                + r"|(?=[A-Za-z0-9!@#$%^&*+=~?]))",
                 ("ldappasswd",),
             ),
             # httpie and xh: -a / --auth user:password; lftp -u user,password.
             (
-                r"\b(?:http|https|xh|xhs)[ \t][^\n|;&]{0,200}?(?<!\S)(?:-a|--auth)(?:[ \t]+|=)"
-                r"(?:\\?[\"'])?[^\s:\"'\\]+:",
+                r"(?:^|(?<=[;|&(`\"'\n])|(?<=\\[nrt])|(?<=\$ ))[ \t]*(?:http|https|xh|xhs)[ \t]"
+                + _OWN_GAP
+                + r"(?<!\S)(?:-a|--auth)(?:[ \t]+|=)(?:\\?[\"'])?[^\s:\"'\\]+:(?!/)",
                 ("http ", "https ", "xh ", "xhs ", "http\t", "https\t", "xh\t", "xhs\t"),
             ),
             (
@@ -983,7 +1000,8 @@ _KEY_RULES = (
         + _NOT_A_VALUE
         # Past an escaped quote ("Sup3r\"S3cret"); not a placeholder (REPLACE_ME), a
         # setting ("disabled"), a path (/run/secrets/db, certs/client.key) or an ARN.
-        + r"(?!(?i:change_?me|replace_?me|todo|fixme|placeholder|changeit)\\?\")"
+        + r"(?!(?i:change_?me|replace_?me|todo|fixme|placeholder|changeit"
+        r"|(?:please_)?(?:set|change|replace|fill|enter|update)(?:_[a-z]+){0,2})\\?\")"
         r"(?!(?:enabled|disabled|none|null|true|false|auto|generated|random|healthy)\\?\")"
         r"(?!(?:\.{0,2}|~)/[\w.\-/]*\\?\"|[\w.\-/]*/[\w\-]+\.[a-z]{1,5}\\?\")"
         r"(?!arn:aws[\w\-]*:[\w\-]+:)" + rf"{_QUOTED}{{6,256}}(?P=q)",
@@ -995,10 +1013,11 @@ _KEY_RULES = (
             # An environment list's entry: Kubernetes' "- name: DB_PASSWORD / value: …",
             # an ECS task's {"name": "DB_PASSWORD", "value": "…"} (pretty-printed or
             # JSON-escaped too), CloudFormation's Name / Value, Terraform's name = "…".
-            rf"(?P<head>\b(?i:name)\\?[\"']?[ \t]*[:=][ \t]*(?P<nq>\\?[\"']?){_ENV_NAME}(?P=nq)"
-            r"[ \t]*,?(?:[ \t]|\r?\n|\\[rn]){0,40}\\?[\"']?(?i:value)\\?[\"']?[ \t]*[:=][ \t]*)"
-            rf"(?P<q>\\?[\"'])?{_NOT_A_VALUE}(?!arn:aws)"
-            rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?![^\s,}}\]\\\"']))",
+            rf"(?P<head>\b(?i:name)\\?[\"']?[ \t]*[:=][ \t]*(?P<nq>\\?[\"']?){_ENV_NAME_END}(?P=nq)"
+            r"[ \t]*,?(?:[ \t]|\r?\n|\\[rn]){0,40}\\?[\"']?(?i:value)\\?[\"']?[ \t]*(?:(?P<eq>=)|:)"
+            rf"[ \t]*)(?P<q>\\?[\"'])?{_NOT_A_VALUE}(?!arn:aws)"
+            # Unquoted after "=" (Terraform): an expression (random_password.api.result).
+            rf"(?(q){_QUOTED}{{6,256}}(?P=q)|(?(eq)(?!)|{_BARE}{{6,256}}(?![^\s,}}\]\\\"'])))",
             "name",
             "Name",
         ),
@@ -1008,7 +1027,7 @@ _KEY_RULES = (
     _rule(
         "env_secret",
         # A Dockerfile's ENV NAME value (its older form, no "=").
-        rf"(?P<head>(?:^|(?<=\n)|(?<=\\n)|(?<=\"))ENV[ \t]+{_ENV_NAME}[ \t]+)(?P<q>\\?[\"'])?"
+        rf"(?P<head>(?:^|(?<=\n)|(?<=\\n)|(?<=\"))ENV[ \t]+{_ENV_NAME_END}[ \t]+)(?P<q>\\?[\"'])?"
         + _NOT_A_VALUE
         # One word to the line's end (prose after ENV NAME is no value).
         + rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?=[ \t]*(?:\r?\n|\\[rn]|\\?\"|$)))",

@@ -1048,3 +1048,35 @@ def test_environment_lists_in_other_shapes_and_what_they_keep() -> None:
     ):
         for each in (text, _json_command(text)):
             assert redact(each) == each, each
+
+
+def test_the_false_positive_sweep_is_kept() -> None:
+    # Another tool's combined flags after curl, "http" in prose, Redis keys and prose
+    # after AUTH or requirepass, ldappasswd's flags named in prose, environment names
+    # that only contain a secret word, Terraform expressions, placeholders with a verb.
+    for text in (
+        "Unlike curl, rsync -avu host:/srv/data ./data keeps timestamps",
+        "Serve it over http then rsync -a web01:/var/www/ ./www/",
+        "After the http 200, docker cp -a app:/var/log/nginx ./nginx-logs",
+        "redis-cli -c HGET auth ttl",
+        "redis-cli -h redis-master -p 6379 auth && echo ok",
+        "redis-cli -h redis auth is needed when requirepass is set",
+        "ldappasswd -s, -S and -T are mutually exclusive",
+        "ldappasswd supports -s (new password) and -w (bind password)",
+        "- name: PASSWORD_HASHER\n  value: argon2id",
+        '{"name": "SECRET_PROVIDER", "value": "aws-secrets-manager"}',
+        '{\n  name  = "API_KEY"\n  value = random_password.api.result\n}',
+        "ENV TOKEN_NAMESPACE kube-system",
+        'variable "db_pwd" {\n  default = "PLEASE_SET"\n}',
+    ):
+        for each in (text, _json_command(text)):
+            assert redact(each) == each, each
+    for command in (
+        "curl -s -X POST https://x -fu admin:Xq7pL9mZ2w",
+        'curl -H "Accept: x" -fu admin:Xq7pL9mZ2w https://x',
+        "$ http --auth admin:Xq7pL9mZ2w GET example.org",
+        "redis-cli -h h -p 6379 --no-auth-warning AUTH Xq7pL9mZ2w && echo ok",
+        "ldappasswd -x -s Xq7pL9mZ2w uid=bob",
+    ):
+        for text in (command, _json_command(command)):
+            assert "Xq7pL9mZ2w" not in redact(text), text
