@@ -1039,7 +1039,7 @@ _KEY_RULES = (
         # health check's ["CMD", "curl", …].
         r"(?P<head>\bcurl(?P<aq>\\?[\"'])(?:[ \t]*,[ \t]*(?P=aq)[^\"'\\\n]{0,100}(?P=aq)){0,20}?"
         r"[ \t]*,[ \t]*(?P=aq)(?:-u|--user|--proxy-user|-U)(?P=aq)[ \t]*,[ \t]*(?P=aq)"
-        r"[^\s:\"'\\]+:)" + _NOT_A_REFERENCE + r"[^\"'\n\\]+",
+        r"[^\s:\"'\\]+:)" + _NOT_A_REFERENCE + r"(?![0-9]+\\?[\"'])[^\"'\n\\]+",
         "curl",
     ),
 )
