@@ -597,12 +597,8 @@ def context(
         f"{plural(pack.notes, 'note')}{f' ({tiers})' if tiers else ''}; {pack.seconds:.2f} s",
         highlight=False,
     )
-    if pack.notes and pack.counts.get("excluded", 0) == pack.notes:
-        err.print(
-            f"note: a budget of {plural(budget, 'token')} holds no note: not even the first "
-            "note's title line fits (notes are packed in priority order); raise --budget",
-            highlight=False,
-        )
+    if pack.note:
+        err.print(f"note: {pack.note.replace('the budget', '--budget')}", highlight=False)
 
 
 def _prepare_output(path: Path) -> None:

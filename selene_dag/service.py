@@ -459,8 +459,19 @@ class ContextPack:
     shown: list[dict[str, str]]
     seconds: float
 
+    @property
+    def note(self) -> str:
+        """Why the pack holds no note when the home has notes ("" otherwise)."""
+        if not self.notes or self.counts.get("excluded", 0) != self.notes:
+            return ""
+        return (
+            f"a budget of {plural(self.budget, 'token')} holds no note: not even the first "
+            "note's title line fits (notes are packed in priority order); raise the budget"
+        )
+
     def to_json(self) -> dict[str, Any]:
-        """The document ``context --format json`` prints and ``POST /context`` returns."""
+        """The document ``context --format json`` prints and ``POST /context`` returns
+        (``note``: why no note is shown, when none is)."""
         return {
             "budget": self.budget,
             "model": self.model,
@@ -469,6 +480,7 @@ class ContextPack:
             "threads": self.threads,
             "notes": self.shown,
             "text": self.text,
+            **({"note": self.note} if self.note else {}),
         }
 
 

@@ -89,6 +89,10 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
     assert {n["id"] for n in context["notes"]} <= set(titles)
     places = [context["text"].index(titles[n["id"]]) for n in context["notes"]]
     assert places == sorted(places)
+    assert "note" not in context
+    # A budget too small for one title line said nothing (the CLI said why on stderr).
+    tiny = api.post("/context", json={"budget": 1}).json()
+    assert tiny["text"] == "" and "holds no note" in tiny["note"]
 
     messages = [{"role": "system", "content": "be brief"}] + [
         {"role": "user" if i % 2 else "assistant", "content": f"message {i} " + "word " * 60}
