@@ -715,13 +715,20 @@ def health(
         bool, typer.Option("--json", help="Print the health document as JSON.")
     ] = False,
     format: Annotated[
-        str,
-        typer.Option("--format", help="table or json (as --json, and as ask and show take it)."),
-    ] = "table",
+        str | None,
+        typer.Option(
+            "--format",
+            help="table (the default) or json (as --json, and as ask and show take it).",
+            show_default=False,
+        ),
+    ] = None,
     home: HomeOption = None,
 ) -> None:
     """Compression health: tier distribution, essence progress, thread digests, the notes
     folders ingested, and the sessions stored (with their files' unreadable lines)."""
+    if as_json and format == "table":
+        raise UsageError("--json and --format table disagree: give one of them")
+    format = format or "table"
     _check_format(format, ("table", "json"))
     document = service.health(_settings(home))
     if as_json or format == "json":

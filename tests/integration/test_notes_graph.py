@@ -144,6 +144,8 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
     # --format json, as ask, show, eval and context take it, prints the same document.
     formatted = CliRunner().invoke(app, ["health", "--format", "json"])
     assert formatted.exit_code == 0 and json.loads(formatted.stdout) == document
+    clash = CliRunner().invoke(app, ["health", "--json", "--format", "table"])
+    assert clash.exit_code == 1 and "--json and --format table disagree" in clash.output
     assert set(document) == {
         "status",
         "timestamp",
