@@ -413,3 +413,16 @@ def test_an_object_before_junk_unlike_the_files_records_is_no_record(tmp_path: P
     result = parse_file(_write(tmp_path / "s.jsonl", [first, broken, "{} junk"]), "claude")
     assert [e.text for e in result.events] == ["hello"]
     assert result.stats.errors == 2
+
+
+def test_a_summary_glued_to_the_first_prompt_on_the_first_line(tmp_path: Path) -> None:
+    # The first line's first record (a summary) was the only shape to compare with, so
+    # the prompt glued after it, sharing one key with it, was counted as cut and lost.
+    summary = json.dumps({"type": "summary", "summary": "Docs deploy", "leafUuid": "x"})
+    prompt = json.dumps(_claude("aaaaaaaa-1", None, "user", "deploy the docs site"))
+    result = parse_file(_write(tmp_path / "s.jsonl", [summary + prompt]), "claude")
+    assert [e.text for e in result.events if e.kind in ("summary", "user_prompt")] == [
+        "Docs deploy",
+        "deploy the docs site",
+    ]
+    assert result.stats.errors == 0

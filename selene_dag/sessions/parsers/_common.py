@@ -146,9 +146,9 @@ def split_glued(
     another with no line break, and records cut short by a crash with the next written
     right after. Returns the records read, in order, and how many cut ones (or runs of
     text that open no record) were skipped; None when no record is found (a line that is
-    only broken). Records must look like the file's records so far
-    (``_looks_like_a_record``; on a file's first line, like the line's first object,
-    which is taken as a record).
+    only broken). An object right after a whole record is a record; one after a cut
+    record must look like the file's records so far (``_looks_like_a_record``; on a
+    file's first line, like the line's first object, which is taken as a record).
     Places where no record opens are tried at most ``_MAX_GLUE_TRIES`` times, and the
     parsing done is bounded (``_GLUE_WORK`` times the line, plus a little): a line made
     to make each try read to its end costs seconds, not minutes."""
@@ -170,8 +170,10 @@ def split_glued(
         work -= end - at  # read; a record is read again below, as every line is
         record = None
         # On a file's first line nothing says what a record looks like: its first object is.
-        known = bool(first_keys) or at != first
-        if isinstance(obj, dict) and (not known or _looks_like_a_record(obj, keys, first_keys)):
+        # Right after a whole record an object is one of the line's own values, not one
+        # nested in a cut record: any object is a record there (a summary, then a prompt).
+        trusted = (not first_keys and at == first) or (bool(records) and not in_cut)
+        if isinstance(obj, dict) and (trusted or _looks_like_a_record(obj, keys, first_keys)):
             work -= end - at
             try:  # as every line is read: a lone surrogate escape as U+FFFD, no NaN
                 record = loads_lenient(text[at:end].encode("utf-8", "surrogatepass"))
