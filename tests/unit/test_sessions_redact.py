@@ -877,25 +877,43 @@ def _json_command(command: str) -> str:
     return json.dumps({"command": command})
 
 
+def _assert_hidden(commands: tuple[str, ...], *secrets: str) -> None:
+    """Each of ``commands``, plain and as a tool's input, redacted of every one of
+    ``secrets``."""
+    for command in commands:
+        for text in (command, _json_command(command)):
+            out = redact(text)
+            for secret in secrets:
+                assert secret not in out, text
+
+
+def _assert_kept(texts: tuple[str, ...]) -> None:
+    """Each of ``texts``, plain and as a tool's input, left as it is."""
+    for text in texts:
+        for each in (text, _json_command(text)):
+            assert redact(each) == each, each
+
+
 def test_sixth_review_leaks_are_closed() -> None:
     # Quotes escaped in a tool's input; a password joined to its flag in quotes; more
     # secret variable names; curl after a quoted argument naming a command, or named by
     # an image with a tag; httpie, curl's proxy user, lftp, Redis AUTH and REDISCLI_AUTH,
     # ldappasswd's new password; a quoted curl -u holding a space.
-    for command in (
-        'curl -u "admin:S3cretPass" https://x',
-        'curl --user "admin:S3cretPass" https://x',
-        'sqlplus "scott/S3cretPass@orcl"',
-        'sqlplus -S "scott/S3cretPass"@orcl',
-        'curl -b "sessionid=Zx9k2LmQp7" https://x',
-        'curl --cookie "sessionid=Zx9k2LmQp7" https://x',
-        'sqlcmd -S . -U sa -P"Str0ng!Pass"',
-        "redis-cli -a'Str0ngPass' ping",
-    ):
-        for text in (command, _json_command(command)):
-            out = redact(text)
-            assert "S3cretPass" not in out and "Zx9k2LmQp7" not in out, text
-            assert "Str0ng" not in out, text
+    _assert_hidden(
+        (
+            'curl -u "admin:S3cretPass" https://x',
+            'curl --user "admin:S3cretPass" https://x',
+            'sqlplus "scott/S3cretPass@orcl"',
+            'sqlplus -S "scott/S3cretPass"@orcl',
+            'curl -b "sessionid=Zx9k2LmQp7" https://x',
+            'curl --cookie "sessionid=Zx9k2LmQp7" https://x',
+            'sqlcmd -S . -U sa -P"Str0ng!Pass"',
+            "redis-cli -a'Str0ngPass' ping",
+        ),
+        "S3cretPass",
+        "Zx9k2LmQp7",
+        "Str0ng",
+    )
     for text in (
         'variable "db_pass" {\n  default = "AbCdEf123456"\n}',
         'variable "admin_pwd" {\n  default = "AbCdEf123456"\n}',
@@ -938,23 +956,24 @@ def test_seventh_review_leaks_and_false_positives() -> None:
     # between a tool and its flag; capital-letter Terraform defaults; a quoted image name;
     # curl -U quoted or joined, -sSu, a quoted password after the colon; REDISCLI_AUTH as
     # YAML, JSON and code.
-    for command in (
-        "ldappasswd -x -D cn=admin -w Xq7pL9mZ2w -s N3wPa55w0rd uid=bob",
-        "sqlcmd -S db -i run.sql -U sa -PN3wPa55w0rdXq7",
-        "redis-cli -h cache.run.app -aN3wPa55w0rdXq7 ping",
-        'variable "db_password" {\n  default = "SUPERSECRETPASSWORD"\n}',
-        'docker run --rm "curlimages/curl:8.5.0" -u admin:Xq7pL9mZ2w https://x',
-        "curl -U 'proxy:Xq7pL9mZ2w' https://x",
-        "curl -Uproxy:Xq7pL9mZ2w https://x",
-        "curl -sSu admin:Xq7pL9mZ2w https://x",
-        "curl -u admin:'Xq7pL9mZ2w' https://x",
-        "environment:\n  REDISCLI_AUTH: Xq7pL9mZ2w\n",
-        "os.environ['REDISCLI_AUTH'] = 'Xq7pL9mZ2w'",
-    ):
-        for text in (command, _json_command(command)):
-            out = redact(text)
-            for secret in ("Xq7pL9mZ2w", "N3wPa55w0rd", "SUPERSECRET"):
-                assert secret not in out, text
+    _assert_hidden(
+        (
+            "ldappasswd -x -D cn=admin -w Xq7pL9mZ2w -s N3wPa55w0rd uid=bob",
+            "sqlcmd -S db -i run.sql -U sa -PN3wPa55w0rdXq7",
+            "redis-cli -h cache.run.app -aN3wPa55w0rdXq7 ping",
+            'variable "db_password" {\n  default = "SUPERSECRETPASSWORD"\n}',
+            'docker run --rm "curlimages/curl:8.5.0" -u admin:Xq7pL9mZ2w https://x',
+            "curl -U 'proxy:Xq7pL9mZ2w' https://x",
+            "curl -Uproxy:Xq7pL9mZ2w https://x",
+            "curl -sSu admin:Xq7pL9mZ2w https://x",
+            "curl -u admin:'Xq7pL9mZ2w' https://x",
+            "environment:\n  REDISCLI_AUTH: Xq7pL9mZ2w\n",
+            "os.environ['REDISCLI_AUTH'] = 'Xq7pL9mZ2w'",
+        ),
+        "Xq7pL9mZ2w",
+        "N3wPa55w0rd",
+        "SUPERSECRET",
+    )
     for text in (
         "I ran redis-cli but the auth token expired, so I rotated it",
         "Connect with redis-cli and auth with the password from vault",
@@ -981,80 +1000,75 @@ def test_eighth_review_leaks_and_false_positives() -> None:
         'variable "db_password" {\n  default = "disabled"\n}',
     ):
         assert redact(text) == text, text
-    for command in (
-        "redis-cli -3 AUTH s3cretpw99",
-        'variable "db_password" {\n  default = "mysecretpassword"\n}',
-        'variable "jwt_secret" { default = "x9Kd82/aZq+Lm0=" }',
-        'variable "db_password" {\n  default = "arn:Sup3rS3cret!"\n}',
-        "curl -s -u admin:'p@ss word!' https://x",
-        'curl -sSu "admin:pa55word" https://x',
-        "ldappasswd -x -D cn=admin -W -sN3wUserPw uid=bob",
-    ):
-        for text in (command, _json_command(command)):
-            out = redact(text)
-            for secret in (
-                "s3cretpw99",
-                "mysecretpassword",
-                "x9Kd82",
-                "Sup3r",
-                "word!",
-                "pa55word",
-                "N3wUser",
-            ):
-                assert secret not in out, text
+    _assert_hidden(
+        (
+            "redis-cli -3 AUTH s3cretpw99",
+            'variable "db_password" {\n  default = "mysecretpassword"\n}',
+            'variable "jwt_secret" { default = "x9Kd82/aZq+Lm0=" }',
+            'variable "db_password" {\n  default = "arn:Sup3rS3cret!"\n}',
+            "curl -s -u admin:'p@ss word!' https://x",
+            'curl -sSu "admin:pa55word" https://x',
+            "ldappasswd -x -D cn=admin -W -sN3wUserPw uid=bob",
+        ),
+        "s3cretpw99",
+        "mysecretpassword",
+        "x9Kd82",
+        "Sup3r",
+        "word!",
+        "pa55word",
+        "N3wUser",
+    )
 
 
 def test_environment_lists_dockerfile_env_and_exec_form_curl() -> None:
     # Kubernetes' env list, an ECS task's environment, a Dockerfile's ENV without "=",
     # curl in an exec-form list (a health check) and redis-cli's prompt on another db.
-    for command in (
-        "env:\n  - name: DB_PASSWORD\n    value: S3cretPw1\n",
-        'env:\n- name: API_TOKEN\n  value: "S3cretPw1abc"',
-        '[{"name": "DB_PASSWORD", "value": "S3cretPw1"}]',
-        "ENV DB_PASSWORD S3cretPw1",
-        "FROM x\nENV DB_PASSWORD S3cretPw1\nRUN make",
-        'test: ["CMD", "curl", "-f", "-u", "admin:S3cretPw1", "http://localhost"]',
-        "127.0.0.1:6379[1]> AUTH S3cretPw1",
-    ):
-        for text in (command, _json_command(command)):
-            assert "S3cretPw1" not in redact(text), text
-    for text in (
+    _assert_hidden(
+        (
+            "env:\n  - name: DB_PASSWORD\n    value: S3cretPw1\n",
+            'env:\n- name: API_TOKEN\n  value: "S3cretPw1abc"',
+            '[{"name": "DB_PASSWORD", "value": "S3cretPw1"}]',
+            "ENV DB_PASSWORD S3cretPw1",
+            "FROM x\nENV DB_PASSWORD S3cretPw1\nRUN make",
+            'test: ["CMD", "curl", "-f", "-u", "admin:S3cretPw1", "http://localhost"]',
+            "127.0.0.1:6379[1]> AUTH S3cretPw1",
+        ),
+        "S3cretPw1",
+    )
+    _assert_kept(
         "env:\n  - name: DB_PASSWORD\n    valueFrom:\n      secretKeyRef: {name: db, key: pw}",
         "env:\n  - name: DB_PASSWORD_FILE\n    value: /run/secrets/db",
         "- name: GITHUB_TOKEN\n  value: ${{ secrets.GITHUB_TOKEN }}",
         "- name: TOKEN_TTL\n  value: 3600000",
         "ENV NODE_ENV production",
         'command: ["docker", "run", "-u", "app:staff", "img"]',
-    ):
-        for each in (text, _json_command(text)):
-            assert redact(each) == each, each
+    )
 
 
 def test_environment_lists_in_other_shapes_and_what_they_keep() -> None:
-    for command in (
-        '{\n  "name": "DB_PASSWORD",\n  "value": "S3cretPw1!"\n}',
-        'environment = [{ name = "DB_PASSWORD", value = "S3cretPw1!" }]',
-        "Environment:\n  - Name: DB_PASSWORD\n    Value: S3cretPw1!\n",
-        "  - name: DB_PASSWORD\r\n    value: S3cretPw1!\r\n",
-    ):
-        for text in (command, _json_command(command)):
-            assert "S3cretPw1" not in redact(text), text
-    for text in (
+    _assert_hidden(
+        (
+            '{\n  "name": "DB_PASSWORD",\n  "value": "S3cretPw1!"\n}',
+            'environment = [{ name = "DB_PASSWORD", value = "S3cretPw1!" }]',
+            "Environment:\n  - Name: DB_PASSWORD\n    Value: S3cretPw1!\n",
+            "  - name: DB_PASSWORD\r\n    value: S3cretPw1!\r\n",
+        ),
+        "S3cretPw1",
+    )
+    _assert_kept(
         '  - name: PASSWORD_HINT\n    value: "Must be at least 8 characters"\n',
         "ENV DB_PASSWORD should be passed at runtime\n",
         "mysql [2]> auth something\n",
         "  - name: TOKEN_MAX_AGE\n    value: 86400s\n",
         "  - name: DB_PASSWORD_SECRET_ARN\n    value: arn:aws:secretsmanager:us-east-1:1:secret:x\n",
-    ):
-        for each in (text, _json_command(text)):
-            assert redact(each) == each, each
+    )
 
 
 def test_the_false_positive_sweep_is_kept() -> None:
     # Another tool's combined flags after curl, "http" in prose, Redis keys and prose
     # after AUTH or requirepass, ldappasswd's flags named in prose, environment names
     # that only contain a secret word, Terraform expressions, placeholders with a verb.
-    for text in (
+    _assert_kept(
         "Unlike curl, rsync -avu host:/srv/data ./data keeps timestamps",
         "Serve it over http then rsync -a web01:/var/www/ ./www/",
         "After the http 200, docker cp -a app:/var/log/nginx ./nginx-logs",
@@ -1068,15 +1082,14 @@ def test_the_false_positive_sweep_is_kept() -> None:
         '{\n  name  = "API_KEY"\n  value = random_password.api.result\n}',
         "ENV TOKEN_NAMESPACE kube-system",
         'variable "db_pwd" {\n  default = "PLEASE_SET"\n}',
-    ):
-        for each in (text, _json_command(text)):
-            assert redact(each) == each, each
-    for command in (
-        "curl -s -X POST https://x -fu admin:Xq7pL9mZ2w",
-        'curl -H "Accept: x" -fu admin:Xq7pL9mZ2w https://x',
-        "$ http --auth admin:Xq7pL9mZ2w GET example.org",
-        "redis-cli -h h -p 6379 --no-auth-warning AUTH Xq7pL9mZ2w && echo ok",
-        "ldappasswd -x -s Xq7pL9mZ2w uid=bob",
-    ):
-        for text in (command, _json_command(command)):
-            assert "Xq7pL9mZ2w" not in redact(text), text
+    )
+    _assert_hidden(
+        (
+            "curl -s -X POST https://x -fu admin:Xq7pL9mZ2w",
+            'curl -H "Accept: x" -fu admin:Xq7pL9mZ2w https://x',
+            "$ http --auth admin:Xq7pL9mZ2w GET example.org",
+            "redis-cli -h h -p 6379 --no-auth-warning AUTH Xq7pL9mZ2w && echo ok",
+            "ldappasswd -x -s Xq7pL9mZ2w uid=bob",
+        ),
+        "Xq7pL9mZ2w",
+    )
