@@ -887,7 +887,7 @@ def _assert_hidden(commands: tuple[str, ...], *secrets: str) -> None:
                 assert secret not in out, text
 
 
-def _assert_kept(texts: tuple[str, ...]) -> None:
+def _assert_kept(*texts: str) -> None:
     """Each of ``texts``, plain and as a tool's input, left as it is."""
     for text in texts:
         for each in (text, _json_command(text)):
