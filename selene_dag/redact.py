@@ -78,11 +78,15 @@ from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
+# An upper-case name up to its secret word: DB_PASSWORD, STRIPE_SECRET (of _KEY).
+_ENV_SECRET_WORD = (
+    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY"
+    r"|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY|REDISCLI_AUTH|(?<=_)PASS(?![A-Z])|(?<=_)PWD)"
+)
 _ENV_NAME = (
-    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY|REDISCLI_AUTH"
-    r"|(?<=_)PASS(?![A-Z])|(?<=_)PWD)"
+    _ENV_SECRET_WORD
     # (Bounded: each end below is looked at from every place the rest could end.)
-    r"(?:_[A-Z0-9_]{0,64})?"
+    + r"(?:_[A-Z0-9_]{0,64})?"
     # Not a name that says where the secret is or what it is like: POSTGRES_PASSWORD_FILE,
     # OAUTH_TOKEN_URL, TOKEN_TYPE, ACCESS_KEY_ID.
     + "".join(
@@ -132,11 +136,7 @@ _ENV_NAME = (
 )
 # Upper case, ending with the secret word (DB_PASSWORD, STRIPE_SECRET_KEY; not
 # PASSWORD_HASHER or TOKEN_NAMESPACE): the name of an environment list's entry.
-_ENV_NAME_END = (
-    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY"
-    r"|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY|REDISCLI_AUTH|(?<=_)PASS|(?<=_)PWD)"
-    r"(?![A-Za-z0-9_])"
-)
+_ENV_NAME_END = _ENV_SECRET_WORD + r"(?![A-Za-z0-9_])"
 # Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
 # x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
