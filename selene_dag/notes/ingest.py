@@ -336,7 +336,7 @@ def read_notes(
                 if parsed is not None and bundle is not None:
                     parsed = _with_bundle_info(parsed, inside.get(f"{bundle}/info.json"))
                 if parsed is not None:
-                    _take(result, seen, scope, member_source, *parsed)
+                    _take(result, seen, scope, member_source, *parsed, member_rel)
             continue
         if known is None:
             parsed = _parse_file(raw, source, rel, mtime)
@@ -357,7 +357,7 @@ def read_notes(
         if source != resolved:
             reason = "its file name is not UTF-8 (stored with those bytes written \\xNN)"
             errors.append(IngestError.note_kept(source, None, reason))
-        _take(result, seen, scope, source, notes, errors)
+        _take(result, seen, scope, source, notes, errors, rel)
     parsed_files.save()
     for folder, reason in unlisted:
         # Its notes are not seen: they stay as they were (marked failed, not deleted).
@@ -530,10 +530,15 @@ def _take(
     source: str,
     notes: list[NoteRecord],
     errors: list[IngestError],
+    rel: str | None = None,
 ) -> None:
     """Add one file's notes and problems to ``result``: ids made home-wide, a repeated id
     kept once: the copy updated last when both say when (two exports of one app side by
-    side, the newer read second: its pages were dropped), else the first."""
+    side, the newer read second: its pages were dropped), else the first. A file of one
+    note (``rel``: its path in the folder) whose own id (a front-matter ``id``) another
+    file's note already holds, with another title and text, is another note: it keeps its
+    path as its id (a template's ``id: {{date}}`` gave two notes of one minute one id, and
+    the second was lost)."""
     result.errors.extend(errors)
     # A file with any unreadable part is "failed" for deletion tracking: a note whose line
     # broke must not be marked deleted. Its readable notes are still ingested. A problem
@@ -543,6 +548,17 @@ def _take(
     for note in notes:
         if scope is not None:
             note = replace(note, id=scope.note_id(note.id))
+        if note.id in seen and rel is not None and len(notes) == 1:
+            first, place = seen[note.id]
+            kept = result.notes[place]
+            by_path = scope.note_id(rel) if scope is not None else rel
+            if by_path not in seen and kept.title != note.title:
+                reason = (
+                    f"its id {note.id!r} is {first}'s, another note: its path {by_path!r} "
+                    "is its id; give it an id of its own"
+                )
+                result.errors.append(IngestError.note_kept(source, None, reason))
+                note = replace(note, id=by_path)
         if note.id in seen:
             first, place = seen[note.id]
             kept = result.notes[place]

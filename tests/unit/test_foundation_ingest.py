@@ -516,3 +516,21 @@ def test_a_page_named_as_a_note_beside_it_is_said_to_be_passed_over(tmp_path):
     said = [(e.source.rsplit("/", 1)[-1], e.kept) for e in result.errors]
     assert said == [("a.html", True)]
     assert "copy of a.md beside it" in result.errors[0].error
+
+
+def test_two_notes_given_one_front_matter_id_are_both_kept(tmp_path):
+    # A template's `id: {{date}}` gives two notes written in one minute the same id: the
+    # second keeps its path as its id (it was dropped as a duplicate), and the input
+    # problem says so. A copy of one note (same title) is still kept once.
+    (tmp_path / "a.md").write_text("---\nid: 202401011200\n---\n# Grocery list\n\nMilk.\n")
+    (tmp_path / "b.md").write_text("---\nid: 202401011200\n---\n# Meeting with Ana\n\nFriday.\n")
+    (tmp_path / "c.md").write_text("---\nid: 202401011200\n---\n# Grocery list\n\nMilk, eggs.\n")
+    result = read_notes(tmp_path)
+    assert {n.id: n.title for n in result.notes} == {
+        "202401011200": "Grocery list",
+        "b.md": "Meeting with Ana",
+    }
+    problems = {e.source.rsplit("/", 1)[-1]: e for e in result.errors}
+    assert problems["b.md"].kept and "'b.md' is its id" in problems["b.md"].error
+    assert not problems["c.md"].kept and "kept the first" in problems["c.md"].error
+    assert sorted(result.files_ok) == sorted(str(tmp_path / f) for f in ("a.md", "b.md", "c.md"))
