@@ -632,6 +632,10 @@ def paired_tool_messages(before: Sequence[Message], kept: Mapping[int, Message])
     return out
 
 
+# A message given without a content (tool calls only) goes out without one.
+_LEFT_OUT = object()
+
+
 def _as_given(
     messages: list[Message], as_given: Mapping[int, tuple[Message, Any]]
 ) -> list[Message]:
@@ -648,9 +652,17 @@ def _as_given(
             if call is not None and (call in whole) != (result in whole):
                 whole -= {call, result}
                 changed = True
-    return [
-        {**m, "content": as_given[id(m)][1]} if i in whole else m for i, m in enumerate(messages)
-    ]
+    out = []
+    for i, m in enumerate(messages):
+        if i in whole:
+            content = as_given[id(m)][1]
+            m = (
+                {k: v for k, v in m.items() if k != "content"}
+                if content is _LEFT_OUT
+                else {**m, "content": content}
+            )
+        out.append(m)
+    return out
 
 
 def compact_messages(
@@ -677,7 +689,9 @@ def compact_messages(
     msgs = validate_messages(messages)
     # A message kept whole goes out as it came: content as a list of parts (an image, a
     # document) or null stays so; only the text of it is counted and compacted.
-    as_given = {id(m): (m, g["content"]) for m, g in zip(msgs, messages, strict=True)}
+    as_given = {
+        id(m): (m, g.get("content", _LEFT_OUT)) for m, g in zip(msgs, messages, strict=True)
+    }
     check_context_budget(0, window)  # validates window
     if summarizer is not None and not callable(summarizer):
         raise TypeError("summarizer must be a callable (text, max_tokens) -> str")

@@ -1,7 +1,8 @@
 """Chat messages as compaction reads them: checked, their content made text, read from a
 file (a JSON list, ``{"messages": [...], "digest": [...]}``, or JSONL, one message a line).
 
-A message is a mapping with a non-empty string ``role`` and a ``content``. Reading a file
+A message is a mapping with a non-empty string ``role`` and a ``content`` (which a message
+that calls tools may leave out, as chat APIs let an assistant message do). Reading a file
 (``load_conversation``, ``parse_messages``) checks the messages and keeps them as given;
 ``validate_messages`` and compaction read content as text. Content given the way chat
 APIs take it, a list of parts, is read as one string: text parts joined by a
@@ -70,8 +71,8 @@ def call_text(message: Mapping[str, Any]) -> str:
 
 def counted_text(message: Mapping[str, Any]) -> str:
     """Everything of a message a model reads: its content (``content_text`` of a list of
-    parts or null), then its tool calls."""
-    content = message["content"]
+    parts, null or left out), then its tool calls."""
+    content = message.get("content")
     text = content if content.__class__ is str else content_text(content)
     calls = call_text(message)
     return f"{text}\n{calls}" if calls else text
@@ -79,8 +80,8 @@ def counted_text(message: Mapping[str, Any]) -> str:
 
 def validate_messages(messages: object) -> list[Message]:
     """A copy of ``messages`` after checking each is a mapping with a non-empty str ``role``
-    and a ``content``; content becomes a string (``content_text``). Raises TypeError or
-    ValueError naming the first bad message."""
+    and a ``content`` (left out only beside tool calls: read as null); content becomes a
+    string (``content_text``). Raises TypeError or ValueError naming the first bad message."""
     if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
         raise TypeError("messages must be a list of {role, content} objects")
     out: list[Message] = []
@@ -89,10 +90,10 @@ def validate_messages(messages: object) -> list[Message]:
             raise ValueError(f"message {i}: expected an object, got {type(msg).__name__}")
         if not isinstance(msg.get("role"), str) or not msg.get("role"):
             raise ValueError(f"message {i}: 'role' must be a non-empty string")
-        if "content" not in msg:
+        if "content" not in msg and not any(msg.get(key) for key in CALL_FIELDS):
             raise ValueError(f"message {i}: no 'content'")
         try:
-            text = content_text(msg["content"])
+            text = content_text(msg.get("content"))
             _check_tool_ids(msg)
             _reject_surrogates_in(msg)  # content, calls, a name: a chat API reads them all
         except ValueError as exc:

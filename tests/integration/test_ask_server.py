@@ -116,6 +116,15 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
     digest = [{"stage": "plan", "decision": "ship on Friday"}]
     kept = api.post("/compact", json={"messages": messages[:3], "window": 600, "digest": digest})
     assert kept.json()["messages"][1]["content"].endswith("- plan: ship on Friday")
+    # An assistant message of tool calls alone may leave its content out, as chat APIs send it.
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    calls_only = [
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.txt"},
+    ]
+    answer = api.post("/compact", json={"messages": calls_only, "window": 600})
+    assert answer.status_code == 200 and answer.json()["messages"] == calls_only
 
     assert api.get("/docs").status_code == 200
     assert "/ask" in api.get("/openapi.json").json()["paths"]

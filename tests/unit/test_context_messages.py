@@ -168,3 +168,28 @@ def test_tool_ids_that_are_not_strings_name_the_message(message: dict, reason: s
         validate_messages([{"role": "user", "content": "q"}, message])
     ollama = {"role": "assistant", "content": "", "tool_calls": [{"function": {"name": "f"}}]}
     assert validate_messages([ollama, {"role": "tool", "content": "r"}])[0] == ollama
+
+
+def test_an_assistant_message_of_tool_calls_alone_may_leave_content_out() -> None:
+    # Chat APIs let an assistant message that only calls tools leave `content` out; such a
+    # conversation was refused ("no 'content'"). It is read as null and, kept whole, goes
+    # out as it came; a message with neither content nor calls is still refused.
+    call = {"id": "c1", "type": "function", "function": {"name": "ls", "arguments": "{}"}}
+    messages = [
+        {"role": "user", "content": "List the files."},
+        {"role": "assistant", "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "a.txt b.txt"},
+        {"role": "assistant", "content": "Two files."},
+    ]
+    assert validate_messages(messages)[1] == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [call],
+    }
+    assert compact_messages(messages, 1_000, M).messages == messages
+    long = [{"role": "user", "content": "Tell me about data. " * 40}, *messages] * 20
+    report = compact_messages(long, 1_500, M)
+    assert report.tokens_after <= 1_500
+    assert {"role": "assistant", "tool_calls": [call]} in report.messages
+    with pytest.raises(ValueError, match="message 0: no 'content'"):
+        validate_messages([{"role": "assistant", "tool_calls": []}])
