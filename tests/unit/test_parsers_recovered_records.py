@@ -426,3 +426,21 @@ def test_a_summary_glued_to_the_first_prompt_on_the_first_line(tmp_path: Path) -
         "deploy the docs site",
     ]
     assert result.stats.errors == 0
+
+
+def test_an_object_after_a_whole_record_is_a_record_only_when_it_ends_as_one(
+    tmp_path: Path,
+) -> None:
+    # After a whole record, an empty object (it crashed the read: its first key was
+    # taken), an object sharing no key with the records, and one followed by the rest of a
+    # record whose opening was lost are no records: each is a cut, counted.
+    first = json.dumps(_claude("aaaaaaaa-1", None, "user", "deploy the docs site"))
+    second = json.dumps(_claude("aaaaaaaa-2", "aaaaaaaa-1", "assistant", "Deploying."))
+    third = json.dumps(_claude("aaaaaaaa-3", "aaaaaaaa-2", "user", "thanks"))
+    nested = '{"type": "tool_use", "id": "t1", "name": "Bash", "input": {}}]}, "uuid": "x"}'
+    for glue in ("{}", '{"foo": 1}', nested):
+        result = parse_file(_write(tmp_path / "s.jsonl", [first, second + glue + third]), "claude")
+        texts = [e.text for e in result.events if e.kind in ("user_prompt", "assistant_text")]
+        assert texts == ["deploy the docs site", "Deploying.", "thanks"], glue
+        assert result.stats.errors == 1, glue
+        assert not [e for e in result.events if e.kind == "other"], glue

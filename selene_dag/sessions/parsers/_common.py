@@ -76,7 +76,7 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
             if len(raw) < 3 and not raw.strip():  # strip() copies: only test short lines
                 continue
             try:
-                obj = loads(raw)
+                found = [loads(raw)]
             except orjson.JSONDecodeError as exc:
                 if not raw.strip():
                     continue
@@ -100,26 +100,22 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
                         f"a record cut short (invalid JSON: {exc.msg}); "
                         f"{_whole_records(len(found))} on the same line read",
                     )
-                *before, obj = found
-                for record in before:
-                    stats.lines += 1
-                    keys.update(record)
-                    first_keys.add(next(iter(record)))
-                    yield number, record
-            stats.lines += 1
-            if not isinstance(obj, dict):
-                stats.record_error(number, f"expected a JSON object, got {type(obj).__name__}")
-                continue
-            if obj:
-                keys.update(obj)
-                first_keys.add(next(iter(obj)))
-            yield number, obj
+            for obj in found:
+                stats.lines += 1
+                if not isinstance(obj, dict):
+                    stats.record_error(number, f"expected a JSON object, got {type(obj).__name__}")
+                    continue
+                if obj:
+                    keys.update(obj)
+                    first_keys.add(next(iter(obj)))
+                yield number, obj
 
 
 # Places tried on one broken line where no record is read, at most: only where an object
 # opens with a key the file's records open with (a cut record's own nested objects seldom
 # do).
 _MAX_GLUE_TRIES = 64
+_RECORD_END = re.compile(r"\s*(?:\{|\Z)")
 _GLUE_WORK = 8
 _DECODER = json.JSONDecoder()
 
@@ -170,10 +166,23 @@ def split_glued(
         work -= end - at  # read; a record is read again below, as every line is
         record = None
         # On a file's first line nothing says what a record looks like: its first object is.
-        # Right after a whole record an object is one of the line's own values, not one
-        # nested in a cut record: any object is a record there (a summary, then a prompt).
-        trusted = (not first_keys and at == first) or (bool(records) and not in_cut)
-        if isinstance(obj, dict) and (trusted or _looks_like_a_record(obj, keys, first_keys)):
+        # Right after a whole record, an object sharing a key with the file's records that
+        # ends where a record may (the line's end, or the next object) is one of the
+        # line's own values: a record (a summary, then a prompt). One followed by more of a
+        # record (``]},"uuid": …``) is nested in a record whose opening was lost, and an
+        # empty one is no record.
+        trusted = (not first_keys and at == first) or (
+            bool(records)
+            and not in_cut
+            and isinstance(obj, dict)
+            and not keys.isdisjoint(obj)
+            and _RECORD_END.match(text, end) is not None
+        )
+        if (
+            isinstance(obj, dict)
+            and obj
+            and (trusted or _looks_like_a_record(obj, keys, first_keys))
+        ):
             work -= end - at
             try:  # as every line is read: a lone surrogate escape as U+FFFD, no NaN
                 record = loads_lenient(text[at:end].encode("utf-8", "surrogatepass"))
