@@ -134,9 +134,15 @@ _ENV_NAME = (
         )
     )
 )
-# Upper case, ending with the secret word (DB_PASSWORD, STRIPE_SECRET_KEY; not
-# PASSWORD_HASHER or TOKEN_NAMESPACE): the name of an environment list's entry.
-_ENV_NAME_END = _ENV_SECRET_WORD + r"(?![A-Za-z0-9_])"
+# Upper case, ending with the secret word (DB_PASSWORD, STRIPE_SECRET_KEY), or with it and
+# a stage or version (DB_PASSWORD_PROD, API_KEY_V2, GITHUB_TOKEN_RO; not PASSWORD_HASHER or
+# TOKEN_NAMESPACE): the name of an environment list's entry.
+_ENV_NAME_END = (
+    _ENV_SECRET_WORD
+    + r"(?:_KEY)?(?:_(?:PROD|PRODUCTION|DEV|DEVELOPMENT|STAGING|STAGE|TEST|TESTING|QA|UAT"
+    r"|LOCAL|RO|RW|READONLY|ADMIN|ROOT|OLD|NEW|PRIMARY|SECONDARY|BACKUP|BASE|V?[0-9]{1,3}))?"
+    r"(?![A-Za-z0-9_])"
+)
 # Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
 # x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
@@ -613,8 +619,11 @@ _KEY_RULES = (
             r"|U(?:[ \t]+|(?=[^\s\-]))(?P<pq>\\?[\"'])?(?P<proxy>[^\s:\"'\\]+)):"
             # -sSu user:…, combined flags: right after curl's own options and URLs (not
             # another tool's -avu later on the line).
-            r"|\bcurl(?:[ \t]+(?:-[^\s\\]*|[a-z]+://[^\s\\]*|[A-Z]{3,7}|\\?\"[^\"\\\n]*\\?\""
-            r"|'[^'\n]*')){0,12}?[ \t]+-[A-Za-z]+u[ \t]+"
+            # An option's value, a URL, a host:port, a variable, a method or a quoted
+            # argument may stand between; no separator (;, |, &) or word of prose.
+            r"|\bcurl(?:\.exe)?(?:[ \t]+(?:-[^\s\\;|&]*(?:[ \t]+[^\s\-\\;|&\"'][^\s\\;|&]*)?"
+            r"|[a-z]+://[^\s\\;|&]*|[\w.\-]+:[0-9]+[^\s\\;|&]*|\$\{?\w+\}?[^\s\\;|&]*"
+            r"|[A-Z]{3,7}|\\?\"[^\"\\\n]*\\?\"|'[^'\n]*')){0,16}?[ \t]+-[A-Za-z]+u[ \t]+"
             r"(?P<cq>\\?[\"'])?(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*):)"
             # The password quoted on its own (-u admin:'…').
             r"(?(uq)|(?(pq)|(?(cq)|(?P<vq>\\?[\"'](?=[^\s\"']))?))))"
@@ -734,22 +743,30 @@ _KEY_RULES = (
                 r"|cacertdir|hostname|port|db))[ \t]+[^\s\-]\S*|[ \t]+-{1,2}[A-Za-z0-9][\w\-]*)"
                 r"{0,12}[ \t]+)(?i:auth)[ \t]+"
                 r"(?:(?![&|;<>])[^\s\"']+[ \t]+(?=[^\s&|;<>]))?(?![&|;<>])"
-                # The command ends after them (not "auth is needed when …").
-                r"(?=[^\s\"']+[ \t]*(?:$|\r?\n|\\[rn]|&&|\|\||[;|]|\\?[\"']))",
+                # The command ends after them (not "auth is needed when …"): the line's or
+                # the string's end, a separator, a redirection or a comment.
+                r"(?=(?:'[^'\n]+'|\"[^\"\n]+\"|\\\"[^\"\\\n]+\\\"|[^\s\"']+)[ \t]*"
+                r"(?:$|\r?\n|\\[rn]|&&|\|\||[;|<>]|[0-9]>|#|\\?[\"']))",
                 ("> AUTH", "> auth", "redis-cli"),
             ),
             # ldappasswd -s: the new password (its -w, the bind password, is a tool flag).
             (
                 r"\bldappasswd\b[^\n|;&]{0,200}?(?<!\S)-s(?:[ \t]+(?![(`])"
                 + _NOT_PROSE
-                + r"|(?=[A-Za-z0-9!@#$%^&*+=~?]))",
+                + r"|(?=[A-Za-z0-9!@#$%^&*+=~?._]|\\?[\"'][^\s\"']))",
                 ("ldappasswd",),
             ),
             # httpie and xh: -a / --auth user:password; lftp -u user,password.
             (
-                r"(?:^|(?<=[;|&(`\"'\n])|(?<=\\[nrt])|(?<=\$ ))[ \t]*(?:http|https|xh|xhs)[ \t]"
+                r"(?:^|(?<=[;|&(`\"'\n])|(?<=\\[nrt])|(?<=\$ ))[ \t]*"
+                # What runs a command (sudo, uv run, VAR=value, a Dockerfile's RUN, a CI
+                # step's run:) or a prompt before it.
+                r"(?:(?:sudo|time|nohup|exec|env|command|watch|RUN|[Rr]un:|-[ \t]+run:"
+                r"|(?:uv|poetry|pipx|pdm|hatch)[ \t]+run|-n[ \t]+[0-9.]+"
+                r"|[A-Za-z_][A-Za-z0-9_]*=[^\s;|&\\]*|[>%#][ \t]|PS[ \t][^>\n]{0,60}>)[ \t]*){0,4}"
+                r"(?:http|https|xh|xhs)[ \t]"
                 + _OWN_GAP
-                + r"(?<!\S)(?:-a|--auth)(?:[ \t]+|=)(?:\\?[\"'])?[^\s:\"'\\]+:(?!/)",
+                + r"(?<!\S)(?:-a|--auth)(?:[ \t]+|=)(?:\\?[\"'])?[^\s:\"'\\]+:(?!//)",
                 ("http ", "https ", "xh ", "xhs ", "http\t", "https\t", "xh\t", "xhs\t"),
             ),
             (
@@ -1001,7 +1018,9 @@ _KEY_RULES = (
         # Past an escaped quote ("Sup3r\"S3cret"); not a placeholder (REPLACE_ME), a
         # setting ("disabled"), a path (/run/secrets/db, certs/client.key) or an ARN.
         + r"(?!(?i:change_?me|replace_?me|todo|fixme|placeholder|changeit"
-        r"|(?:please_)?(?:set|change|replace|fill|enter|update)(?:_[a-z]+){0,2})\\?\")"
+        r"|(?:please_)?(?:set|change|replace|fill|enter|update)"
+        r"(?:_(?:me|it|here|this|value|later|your|the|a|real|actual|password|secret|token|key"
+        r"|in|before|prod|production|deploy|now)){0,2})\\?\")"
         r"(?!(?:enabled|disabled|none|null|true|false|auto|generated|random|healthy)\\?\")"
         r"(?!(?:\.{0,2}|~)/[\w.\-/]*\\?\"|[\w.\-/]*/[\w\-]+\.[a-z]{1,5}\\?\")"
         r"(?!arn:aws[\w\-]*:[\w\-]+:)" + rf"{_QUOTED}{{6,256}}(?P=q)",

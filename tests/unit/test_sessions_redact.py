@@ -1093,3 +1093,54 @@ def test_the_false_positive_sweep_is_kept() -> None:
         ),
         "Xq7pL9mZ2w",
     )
+
+
+def test_the_sweeps_review_leaks_are_closed() -> None:
+    # The false-positive sweep's narrowing reopened these: SECRET_KEY and names with a
+    # stage or version after the secret word in ENV and environment lists; an option's
+    # value, a host:port or a variable between curl and its combined -sSu; httpie after
+    # sudo, uv run, VAR=value, RUN or a prompt, a password opening with a slash; Redis
+    # AUTH before a redirection or quoted; ldappasswd -s joined to a quoted value; a
+    # Terraform default of words that only opens like a placeholder.
+    _assert_hidden(
+        (
+            "ENV SECRET_KEY Xq7pL9mZ2w",
+            "ENV DJANGO_SECRET_KEY Xq7pL9mZ2w",
+            "ENV SECRET_KEY_BASE Xq7pL9mZ2w",
+            "ENV DB_PASSWORD_PROD Xq7pL9mZ2w",
+            "ENV API_KEY_V2 Xq7pL9mZ2w",
+            "env:\n  - name: GITHUB_TOKEN_RO\n    value: Xq7pL9mZ2w",
+            '"environment": [{"name": "DJANGO_SECRET_KEY", "value": "Xq7pL9mZ2w"}]',
+            "curl -o out.json -sSu admin:Xq7pL9mZ2w https://x",
+            "curl --max-time 10 -sSu admin:Xq7pL9mZ2w https://x",
+            'curl -sS -o /dev/null -w "%{http_code}" -Lu admin:Xq7pL9mZ2w https://x',
+            "curl localhost:8080/api -sSu admin:Xq7pL9mZ2w",
+            "curl ${ES_URL}/_cat/indices -sSu admin:Xq7pL9mZ2w",
+            "curl.exe -sSu admin:Xq7pL9mZ2w https://x",
+            "sudo http -a admin:Xq7pL9mZ2w :8000/items",
+            "watch -n 5 http -a admin:Xq7pL9mZ2w :8000/items",
+            "uv run http -a admin:Xq7pL9mZ2w :8000/items",
+            "HTTPIE_CONFIG_DIR=/tmp http -a admin:Xq7pL9mZ2w :8000/items",
+            "RUN http -a admin:Xq7pL9mZ2w https://x",
+            "- run: http -a admin:Xq7pL9mZ2w https://x",
+            "> http -a admin:Xq7pL9mZ2w https://x",
+            "http -a admin:/Xq7pL9mZ2w https://x",
+            "redis-cli -h h -p 6379 AUTH Xq7pL9mZ2w > /dev/null",
+            "redis-cli -h h -p 6379 AUTH admin Xq7pL9mZ2w < cmds.txt",
+            "redis-cli -h 10.0.0.5 AUTH 'Xq7pL9mZ2w'",
+            'redis-cli -h 10.0.0.5 AUTH "Xq7pL9mZ2w"',
+            'ldappasswd -x -s"Xq7pL9mZ2w" uid=bob',
+            "ldappasswd -x -s'Xq7pL9mZ2w' uid=bob",
+            'variable "db_password" {\n  default = "Xq7pL9mZ2w_set_sail"\n}',
+            'variable "db_password" {\n  default = "Enter_The_Xq7pL9mZ2w"\n}',
+        ),
+        "Xq7pL9mZ2w",
+    )
+    _assert_kept(
+        "curl https://x;rsync -avu host:/data ./",
+        "curl -o-|rsync -avu src:/dst .",
+        "curl -o out.json https://x then rsync -avu host:/data",
+        "ENV TOKEN_MAX_AGE 3600000",
+        "ENV API_KEY_HEADER X-Api-Key",
+        'variable "db_password" {\n  default = "Update_Me_Later"\n}',
+    )
