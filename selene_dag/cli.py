@@ -436,8 +436,8 @@ def ingest(
     )
     prefix = report.id_prefix
     err.print(
-        f"note ids: {prefix}<path in the {report.inside}> ({prefix}<id> for a JSON note or a "
-        "conversation that gives one)",
+        f"note ids: {prefix}<path in the {report.inside}> ({prefix}<id> for a note whose "
+        "front matter, JSON or conversation gives one)",
         highlight=False,
         soft_wrap=True,
     )

@@ -58,7 +58,7 @@ from selene_dag.notes.daily import (
 from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
 from selene_dag.notes.fidelity import compute_tier
 from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
-from selene_dag.notes.folders import find_folder, ingest_scope
+from selene_dag.notes.folders import find_folder, ingest_scope, stored_note_files
 from selene_dag.notes.health import compression_health as health_document
 from selene_dag.notes.ingest import notes_folder_version, read_notes
 from selene_dag.notes.listing import note_files
@@ -181,7 +181,7 @@ def raw_notes(
         )
     with selene.connection() as conn:
         scope = ingest_scope(conn, notes_dir)
-        result = read_notes(notes_dir, scope, settings.home)
+        result = read_notes(notes_dir, scope, settings.home, lambda: stored_note_files(conn, scope))
         for error in result.errors:
             where = f"{error.source}:{error.line}" if error.line else error.source
             context.log.warning(f"skipped {where}: {error.error}")

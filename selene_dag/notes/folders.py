@@ -73,6 +73,15 @@ class IngestScope:
         return f"{self.key}/{local_id}"
 
 
+def stored_note_files(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> dict[str, str]:
+    """``{note id: its file}`` of the store's live notes in ``scope``'s folder."""
+    rows = conn.execute(
+        "SELECT id, source FROM notes WHERE deleted_at IS NULL AND starts_with(id, ?)",
+        [scope.id_prefix],
+    ).fetchall()
+    return dict(rows)
+
+
 def folder_name(folder: Path) -> str:
     """The key a folder asks for: its name (``root`` for the file system's root)."""
     return folder.name or ROOT_KEY

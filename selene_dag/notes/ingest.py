@@ -42,7 +42,7 @@ import re
 import tarfile
 import time
 import zipfile
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
@@ -250,7 +250,10 @@ def notes_folder_version(notes_dir: Path, home: Path | None = None) -> str:
 
 
 def read_notes(
-    path: Path | str, scope: IngestScope | None = None, home: Path | None = None
+    path: Path | str,
+    scope: IngestScope | None = None,
+    home: Path | None = None,
+    stored_ids: Callable[[], Mapping[str, str]] | None = None,
 ) -> IngestResult:
     """Read every note under ``path`` (folder or single file); never raises for bad content.
 
@@ -259,6 +262,8 @@ def read_notes(
     scope's folder>``, and the registered folders of ``scope.skip`` are left out. With
     ``home``, a file whose stat is unchanged since it was last parsed is not read again:
     its notes and problems come from the home's file cache (:mod:`.file_cache`).
+    ``stored_ids() -> {note id: its file}``, the store's live notes of the scope: when
+    two notes claim one id, the one stored under it keeps it (asked only then).
     Raises FileNotFoundError only when ``path`` itself does not exist.
     """
     root = Path(path).expanduser()
@@ -268,7 +273,7 @@ def read_notes(
         root = root.resolve()
     base = scope.folder if scope else root.parent if root.is_file() else root
     result = IngestResult()
-    seen: dict[str, tuple[str, int]] = {}  # a note id: its file, its place in the result
+    ids = _Ids(scope, stored_ids)
     skip = scope.skip if scope else ()
     with walk_once():  # the files and the folders that could not be listed: one walk
         files = note_files(root, skip)
@@ -292,7 +297,7 @@ def read_notes(
     joplin = _joplin_folder_items([f for f in files if is_item_name(f.name)], base)
     for file in files:
         if str(file) in joplin:  # an item of a Joplin export folder, read with the others
-            _take(result, seen, scope, *joplin[str(file)])
+            _take(result, ids, *joplin[str(file)])
             continue
         resolved = str(file) if real_root else str(file.resolve())
         source = _text.path_text(resolved)
@@ -329,14 +334,14 @@ def read_notes(
             items = _joplin_items([m for m in members if is_item_name(PurePosixPath(m[1]).name)])
             for member_source, member_rel, member_raw, member_mtime in members:
                 if member_source in items:
-                    _take(result, seen, scope, *items[member_source])
+                    _take(result, ids, *items[member_source])
                     continue
                 parsed = _parse_file(member_raw, member_source, member_rel, member_mtime)
                 bundle = bundle_of(member_rel)
                 if parsed is not None and bundle is not None:
                     parsed = _with_bundle_info(parsed, inside.get(f"{bundle}/info.json"))
                 if parsed is not None:
-                    _take(result, seen, scope, member_source, *parsed, member_rel)
+                    _take(result, ids, member_source, *parsed, member_rel)
             continue
         if known is None:
             parsed = _parse_file(raw, source, rel, mtime)
@@ -357,7 +362,7 @@ def read_notes(
         if source != resolved:
             reason = "its file name is not UTF-8 (stored with those bytes written \\xNN)"
             errors.append(IngestError.note_kept(source, None, reason))
-        _take(result, seen, scope, source, notes, errors, rel)
+        _take(result, ids, source, notes, errors, rel)
     parsed_files.save()
     for folder, reason in unlisted:
         # Its notes are not seen: they stay as they were (marked failed, not deleted).
@@ -523,48 +528,110 @@ def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
         return text.replace("\r\n", "\n"), [IngestError.note_kept(source, None, reason)]
 
 
+@dataclass
+class _Ids:
+    """The note ids of one read: which file's note holds each so far (``seen``: its file,
+    its place in the result, its path in the folder when the file holds one note), and,
+    asked once when needed, which file's note the store holds under each (``stored``)."""
+
+    scope: IngestScope | None
+    stored: Callable[[], Mapping[str, str]] | None = None
+    seen: dict[str, tuple[str, int, str | None]] = field(default_factory=dict)
+    _owners: Mapping[str, str] | None = None
+
+    def path_id(self, rel: str) -> str:
+        """The id of the note of the file at ``rel``, named by its path."""
+        return self.scope.note_id(rel) if self.scope is not None else rel
+
+    def owner(self, note_id: str) -> str | None:
+        """The file whose note the store holds, live, under ``note_id``."""
+        if self.stored is None:
+            return None
+        if self._owners is None:
+            self._owners = self.stored()
+        return self._owners.get(note_id)
+
+    def outside(self, source: str) -> bool:
+        """Whether ``source`` is a file this read does not cover that is still there (a
+        note outside the sub-folder ingested)."""
+        if self.scope is None:
+            return False
+        within = self.scope.source_prefix
+        return source != within and not source.startswith(within) and Path(source).exists()
+
+
+def _claim(result: IngestResult, ids: _Ids, source: str, note: NoteRecord, rel: str) -> NoteRecord:
+    """``note``, the one note of the file ``source`` at ``rel``, with the id it may hold.
+    Its own id (a front-matter ``id``) held by another note, of another title, is that
+    one's (a template's ``id: {{date}}`` gave two notes of one minute one id, and one was
+    lost): this note keeps its path as its id, and says so. Of two files read now, the
+    one whose note the store held under the id keeps it, else the first read; a note of
+    a file this read does not cover (a sub-folder ingested) keeps its id."""
+    by_path = ids.path_id(rel)
+    if note.id == by_path:
+        return note
+    if note.id in ids.seen:
+        first, place, first_rel = ids.seen[note.id]
+        kept = result.notes[place]
+        if kept.title == note.title:  # a copy of one note: kept once (below)
+            return note
+        if ids.owner(note.id) == source and first_rel is not None:
+            moved = ids.path_id(first_rel)
+            if moved not in ids.seen:
+                result.notes[place] = replace(kept, id=moved)
+                ids.seen[moved] = (first, place, first_rel)
+                del ids.seen[note.id]
+                result.errors.append(_id_taken(first, note.id, source, moved))
+                return note
+        holder = first
+    else:
+        holder = ids.owner(note.id)
+        if holder is None or holder == source or not ids.outside(holder):
+            return note
+    if by_path in ids.seen:
+        return note
+    result.errors.append(_id_taken(source, note.id, holder, by_path))
+    return replace(note, id=by_path)
+
+
+def _id_taken(source: str, note_id: str, holder: str, by_path: str) -> IngestError:
+    reason = (
+        f"its id {note_id!r} is {holder}'s, another note: its path {by_path!r} is its id; "
+        "give it an id of its own"
+    )
+    return IngestError.note_kept(source, None, reason)
+
+
 def _take(
     result: IngestResult,
-    seen: dict[str, tuple[str, int]],
-    scope: IngestScope | None,
+    ids: _Ids,
     source: str,
     notes: list[NoteRecord],
     errors: list[IngestError],
     rel: str | None = None,
 ) -> None:
-    """Add one file's notes and problems to ``result``: ids made home-wide, a repeated id
-    kept once: the copy updated last when both say when (two exports of one app side by
-    side, the newer read second: its pages were dropped), else the first. A file of one
-    note (``rel``: its path in the folder) whose own id (a front-matter ``id``) another
-    file's note already holds, with another title and text, is another note: it keeps its
-    path as its id (a template's ``id: {{date}}`` gave two notes of one minute one id, and
-    the second was lost)."""
+    """Add one file's notes and problems to ``result``: ids made home-wide, an id another
+    note holds settled (``_claim``, for a file of one note at ``rel``), a repeated id kept
+    once: the copy updated last when both say when (two exports of one app side by side,
+    the newer read second: its pages were dropped), else the first."""
     result.errors.extend(errors)
     # A file with any unreadable part is "failed" for deletion tracking: a note whose line
     # broke must not be marked deleted. Its readable notes are still ingested. A problem
     # that cost no note (a value ignored, a byte replaced) does not count.
     lost = any(not e.kept for e in errors)
     (result.files_failed if lost else result.files_ok).append(source)
+    single = rel if len(notes) == 1 else None
     for note in notes:
-        if scope is not None:
-            note = replace(note, id=scope.note_id(note.id))
-        if note.id in seen and rel is not None and len(notes) == 1:
-            first, place = seen[note.id]
-            kept = result.notes[place]
-            by_path = scope.note_id(rel) if scope is not None else rel
-            if by_path not in seen and kept.title != note.title:
-                reason = (
-                    f"its id {note.id!r} is {first}'s, another note: its path {by_path!r} "
-                    "is its id; give it an id of its own"
-                )
-                result.errors.append(IngestError.note_kept(source, None, reason))
-                note = replace(note, id=by_path)
-        if note.id in seen:
-            first, place = seen[note.id]
+        if ids.scope is not None:
+            note = replace(note, id=ids.scope.note_id(note.id))
+        if single is not None:
+            note = _claim(result, ids, source, note, single)
+        if note.id in ids.seen:
+            first, place, _ = ids.seen[note.id]
             kept = result.notes[place]
             if note.updated_at and kept.updated_at and note.updated_at > kept.updated_at:
                 result.notes[place] = note
-                seen[note.id] = (source, place)
+                ids.seen[note.id] = (source, place, single)
                 reason = (
                     f"duplicate note id {note.id!r} (also in {first}); kept this, updated later"
                 )
@@ -572,7 +639,7 @@ def _take(
                 reason = f"duplicate note id {note.id!r} (first in {first}); kept the first"
             result.errors.append(IngestError(source, None, reason))
             continue
-        seen[note.id] = (source, len(result.notes))
+        ids.seen[note.id] = (source, len(result.notes), single)
         result.notes.append(note)
 
 

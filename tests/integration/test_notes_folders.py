@@ -913,3 +913,40 @@ def test_a_folder_that_cannot_be_listed_is_a_one_line_error(tmp_path: Path, home
             locked.chmod(0o755)
     finally:
         shutil.rmtree(base, ignore_errors=True)
+
+
+def test_a_front_matter_id_two_notes_claim_stays_with_the_note_that_held_it(
+    tmp_path: Path, home: Path
+) -> None:
+    # Two files giving one front-matter id to two notes (a template's id): the note the
+    # store held under it keeps it, whichever file name sorts first, and a sub-folder's
+    # ingest does not hand it to a note of that sub-folder (it overwrote the other note).
+    settings = load_settings(home=home, now_override="2026-07-15")
+    retry = "---\nid: retry-policy\n---\n# Retry policy\n\nWe retry with backoff.\n"
+    vault = _write(
+        tmp_path / "vault",
+        {"projects/alpha/retry-policy.md": retry, "other.md": "# Other\n\nSomething else.\n"},
+    )
+    service.ingest(settings, vault)
+    _write(vault, {"aa-duplicate.md": "---\nid: retry-policy\n---\n# Umbrellas\n\nBring one.\n"})
+    report = service.ingest(settings, vault)
+    assert (report.inserted, report.changed, report.deleted) == (1, 0, 0)
+    live = {k: v[1] for k, v in _rows(settings.db_path).items() if not v[2]}
+    assert sorted(live) == ["vault/aa-duplicate.md", "vault/other.md", "vault/retry-policy"]
+    assert "backoff" in live["vault/retry-policy"] and "Bring one" in live["vault/aa-duplicate.md"]
+    assert [r for f, _, r in report.skipped if f.endswith("aa-duplicate.md")] == [
+        "note kept, its id 'vault/retry-policy' is "
+        f"{vault / 'projects/alpha/retry-policy.md'}'s, another note: its path "
+        "'vault/aa-duplicate.md' is its id; give it an id of its own"
+    ]
+
+    # Both new in a fresh home: the first read keeps it; the other file's sub-folder,
+    # ingested alone, keeps its note under its path.
+    other_home = load_settings(home=tmp_path / "home2", now_override="2026-07-15")
+    service.ingest(other_home, vault)
+    before = _rows(other_home.db_path)
+    assert "Bring one" in before["vault/retry-policy"][1]
+    assert "backoff" in before["vault/projects/alpha/retry-policy.md"][1]
+    sub = service.ingest(other_home, vault / "projects")
+    assert (sub.inserted, sub.changed, sub.deleted) == (0, 0, 0)
+    assert _rows(other_home.db_path) == before
