@@ -911,16 +911,15 @@ def _yaml_problem(exc: BaseException) -> str:
 _SIMPLE_KEY = re.compile(r"([A-Za-z_][\w-]*):(?:\s+(.*))?$")
 
 
-def _colon_in_value(front: str, exc: BaseException) -> dict[str, Any] | None:
-    """The front matter read line by line when YAML refused it only because a value holds
-    ': ' unquoted (``title: Decision: which offer``, the commonest hand-written slip):
-    each ``key: value`` line's value read as YAML alone (a date, a ``[a, b]`` list), else
-    as its text (quotes around it removed); ``- item`` lines under an empty key a list; a
-    ``|`` or ``>`` value its indented lines. None for any other error or a line none of
-    these is."""
-    if "mapping values are not allowed" not in str(getattr(exc, "problem", "") or exc):
-        return None
+def _line_by_line(front: str) -> tuple[dict[str, Any] | None, list[str]]:
+    """The front matter YAML refused, read line by line (a value holding ': ' unquoted,
+    ``title: Decision: which offer``, is the commonest hand-written slip; an unclosed
+    ``[a, b`` list another): each ``key: value`` line's value read as YAML alone (a date, a
+    ``[a, b]`` list), else as its text (quotes around it removed); ``- item`` lines under an
+    empty key a list; a ``|`` or ``>`` value its indented lines. Returns the fields and the
+    keys whose value could not be read (left out), or None when a line is none of these."""
     out: dict[str, Any] = {}
+    unread: list[str] = []
     last: str | None = None
     block: list[str] | None = None  # the lines of a | or > value being read
     for line in front.splitlines():
@@ -937,23 +936,25 @@ def _colon_in_value(front: str, exc: BaseException) -> dict[str, Any] | None:
             if last is not None and out[last] is None:
                 out[last] = []
             if last is None or not isinstance(out[last], list):
-                return None
+                return None, []
             out[last].append(_lone_value(item[2:]))
             continue
         if line[:1].isspace():
-            return None
+            return None, []
         found = _SIMPLE_KEY.match(line)
         if found is None:
-            return None
+            return None, []
         last = found[1]
         value = (found[2] or "").strip()
         if value in ("|", ">", "|-", ">-", "|+", ">+"):
             block = []
             continue
         out[last] = _lone_value(value) if value else None
+        if value and out[last] is None:
+            unread.append(last)
     if block is not None:
         out[last or ""] = "\n".join(block).strip()
-    return out or None
+    return (out, unread) if out else (None, [])
 
 
 def _lone_value(text: str) -> Any:
@@ -985,15 +986,15 @@ def _parse_markdown(
             loaded = yaml.load(match.group(1) or "", Loader=_YAML_LOADER)
         except (yaml.YAMLError, ValueError, TypeError, OverflowError, RecursionError) as exc:
             broken = _yaml_problem(exc)
-            loaded = _colon_in_value(match.group(1) or "", exc)
+            loaded, unread = _line_by_line(match.group(1) or "")
             if loaded is not None:
                 meta = loaded
-                problem = IngestError.note_kept(
-                    source,
-                    None,
-                    f"front-matter {broken}: its lines read as 'key: value' up to the first "
-                    "': ' (quote a value that holds ': ')",
-                )
+                how = "its lines read as 'key: value'"
+                if "mapping values are not allowed" in broken:
+                    how += " up to the first ': ' (quote a value that holds ': ')"
+                if unread:
+                    how += f"; {', '.join(unread)} left out (unreadable)"
+                problem = IngestError.note_kept(source, None, f"front-matter {broken}: {how}")
                 broken = None
         else:
             if loaded is not None and not isinstance(loaded, dict):

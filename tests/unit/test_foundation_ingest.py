@@ -241,7 +241,8 @@ def test_bad_files_and_lines_are_counted_not_raised(tmp_path):
     }
     assert all(e.error for e in result.errors)
     reasons = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors if e.line is None}
-    assert reasons["broken.md"].startswith("note kept, front-matter ignored")
+    assert reasons["broken.md"].startswith("note kept, front-matter line ")
+    assert reasons["broken.md"].endswith("; title left out (unreadable)")
     assert reasons["latin1.md"].startswith("note kept, not UTF-8: read as Windows-1252")
     assert reasons["bad-byte.md"].startswith("note kept, invalid UTF-8 replaced")
     assert reasons["empty.md"] == "empty note: no text after the front-matter"
@@ -455,7 +456,11 @@ def test_a_value_holding_a_colon_keeps_the_front_matter_and_the_problem_names_it
     reasons = {e.source.rsplit("/", 1)[-1]: e.error for e in result.errors}
     assert "front-matter line 3: mapping values are not allowed" in reasons["offer.md"]
     assert "quote a value that holds ': '" in reasons["offer.md"]
-    assert reasons["broken.md"].startswith("note kept, front-matter ignored: line 4: ")
+    # An unclosed list costs its own field only: the created date stays.
+    assert reasons["broken.md"].startswith("note kept, front-matter line 4: ")
+    assert reasons["broken.md"].endswith("; title left out (unreadable)")
+    broken = next(n for n in result.notes if n.id == "broken.md")
+    assert (broken.title, broken.created_at.date().isoformat()) == ("broken", "2025-03-02")
     # A list YAML cannot read, beside such a value, is dropped (it was split at its commas
     # into the tags "[unclosed" and "list").
     (tmp_path / "half.md").write_text("---\ntitle: Also: broken\ntags: [unclosed, list\n---\nx")
