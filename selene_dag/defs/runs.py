@@ -74,6 +74,12 @@ retention:
       skipped: 1
       failure: 30
       success: -1
+# Steps report through the event log (context.log), not their stdout: no capture of it,
+# which mirrored each run's output through a `tail` and a watcher process (two processes
+# started per run; a Ctrl-C printed the watcher's traceback).
+compute_logs:
+  module: dagster._core.storage.noop_compute_log_manager
+  class: NoOpComputeLogManager
 # Dagster's SQLite event log, with one open connection per database file.
 event_log_storage:
   module: selene_dag.defs.event_log
