@@ -271,6 +271,27 @@ def _bare_note_id(conn: duckdb.DuckDBPyConnection, text: str) -> Citation | None
     return Citation("note", text) if found else None
 
 
+def _why_gone(conn: duckdb.DuckDBPyConnection, source: str) -> str:
+    """What became of a deleted note's file ``source``: its note under another id, a file
+    still there that gives none now (its folder forgotten), or a file gone."""
+    now = conn.execute(
+        "SELECT id FROM notes WHERE source = ? AND deleted_at IS NULL AND NOT test_run "
+        "ORDER BY id LIMIT 1",
+        [source],
+    ).fetchone()
+    if now is not None:
+        return f'its file {source} now gives the note {now[0]} (`selene-dag show "note {now[0]}"`)'
+    if Path(source).is_file():
+        return (
+            f"its file {source} is still there (its folder was forgotten, or the file is "
+            "passed over now); ingest its folder again to bring it back"
+        )
+    return (
+        f"its file {source} is gone or was renamed; ingest its folder again to bring it back, "
+        "or look for its new name with `selene-dag ask`"
+    )
+
+
 def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
     # An id typed with composed accents names a file macOS stored decomposed, or back.
     spellings = list(dict.fromkeys([cited.ref, *(normalize(f, cited.ref) for f in _FORMS)]))
@@ -288,8 +309,7 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
         if gone is not None:
             raise NotFoundError(
                 f"note {cited.ref} was deleted by the ingest of {gone[1]:%Y-%m-%d %H:%M} UTC: "
-                f"its file {gone[0]} is gone or was renamed; ingest its folder again to bring "
-                "it back, or look for its new name with `selene-dag ask`"
+                + _why_gone(conn, str(gone[0]))
             )
         raise NotFoundError(
             f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "
