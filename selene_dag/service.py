@@ -1711,20 +1711,26 @@ def check_demo_home(settings: Settings) -> None:
 
 def _notes_and_sessions_not_bundled(settings: Settings) -> str:
     """``"12 notes and 3 sessions"`` (the parts that are not 0) of the store that are not
-    read from the bundled corpus; "" when there are none."""
+    read from the bundled corpus, deleted notes counted apart (``"12 notes (2 more
+    deleted)"``); "" when there are none."""
     notes_file = str(bundled_notes())
     session_folder = str(bundled_notes().parent.parent / "sessions") + os.sep
     counts: list[int] = []
     with open_store(settings.db_path, read_only=True, wait=settings.lock_wait) as conn:
         for sql, value in (
-            ("SELECT count(*) FROM notes WHERE source <> ?", notes_file),
+            ("SELECT count(*) FROM notes WHERE source <> ? AND deleted_at IS NULL", notes_file),
+            ("SELECT count(*) FROM notes WHERE source <> ? AND deleted_at IS NOT NULL", notes_file),
             ("SELECT count(*) FROM session_files WHERE NOT starts_with(path, ?)", session_folder),
         ):
             try:
                 counts.append(conn.execute(sql, [value]).fetchone()[0])
             except duckdb.CatalogException:  # a store older than the table, or empty
                 counts.append(0)
-    parts = [plural(n, word) for n, word in zip(counts, ("note", "session"), strict=True) if n]
+    live, deleted, sessions = counts
+    notes = plural(live, "note") if live else ""
+    if deleted:
+        notes = f"{notes} ({deleted:,} more deleted)" if live else plural(deleted, "deleted note")
+    parts = [part for part in (notes, plural(sessions, "session") if sessions else "") if part]
     return " and ".join(parts)
 
 

@@ -69,6 +69,18 @@ def test_a_store_named_by_selene_db_is_looked_into(tmp_path: Path) -> None:
         UsageError, match=r"real\.duckdb holds 1 note from outside the demo's corpus"
     ):
         service.check_demo_home(_demo(home, SELENE_DB=str(real)))
+    # Deleted notes are counted apart: "holds 24 notes" was said of a home showing 22.
+    with open_store(real) as conn:
+        conn.execute(
+            "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source,"
+            " deleted_at) VALUES ('n/b', 'Old', 'Gone.', 'h2', now(), now(), '/e/b.md', now())"
+        )
+    with pytest.raises(UsageError, match=r"holds 1 note \(1 more deleted\) from outside"):
+        service.check_demo_home(_demo(home, SELENE_DB=str(real)))
+    with open_store(real) as conn:
+        conn.execute("UPDATE notes SET deleted_at = now()")
+    with pytest.raises(UsageError, match=r"holds 2 deleted notes from outside"):
+        service.check_demo_home(_demo(home, SELENE_DB=str(real)))
 
 
 def test_a_home_with_notes_of_its_own_and_no_store_yet_is_refused(tmp_path: Path) -> None:
