@@ -25,6 +25,7 @@ sources follow the folder, and the home does not hold every note twice.
 from __future__ import annotations
 
 import fnmatch
+import json
 import os
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -436,7 +437,8 @@ def walk_notes_folder(
     order), with the names of its files (regular files, or links to one) that are not
     hidden. Left out: hidden folders, those of ``skip``, a selene-dag home below ``path``
     (its distilled sessions and Dagster files are no notes), folders of tools (Logseq's
-    ``logseq/``, ``node_modules``, a Python virtual environment), links to folders (not
+    ``logseq/``, ``node_modules``, a Python virtual environment), an Obsidian vault's
+    template folder (:func:`obsidian_template_folders`), links to folders (not
     entered, as ``os.walk`` does) and what a ``.seleneignore`` file lists
     (:class:`IgnoreRules`) in its folder and below; the paths of those are added to
     ``passed_over`` when it is given. A folder that cannot be listed is passed over, and
@@ -467,6 +469,8 @@ def walk_notes_folder(
         names = {entry.name for entry in files}
         if not top and (_holds_home(folder, names, folders) or _holds_tools(folder, names)):
             continue
+        if any(entry.name == ".obsidian" for entry in folders):
+            skipped.update(obsidian_template_folders(folder))
         rules = inherited
         if IGNORE_FILE in names and (own := IgnoreRules.read(folder)) is not None:
             rules = [*inherited, own]
@@ -516,6 +520,30 @@ def _holds_home(folder: str, files: set[str], folders: Sequence[os.DirEntry[str]
     return any(f.name == "dagster" for f in folders) and os.path.isfile(
         os.path.join(folder, _HOME_MARKERS[1])
     )
+
+
+# Where Obsidian's core Templates plugin and the Templater plugin keep their settings (in
+# the vault's .obsidian/), and the key naming the vault's template folder.
+_TEMPLATE_SETTINGS = (
+    (("templates.json",), "folder"),
+    (("plugins", "templater-obsidian", "data.json"), "templates_folder"),
+)
+
+
+def obsidian_template_folders(vault: str) -> list[str]:
+    """The template folders an Obsidian ``vault``'s settings name (its core Templates
+    plugin's and Templater's), as paths: their files (``{{title}}``, ``<% tp.date %>``)
+    are templates, no notes. A setting that cannot be read names none."""
+    out = []
+    for parts, key in _TEMPLATE_SETTINGS:
+        try:
+            with open(os.path.join(vault, ".obsidian", *parts), encoding="utf-8") as f:
+                named = json.load(f).get(key)
+        except (OSError, ValueError, AttributeError):
+            continue
+        if isinstance(named, str) and named.strip("/ ") and ".." not in named.split("/"):
+            out.append(os.path.normpath(os.path.join(vault, named.strip("/ "))))
+    return out
 
 
 def _holds_tools(folder: str, files: set[str]) -> bool:

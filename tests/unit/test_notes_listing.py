@@ -56,3 +56,22 @@ def test_what_seleneignore_passes_over_is_reported_from_a_shared_walk(tmp_path: 
         passed_over: list[str] = []
         assert other_files(tmp_path, passed_over) == {}
         assert passed_over == [str(tmp_path / "drafts")]
+
+
+def test_an_obsidian_vaults_template_folders_are_no_notes(tmp_path: Path) -> None:
+    # A template ("{{title}}", "<% tp.date.now() %>") was read as a note and shown in
+    # context; the vault's settings name the folders of the core Templates plugin and of
+    # Templater.
+    vault = tmp_path / "vault"
+    for rel in ("a.md", "templates/daily.md", "Meta/Tpl/weekly.md", "Meta/notes.md"):
+        (vault / rel).parent.mkdir(parents=True, exist_ok=True)
+        (vault / rel).write_text("# x\n", encoding="utf-8")
+    (vault / ".obsidian/plugins/templater-obsidian").mkdir(parents=True)
+    (vault / ".obsidian/templates.json").write_text('{"folder": "templates"}', encoding="utf-8")
+    (vault / ".obsidian/plugins/templater-obsidian/data.json").write_text(
+        '{"templates_folder": "Meta/Tpl"}', encoding="utf-8"
+    )
+    assert _names(note_files(tmp_path), tmp_path) == ["vault/Meta/notes.md", "vault/a.md"]
+    # Settings that cannot be read name no folder.
+    (vault / ".obsidian/templates.json").write_text("{not json", encoding="utf-8")
+    assert "vault/templates/daily.md" in _names(note_files(vault.parent), tmp_path)
