@@ -24,7 +24,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path
+from pathlib import Path, PurePath
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -36,6 +36,7 @@ from selene_dag import __version__, service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import SeleneError, UsageError, write_failure
 from selene_dag.notes.digests import MIN_THREAD_NOTES
+from selene_dag.sessions.generators.gemini import is_project_hash
 from selene_dag.store import waiting_notice
 from selene_dag.text import plural
 
@@ -1148,7 +1149,15 @@ def _chunks(row: dict[str, object]) -> str:
 
 # Fits 80 columns: the platform is the key's prefix; "imp" is the mean importance (0–100),
 # "cons" the mean consensus (0–10), "tokens" the distilled tokens of the budget.
-REPORT_COLUMNS = ("session", "events", "chunks", "imp", "cons", "tokens")
+REPORT_COLUMNS = ("session", "project", "started", "events", "chunks", "imp", "cons", "tokens")
+
+
+def _project_name(project: str | None) -> str:
+    """A session's project as a report row names it: its folder's name ("-" for none, or
+    for a Gemini project hash, which names no folder)."""
+    if not project or is_project_hash(project):
+        return "-"
+    return PurePath(project.rstrip("/\\")).name or project
 
 
 @distill_app.command("report")
@@ -1158,7 +1167,8 @@ def distill_report_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print every field as JSON.")] = False,
     home: HomeOption = None,
 ) -> None:
-    """Per session: events, chunks, importance, consensus and distilled tokens.
+    """Per session: project, day started, events, chunks, importance, consensus and
+    distilled tokens.
 
     Chunks, and how many the distilled file kept (--json says how many of the others
     were over the budget and how many under the minimum consensus); mean importance
@@ -1176,6 +1186,8 @@ def distill_report_command(
     short = [
         {
             "session": row["session_key"],
+            "project": _project_name(row["project"]),
+            "started": (row["started"] or "-")[:10],
             "events": row["events"],
             "chunks": _chunks(row),
             "imp": row["importance_avg"],

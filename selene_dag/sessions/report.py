@@ -347,7 +347,9 @@ SELECT session_key, id, first_seq, last_seq, consensus, importance, text FROM (
 
 def distill_report(settings: Settings, session: str | None = None) -> list[dict[str, Any]]:
     """Per session (``session``: a key, the tool's session id, a path or a file name; all
-    the sessions a file name matches): events, chunks, mean importance, mean consensus,
+    the sessions a file name matches): its project (working directory; a Gemini session's
+    project hash) and first event's time (``started``, as the tool wrote it), events,
+    chunks, mean importance, mean consensus,
     distilled tokens,
     chunks (kept, ``dropped_chunks``: left out for the budget, and
     ``below_minimum_chunks``: under the minimum consensus) and path, the minimum
@@ -365,7 +367,8 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
         out = fetch_dicts(
             conn,
             "SELECT f.session_key, f.platform, f.source_session_id AS session_id, f.path, "
-            "f.events, f.parse_errors, "
+            "f.project, (SELECT min(ts) FROM session_events e "
+            "WHERE e.session_key = f.session_key) AS started, f.events, f.parse_errors, "
             "(SELECT count(*) FROM chunks c WHERE c.session_key = f.session_key) AS chunks, "
             "(SELECT round(avg(importance), 1) FROM session_events e "
             "WHERE e.session_key = f.session_key) AS importance_avg, "

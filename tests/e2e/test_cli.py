@@ -227,6 +227,11 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
     (row,) = json.loads(run("distill", "report", "--json", env=env).stdout)
     assert row["distilled_chunks"] == 0 and row["below_minimum_chunks"] == row["chunks"] > 0
     assert f"{row['chunks']}, 0 kept" in report.stdout
+    # A row names its project's folder and the day it started (a key alone told a user
+    # nothing of which session it was).
+    assert row["project"] and row["started"][:4].isdigit()
+    assert f" {Path(row['project']).name} " in report.stdout
+    assert f" {row['started'][:10]} " in report.stdout
     assert "SELENE_DISTILL_MIN_CONSENSUS" in report.stderr
     # A seed of no chunk is no seed: said, and no file written.
     seeds = tmp_path / "seeds"
