@@ -140,7 +140,7 @@ _ENV_NAME = (
 _ENV_NAME_END = (
     _ENV_SECRET_WORD
     + r"(?:_KEY)?(?:_(?:PROD|PRODUCTION|DEV|DEVELOPMENT|STAGING|STAGE|TEST|TESTING|QA|UAT"
-    r"|LOCAL|RO|RW|READONLY|ADMIN|ROOT|OLD|NEW|PRIMARY|SECONDARY|BACKUP|BASE|V?[0-9]{1,3}))?"
+    r"|LOCAL|RO|RW|READONLY|ADMIN|OLD|NEW|PRIMARY|SECONDARY|BACKUP|BASE|V?[0-9]{1,3}))?"
     r"(?![A-Za-z0-9_])"
 )
 # Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
@@ -620,13 +620,14 @@ _KEY_RULES = (
             # -sSu user:…, combined flags: right after curl's own options and URLs (not
             # another tool's -avu later on the line).
             # An option's value, a URL, a host:port, a variable, a method or a quoted
-            # argument may stand between; no separator (;, |, &) or word of prose.
-            r"|\bcurl(?:\.exe)?(?:[ \t]+(?:-[^\s\\;|&]*(?:[ \t]+[^\s\-\\;|&\"'][^\s\\;|&]*)?"
-            r"|[a-z]+://[^\s\\;|&]*|[\w.\-]+:[0-9]+[^\s\\;|&]*|\$\{?\w+\}?[^\s\\;|&]*"
+            # argument may stand between; no separator (;, |, &), redirection, list comma
+            # or word of prose. (Each read one way only: an option keeps the value it took.)
+            r"|\bcurl(?:\.exe)?(?:[ \t]+(?>-[^\s\\;|&,<>]*(?:[ \t]+[^\s\-\\;|&\"',<>][^\s\\;|&,<>]*)?"
+            r"|[a-z]+://[^\s\\;|&,<>]*|[\w.\-]+:[0-9]+[^\s\\;|&,<>]*|\$\{?\w+\}?[^\s\\;|&,<>]*"
             r"|[A-Z]{3,7}|\\?\"[^\"\\\n]*\\?\"|'[^'\n]*')){0,16}?[ \t]+-[A-Za-z]+u[ \t]+"
             r"(?P<cq>\\?[\"'])?(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*):)"
             # The password quoted on its own (-u admin:'…').
-            r"(?(uq)|(?(pq)|(?(cq)|(?P<vq>\\?[\"'](?=[^\s\"']))?))))"
+            r"(?(uq)|(?(pq)|(?(cq)|(?P<vq>\\?[\"'](?=[^\s\"',}\]][^\"'\n]*[\"']))?))))"
             + _NOT_A_REFERENCE
             # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password),
             # nor GitHub's word for a token given as the user (TOKEN:x-oauth-basic).
@@ -742,18 +743,18 @@ _KEY_RULES = (
                 r"|\bredis-cli(?:[ \t]+(?:-[hpnsua]|--(?:user|pass|cacert|cert|key|sni|tls-ciphers"
                 r"|cacertdir|hostname|port|db))[ \t]+[^\s\-]\S*|[ \t]+-{1,2}[A-Za-z0-9][\w\-]*)"
                 r"{0,12}[ \t]+)(?i:auth)[ \t]+"
-                r"(?:(?![&|;<>])[^\s\"']+[ \t]+(?=[^\s&|;<>]))?(?![&|;<>])"
+                r"(?:(?![&|;<>])[^\s\"']+[ \t]+(?=[^\s&|;<>])(?![0-9]>))?(?![&|;<>])"
                 # The command ends after them (not "auth is needed when …"): the line's or
                 # the string's end, a separator, a redirection or a comment.
                 r"(?=(?:'[^'\n]+'|\"[^\"\n]+\"|\\\"[^\"\\\n]+\\\"|[^\s\"']+)[ \t]*"
-                r"(?:$|\r?\n|\\[rn]|&&|\|\||[;|<>]|[0-9]>|#|\\?[\"']))",
+                r"(?:$|\r?\n|\\[rn]|&&|\|\||[;|]|[0-9]?(?:>>?|<)(?![A-Za-z/]*>)(?!-)|\\?[\"']))",
                 ("> AUTH", "> auth", "redis-cli"),
             ),
             # ldappasswd -s: the new password (its -w, the bind password, is a tool flag).
             (
                 r"\bldappasswd\b[^\n|;&]{0,200}?(?<!\S)-s(?:[ \t]+(?![(`])"
                 + _NOT_PROSE
-                + r"|(?=[A-Za-z0-9!@#$%^&*+=~?._]|\\?[\"'][^\s\"']))",
+                + r"|(?=[A-Za-z0-9!@#$%^&*+=~?]|\\?[\"'][^\s\"']))",
                 ("ldappasswd",),
             ),
             # httpie and xh: -a / --auth user:password; lftp -u user,password.
@@ -763,10 +764,10 @@ _KEY_RULES = (
                 # step's run:) or a prompt before it.
                 r"(?:(?:sudo|time|nohup|exec|env|command|watch|RUN|[Rr]un:|-[ \t]+run:"
                 r"|(?:uv|poetry|pipx|pdm|hatch)[ \t]+run|-n[ \t]+[0-9.]+"
-                r"|[A-Za-z_][A-Za-z0-9_]*=[^\s;|&\\]*|[>%#][ \t]|PS[ \t][^>\n]{0,60}>)[ \t]*){0,4}"
+                r"|[A-Za-z_][A-Za-z0-9_]*=[^\s;|&\\]*|[>%#]|PS[ \t][^>\n]{0,60}>)[ \t]+){0,4}"
                 r"(?:http|https|xh|xhs)[ \t]"
                 + _OWN_GAP
-                + r"(?<!\S)(?:-a|--auth)(?:[ \t]+|=)(?:\\?[\"'])?[^\s:\"'\\]+:(?!//)",
+                + r"(?<!\S)(?:-a|--auth)(?:[ \t]+|=)(?:\\?[\"'])?[^\s:\"'\\]+:(?!/)",
                 ("http ", "https ", "xh ", "xhs ", "http\t", "https\t", "xh\t", "xhs\t"),
             ),
             (
@@ -1019,8 +1020,10 @@ _KEY_RULES = (
         # setting ("disabled"), a path (/run/secrets/db, certs/client.key) or an ARN.
         + r"(?!(?i:change_?me|replace_?me|todo|fixme|placeholder|changeit"
         r"|(?:please_)?(?:set|change|replace|fill|enter|update)"
-        r"(?:_(?:me|it|here|this|value|later|your|the|a|real|actual|password|secret|token|key"
-        r"|in|before|prod|production|deploy|now)){0,2})\\?\")"
+        r"(?:_(?:me|it|here|this|value|later|your|the|a|an|real|actual|password|secret|token"
+        r"|key|in|at|on|by|before|prod|production|deploy|now|via|env|environment|tfvars|vars"
+        r"|variable|up|out|asap|use|runtime|externally|manually|first|ci|pipeline|vault)){0,3})"
+        r"\\?\")"
         r"(?!(?:enabled|disabled|none|null|true|false|auto|generated|random|healthy)\\?\")"
         r"(?!(?:\.{0,2}|~)/[\w.\-/]*\\?\"|[\w.\-/]*/[\w\-]+\.[a-z]{1,5}\\?\")"
         r"(?!arn:aws[\w\-]*:[\w\-]+:)" + rf"{_QUOTED}{{6,256}}(?P=q)",

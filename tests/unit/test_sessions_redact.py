@@ -1124,7 +1124,6 @@ def test_the_sweeps_review_leaks_are_closed() -> None:
             "RUN http -a admin:Xq7pL9mZ2w https://x",
             "- run: http -a admin:Xq7pL9mZ2w https://x",
             "> http -a admin:Xq7pL9mZ2w https://x",
-            "http -a admin:/Xq7pL9mZ2w https://x",
             "redis-cli -h h -p 6379 AUTH Xq7pL9mZ2w > /dev/null",
             "redis-cli -h h -p 6379 AUTH admin Xq7pL9mZ2w < cmds.txt",
             "redis-cli -h 10.0.0.5 AUTH 'Xq7pL9mZ2w'",
@@ -1144,3 +1143,32 @@ def test_the_sweeps_review_leaks_are_closed() -> None:
         "ENV API_KEY_HEADER X-Api-Key",
         'variable "db_password" {\n  default = "Update_Me_Later"\n}',
     )
+
+
+def test_the_widened_rules_keep_prose_lists_tags_and_placeholders() -> None:
+    # The review of the rules above: a list of tools after curl, an arrow, rsync after
+    # httpie on the next line of a tool's input, a Redis AUTH in prose or before a tag,
+    # Terraform placeholders of more words, ldappasswd's -s before punctuation; and Redis
+    # AUTH before a stream's redirection (2>) leaked, its password read as the user.
+    _assert_kept(
+        "curl -s, wget -q, rsync -avu host:/data",
+        "curl https://api -> jq -> rsync -avu host:/data",
+        "http :8000/items\nrsync -a backup@host:/srv/backup ./",
+        "redis-cli AUTH failed, see #123",
+        "The redis-cli AUTH command <b>must</b> come first",
+        "redis-cli AUTH default <password>",
+        'variable "db_password" {\n  type = string\n  default = "set_via_env"\n}',
+        'variable "db_password" {\n  default = "replace_at_runtime"\n}',
+        "ldappasswd -x -s_new uid=bob",
+        "ENV SECRET_ROOT run/secrets",
+    )
+    _assert_hidden(
+        (
+            "redis-cli -h 10.0.0.5 AUTH Xq7pL9mZ2w 2> /dev/null",
+            "redis-cli -h 10.0.0.5 AUTH Xq7pL9mZ2w 2>/dev/null",
+        ),
+        "Xq7pL9mZ2w",
+    )
+    # A curl -u with nothing after the colon at a JSON string's end stays valid JSON.
+    text = json.dumps({"command": "curl -s https://x -o page.html -Su user:"})
+    assert redact(text) == text
