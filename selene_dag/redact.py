@@ -134,6 +134,12 @@ _ENV_NAME = (
         )
     )
 )
+# A setting or a placeholder where an environment list or ENV gives a value (USE_TOKEN_V2
+# enabled, AUTH_TOKEN_LOCAL localhost): no secret.
+_SETTING_WORD = (
+    r"(?!(?i:enabled|disabled|true|false|yes|no|on|off|none|localhost|placeholder|changeme)"
+    r"(?![\w]))"
+)
 # Upper case, ending with the secret word (DB_PASSWORD, STRIPE_SECRET_KEY), or with it and
 # a stage or version (DB_PASSWORD_PROD, API_KEY_V2, GITHUB_TOKEN_RO; not PASSWORD_HASHER or
 # TOKEN_NAMESPACE): the name of an environment list's entry.
@@ -620,14 +626,17 @@ _KEY_RULES = (
             # -sSu user:…, combined flags: right after curl's own options and URLs (not
             # another tool's -avu later on the line).
             # An option's value, a URL, a host:port, a variable, a method or a quoted
-            # argument may stand between; no separator (;, |, &), redirection, list comma
-            # or word of prose. (Each read one way only: an option keeps the value it took.)
-            r"|\bcurl(?:\.exe)?(?:[ \t]+(?>-[^\s\\;|&,<>]*(?:[ \t]+[^\s\-\\;|&\"',<>][^\s\\;|&,<>]*)?"
-            r"|[a-z]+://[^\s\\;|&,<>]*|[\w.\-]+:[0-9]+[^\s\\;|&,<>]*|\$\{?\w+\}?[^\s\\;|&,<>]*"
+            # argument may stand between; no separator (;, |, &), redirection, word of
+            # prose, nor a token ending with a list's comma (curl -s, wget -q, rsync -avu).
+            # (Each read one way only: an option keeps the value it took.)
+            r"|\bcurl(?:\.exe)?(?:[ \t]+(?>-[^\s\\;|&<>]*(?<!,)"
+            r"(?:[ \t]+[^\s\-\\;|&\"'<>][^\s\\;|&<>]*(?<!,))?"
+            r"|[a-z]+://[^\s\\;|&]*(?<!,)|[\w.\-]+:[0-9]+[^\s\\;|&<>]*(?<!,)"
+            r"|\$\{?\w+\}?[^\s\\;|&<>]*(?<!,)"
             r"|[A-Z]{3,7}|\\?\"[^\"\\\n]*\\?\"|'[^'\n]*')){0,16}?[ \t]+-[A-Za-z]+u[ \t]+"
             r"(?P<cq>\\?[\"'])?(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*):)"
             # The password quoted on its own (-u admin:'…').
-            r"(?(uq)|(?(pq)|(?(cq)|(?P<vq>\\?[\"'](?=[^\s\"',}\]][^\"'\n]*[\"']))?))))"
+            r"(?(uq)|(?(pq)|(?(cq)|(?P<vq>\\?[\"'](?=[^\s\"'])(?![,}\]]*(?:$|\n|,\s*\")))?))))"
             + _NOT_A_REFERENCE
             # Not a URL (redis-cli -u redis://:pw@host: its password is a url_password),
             # nor GitHub's word for a token given as the user (TOKEN:x-oauth-basic).
@@ -764,7 +773,8 @@ _KEY_RULES = (
                 # step's run:) or a prompt before it.
                 r"(?:(?:sudo|time|nohup|exec|env|command|watch|RUN|[Rr]un:|-[ \t]+run:"
                 r"|(?:uv|poetry|pipx|pdm|hatch)[ \t]+run|-n[ \t]+[0-9.]+"
-                r"|[A-Za-z_][A-Za-z0-9_]*=[^\s;|&\\]*|[>%#]|PS[ \t][^>\n]{0,60}>)[ \t]+){0,4}"
+                r"|[A-Za-z_][A-Za-z0-9_]{0,63}=[^\s;|&\\()'\"`]{0,256}|[>%#]|PS[ \t][^>\n]{0,60}>)"
+                r"[ \t]+){0,4}"
                 r"(?:http|https|xh|xhs)[ \t]"
                 + _OWN_GAP
                 + r"(?<!\S)(?:-a|--auth)(?:[ \t]+|=)(?:\\?[\"'])?[^\s:\"'\\]+:(?!/)",
@@ -1037,7 +1047,7 @@ _KEY_RULES = (
             # JSON-escaped too), CloudFormation's Name / Value, Terraform's name = "…".
             rf"(?P<head>\b(?i:name)\\?[\"']?[ \t]*[:=][ \t]*(?P<nq>\\?[\"']?){_ENV_NAME_END}(?P=nq)"
             r"[ \t]*,?(?:[ \t]|\r?\n|\\[rn]){0,40}\\?[\"']?(?i:value)\\?[\"']?[ \t]*(?:(?P<eq>=)|:)"
-            rf"[ \t]*)(?P<q>\\?[\"'])?{_NOT_A_VALUE}(?!arn:aws)"
+            rf"[ \t]*)(?P<q>\\?[\"'])?{_NOT_A_VALUE}{_SETTING_WORD}(?!arn:aws)"
             # Unquoted after "=" (Terraform): an expression (random_password.api.result).
             rf"(?(q){_QUOTED}{{6,256}}(?P=q)|(?(eq)(?!)|{_BARE}{{6,256}}(?![^\s,}}\]\\\"'])))",
             "name",
@@ -1051,6 +1061,7 @@ _KEY_RULES = (
         # A Dockerfile's ENV NAME value (its older form, no "=").
         rf"(?P<head>(?:^|(?<=\n)|(?<=\\n)|(?<=\"))ENV[ \t]+{_ENV_NAME_END}[ \t]+)(?P<q>\\?[\"'])?"
         + _NOT_A_VALUE
+        + _SETTING_WORD
         # One word to the line's end (prose after ENV NAME is no value).
         + rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?=[ \t]*(?:\r?\n|\\[rn]|\\?\"|$)))",
         "ENV ",

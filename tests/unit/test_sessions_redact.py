@@ -1172,3 +1172,25 @@ def test_the_widened_rules_keep_prose_lists_tags_and_placeholders() -> None:
     # A curl -u with nothing after the colon at a JSON string's end stays valid JSON.
     text = json.dumps({"command": "curl -s https://x -o page.html -Su user:"})
     assert redact(text) == text
+
+
+def test_the_last_reviews_curl_quotes_commas_and_setting_words() -> None:
+    # A URL holding a list comma before -sSu, a quoted password never closed on its line
+    # or opening with a brace or comma leaked; settings and placeholders as an env
+    # list's or ENV's value (ENV USE_TOKEN_V2 enabled) were redacted.
+    _assert_hidden(
+        (
+            "curl https://api.example.com/items?ids=1,2,3 -sSu admin:Xq7pL9mZ2w",
+            "curl -d '{\"a\":1}' https://h/<id> -sSu admin:Xq7pL9mZ2w",
+            "curl -u admin:'Xq7pL9mZ2w",
+            "curl -u admin:'}Xq7pL9mZ2w' https://h",
+            "curl -u admin:',Xq7pL9mZ2w' https://h",
+        ),
+        "Xq7pL9mZ2w",
+    )
+    _assert_kept(
+        "ENV USE_TOKEN_V2 enabled",
+        "ENV AUTH_TOKEN_LOCAL localhost",
+        '- name: API_KEY_TEST\n  value: "disabled-in-ci"',
+        "ENV SECRET_KEY_BASE placeholder",
+    )
