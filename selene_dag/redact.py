@@ -754,7 +754,7 @@ _KEY_RULES = (
                 r"{0,12}[ \t]+)(?i:auth)[ \t]+"
                 r"(?:(?![&|;<>])[^\s\"']+[ \t]+(?=[^\s&|;<>])(?![0-9]>))?(?![&|;<>])"
                 # The command ends after them (not "auth is needed when …"): the line's or
-                # the string's end, a separator, a redirection or a comment.
+                # the string's end, a separator or a redirection (not an HTML tag, an arrow).
                 r"(?=(?:'[^'\n]+'|\"[^\"\n]+\"|\\\"[^\"\\\n]+\\\"|[^\s\"']+)[ \t]*"
                 r"(?:$|\r?\n|\\[rn]|&&|\|\||[;|]|[0-9]?(?:>>?|<)(?![A-Za-z/]*>)(?!-)|\\?[\"']))",
                 ("> AUTH", "> auth", "redis-cli"),
