@@ -1147,9 +1147,13 @@ def _chunks(row: dict[str, object]) -> str:
     return f"{row['chunks']}, {row['distilled_chunks']} kept"
 
 
-# Fits 80 columns: the platform is the key's prefix; "imp" is the mean importance (0–100),
-# "cons" the mean consensus (0–10), "tokens" the distilled tokens of the budget.
+# The platform is the key's prefix; "imp" is the mean importance (0–100), "cons" the mean
+# consensus (0–10), "tokens" the distilled tokens of the budget. The project and the day a
+# session started need about 110 columns: a narrower terminal gets the rest whole (the key
+# a user copies was cut to "claude-…" at 80 columns).
 REPORT_COLUMNS = ("session", "project", "started", "events", "chunks", "imp", "cons", "tokens")
+NARROW_REPORT_COLUMNS = ("session", "events", "chunks", "imp", "cons", "tokens")
+WIDE_REPORT = 110
 
 
 def _project_name(project: str | None) -> str:
@@ -1167,8 +1171,8 @@ def distill_report_command(
     as_json: Annotated[bool, typer.Option("--json", help="Print every field as JSON.")] = False,
     home: HomeOption = None,
 ) -> None:
-    """Per session: project, day started, events, chunks, importance, consensus and
-    distilled tokens.
+    """Per session: project and day started (left out on a terminal narrower than 110
+    columns), events, chunks, importance, consensus and distilled tokens.
 
     Chunks, and how many the distilled file kept (--json says how many of the others
     were over the budget and how many under the minimum consensus); mean importance
@@ -1201,7 +1205,11 @@ def distill_report_command(
         }
         for row in rows
     ]
-    out.print(_rows_table(short, "distill report", list(REPORT_COLUMNS)))
+    # COLUMNS, when set, is the width the output is for (piped or not).
+    width = os.environ.get("COLUMNS", "")
+    wide = (int(width) if width.isdigit() else out.width) >= WIDE_REPORT
+    columns = REPORT_COLUMNS if wide else NARROW_REPORT_COLUMNS
+    out.print(_rows_table(short, "distill report", list(columns)))
     if session and rows[0]["top_chunks"]:
         top = [
             {

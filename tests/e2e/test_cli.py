@@ -221,7 +221,7 @@ def test_a_session_that_kept_no_chunk_is_named_with_the_setting_that_decides(tmp
     )
     ran = run("distill", "run", "--all", env=env)
     assert ran.returncode == 0 and "1 session kept no chunk" in ran.stderr
-    report = run("distill", "report", env=env)
+    report = run("distill", "report", env={**env, "COLUMNS": "120"})
     assert report.returncode == 0
     assert "1 session kept no chunk: none reached consensus 5;" in report.stderr
     (row,) = json.loads(run("distill", "report", "--json", env=env).stdout)
@@ -569,6 +569,8 @@ def test_distill_report_and_status_fit_80_columns_and_speak_json(tmp_path):
     assert report.returncode == 0
     table = [line for line in report.stdout.splitlines() if line.startswith(("┃", "│"))]
     assert table and all(len(line) <= 80 for line in table)
+    # The keys whole (the project and the day left out at 80 columns).
+    assert "project" not in table[0] and "claude-" in report.stdout
     rows = json.loads(run("distill", "report", "--json", env=env).stdout)
     assert rows and {"session_key", "distilled_tokens", "budget"} <= set(rows[0])
     status = json.loads(run("distill", "status", "--json", env=env).stdout)
