@@ -240,12 +240,13 @@ def _forget(key: str, selene: SeleneResource) -> dg.MaterializeResult:
         "1",
         prompts=("note_analysis",),
         algorithms=("analyze_note",),
-        sql=("essence_todo", "essence_upsert"),
+        sql=("processed_moved", "essence_todo", "essence_upsert"),
     ),
     automation_condition=follow_or_every(ESSENCES_CRON),
     description=(
         "Concepts, primary theme and a 1–2 sentence essence for every note. Incremental: only "
-        "new notes, changed notes and notes without an essence, newest first; test notes "
+        "new notes, changed notes and notes without an essence, newest first (a note whose "
+        "file was renamed or moved keeps its analysis, tier and last use); test notes "
         "skipped; essences of 10 characters or fewer rejected. Finished notes are saved as "
         "they come (each model call on its own), so a crash or a model server going down "
         "loses little and a re-run resumes where it stopped. At most "
@@ -286,6 +287,7 @@ def processed_notes(
         "analysed": dg.MetadataValue.int(stats.analysed),
         "rejected_essences": dg.MetadataValue.int(stats.rejected_essences),
         "analysed_offline": dg.MetadataValue.int(len(stats.unusable)),
+        "moved_notes": dg.MetadataValue.int(stats.moved),
         # The run stopped at SELENE_ESSENCE_LIMIT with notes left: the next ingest goes on.
         ESSENCES_LEFT: dg.MetadataValue.int(left),
         "notes_with_essence": dg.MetadataValue.int(with_essence),

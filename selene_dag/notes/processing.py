@@ -29,6 +29,10 @@ from selene_dag.text import hash_rows
 # pandas is imported where frames are built: the Dagster definitions load without it.
 
 COMMIT_EVERY_SECONDS = 0.5
+# A renamed note's body must be at least this long to be told from another note by its text
+# alone (its title, taken from the file's name, changed with it): short bodies ("TODO",
+# a template's stub) are shared by unrelated notes.
+MOVED_MIN_CHARS = 40
 
 
 @dataclass
@@ -38,11 +42,25 @@ class AnalysisStats:
     pending: int = 0
     analysed: int = 0
     rejected_essences: int = 0
+    # Notes that took the analysis and use of the note their file held before a rename.
+    moved: int = 0
     failed: int = 0
     stopped_by: str | None = None
     rejected_ids: list[str] = field(default_factory=list)
     # Notes the model answered unusably (twice), analysed offline instead: "<id>: <why>".
     unusable: list[str] = field(default_factory=list)
+
+
+def carry_moved_notes(conn: duckdb.DuckDBPyConnection) -> int:
+    """Give each live note without an analysis whose text a deleted note held (its file
+    renamed or moved: a note's id is its path) that note's processed row: analysis, tier,
+    last use (``sql/transforms/processed_moved.sql``). One transaction. Returns how many
+    notes took one."""
+    with transaction(conn):
+        row = conn.execute(
+            transform_sql("processed_moved"), {"min_chars": MOVED_MIN_CHARS}
+        ).fetchone()
+    return int(row[0]) if row else 0
 
 
 def analysis_version(engine: Engine) -> str | None:
@@ -100,6 +118,8 @@ def analyse_notes(
     progress: Callable[[int, int], None] | None = None,
 ) -> AnalysisStats:
     """Analyse pending notes with ``engine``, committing completed notes as described above.
+    A note whose file was renamed or moved first takes its former note's row
+    (:func:`carry_moved_notes`, ``stats.moved``): analysed only when its text changed.
 
     A note the model answers unusably (:class:`EngineResponseError`: not JSON twice, the
     wrong shape) is analysed by the offline engine instead, recorded as its, and named in
@@ -110,8 +130,9 @@ def analyse_notes(
     """
     engine_label = f"{engine.name}:{engine.model}"
     engine_analysis = analysis_version(engine)
+    moved = carry_moved_notes(conn)
     todo = notes_needing_analysis(conn, engine_label, limit, engine_analysis)
-    stats = AnalysisStats(pending=len(todo))
+    stats = AnalysisStats(pending=len(todo), moved=moved)
     upsert = transform_sql("essence_upsert")
     pending: list[dict[str, object]] = []
     last_commit = time.monotonic()

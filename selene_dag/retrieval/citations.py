@@ -20,6 +20,7 @@ from unicodedata import normalize
 import duckdb
 
 from selene_dag.errors import NotFoundError, UsageError
+from selene_dag.notes.processing import MOVED_MIN_CHARS
 from selene_dag.retrieval.select import line_ranges, lines_text
 from selene_dag.sessions.chunker import render_event
 from selene_dag.sessions.parsers.model import SessionEvent
@@ -271,9 +272,10 @@ def _bare_note_id(conn: duckdb.DuckDBPyConnection, text: str) -> Citation | None
     return Citation("note", text) if found else None
 
 
-def _why_gone(conn: duckdb.DuckDBPyConnection, source: str) -> str:
-    """What became of a deleted note's file ``source``: its note under another id, a file
-    still there that gives none now (its folder forgotten), or a file gone."""
+def _why_gone(conn: duckdb.DuckDBPyConnection, note_id: str, source: str) -> str:
+    """What became of deleted note ``note_id``'s file ``source``: its note under another
+    id, a file still there that gives none now (its folder forgotten), its text in another
+    note (the file renamed or moved), or a file gone."""
     now = conn.execute(
         "SELECT id FROM notes WHERE source = ? AND deleted_at IS NULL AND NOT test_run "
         "ORDER BY id LIMIT 1",
@@ -285,6 +287,18 @@ def _why_gone(conn: duckdb.DuckDBPyConnection, source: str) -> str:
         return (
             f"its file {source} is still there (its folder was forgotten, or the file is "
             "passed over now); ingest its folder again to bring it back"
+        )
+    moved = conn.execute(
+        "SELECT n.id FROM notes AS old JOIN notes AS n ON n.content = old.content "
+        "AND (n.content_hash = old.content_hash OR length(n.content) >= ?) "
+        "WHERE old.id = ? AND n.id <> old.id AND n.deleted_at IS NULL AND NOT n.test_run "
+        "ORDER BY n.id LIMIT 1",
+        [MOVED_MIN_CHARS, note_id],
+    ).fetchone()
+    if moved is not None:
+        return (
+            f"its file {source} is gone, and its text is now the note {moved[0]} (the file "
+            f'renamed or moved: `selene-dag show "note {moved[0]}"`)'
         )
     return (
         f"its file {source} is gone or was renamed; ingest its folder again to bring it back, "
@@ -302,14 +316,14 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
     ).fetchone()
     if row is None:
         gone = conn.execute(
-            "SELECT source, deleted_at FROM notes WHERE list_contains(?, id) "
+            "SELECT source, deleted_at, id FROM notes WHERE list_contains(?, id) "
             "AND deleted_at IS NOT NULL AND NOT test_run ORDER BY deleted_at DESC LIMIT 1",
             [spellings],
         ).fetchone()
         if gone is not None:
             raise NotFoundError(
                 f"note {cited.ref} was deleted by the ingest of {gone[1]:%Y-%m-%d %H:%M} UTC: "
-                + _why_gone(conn, str(gone[0]))
+                + _why_gone(conn, str(gone[2]), str(gone[0]))
             )
         raise NotFoundError(
             f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "

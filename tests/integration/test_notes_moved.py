@@ -1,0 +1,77 @@
+"""A note whose file is renamed or moved: its id is its path, so it comes back as a new
+note and the old one is marked deleted. The new one keeps the analysis, tier and last use
+of the old one (a reorganized vault keeps its context), and ``show`` of the old citation
+says where the text went."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from selene_dag import service
+from selene_dag.errors import NotFoundError
+from selene_dag.store import connect
+from tests.support.ask import ingested_folder
+
+TEMPLATE = "# Daily log\n\n## Standup notes\n\n- [ ] review the staging database tickets\n"
+BODY = "The staging database listens on port 6543 behind the bastion host cobalt."
+
+
+def _row(settings, note_id: str) -> tuple | None:
+    conn = connect(settings.db_path)
+    try:
+        return conn.execute(
+            "SELECT p.essence, p.essence_at, p.last_accessed_at, p.source_hash, n.content_hash "
+            "FROM processed_notes p JOIN notes n ON n.id = p.note_id WHERE p.note_id = ?",
+            [note_id],
+        ).fetchone()
+    finally:
+        conn.close()
+
+
+def test_a_moved_note_keeps_its_analysis_and_last_use(tmp_path: Path) -> None:
+    settings = ingested_folder(
+        tmp_path,
+        {
+            "staging.md": f"# Staging database\n\n{BODY}\n",
+            "named by file.md": f"{BODY} Its replica is on port 6544.\n",
+            "short.md": "Port 6543.\n",
+            "other.md": "# Other\n\nNothing about databases here at all, only tomatoes.\n",
+            "day one.md": f"---\ncreated: 2026-01-01\n---\n{TEMPLATE}",
+        },
+    )
+    service.ask(settings, "staging database port bastion", 2000)
+    service.ask(settings, "short port 6543", 2000)
+    service.ask(settings, "daily standup tickets", 2000)
+    before = _row(settings, "notes/staging.md")
+    named = _row(settings, "notes/named by file.md")
+    short = _row(settings, "notes/short.md")
+    assert before[2] is not None and named[2] is not None and short[2] is not None
+    assert _row(settings, "notes/day one.md")[2] is not None
+
+    folder = tmp_path / "notes"
+    (folder / "archive").mkdir()
+    (folder / "staging.md").rename(folder / "archive" / "staging.md")
+    (folder / "named by file.md").rename(folder / "renamed by file.md")
+    (folder / "short.md").rename(folder / "tiny.md")
+    # A new note of a template's text, the old one deleted: it was never used.
+    (folder / "day one.md").unlink()
+    (folder / "day two.md").write_text(f"---\ncreated: 2099-01-02\n---\n{TEMPLATE}")
+    service.ingest(settings, folder)
+
+    moved = _row(settings, "notes/archive/staging.md")
+    # Same title and body: the analysis is the old one (not made again), and its last use.
+    assert moved[:3] == before[:3] and moved[3] == moved[4]
+    # The title came from the file's name: analysed again, its last use kept.
+    renamed = _row(settings, "notes/renamed by file.md")
+    assert renamed[2] == named[2] and renamed[3] == renamed[4] != named[3]
+    # A body this short tells one note from another too seldom: nothing carried.
+    assert _row(settings, "notes/tiny.md")[2] is None
+    assert _row(settings, "notes/day two.md")[2] is None
+    with pytest.raises(
+        NotFoundError, match=r"its text is now the note notes/archive/staging\.md \(the file"
+    ):
+        service.show(settings, "note notes/staging.md")
+    with pytest.raises(NotFoundError, match=r"short\.md is gone or was renamed"):
+        service.show(settings, "note notes/short.md")
