@@ -410,6 +410,12 @@ def ingest(
     if report.skipped_total > len(report.skipped):
         more = report.skipped_total - len(report.skipped)
         err.print(f"… and {more:,} more (all in the ingest_errors table; newest in `health`)")
+    if report.moved_notes:
+        err.print(
+            f"{plural(report.moved_notes, 'note')} renamed or moved (the same text under a new "
+            "path): each keeps its essence, tier and last use",
+            highlight=False,
+        )
     if report.analysed_offline:
         err.print(
             f"{plural(report.analysed_offline, 'note')} analysed offline: the model's answer "

@@ -177,6 +177,9 @@ class IngestReport:
     restored: int = 0
     # Notes the model answered unusably, analysed by the offline engine instead.
     analysed_offline: int = 0
+    # New notes whose text a deleted note held (their file renamed or moved), which took its
+    # essence, tier and last use.
+    moved_notes: int = 0
     # Notes left to analyse (new, changed, or by another engine or model) when the run stopped at
     # SELENE_ESSENCE_LIMIT.
     essences_left: int = 0
@@ -323,6 +326,7 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
             report = replace(
                 report,
                 analysed_offline=int(analysis.get("analysed_offline") or 0),
+                moved_notes=int(analysis.get("moved_notes") or 0),
                 essences_left=int(analysis.get("essences_left") or 0),
             )
     # Dagster found nothing to run: remembered unless something it rests on moved while it

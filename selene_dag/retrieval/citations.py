@@ -290,6 +290,7 @@ def _why_gone(conn: duckdb.DuckDBPyConnection, note_id: str, source: str) -> str
         )
     moved = conn.execute(
         "SELECT n.id FROM notes AS old JOIN notes AS n ON n.content = old.content "
+        "AND n.created_at = old.created_at "
         "AND (n.content_hash = old.content_hash OR length(n.content) >= ?) "
         "WHERE old.id = ? AND n.id <> old.id AND n.deleted_at IS NULL AND NOT n.test_run "
         "ORDER BY n.id LIMIT 1",

@@ -2,20 +2,20 @@
 -- path) with the same text, while the note of its old path is marked deleted. The new note,
 -- not analysed yet, takes the deleted note's row: its analysis (analysed again as usual
 -- when its title, and so its content hash, changed with the file's name), its tier and when
--- it was last used, so a move neither drops the note's tier nor asks a model again. The
--- text must be the same: the whole note (content hash), or its body when that is long
--- enough (MOVED_MIN_CHARS) to tell one note from another. Of several such deleted notes,
--- the one used last gives its row. A last use before the new note's creation date is not
--- carried (a new note of a template's text, the old one deleted): its age says more.
+-- it was last used, so a move neither drops the note's tier nor asks a model again. Both
+-- must have the same creation date (a rename keeps the file's dates; a new note made from a
+-- template's text has its own) and the same text: the whole note (content hash), or its
+-- body when that is long enough (MOVED_MIN_CHARS) to tell one note from another. Of several
+-- such deleted notes, the one used last gives its row.
 INSERT INTO processed_notes (note_id, concepts, primary_theme, essence, essence_at,
                              source_hash, engine, analysis, fidelity_tier,
                              fidelity_evaluated_at, last_accessed_at)
 SELECT n.id, p.concepts, p.primary_theme, p.essence, p.essence_at, p.source_hash, p.engine,
-       p.analysis, p.fidelity_tier, p.fidelity_evaluated_at,
-       CASE WHEN p.last_accessed_at >= n.created_at THEN p.last_accessed_at END
+       p.analysis, p.fidelity_tier, p.fidelity_evaluated_at, p.last_accessed_at
 FROM notes AS n
 JOIN notes AS old
   ON old.content = n.content
+ AND old.created_at = n.created_at
  AND (old.content_hash = n.content_hash OR length(n.content) >= $min_chars)
 JOIN processed_notes AS p ON p.note_id = old.id
 WHERE n.deleted_at IS NULL AND NOT n.test_run

@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typer.testing import CliRunner
 
 from selene_dag import service
+from selene_dag.cli import app
 from selene_dag.errors import NotFoundError
 from selene_dag.store import connect
 from tests.support.ask import ingested_folder
@@ -55,10 +57,17 @@ def test_a_moved_note_keeps_its_analysis_and_last_use(tmp_path: Path) -> None:
     (folder / "staging.md").rename(folder / "archive" / "staging.md")
     (folder / "named by file.md").rename(folder / "renamed by file.md")
     (folder / "short.md").rename(folder / "tiny.md")
-    # A new note of a template's text, the old one deleted: it was never used.
+    # A new note of a template's text (title too), the old one deleted: another note.
     (folder / "day one.md").unlink()
     (folder / "day two.md").write_text(f"---\ncreated: 2099-01-02\n---\n{TEMPLATE}")
-    service.ingest(settings, folder)
+    outcome = CliRunner().invoke(
+        app, ["ingest", str(folder)], env={"SELENE_HOME": str(settings.home)}
+    )
+    assert outcome.exit_code == 0, outcome.output
+    assert "2 notes renamed or moved (the same text under a new path): each keeps" in (
+        outcome.output
+    )
+    assert "(4 new, 0 changed" in outcome.output
 
     moved = _row(settings, "notes/archive/staging.md")
     # Same title and body: the analysis is the old one (not made again), and its last use.
