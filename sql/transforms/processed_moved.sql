@@ -6,7 +6,8 @@
 -- must have the same creation date (a rename keeps the file's dates; a new note made from a
 -- template's text has its own) and the same text: the whole note (content hash), or its
 -- body when that is long enough (MOVED_MIN_CHARS) to tell one note from another. Of several
--- such deleted notes, the one used last gives its row.
+-- such deleted notes, the one used last gives its row. (`show` of the old note names the
+-- new one by the same rule: selene_dag.retrieval.citations._why_gone.)
 INSERT INTO processed_notes (note_id, concepts, primary_theme, essence, essence_at,
                              source_hash, engine, analysis, fidelity_tier,
                              fidelity_evaluated_at, last_accessed_at)
