@@ -413,7 +413,7 @@ def ingest(
     if report.moved_notes:
         err.print(
             f"{plural(report.moved_notes, 'note')} renamed or moved (the same text under a new "
-            "path): each keeps its essence, tier and last use",
+            "path): each keeps its essence and last use",
             highlight=False,
         )
     if report.analysed_offline:

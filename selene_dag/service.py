@@ -178,7 +178,7 @@ class IngestReport:
     # Notes the model answered unusably, analysed by the offline engine instead.
     analysed_offline: int = 0
     # New notes whose text a deleted note held (their file renamed or moved), which took its
-    # essence, tier and last use.
+    # essence and last use.
     moved_notes: int = 0
     # Notes left to analyse (new, changed, or by another engine or model) when the run stopped at
     # SELENE_ESSENCE_LIMIT.

@@ -246,7 +246,7 @@ def _forget(key: str, selene: SeleneResource) -> dg.MaterializeResult:
     description=(
         "Concepts, primary theme and a 1–2 sentence essence for every note. Incremental: only "
         "new notes, changed notes and notes without an essence, newest first (a note whose "
-        "file was renamed or moved keeps its analysis, tier and last use); test notes "
+        "file was renamed or moved keeps its analysis and last use); test notes "
         "skipped; essences of 10 characters or fewer rejected. Finished notes are saved as "
         "they come (each model call on its own), so a crash or a model server going down "
         "loses little and a re-run resumes where it stopped. At most "

@@ -13,7 +13,7 @@ import os
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from unicodedata import normalize
 
@@ -272,10 +272,9 @@ def _bare_note_id(conn: duckdb.DuckDBPyConnection, text: str) -> Citation | None
     return Citation("note", text) if found else None
 
 
-def _why_gone(conn: duckdb.DuckDBPyConnection, note_id: str, source: str) -> str:
-    """What became of deleted note ``note_id``'s file ``source``: its note under another
-    id, a file still there that gives none now (its folder forgotten), its text in another
-    note (the file renamed or moved), or a file gone."""
+def _why_gone(conn: duckdb.DuckDBPyConnection, source: str) -> str:
+    """What became of a deleted note's file ``source``: its note under another id, a file
+    still there that gives none now (its folder forgotten), or a file gone."""
     now = conn.execute(
         "SELECT id FROM notes WHERE source = ? AND deleted_at IS NULL AND NOT test_run "
         "ORDER BY id LIMIT 1",
@@ -288,23 +287,27 @@ def _why_gone(conn: duckdb.DuckDBPyConnection, note_id: str, source: str) -> str
             f"its file {source} is still there (its folder was forgotten, or the file is "
             "passed over now); ingest its folder again to bring it back"
         )
-    moved = conn.execute(
+    return (
+        f"its file {source} is gone: deleted, or renamed or moved with its text changed "
+        "(`selene-dag ask` finds it by its words; a note moved to another folder comes back "
+        "when that folder is ingested)"
+    )
+
+
+def _same_text(conn: duckdb.DuckDBPyConnection, note_id: str) -> str | None:
+    """The live note holding deleted note ``note_id``'s text (its file renamed, moved or
+    copied): the same title and body, or the same body of MOVED_MIN_CHARS or more and the
+    same creation date (``processed_moved.sql``'s rule); one that took its processed row
+    first. None when no note does."""
+    found = conn.execute(
         "SELECT n.id FROM notes AS old JOIN notes AS n ON n.content = old.content "
-        "AND n.created_at = old.created_at "
-        "AND (n.content_hash = old.content_hash OR length(n.content) >= ?) "
+        "AND (n.content_hash = old.content_hash "
+        "OR (length(n.content) >= ? AND n.created_at = old.created_at)) "
         "WHERE old.id = ? AND n.id <> old.id AND n.deleted_at IS NULL AND NOT n.test_run "
-        "ORDER BY n.id LIMIT 1",
+        "ORDER BY n.created_at = old.created_at DESC, n.id LIMIT 1",
         [MOVED_MIN_CHARS, note_id],
     ).fetchone()
-    if moved is not None:
-        return (
-            f"its file {source} is gone, and its text is now the note {moved[0]} (the file "
-            f'renamed or moved: `selene-dag show "note {moved[0]}"`)'
-        )
-    return (
-        f"its file {source} is gone or was renamed; ingest its folder again to bring it back, "
-        "or look for its new name with `selene-dag ask`"
-    )
+    return str(found[0]) if found else None
 
 
 def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
@@ -315,21 +318,32 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
         "AND deleted_at IS NULL AND NOT test_run ORDER BY array_position(?, id) LIMIT 1",
         [spellings, spellings],
     ).fetchone()
+    moved = ""
     if row is None:
         gone = conn.execute(
             "SELECT source, deleted_at, id FROM notes WHERE list_contains(?, id) "
             "AND deleted_at IS NOT NULL AND NOT test_run ORDER BY deleted_at DESC LIMIT 1",
             [spellings],
         ).fetchone()
-        if gone is not None:
+        if gone is None:
             raise NotFoundError(
-                f"note {cited.ref} was deleted by the ingest of {gone[1]:%Y-%m-%d %H:%M} UTC: "
-                + _why_gone(conn, str(gone[2]), str(gone[0]))
+                f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "
+                "`context`), or `selene-dag health` says what the home holds"
             )
-        raise NotFoundError(
-            f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "
-            "`context`), or `selene-dag health` says what the home holds"
+        held_by = _same_text(conn, str(gone[2]))
+        if held_by is None:
+            raise NotFoundError(
+                f"note {cited.ref} was marked deleted at {gone[1]:%Y-%m-%d %H:%M} UTC: "
+                + _why_gone(conn, str(gone[0]))
+            )
+        # Its text is another note's now (renamed, moved, copied): the same lines there.
+        moved = (
+            f"note {cited.ref} is gone; note {held_by} holds its text (renamed, moved or copied)"
         )
+        cited = replace(cited, ref=held_by)
+        row = conn.execute(
+            "SELECT title, content, source FROM notes WHERE id = ?", [held_by]
+        ).fetchone()
     title, content, source = (str(v or "") for v in row)
     count = len(content.splitlines())
     ranges = widen(cited.ranges, around, 1, count) if cited.ranges else []
@@ -340,13 +354,12 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
     where = f"note {cited.ref}" + (f" {lines_text(ranges)}" if ranges else "")
     header = f"[{where}] {title}" if title else f"[{where}]"
     past = any(b > count for _, b in cited.ranges)
+    past_end = f"the note has {plural(count, 'line')}: lines past {count} are not there"
     return Shown(
         f"{header}\n{cut_lines(content, ranges)}".rstrip("\n"),
         source,
         file_line_offset=file_line_offset(source, content),
-        note=f"the note has {plural(count, 'line')}: lines past {count} are not there"
-        if past
-        else "",
+        note="; ".join(n for n in (moved, past_end if past else "") if n),
     )
 
 

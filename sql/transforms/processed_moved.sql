@@ -1,8 +1,9 @@
 -- A note whose file was renamed or moved comes back under a new id (a note's id is its
 -- path) with the same text, while the note of its old path is marked deleted. The new note,
 -- not analysed yet, takes the deleted note's row: its analysis (analysed again as usual
--- when its title, and so its content hash, changed with the file's name), its tier and when
--- it was last used, so a move neither drops the note's tier nor asks a model again. Both
+-- when its title, and so its content hash, changed with the file's name) and when it was
+-- last used, which its tier follows, so a move neither drops the note's tier nor asks a
+-- model again. Both
 -- must have the same creation date (a rename keeps the file's dates; a new note made from a
 -- template's text has its own) and the same text: the whole note (content hash), or its
 -- body when that is long enough (MOVED_MIN_CHARS) to tell one note from another. Of several

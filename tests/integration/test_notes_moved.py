@@ -1,5 +1,5 @@
 """A note whose file is renamed or moved: its id is its path, so it comes back as a new
-note and the old one is marked deleted. The new one keeps the analysis, tier and last use
+note and the old one is marked deleted. The new one keeps the analysis and last use
 of the old one (a reorganized vault keeps its context), and ``show`` of the old citation
 says where the text went."""
 
@@ -78,9 +78,12 @@ def test_a_moved_note_keeps_its_analysis_and_last_use(tmp_path: Path) -> None:
     # A body this short tells one note from another too seldom: nothing carried.
     assert _row(settings, "notes/tiny.md")[2] is None
     assert _row(settings, "notes/day two.md")[2] is None
-    with pytest.raises(
-        NotFoundError, match=r"its text is now the note notes/archive/staging\.md \(the file"
-    ):
-        service.show(settings, "note notes/staging.md")
-    with pytest.raises(NotFoundError, match=r"short\.md is gone or was renamed"):
+    # The old citation shows the same lines of the note that holds its text now.
+    shown = service.show(settings, "note notes/staging.md lines 3")
+    assert shown.text == f"[note notes/archive/staging.md line 3] Staging database\n{BODY}"
+    assert shown.note == (
+        "note notes/staging.md is gone; note notes/archive/staging.md holds its text "
+        "(renamed, moved or copied)"
+    )
+    with pytest.raises(NotFoundError, match=r"short\.md is gone: deleted, or renamed or moved"):
         service.show(settings, "note notes/short.md")

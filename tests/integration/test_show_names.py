@@ -29,7 +29,7 @@ def test_a_note_whose_file_is_gone_says_so(tmp_path: Path) -> None:
     settings = ingested_folder(tmp_path, {"a.md": "# A\n\nAlpha.\n", "b.md": "# B\n\nBeta.\n"})
     (tmp_path / "notes" / "b.md").unlink()
     service.ingest(settings, tmp_path / "notes")
-    with pytest.raises(NotFoundError, match=r"note notes/b\.md was deleted by the ingest of "):
+    with pytest.raises(NotFoundError, match=r"note notes/b\.md was marked deleted at "):
         service.show(settings, "note notes/b.md")
     with pytest.raises(NotFoundError, match="copy the citation from a pack"):
         service.show(settings, "note notes/never.md")
@@ -39,7 +39,7 @@ def test_a_deleted_note_whose_file_is_still_there_says_what_became_of_it(tmp_pat
     # "its file … is gone or was renamed" was said of a file still there: one whose note
     # took another id (its front matter gave one), or one whose folder was forgotten.
     settings = ingested_folder(tmp_path, {"a.md": "# A\n\nAlpha.\n", "b.md": "# B\n\nBeta.\n"})
-    (tmp_path / "notes" / "b.md").write_text("---\nid: beta\n---\n# B\n\nBeta.\n")
+    (tmp_path / "notes" / "b.md").write_text("---\nid: beta\n---\n# B\n\nBeta again.\n")
     service.ingest(settings, tmp_path / "notes")
     with pytest.raises(NotFoundError, match=r"b\.md now gives the note notes/beta \(`selene-dag"):
         service.show(settings, "note notes/b.md")
