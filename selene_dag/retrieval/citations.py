@@ -296,9 +296,10 @@ def _why_gone(conn: duckdb.DuckDBPyConnection, source: str) -> str:
 
 def _same_text(conn: duckdb.DuckDBPyConnection, note_id: str) -> str | None:
     """The live note holding deleted note ``note_id``'s text (its file renamed, moved or
-    copied): the same title and body, or the same body of MOVED_MIN_CHARS or more and the
-    same creation date (``processed_moved.sql``'s rule); one that took its processed row
-    first. None when no note does."""
+    copied): the same title and body (a copy has a creation date of its own), or the same
+    body of MOVED_MIN_CHARS or more and the same creation date (``processed_moved.sql``
+    asks the same creation date of both); one of the same creation date first. None when
+    no note does."""
     found = conn.execute(
         "SELECT n.id FROM notes AS old JOIN notes AS n ON n.content = old.content "
         "AND (n.content_hash = old.content_hash "
