@@ -46,3 +46,15 @@ def test_a_deleted_note_whose_file_is_still_there_says_what_became_of_it(tmp_pat
     service.forget(settings, "notes")
     with pytest.raises(NotFoundError, match=r"a\.md is still there \(its folder was forgotten"):
         service.show(settings, "note notes/a.md")
+
+
+def test_a_deleted_note_whose_copy_lives_on_shows_the_copy(tmp_path: Path) -> None:
+    # An editor's "make a copy" (a file of its own dates), then the original deleted.
+    settings = ingested_folder(tmp_path, {"a.md": "# Alpha\n\nThe alpha key is amber.\n"})
+    folder = tmp_path / "notes"
+    (folder / "a copy.md").write_text((folder / "a.md").read_text())
+    (folder / "a.md").unlink()
+    service.ingest(settings, folder)
+    shown = service.show(settings, "note notes/a.md lines 3")
+    assert shown.text == "[note notes/a copy.md line 3] Alpha\nThe alpha key is amber."
+    assert "note notes/a copy.md holds its text" in shown.note
