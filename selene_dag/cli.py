@@ -413,7 +413,8 @@ def ingest(
     if report.moved_notes:
         err.print(
             f"{plural(report.moved_notes, 'note')} renamed or moved (the same text under a new "
-            "path): each keeps its essence and last use",
+            f"path): {'it keeps' if report.moved_notes == 1 else 'each keeps'} its essence and "
+            "last use",
             highlight=False,
         )
     if report.analysed_offline:
