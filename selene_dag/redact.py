@@ -138,7 +138,9 @@ _ENV_NAME = (
 # enabled, AUTH_TOKEN_LOCAL localhost): no secret.
 _SETTING_WORD = (
     r"(?!(?i:enabled|disabled|true|false|yes|no|on|off|none|localhost|placeholder|changeme)"
-    r"(?![\w]))"
+    # The value ends with the word, or with lower-case words joined to it (disabled-in-ci):
+    # "On#Call2024!x", "No-Entry-2024!" are passwords.
+    r"(?=(?:[\-_.][a-z]{1,20}){0,6}(?:\\?[\"']|\\[rnt]|[\s,}\]]|$)))"
 )
 # Upper case, ending with the secret word (DB_PASSWORD, STRIPE_SECRET_KEY), or with it and
 # a stage or version (DB_PASSWORD_PROD, API_KEY_V2, GITHUB_TOKEN_RO; not PASSWORD_HASHER or
@@ -1032,7 +1034,8 @@ _KEY_RULES = (
         r"|(?:please_)?(?:set|change|replace|fill|enter|update)"
         r"(?:_(?:me|it|here|this|value|later|your|the|a|an|real|actual|password|secret|token"
         r"|key|in|at|on|by|before|prod|production|deploy|now|via|env|environment|tfvars|vars"
-        r"|variable|up|out|asap|use|runtime|externally|manually|first|ci|pipeline|vault)){0,3})"
+        r"|variable|up|out|asap|use|runtime|externally|manually|first|ci|pipeline|vault|from|with"
+        r"|please|elsewhere)){0,3})"
         r"\\?\")"
         r"(?!(?:enabled|disabled|none|null|true|false|auto|generated|random|healthy)\\?\")"
         r"(?!(?:\.{0,2}|~)/[\w.\-/]*\\?\"|[\w.\-/]*/[\w\-]+\.[a-z]{1,5}\\?\")"

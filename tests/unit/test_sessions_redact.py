@@ -1194,3 +1194,28 @@ def test_the_last_reviews_curl_quotes_commas_and_setting_words() -> None:
         '- name: API_KEY_TEST\n  value: "disabled-in-ci"',
         "ENV SECRET_KEY_BASE placeholder",
     )
+
+
+def test_a_password_opening_with_a_setting_word_and_more_placeholders() -> None:
+    # A value opening with a setting word ("On#…", "No-Entry-…") was kept as that setting;
+    # Terraform placeholders of other words (set_from_vault) were redacted.
+    for command, secret in (
+        ("ENV DB_PASSWORD On#Call2024!x", "Call2024"),
+        ("ENV DB_PASSWORD No-Entry-2024!", "Entry-2024"),
+        ('ENV DB_PASSWORD "Off.Grid#2024"', "Grid#2024"),
+        ("ENV DB_PASSWORD changeme!Kq93xZ", "Kq93xZ"),
+        ('- name: DB_PASSWORD\n  value: "On#Call2024!x"', "Call2024"),
+        ('{"name": "API_TOKEN", "value": "Yes.Please.42xQ"}', "42xQ"),
+    ):
+        _assert_hidden((command,), secret)
+    # JSON-escaped once (a transcript's line), as the review found it.
+    escaped = '{\\"name\\": \\"DB_PASSWORD\\", \\"value\\": \\"Off#Grid2024\\"}'
+    assert "Grid2024" not in redact(escaped)
+    _assert_kept(
+        "ENV DB_PASSWORD changeme",
+        '{"name": "API_TOKEN", "value": "none"}',
+        '{\\"name\\": \\"API_TOKEN\\", \\"value\\": \\"off\\"}',
+        'variable "db_password" { default = "set_from_vault" }',
+        'variable "db_password" { default = "change_me_please" }',
+        'variable "api_token" { default = "SET_FROM_CI" }',
+    )
