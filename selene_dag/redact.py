@@ -268,6 +268,17 @@ _OWN_GAP = (
 )
 
 
+# redis-cli's prompt (127.0.0.1:6379> , host:6380[2]> ): a port, maybe a db number (sqlcmd's
+# prompt "1> " is no Redis prompt).
+_REDIS_PROMPT = (
+    "(?:"
+    + "|".join(
+        rf"(?<=:[0-9]{{{port}}}{db}> )"
+        for port in range(2, 6)
+        for db in ("", r"\[[0-9]\]", r"\[[0-9][0-9]\]")
+    )
+    + ")"
+)
 _TOOL_FLAG_TRIGGERS = ("sqlcmd", "bcp", "ldap", "redis-cli")
 # After a flag, a word of prose about it, not its value ("-a to pass the password").
 _NOT_PROSE = r"(?!(?:to|the|a|an|and|or|is|for|with|option|flag|switch|argument)\b)"
@@ -633,7 +644,9 @@ _KEY_RULES = (
             # (Each read one way only: an option keeps the value it took.)
             r"|\bcurl(?:\.exe)?(?:[ \t]+(?>-[^\s\\;|&<>]*(?<!,)"
             r"(?:[ \t]+[^\s\-\\;|&\"'<>][^\s\\;|&<>]*(?<!,))?"
-            r"|[a-z]+://[^\s\\;|&]*(?<!,)|[\w.\-]+:[0-9]+[^\s\\;|&<>]*(?<!,)"
+            # A URL's query may hold "&" (a=1&b=2), not "&&" nor a trailing "&".
+            r"|[a-z]+://(?:[^\s\\;|&]|&(?=[^\s\\;|&]))*(?<!,)"
+            r"|[\w.\-]+:[0-9]+[^\s\\;|&<>]*(?<!,)"
             r"|\$\{?\w+\}?[^\s\\;|&<>]*(?<!,)"
             r"|[A-Z]{3,7}|\\?\"[^\"\\\n]*\\?\"|'[^'\n]*')){0,16}?[ \t]+-[A-Za-z]+u[ \t]+"
             r"(?P<cq>\\?[\"'])?(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*):)"
@@ -750,10 +763,12 @@ _KEY_RULES = (
             # AUTH [user] password (Redis 6 takes a user name first), at the prompt or
             # as redis-cli's command (after its options: not a key named "auth").
             (
-                r"(?:(?<=[0-9]> )|(?<=[0-9]\[[0-9]\]> )|(?<=[0-9]\[[0-9][0-9]\]> )"
-                r"|\bredis-cli(?:[ \t]+(?:-[hpnsua]|--(?:user|pass|cacert|cert|key|sni|tls-ciphers"
+                "(?:"
+                + _REDIS_PROMPT
+                + r"|\bredis-cli(?:[ \t]+(?:-[hpnsua]|--(?:user|pass|cacert|cert|key|sni|tls-ciphers"
                 r"|cacertdir|hostname|port|db))[ \t]+[^\s\-]\S*|[ \t]+-{1,2}[A-Za-z0-9][\w\-]*)"
-                r"{0,12}[ \t]+)(?i:auth)[ \t]+"
+                r"{0,12}[ \t]+)(?i:auth)[ \t]+(?!\\?[\"']?(?:is|are|was|failed|required|needed"
+                r"|must|should|first|then|with|to|the|a|an|and|or|for)(?![^\s\"'\\]))"
                 r"(?:(?![&|;<>])[^\s\"']+[ \t]+(?=[^\s&|;<>])(?![0-9]>))?(?![&|;<>])"
                 # The command ends after them (not "auth is needed when …"): the line's or
                 # the string's end, a separator or a redirection (not an HTML tag, an arrow).

@@ -1219,3 +1219,23 @@ def test_a_password_opening_with_a_setting_word_and_more_placeholders() -> None:
         'variable "db_password" { default = "change_me_please" }',
         'variable "api_token" { default = "SET_FROM_CI" }',
     )
+
+
+def test_curl_combined_flags_after_a_query_string_and_redis_prose() -> None:
+    # A URL's query joined by "&" stood between curl and its -sSu; "AUTH is required" and
+    # sqlcmd's "1> " prompt read as a Redis password.
+    _assert_hidden(
+        (
+            "curl https://x.io/a?b=1&c=2 -sSu admin:Xq7pL9mZ2w",
+            "redis:6380[12]> auth Xq7pL9mZ2w",
+            "127.0.0.1:6379> AUTH admin Xq7pL9mZ2w",
+        ),
+        "Xq7pL9mZ2w",
+    )
+    _assert_kept(
+        "curl https://x.io/a && rsync -avu host:Xq7pL9mZ2w",
+        "curl https://x.io/a & rsync -avu host:Xq7pL9mZ2w",
+        "redis-cli AUTH is required > first",
+        'redis-cli auth "is needed"',
+        "1> auth users < users.csv",
+    )
