@@ -444,3 +444,17 @@ def test_an_object_after_a_whole_record_is_a_record_only_when_it_ends_as_one(
         assert texts == ["deploy the docs site", "Deploying.", "thanks"], glue
         assert result.stats.errors == 1, glue
         assert not [e for e in result.events if e.kind == "other"], glue
+
+
+def test_a_cut_record_opening_the_file_loses_only_itself(tmp_path: Path) -> None:
+    # A file's first line opening with a cut record (the first run crashed while writing)
+    # gave no shape to look for, so the records glued after it were lost with it.
+    first = json.dumps(_claude("aaaaaaaa-1", None, "user", "deploy the docs site"))
+    second = json.dumps(_claude("aaaaaaaa-2", "aaaaaaaa-1", "assistant", "Deploying."))
+    third = json.dumps(_claude("aaaaaaaa-3", "aaaaaaaa-2", "user", "thanks"))
+    for cut_at in (40, first.index('"content"') + 12, len(first) - 30):
+        lines = [first[:cut_at] + second, third]
+        result = parse_file(_write(tmp_path / "s.jsonl", lines), "claude")
+        texts = [e.text for e in result.events if e.kind in ("user_prompt", "assistant_text")]
+        assert texts == ["Deploying.", "thanks"], cut_at
+        assert result.stats.errors == 1

@@ -117,6 +117,7 @@ def iter_json_lines(path: Path, stats: ParseStats) -> Iterator[tuple[int, dict[s
 _MAX_GLUE_TRIES = 64
 _RECORD_END = re.compile(r"\s*(?:\{|\Z)")
 _GLUE_WORK = 8
+_ANY_OBJECT_START = re.compile(r'\{\s*"[^"\\]{1,64}"\s*:')
 _DECODER = json.JSONDecoder()
 
 
@@ -165,13 +166,26 @@ def split_glued(
             work -= len(text) - at
         work -= end - at  # read; a record is read again below, as every line is
         record = None
-        # On a file's first line nothing says what a record looks like: its first object is.
+        # On a file's first line nothing says what a record looks like: its first object is,
+        # or, after a cut one, the first object of three keys or more that ends where a
+        # record may (a cut record's nested content blocks hold two keys or are followed
+        # by more of the record).
         # Right after a whole record, an object sharing a key with the file's records that
         # ends where a record may (the line's end, or the next object) is one of the
         # line's own values: a record (a summary, then a prompt). One followed by more of a
         # record (``]},"uuid": …``) is nested in a record whose opening was lost, and an
         # empty one is no record.
-        trusted = (not first_keys and at == first) or (
+        trusted = (
+            not first_keys
+            and (
+                at == first
+                or (
+                    isinstance(obj, dict)
+                    and len(obj) >= 3
+                    and _RECORD_END.match(text, end) is not None
+                )
+            )
+        ) or (
             bool(records)
             and not in_cut
             and isinstance(obj, dict)
@@ -210,9 +224,11 @@ def split_glued(
 
 def _next_record_start(text: str, at: int, first_keys: set[str]) -> int:
     """Where the next object opening with one of ``first_keys`` starts at or after
-    ``at``, or the text's length."""
+    ``at`` (any object opening with a key when none is known yet: a file's first line),
+    or the text's length."""
     if not first_keys:
-        return len(text)
+        found = _ANY_OBJECT_START.search(text, at)
+        return found.start() if found else len(text)
     names = "|".join(sorted(map(re.escape, first_keys)))
     found = re.compile(rf'\{{\s*"(?:{names})"\s*:').search(text, at)
     return found.start() if found else len(text)
