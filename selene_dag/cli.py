@@ -15,6 +15,7 @@ import inspect
 import json
 import os
 import re
+import shlex
 import shutil
 import signal
 import socket
@@ -97,6 +98,20 @@ def _error_line(message: str) -> Text:
     return Text.assemble(("error:", "bold red"), f" {message}")
 
 
+# A command a message suggests (`selene-dag ingest PATH`), unless it names its home already.
+_SUGGESTED_COMMAND = re.compile(r"`selene-dag ((?:(?!--home)[^`])*)`")
+
+
+def _for_home(message: str, home: Path | None) -> str:
+    """``message`` with ``--home HOME`` added to each `selene-dag …` command it suggests
+    when the command ran with ``--home``: the command suggested must read the same home
+    (``$SELENE_HOME`` carries over by itself)."""
+    if home is None:
+        return message
+    flag = f" --home {shlex.quote(str(home))}"
+    return _SUGGESTED_COMMAND.sub(lambda m: f"`selene-dag {m.group(1)}{flag}`", message)
+
+
 F = TypeVar("F", bound=Callable[..., Any])
 _DEBUG = {"on": False}
 
@@ -114,7 +129,7 @@ def guarded(fn: F) -> F:
             if _DEBUG["on"]:
                 traceback.print_exc()
             # A full disk under a user error (a folder that cannot be made): the disk's line.
-            line = write_failure(exc) or str(exc)
+            line = write_failure(exc) or _for_home(str(exc), kwargs.get("home"))
             err.print(_error_line(line), highlight=False, soft_wrap=True)
             raise typer.Exit(1) from None
         except Exception as exc:
@@ -181,7 +196,9 @@ def _print_counts(counts: dict[str, int], title: str) -> None:
     err.print(table)
 
 
-def _print_health(document: dict[str, Any], console: Console = err) -> None:
+def _print_health(
+    document: dict[str, Any], console: Console = err, home: Path | None = None
+) -> None:
     table = Table(title="compression health")
     table.add_column("figure")
     table.add_column("value", justify="right")
@@ -203,7 +220,11 @@ def _print_health(document: dict[str, Any], console: Console = err) -> None:
         )
     console.print(table)
     for folder in document.get("noteFolders", []):
-        gone = "" if folder["exists"] else "; the folder is gone (`selene-dag forget` it)"
+        gone = (
+            ""
+            if folder["exists"]
+            else _for_home("; the folder is gone (`selene-dag forget` it)", home)
+        )
         console.print(
             f"notes folder {folder['key']}: {folder['path']}, "
             f"{plural(folder['notes'], 'note')}{gone}",
@@ -742,7 +763,7 @@ def health(
     if as_json or format == "json":
         sys.stdout.write(json.dumps(document, indent=2) + "\n")
         return
-    _print_health(document, console=out)
+    _print_health(document, console=out, home=home)
 
 
 def _accounting(result: Any) -> str:
@@ -844,7 +865,7 @@ def show_command(
             )
         err.print(f"from {shown.source}{where}", highlight=False, soft_wrap=True)
     if shown.note:
-        err.print(f"note: {shown.note}", highlight=False, soft_wrap=True)
+        err.print(f"note: {_for_home(shown.note, home)}", highlight=False, soft_wrap=True)
     sys.stdout.write(shown.text + "\n")
 
 
@@ -1192,7 +1213,7 @@ def distill_report_command(
         sys.stdout.write(json.dumps(rows, indent=2, default=str) + "\n")
         return
     if not rows:
-        out.print("nothing distilled yet: run `selene-dag distill run --all`")
+        out.print(_for_home("nothing distilled yet: run `selene-dag distill run --all`", home))
         return
     short = [
         {

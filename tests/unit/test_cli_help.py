@@ -37,3 +37,21 @@ def test_every_command_takes_home() -> None:
         if "home" not in inspect.signature(c.callback).parameters
     ]
     assert without == []
+
+
+def test_a_command_suggested_by_a_message_names_the_home_given(tmp_path) -> None:
+    # A user working with --home was told to run `selene-dag ingest PATH`, which reads
+    # another home ($SELENE_HOME or ./.selene).
+    from typer.testing import CliRunner
+
+    home = tmp_path / "my home"
+    runner = CliRunner()
+    outcome = runner.invoke(cli.app, ["context", "--home", str(home)], env={"SELENE_HOME": ""})
+    assert outcome.exit_code == 1
+    assert f"`selene-dag ingest PATH --home '{home}'`" in outcome.output
+    # A command naming its home already keeps it, and without --home nothing is added.
+    assert "`selene-dag demo --home " in outcome.output
+    assert outcome.output.count("--home") == 3, outcome.output
+    other = tmp_path / "other"
+    outcome = runner.invoke(cli.app, ["context"], env={"SELENE_HOME": str(other)})
+    assert outcome.exit_code == 1 and "`selene-dag ingest PATH` (notes)" in outcome.output
