@@ -73,7 +73,7 @@ from selene_dag.retrieval.search import (
     passage_texts,
     question_term_ids,
     search,
-    term_weights,
+    term_frequencies,
 )
 from selene_dag.retrieval.select import (
     MIN_EXCERPT_TOKENS,
@@ -84,7 +84,7 @@ from selene_dag.retrieval.select import (
     locate,
     select_passages,
 )
-from selene_dag.retrieval.terms import query_terms, version_terms
+from selene_dag.retrieval.terms import query_terms, version_terms, weights_by_stem
 from selene_dag.text import plural, replace_lone_surrogates
 
 JSON_SCHEMA_VERSION = 1
@@ -201,6 +201,29 @@ WHOLE_VALUE = 1.0
 
 # The note of a pack that found nothing; the service may say why (an empty source).
 NOTHING_MATCHED = "nothing matched the question"
+
+
+_ABSENT_SHOWN = 8
+
+
+def absent_words_note(terms: Sequence[str], frequencies: Sequence[tuple[str, int]]) -> str:
+    """What a pack's reader should know when words of the question (``terms``, named in
+    their order) are in no note or session (``frequencies``: each term's document
+    frequency, in any order): the pack then holds what
+    matched the other words only (a question about something the home never mentions, or
+    a word misspelt). Words with a digit are left out (they are looked up word for word,
+    not by the index's words). Empty when every word was found."""
+    held = {w for w, df in frequencies if df > 0}
+    absent = [w for w in terms if w not in held and not any(c.isdigit() for c in w)]
+    if not absent:
+        return ""
+    words = ", ".join(f"'{w}'" for w in absent[:_ABSENT_SHOWN])
+    if len(absent) > _ABSENT_SHOWN:
+        words += f" and {plural(len(absent) - _ABSENT_SHOWN, 'other word')}"
+    return (
+        f"no note or session holds {words}: the pack holds the best matches of the "
+        "question's other words"
+    )
 
 
 def _is_short(cand: Candidate, budget: int, model: str) -> bool:
@@ -733,7 +756,8 @@ def ask(
     kinds_of = {c.doc_id: c.kind for c in candidates}
     searched = time.perf_counter()
     unique = dedup(candidates)
-    weights = term_weights(conn, terms) if unique else {}
+    frequencies, n_docs = term_frequencies(conn, terms) if unique else ([], 0)
+    weights = weights_by_stem(frequencies, n_docs)
     best, spans = passage_evidence(hits)
     config = rerank_config or ASK_RERANK
     ranked = rerank(unique, terms, now, config, weights, best)[:max_items]
@@ -778,6 +802,8 @@ def ask(
             stats["note"] = (
                 f"the budget of {plural(budget, 'token')} cannot hold even one citation line"
             )
+        else:
+            stats["note"] = absent_words_note(terms, frequencies)
     else:
         stats["note"] = NOTHING_MATCHED
     stats["search_ms"] = round((searched - started) * 1000, 1)

@@ -121,9 +121,16 @@ def term_weights(conn: duckdb.DuckDBPyConnection, terms: Sequence[str]) -> dict[
     found in one document (see ``terms.weights_by_stem``). Needs a built index."""
     if not terms:
         return {}
+    return weights_by_stem(*term_frequencies(conn, terms))
+
+
+def term_frequencies(
+    conn: duckdb.DuckDBPyConnection, terms: Sequence[str]
+) -> tuple[list[tuple[str, int]], int]:
+    """``(term, documents holding its stem)`` for each question term (0: no note or session
+    holds it), and the number of documents. Needs a built index."""
     load_fts(conn)
-    frequencies, n_docs = bm25.document_frequencies(conn, DOCS_BM25, list(terms))
-    return weights_by_stem(frequencies, n_docs)
+    return bm25.document_frequencies(conn, DOCS_BM25, list(terms))
 
 
 @contextmanager

@@ -105,6 +105,24 @@ def test_empty_and_unmatched_questions_give_empty_pack_with_note(store) -> None:
     assert none.text == "" and "nothing matched" in none.stats["note"]
 
 
+def test_words_no_note_holds_are_named_beside_a_pack_of_the_other_words(store) -> None:
+    # A question about something the home never mentions packed notes matching its one
+    # common word, with nothing telling the reader that the pack does not answer it.
+    result = ask(store, "boiling point of mercury in kelvin docker", 500, model=MODEL, now=NOW)
+    assert result.items
+    assert result.stats["note"] == (
+        "no note or session holds 'boiling', 'point', 'mercury', 'kelvin': the pack holds the best "
+        "matches of the question's other words"
+    )
+    found = ask(store, "docker container", 500, model=MODEL, now=NOW)
+    assert found.items and found.stats["note"] == ""
+    # Words with a digit are looked up word for word, not named.
+    assert ask(store, "docker 4471", 500, model=MODEL, now=NOW).stats["note"] == ""
+    many = " ".join(f"zq{c}word" for c in "abcdefghij")
+    note = ask(store, f"docker {many}", 500, model=MODEL, now=NOW).stats["note"]
+    assert "'zqgword', 'zqhword' and 2 other words:" in note
+
+
 def test_budget_below_one_reference_line(store) -> None:
     result = ask(store, "docker container", 2, model=MODEL, now=NOW)
     assert count_tokens(result.text, MODEL) <= 2
