@@ -1153,6 +1153,7 @@ def distill_status_command(
         "done": "  ingested, unchanged",
         "session_files": "sessions stored",
         "source_gone": "  stored, source file gone",
+        "source_unreadable": "  stored, source file unreadable (permission denied)",
         "session_events": "events",
         "chunks": "chunks",
         "assessments": "assessments",
@@ -1166,6 +1167,9 @@ def distill_status_command(
         for k, v in status.items()
     ]
     out.print(_rows_table(rows, "distill status"))
+
+
+_SOURCE_STATE = {"gone": " (source gone)", "unreadable": " (source unreadable)"}
 
 
 def _chunks(row: dict[str, object]) -> str:
@@ -1229,7 +1233,7 @@ def distill_report_command(
                 if row.get("distilled_tokens") is not None
                 else "-"
             )
-            + ("" if row["source_exists"] else " (source gone)"),
+            + _SOURCE_STATE.get(row.get("source_state", ""), ""),
         }
         for row in rows
     ]

@@ -4,8 +4,10 @@ of one, and two writers at once never share a temporary file."""
 from __future__ import annotations
 
 import os
+import stat
 import threading
 from pathlib import Path
+from typing import Literal
 
 
 def write_whole(path: Path, text: str) -> None:
@@ -19,3 +21,15 @@ def write_whole(path: Path, text: str) -> None:
     except BaseException:
         partial.unlink(missing_ok=True)
         raise
+
+
+def file_state(path: str | Path) -> Literal["present", "gone", "unreadable"]:
+    """Whether a file is at ``path``: ``"gone"`` when nothing (or a folder) is there,
+    ``"unreadable"`` when this user may not look (a folder on the way that it may not
+    read: the file may well be there). ``Path.is_file`` raised on the latter."""
+    try:
+        return "present" if stat.S_ISREG(os.stat(path).st_mode) else "gone"
+    except (FileNotFoundError, NotADirectoryError):
+        return "gone"
+    except OSError:
+        return "unreadable"

@@ -9,7 +9,6 @@ three pure); ``show`` reads what a citation points at from the store.
 
 from __future__ import annotations
 
-import os
 import re
 from bisect import bisect_left, bisect_right
 from collections.abc import Sequence
@@ -20,6 +19,7 @@ from unicodedata import normalize
 import duckdb
 
 from selene_dag.errors import NotFoundError, UsageError
+from selene_dag.files import file_state
 from selene_dag.notes.processing import MOVED_MIN_CHARS
 from selene_dag.retrieval.select import line_ranges, lines_text
 from selene_dag.sessions.chunker import render_event
@@ -282,7 +282,10 @@ def _why_gone(conn: duckdb.DuckDBPyConnection, source: str) -> str:
     ).fetchone()
     if now is not None:
         return f'its file {source} now gives the note {now[0]} (`selene-dag show "note {now[0]}"`)'
-    if Path(source).is_file():
+    state = file_state(source)
+    if state == "unreadable":
+        return f"its file {source} cannot be read now (permission denied)"
+    if state == "present":
         return (
             f"its file {source} is still there (its folder was forgotten, or the file is "
             "passed over now); ingest its folder again to bring it back"
@@ -438,6 +441,12 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     last = events[-1].seq
     past = any(b > last for _, b in cited.ranges)
     notes = [f"the session's last event is {last}: events past it are not there"] if past else []
-    if path and not os.path.exists(path):
+    state = file_state(path) if path else "present"
+    if state == "gone":
         notes.append(f"{path} is gone: these are the events stored when it was read")
+    elif state == "unreadable":
+        notes.append(
+            f"{path} cannot be read now (permission denied): these are the events stored "
+            "when it was read"
+        )
     return Shown(header + "\n" + "\n".join(parts), path, where, note="; ".join(notes))

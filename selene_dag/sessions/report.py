@@ -18,6 +18,7 @@ import duckdb
 
 from selene_dag.config import Settings
 from selene_dag.errors import UsageError
+from selene_dag.files import file_state
 from selene_dag.sessions import naming
 from selene_dag.sessions.rejected import split as split_rejected
 from selene_dag.sessions.scanner import ScannedFile, is_under_roots, scan_report, scan_roots
@@ -171,7 +172,7 @@ def resolve_sessions(
 def _not_found(settings: Settings, ident: str) -> str:
     """Why ``ident`` names no scanned session file, and what to do about it."""
     path = Path(ident).expanduser()
-    if path.is_file():
+    if file_state(path) == "present":
         if is_under_roots(path, settings.session_roots):  # the scan passed over it: why
             real = os.path.realpath(path)
             skipped = scan_report(settings.session_roots).skipped
@@ -301,7 +302,9 @@ def rated_by_another_engine(settings: Settings) -> set[str]:
 
 def distill_status(settings: Settings) -> dict[str, Any]:
     """Pipeline state: files per state, rows per sessions table, distilled files,
-    ``source_gone``: ingested sessions whose file no longer exists (rows kept), and
+    ``source_gone``: ingested sessions whose file no longer exists (rows kept),
+    ``source_unreadable`` (only when there are some): those whose file this user may not
+    look at now (a folder's permissions), and
     ``last_parsed_at``: when the newest run parsed a file (ISO-8601; None before any)."""
     scan = distill_scan(settings)
     status: dict[str, Any] = {"files": len(scan)}
@@ -321,7 +324,10 @@ def distill_status(settings: Settings) -> dict[str, Any]:
             status["distilled_sessions"] -= status["distilled_projects"]
             paths = [r["path"] for r in fetch_dicts(conn, "SELECT path FROM session_files")]
             # Ingested sessions whose file is gone: their rows are the archive and stay.
-            status["source_gone"] = sum(not Path(p).is_file() for p in paths)
+            states = [file_state(p) for p in paths]
+            status["source_gone"] = states.count("gone")
+            if "unreadable" in states:  # a folder on the way this user may not read
+                status["source_unreadable"] = states.count("unreadable")
             last = fetch_dicts(conn, "SELECT max(parsed_at) AS t FROM session_files")[0]["t"]
             status["last_parsed_at"] = last.isoformat() if last is not None else None
         finally:
@@ -394,7 +400,9 @@ def distill_report(settings: Settings, session: str | None = None) -> list[dict[
             }
         )
     for row in out:
-        row["source_exists"] = Path(row["path"]).is_file()
+        state = file_state(row["path"])
+        row["source_exists"] = state != "gone"
+        row["source_state"] = state
         row["below_minimum_chunks"] = (
             row["chunks"] - row["distilled_chunks"] - (row["dropped_chunks"] or 0)
             if row["distilled_chunks"] is not None

@@ -114,7 +114,9 @@ def _conventional(name: str, parent: str, platform: str | None) -> bool:
     return False
 
 
-def _walk(root: str) -> Iterator[tuple[os.DirEntry[str], str]]:
+def _walk(root: str, unreadable: list[str]) -> Iterator[tuple[os.DirEntry[str], str]]:
+    """The files under ``root`` with their folder; a folder this user may not read is
+    added to ``unreadable`` (its sessions cannot be listed, and the user should know)."""
     stack = [root]
     while stack:
         current = stack.pop()
@@ -125,7 +127,9 @@ def _walk(root: str) -> Iterator[tuple[os.DirEntry[str], str]]:
                         stack.append(entry.path)
                     elif entry.is_file():
                         yield entry, current
-        except (PermissionError, FileNotFoundError, NotADirectoryError):
+        except PermissionError:
+            unreadable.append(current)
+        except (FileNotFoundError, NotADirectoryError):
             continue
 
 
@@ -158,7 +162,8 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
     and Codex ``*.jsonl``, Gemini ``session-*`` or ``chats/*``) is taken from its name alone.
     Any other ``*.json``/``*.jsonl`` file is read and taken when its content detects as the
     root's platform (any platform for a bare root); otherwise it is skipped with the reason.
-    An empty file is skipped (until its agent writes to it). Missing roots are ignored.
+    An empty file is skipped (until its agent writes to it), and so is a folder this user
+    may not read (named among the skipped). Missing roots are ignored.
     """
     found: dict[str, ScannedFile] = {}
     skipped: dict[str, SkippedFile] = {}
@@ -167,7 +172,8 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
         if not os.path.isdir(base):
             continue
         base_real = os.path.realpath(base)
-        for entry, parent in _walk(base):
+        unreadable: list[str] = []
+        for entry, parent in _walk(base, unreadable):
             if not _considered(entry.name) or entry.path in found:
                 continue
             if entry.is_symlink() and not _inside(entry.path, base_real):
@@ -200,6 +206,9 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
                 session_key=session_key(platform, entry.path),
                 root=base,
             )
+        for folder in unreadable:
+            reason = "a folder this user may not read (permission denied): its files are not listed"
+            skipped.setdefault(folder, SkippedFile(path_text(folder), base, reason))
     files = sorted(found.values(), key=lambda f: (-f.mtime, f.path))
     return ScanResult(files, sorted(skipped.values(), key=lambda f: f.path))
 

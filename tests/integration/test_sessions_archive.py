@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from pathlib import Path
 
 import dagster as dg
 import duckdb
@@ -13,8 +14,9 @@ import pytest
 from selene_dag.config import load_settings
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE
+from selene_dag.service import show
 from selene_dag.sessions.report import distill_report, distill_status
-from selene_dag.sessions.scanner import scan_roots
+from selene_dag.sessions.scanner import scan_report, scan_roots
 from tests.support.sessions import REAL_CODEX
 
 TABLES = ("session_files", "session_events", "chunks", "chunk_scores", "distilled_sessions")
@@ -95,3 +97,69 @@ def test_never_ingested_missing_file_still_fails_clearly(tmp_path, monkeypatch) 
     assert not result.success
     failure = next(e for e in result.all_events if e.is_step_failure)
     assert "moved or deleted" in str(failure.event_specific_data.error)
+
+
+def _deny(monkeypatch: pytest.MonkeyPatch, folder: Path) -> None:
+    """Make ``folder`` unreadable to this process: its permissions, or (root reads every
+    folder whatever they say) the system calls answering for it as they would."""
+    if os.geteuid() != 0:
+        os.chmod(folder, 0)
+        return
+    stat, scandir = os.stat, os.scandir
+
+    def denied(path: object) -> bool:
+        return str(path) == str(folder) or str(path).startswith(f"{folder}{os.sep}")
+
+    def stat_as_user(path, *args, **kwargs):  # type: ignore[no-untyped-def]
+        if denied(path) and str(path) != str(folder):
+            raise PermissionError(13, "Permission denied", str(path))
+        return stat(path, *args, **kwargs)
+
+    def scandir_as_user(path="."):  # type: ignore[no-untyped-def]
+        if denied(path):
+            raise PermissionError(13, "Permission denied", str(path))
+        return scandir(path)
+
+    monkeypatch.setattr(os, "stat", stat_as_user)
+    monkeypatch.setattr(os, "scandir", scandir_as_user)
+
+
+def test_a_session_folder_this_user_may_not_read_is_said_so(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # status and report raised PermissionError (Path.is_file) once a stored session's
+    # folder could not be read, show called the file gone, and scan left the folder out
+    # without a word.
+    folder = tmp_path / "codex" / "2025"
+    folder.mkdir(parents=True)
+    shutil.copy(REAL_CODEX, folder / REAL_CODEX.name)
+    env = {
+        "SELENE_HOME": str(tmp_path / "home"),
+        "SELENE_SESSION_ROOTS": f"codex={tmp_path / 'codex'}",
+        "SELENE_LLM": "extractive",
+        "SELENE_CLI_ASSESSORS": "",
+        "SELENE_NOW": "2026-05-01T00:00:00Z",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    settings = load_settings()
+    (key,) = [f.session_key for f in scan_roots(settings.session_roots)]
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(SESSION_PARTITIONS.name, [key])
+    done = dg.materialize(
+        SESSION_SPINE, partition_key=key, instance=instance, resources={"selene": SeleneResource()}
+    )
+    assert done.success
+    _deny(monkeypatch, folder)
+    try:
+        status = distill_status(settings)
+        (row,) = distill_report(settings)
+        skipped = scan_report(settings.session_roots).skipped
+        shown = show(settings, f"{key} events 0-1")
+    finally:
+        os.chmod(folder, 0o755)
+    assert status["source_gone"] == 0 and status["source_unreadable"] == 1
+    assert row["source_state"] == "unreadable" and row["source_exists"]
+    assert [f.path for f in skipped] == [str(folder)]
+    assert "permission denied" in skipped[0].reason
+    assert "cannot be read now (permission denied)" in shown.note
