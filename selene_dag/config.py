@@ -286,8 +286,10 @@ class Settings(BaseSettings):
     def _path(cls, value: Any, info: ValidationInfo) -> Any:
         if _blank(value):
             # A blank SELENE_HOME (set but empty) is the default home, as when unset.
-            return Path(DEFAULT_HOME) if info.field_name == "home" else None
-        return Path(str(value).strip()).expanduser()
+            return Path(DEFAULT_HOME).absolute() if info.field_name == "home" else None
+        # Absolute: what is stored under the home (a distilled file's path) is the same
+        # whether the home was named by a relative path or not, and from any folder.
+        return Path(str(value).strip()).expanduser().absolute()
 
     @field_validator("llm", mode="before")
     @classmethod

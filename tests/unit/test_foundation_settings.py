@@ -8,8 +8,10 @@ from selene_dag.config import SettingsError, load_settings, settings_table_markd
 
 def test_defaults():
     s = load_settings({})
-    assert s.home == Path(".selene")
-    assert s.db_path == Path(".selene/selene.duckdb")
+    # Absolute: a distilled file's stored path is the same whichever way the home is named.
+    assert s.home == Path(".selene").absolute()
+    assert s.db_path == Path(".selene/selene.duckdb").absolute()
+    assert load_settings({"SELENE_HOME": "a/../b"}).home == Path.cwd() / "a/../b"
     assert s.llm == "extractive"
     assert s.model == "mistral:7b"
     assert s.essence_limit is None
@@ -97,7 +99,8 @@ def test_a_blank_home_is_the_default_home():
     # invalid"; it is the default, as when unset.
     for blank in ("", "  "):
         s = load_settings({"SELENE_HOME": blank})
-        assert s.home == Path(".selene") and s.db_path == Path(".selene/selene.duckdb")
+        assert s.home == Path(".selene").absolute()
+        assert s.db_path == Path(".selene/selene.duckdb").absolute()
 
 
 def test_readme_settings_table_is_generated_from_the_settings():
