@@ -8,7 +8,7 @@ answer depends on:
 
 - the inputs: the notes folder's data version (the one its observation records) and,
   for a command that reads them, the size and modification time of every session file
-  under the session roots;
+  under the session roots and of every distilled file the home holds;
 - the settings (all of them) and the day of "now" (tiers and health are computed per day);
 - the code: selene-dag's Python sources, SQL and prompts, and the installed distributions
   (Dagster, DuckDB, … by name and version);
@@ -124,6 +124,20 @@ def _session_files(settings: Settings) -> bytes:
     return "\n".join(rows).encode("utf-8", "surrogatepass")
 
 
+def _distilled_files(settings: Settings) -> bytes:
+    """The distilled files in the home, by path, size and modification time: a file deleted
+    by hand is written again by the next run."""
+    rows = []
+    for path in sorted(settings.distilled_dir.rglob("*")):
+        try:
+            stat = path.stat()
+        except OSError as exc:
+            rows.append(f"{path}\0{exc}")
+            continue
+        rows.append(f"{path}\0{stat.st_size}\0{stat.st_mtime_ns}")
+    return "\n".join(rows).encode("utf-8", "surrogatepass")
+
+
 def _database(settings: Settings) -> bytes:
     try:
         stat = settings.db_path.stat()
@@ -148,6 +162,7 @@ def current_key(
         "scope": scope,
         "notes": notes_folder_version(settings.notes_dir, settings.home) if notes else "",
         "sessions": _digest([_session_files(settings)]) if sessions else "",
+        "distilled": _digest([_distilled_files(settings)]) if sessions else "",
         "settings": _digest([settings.model_dump_json().encode()]),
         "day": settings.now().date().isoformat(),
         "code": code_digest(),

@@ -1572,9 +1572,11 @@ def distill_run(
     runs = _defs_runs()
     instance = instance or runs.instance_for(settings)
     again: list[ScannedFile] = []
+    projects_gone: set[str] = set()
     if all_files:
         files, again = _distill_todo(settings, runs, instance, files, run_config)
-    if not files and not again:
+        projects_gone = sessions_report.distilled_files_gone(settings)[1]
+    if not files and not again and not projects_gone:
         if key is not None and last_verdict.current_key(settings, "distill", notes=False) == key:
             last_verdict.remember(settings, key)
         return []
@@ -1594,6 +1596,7 @@ def distill_run(
     # project's own chunks compete in one file), and only those.
     ran = [key for key, error in outcome.items() if error is None]
     projects = sessions_report.projects_of(settings, ran) if ran else set()
+    projects |= projects_gone
     if projects and (failure := runs.materialize_projects(settings, sorted(projects), instance)):
         raise RunFailedError(f"distilling the sessions' projects failed: {failure}")
     distilled = sessions_report.distillations_by_session(settings) or {}
@@ -1638,8 +1641,8 @@ def _distill_todo(
 ) -> tuple[list[ScannedFile], list[ScannedFile]]:
     """Of ``files`` (every scanned file), those ``distill run --all`` runs (new, changed,
     never completed, computed by older code, counted in another model or rated by another
-    engine) and those it
-    distills again only (distilled under other settings)."""
+    engine) and those it distills again only (distilled under other settings, or their
+    distilled file gone)."""
     changed = {
         row["session_key"]
         for row in sessions_report.distill_scan(settings)
@@ -1653,6 +1656,7 @@ def _distill_todo(
     otherwise = (
         sessions_report.distilled_with_other_settings(settings) if run_config is None else set()
     )
+    otherwise |= sessions_report.distilled_files_gone(settings)[0]
     again = [f for f in files if f.session_key in otherwise - todo]
     return [f for f in files if f.session_key in todo], again
 

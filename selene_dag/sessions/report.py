@@ -22,7 +22,7 @@ from selene_dag.files import file_state
 from selene_dag.sessions import naming
 from selene_dag.sessions.rejected import split as split_rejected
 from selene_dag.sessions.scanner import ScannedFile, is_under_roots, scan_report, scan_roots
-from selene_dag.sessions.steps import SessionNotFoundError
+from selene_dag.sessions.steps import PROJECT_PREFIX, SessionNotFoundError
 from selene_dag.sessions.store import fetch_dicts
 from selene_dag.store import connect
 from selene_dag.text import path_text
@@ -237,6 +237,30 @@ def projects_of(settings: Settings, session_keys: Sequence[str]) -> set[str]:
         return session_projects(conn, session_keys)
     finally:
         conn.close()
+
+
+def distilled_files_gone(settings: Settings) -> tuple[set[str], set[str]]:
+    """The sessions and the projects whose distilled file is gone from the home (deleted
+    by hand, or the distilled folder cleared): ``distill run --all`` writes them again.
+    Empty without a database."""
+    conn = read_conn(settings)
+    if conn is None:
+        return set(), set()
+    try:
+        rows = conn.execute(
+            "SELECT session_key, path FROM distilled_sessions WHERE path IS NOT NULL"
+        ).fetchall()
+    finally:
+        conn.close()
+    sessions: set[str] = set()
+    projects: set[str] = set()
+    for key, path in rows:
+        if file_state(path) == "gone":
+            if key.startswith(PROJECT_PREFIX):
+                projects.add(key.removeprefix(PROJECT_PREFIX))
+            else:
+                sessions.add(key)
+    return sessions, projects
 
 
 def distilled_with_other_settings(settings: Settings) -> set[str]:

@@ -73,6 +73,10 @@ class SessionNotFoundError(NotFoundError, ValueError):
     ``session_events`` asset still catches."""
 
 
+# A project's distilled file is a row of distilled_sessions keyed 'project:<project>'.
+PROJECT_PREFIX = "project:"
+
+
 def find_session_file(settings: Settings, session_key: str) -> ScannedFile:
     """The scanned file whose key is ``session_key``; :class:`SessionNotFoundError` when no
     root holds it."""
@@ -653,7 +657,7 @@ def distill_project(
         if c.chunk.text not in seen:
             seen.add(c.chunk.text)
             scored.append(c)
-    key = f"project:{project}"
+    key = f"{PROJECT_PREFIX}{project}"
     meta = SeedMeta(
         key=f"{key}:{target}",
         source_platform=source_platform,

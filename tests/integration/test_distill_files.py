@@ -87,3 +87,30 @@ def test_a_transcript_copied_beside_itself_counts_once_in_its_project(tmp_path: 
         service.distill_run(settings, [session_id])
     seeded = service.distill_seed(settings, "claude", keys[1], out_dir=tmp_path / "seed")
     assert Path(seeded["path"]).is_file()
+
+
+def test_a_distilled_file_deleted_by_hand_is_written_again(tmp_path: Path) -> None:
+    # `distill run --all` said "every file up to date" with a session's or a project's
+    # distilled file gone; only naming the session wrote it again.
+    from selene_dag import last_verdict
+    from selene_dag.defs.runs import instance_for
+
+    _copy(tmp_path, "-proj")
+    settings = _settings(tmp_path, SELENE_DISTILL_MIN_CONSENSUS="0")
+    instance = instance_for(settings)  # the home's own: its history keys the verdict
+    service.distill_run(settings, all_files=True, instance=instance)
+    rows = _rows(settings)
+    (session,) = [Path(r[0]) for k, r in rows.items() if not k.startswith("project:")]
+    (project,) = [Path(r[0]) for k, r in rows.items() if k.startswith("project:")]
+    assert service.distill_run(settings, all_files=True, instance=instance) == []
+    key = last_verdict.current_key(settings, "distill", notes=False)
+    assert key is not None
+    session.unlink()
+    # The verdict that nothing had to run no longer holds: it rests on the distilled files.
+    assert last_verdict.current_key(settings, "distill", notes=False) != key
+    (row,) = service.distill_run(settings, all_files=True, instance=instance)
+    assert row["ok"] and session.is_file() and project.is_file()
+    project.unlink()
+    assert service.distill_run(settings, all_files=True, instance=instance) == []
+    assert project.is_file()
+    assert service.distill_run(settings, all_files=True, instance=instance) == []
