@@ -1127,6 +1127,8 @@ def distill_run_command(
     )
     if hint := service.kept_no_chunk_hint(rows):
         err.print(hint, highlight=False)
+    if cut := service.shrank_hint(rows):
+        err.print(f"warning: {cut}", highlight=False, soft_wrap=True)
     if unrated := service.model_unrated_hint(_settings(home), rows):
         err.print(unrated, highlight=False)
     if idle:

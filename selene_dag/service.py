@@ -1517,6 +1517,27 @@ def kept_no_chunk_hint(rows: Sequence[Mapping[str, Any]]) -> str:
     )
 
 
+def shrank_hint(rows: Sequence[Mapping[str, Any]]) -> str:
+    """One line naming the session files of ``rows`` (``distill run`` rows) that were
+    shorter than when last read (replaced by an older copy, or cut): their stored events
+    now follow the shorter file, which a transcript that only grows never asks for; ""
+    when there is none."""
+    cut = [r for r in rows if r.get("shrank")]
+    if not cut:
+        return ""
+    counts = ", ".join(
+        f"{r['session_key']} {r['shrank']['events_before']:,} → {r['shrank']['events'] or 0:,}"
+        for r in cut[:5]
+    ) + (f" and {len(cut) - 5:,} more" if len(cut) > 5 else "")
+    one = len(cut) == 1
+    return (
+        f"{plural(len(cut), 'session file')} {'is' if one else 'are'} shorter than when last "
+        f"read (replaced or cut): {'its' if one else 'their'} stored events now follow "
+        f"{'it' if one else 'them'} ({counts} events). Agents only append to transcripts: "
+        "if an older copy was put back, the events it lacks are gone from this home"
+    )
+
+
 def model_unrated_hint(settings: Settings, rows: Sequence[Mapping[str, Any]]) -> str:
     """With a model server configured, one line counting the chunks of the sessions of
     ``rows`` (``distill run`` rows that ran) the model did not rate (its answer was
@@ -1581,6 +1602,14 @@ def distill_run(
             last_verdict.remember(settings, key)
         return []
     outcome: dict[str, str | None] = {}
+    # A transcript only grows: one shorter than when it was read was replaced or cut, and
+    # its stored events follow it (the user is told how many it had).
+    stored = sessions_report.stored_files(settings) if files else {}
+    shrank = {
+        f.session_key: stored[f.session_key]["events"]
+        for f in files
+        if f.session_key in stored and f.size < stored[f.session_key]["size"]
+    }
     if files:
         outcome |= runs.materialize_sessions(
             settings, [f.session_key for f in files], instance, run_config, on_batch=on_batch
@@ -1600,6 +1629,7 @@ def distill_run(
     if projects and (failure := runs.materialize_projects(settings, sorted(projects), instance)):
         raise RunFailedError(f"distilling the sessions' projects failed: {failure}")
     distilled = sessions_report.distillations_by_session(settings) or {}
+    events_now = sessions_report.stored_files(settings) if shrank else {}
     rows = []
     for f in files:
         row = distilled.get(f.session_key, {})
@@ -1616,6 +1646,14 @@ def distill_run(
                 "chunks": row.get("chunks"),
                 "min_consensus": row.get("min_consensus"),
                 "model_rated": row.get("model_rated") if f.session_key in scored else None,
+                "shrank": (
+                    {
+                        "events_before": shrank[f.session_key],
+                        "events": events_now.get(f.session_key, {}).get("events"),
+                    }
+                    if f.session_key in shrank
+                    else None
+                ),
             }
         )
     if verdicts and all(r["ok"] for r in rows):

@@ -58,6 +58,12 @@ def _known(settings: Settings) -> dict[str, dict[str, Any]]:
     return {row["session_key"]: row for row in rows}
 
 
+def stored_files(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Each stored session file by key: its ``size``, ``mtime``, ``events`` and
+    ``parse_errors`` when it was last read. Empty without a database."""
+    return _known(settings)
+
+
 def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     """Every session file under the roots (``files``) and every file left out (``skipped``).
 

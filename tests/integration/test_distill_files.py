@@ -114,3 +114,29 @@ def test_a_distilled_file_deleted_by_hand_is_written_again(tmp_path: Path) -> No
     assert service.distill_run(settings, all_files=True, instance=instance) == []
     assert project.is_file()
     assert service.distill_run(settings, all_files=True, instance=instance) == []
+
+
+def test_a_transcript_shorter_than_when_read_is_told(tmp_path: Path) -> None:
+    # A transcript replaced by an older, shorter copy dropped its stored events without a
+    # word (a file deleted keeps them).
+    _copy(tmp_path, "-proj")
+    settings = _settings(tmp_path)
+    instance = dg.DagsterInstance.ephemeral()
+    (first,) = service.distill_run(settings, all_files=True, instance=instance)
+    assert first["shrank"] is None
+    path = Path(first["path"])
+    lines = path.read_text(encoding="utf-8").splitlines(keepends=True)
+    path.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    (row,) = service.distill_run(settings, all_files=True, instance=instance)
+    before, after = row["shrank"]["events_before"], row["shrank"]["events"]
+    assert 0 < after < before
+    assert service.shrank_hint([row]) == (
+        "1 session file is shorter than when last read (replaced or cut): its stored events "
+        f"now follow it ({row['session_key']} {before:,} → {after:,} events). Agents only "
+        "append to transcripts: if an older copy was put back, the events it lacks are gone "
+        "from this home"
+    )
+    # Grown again, nothing is said.
+    path.write_text("".join(lines), encoding="utf-8")
+    (grown,) = service.distill_run(settings, all_files=True, instance=instance)
+    assert grown["shrank"] is None and service.shrank_hint([grown]) == ""
