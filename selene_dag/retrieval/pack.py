@@ -209,10 +209,10 @@ _ABSENT_SHOWN = 8
 def absent_words_note(terms: Sequence[str], frequencies: Sequence[tuple[str, int]]) -> str:
     """What a pack's reader should know when words of the question (``terms``, named in
     their order) are in no note or session (``frequencies``: each term's document
-    frequency, in any order): the pack then holds what
-    matched the other words only (a question about something the home never mentions, or
-    a word misspelt). Words with a digit are left out (they are looked up word for word,
-    not by the index's words). Empty when every word was found."""
+    frequency, in any order): the pack then holds what matched the other words only (a
+    question about something the home never mentions, or a word misspelt). Words with a
+    digit are left out (they are looked up word for word, not by the index's words).
+    Empty when every word was found."""
     held = {w for w, df in frequencies if df > 0}
     absent = [w for w in terms if w not in held and not any(c.isdigit() for c in w)]
     if not absent:
