@@ -5,13 +5,14 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 
 import dagster as dg
 import duckdb
 import pytest
 
-from selene_dag.config import load_settings
+from selene_dag.config import Settings, load_settings
 from selene_dag.defs.resources import SeleneResource
 from selene_dag.defs.sessions import SESSION_PARTITIONS, SESSION_SPINE
 from selene_dag.service import show
@@ -39,7 +40,11 @@ def _versions(result: dg.ExecuteInProcessResult) -> dict[str, str | None]:
     }
 
 
-def test_deleted_session_file_keeps_its_rows(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+def _one_codex_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> tuple[Settings, str, Path, Callable[[], dg.ExecuteInProcessResult]]:
+    """A home whose one session root holds the real Codex transcript: its settings, the
+    session's key, the transcript's path and a function materializing its spine."""
     root = tmp_path / "codex" / "2025"
     root.mkdir(parents=True)
     session = root / REAL_CODEX.name
@@ -66,6 +71,11 @@ def test_deleted_session_file_keeps_its_rows(tmp_path, monkeypatch: pytest.Monke
             resources={"selene": SeleneResource()},
         )
 
+    return settings, key, session, run
+
+
+def test_deleted_session_file_keeps_its_rows(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings, _, session, run = _one_codex_session(tmp_path, monkeypatch)
     first = run()
     before = _rows(settings.db_path)
     assert first.success and before["session_events"] > 0 and before["distilled_sessions"] == 1
@@ -130,26 +140,9 @@ def test_a_session_folder_this_user_may_not_read_is_said_so(
     # status and report raised PermissionError (Path.is_file) once a stored session's
     # folder could not be read, show called the file gone, and scan left the folder out
     # without a word.
-    folder = tmp_path / "codex" / "2025"
-    folder.mkdir(parents=True)
-    shutil.copy(REAL_CODEX, folder / REAL_CODEX.name)
-    env = {
-        "SELENE_HOME": str(tmp_path / "home"),
-        "SELENE_SESSION_ROOTS": f"codex={tmp_path / 'codex'}",
-        "SELENE_LLM": "extractive",
-        "SELENE_CLI_ASSESSORS": "",
-        "SELENE_NOW": "2026-05-01T00:00:00Z",
-    }
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    settings = load_settings()
-    (key,) = [f.session_key for f in scan_roots(settings.session_roots)]
-    instance = dg.DagsterInstance.ephemeral()
-    instance.add_dynamic_partitions(SESSION_PARTITIONS.name, [key])
-    done = dg.materialize(
-        SESSION_SPINE, partition_key=key, instance=instance, resources={"selene": SeleneResource()}
-    )
-    assert done.success
+    settings, key, session, run = _one_codex_session(tmp_path, monkeypatch)
+    folder = session.parent
+    assert run().success
     _deny(monkeypatch, folder)
     try:
         status = distill_status(settings)
