@@ -1094,6 +1094,7 @@ def distill_run_command(
     Without SESSIONS or --all, the most recently modified session file runs. With --all
     only files that are new, changed or never completed run."""
     started = time.perf_counter()
+    projects_gone = service.distilled_projects_gone(_settings(home)) if all_files else set()
     with _progress("distilling sessions") as report:
         rows = service.distill_run(
             _settings(home), sessions or [], all_files=all_files, on_batch=report
@@ -1127,6 +1128,11 @@ def distill_run_command(
     )
     if hint := service.kept_no_chunk_hint(rows):
         err.print(hint, highlight=False)
+    if projects_gone:
+        out.print(
+            f"{plural(len(projects_gone), 'project file')} written again (deleted since distilled)",
+            highlight=False,
+        )
     if cut := service.shrank_hint(rows):
         err.print(f"warning: {cut}", highlight=False, soft_wrap=True)
     if unrated := service.model_unrated_hint(_settings(home), rows):

@@ -1231,6 +1231,12 @@ def distill_scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     return sessions_report.scan_listing(settings)
 
 
+def distilled_projects_gone(settings: Settings) -> set[str]:
+    """The projects whose distilled file was deleted by hand: ``distill run --all`` writes
+    them again (their sessions need not run)."""
+    return sessions_report.distilled_files_gone(settings)[1]
+
+
 def session_file_count(settings: Settings) -> int:
     """How many session files the roots hold (as ``distill run --all`` scans them)."""
     return len(sessions_report.resolve_sessions(settings, (), all_files=True))

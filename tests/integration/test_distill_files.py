@@ -92,7 +92,10 @@ def test_a_transcript_copied_beside_itself_counts_once_in_its_project(tmp_path: 
 def test_a_distilled_file_deleted_by_hand_is_written_again(tmp_path: Path) -> None:
     # `distill run --all` said "every file up to date" with a session's or a project's
     # distilled file gone; only naming the session wrote it again.
+    from typer.testing import CliRunner
+
     from selene_dag import last_verdict
+    from selene_dag.cli import app
     from selene_dag.defs.runs import instance_for
 
     _copy(tmp_path, "-proj")
@@ -111,7 +114,17 @@ def test_a_distilled_file_deleted_by_hand_is_written_again(tmp_path: Path) -> No
     (row,) = service.distill_run(settings, all_files=True, instance=instance)
     assert row["ok"] and session.is_file() and project.is_file()
     project.unlink()
-    assert service.distill_run(settings, all_files=True, instance=instance) == []
+    env = {
+        "SELENE_HOME": str(settings.home),
+        "SELENE_SESSION_ROOTS": f"claude={tmp_path / 'projects'}",
+        "SELENE_LLM": "extractive",
+        "SELENE_CLI_ASSESSORS": "",
+        "SELENE_NOW": "2026-05-01T00:00:00Z",
+        "SELENE_DISTILL_MIN_CONSENSUS": "0",
+    }
+    ran = CliRunner().invoke(app, ["distill", "run", "--all"], env=env)
+    assert ran.exit_code == 0, ran.output
+    assert "1 project file written again (deleted since distilled)" in ran.output
     assert project.is_file()
     assert service.distill_run(settings, all_files=True, instance=instance) == []
 
