@@ -1601,8 +1601,7 @@ def distill_run(
     again: list[ScannedFile] = []
     projects_gone: set[str] = set()
     if all_files:
-        files, again = _distill_todo(settings, runs, instance, files, run_config)
-        projects_gone = sessions_report.distilled_files_gone(settings)[1]
+        files, again, projects_gone = _distill_todo(settings, runs, instance, files, run_config)
     if not files and not again and not projects_gone:
         if key is not None and last_verdict.current_key(settings, "distill", notes=False) == key:
             last_verdict.remember(settings, key)
@@ -1669,7 +1668,7 @@ def distill_run(
         scanned = sessions_report.resolve_sessions(settings, (), True)
         if (
             after is not None
-            and _distill_todo(settings, runs, instance, scanned, run_config) == ([], [])
+            and _distill_todo(settings, runs, instance, scanned, run_config) == ([], [], set())
             and last_verdict.current_key(settings, "distill", notes=False) == after
         ):
             last_verdict.remember(settings, after)
@@ -1682,11 +1681,11 @@ def _distill_todo(
     instance: Any,
     files: list[ScannedFile],
     run_config: dict[str, Any] | None,
-) -> tuple[list[ScannedFile], list[ScannedFile]]:
+) -> tuple[list[ScannedFile], list[ScannedFile], set[str]]:
     """Of ``files`` (every scanned file), those ``distill run --all`` runs (new, changed,
     never completed, computed by older code, counted in another model or rated by another
     engine) and those it distills again only (distilled under other settings, or their
-    distilled file gone)."""
+    distilled file gone); and the projects whose distilled file is gone (written again)."""
     changed = {
         row["session_key"]
         for row in sessions_report.distill_scan(settings)
@@ -1700,9 +1699,10 @@ def _distill_todo(
     otherwise = (
         sessions_report.distilled_with_other_settings(settings) if run_config is None else set()
     )
-    otherwise |= sessions_report.distilled_files_gone(settings)[0]
+    sessions_gone, projects_gone = sessions_report.distilled_files_gone(settings)
+    otherwise |= sessions_gone
     again = [f for f in files if f.session_key in otherwise - todo]
-    return [f for f in files if f.session_key in todo], again
+    return [f for f in files if f.session_key in todo], again, projects_gone
 
 
 # --- demo ----------------------------------------------------------------------------------
