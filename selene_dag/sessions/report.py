@@ -45,7 +45,9 @@ def read_conn(settings: Settings) -> duckdb.DuckDBPyConnection | None:
     return connect(settings.db_path, wait=settings.lock_wait)
 
 
-def _known(settings: Settings) -> dict[str, dict[str, Any]]:
+def stored_files(settings: Settings) -> dict[str, dict[str, Any]]:
+    """Each stored session file by key: its ``size``, ``mtime``, ``events`` and
+    ``parse_errors`` when it was last read. Empty without a database."""
     conn = read_conn(settings)
     if conn is None:
         return {}
@@ -58,12 +60,6 @@ def _known(settings: Settings) -> dict[str, dict[str, Any]]:
     return {row["session_key"]: row for row in rows}
 
 
-def stored_files(settings: Settings) -> dict[str, dict[str, Any]]:
-    """Each stored session file by key: its ``size``, ``mtime``, ``events`` and
-    ``parse_errors`` when it was last read. Empty without a database."""
-    return _known(settings)
-
-
 def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     """Every session file under the roots (``files``) and every file left out (``skipped``).
 
@@ -72,7 +68,7 @@ def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     ``path`` and ``reason`` (empty, not a transcript, another platform under an explicit root,
     or, read once, its content found to be no transcript: ``sessions.rejected``).
     """
-    known = _known(settings)
+    known = stored_files(settings)
     result = scan_report(settings.session_roots)
     files, rejected = split_rejected(settings, result.files)
     rows = []
