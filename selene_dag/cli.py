@@ -857,7 +857,10 @@ def show_command(
         sys.stdout.write(json.dumps(shown.to_json(cited), ensure_ascii=False, indent=2) + "\n")
         return
     if shown.source:
-        where = f" records {shown.records}" if shown.records else ""
+        # A transcript's records are its lines (JSONL) or its messages (a JSON file):
+        # numbered apart from the events a citation names.
+        unit = "lines" if shown.source.endswith(".jsonl") else "messages"
+        where = f" ({unit} {shown.records} of the file)" if shown.records else ""
         if shown.file_line_offset:  # front matter opens the file: say how lines relate
             where = (
                 f" (the note's lines are its text's: line 1 is the file's line "

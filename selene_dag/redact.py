@@ -79,9 +79,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 # An upper-case name up to its secret word: DB_PASSWORD, STRIPE_SECRET (of _KEY).
+_LONG_SECRET_WORDS = (
+    r"PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY|PRIVATE_KEY|AUTH_KEY|APP_KEY"
+    r"|APPLICATION_KEY|MASTER_KEY|ENCRYPTION_KEY|SIGNING_KEY|REDISCLI_AUTH"
+)
 _ENV_SECRET_WORD = (
-    r"(?:[A-Z][A-Z0-9_]{0,63}?)?(?:PASSWORD|PASSWD|SECRET|TOKEN|API_KEY|APIKEY|ACCESS_KEY"
-    r"|PRIVATE_KEY|AUTH_KEY|APP_KEY|APPLICATION_KEY|REDISCLI_AUTH|(?<=_)PASS(?![A-Z])|(?<=_)PWD)"
+    rf"(?:[A-Z][A-Z0-9_]{{0,63}}?)?(?:{_LONG_SECRET_WORDS}|(?<=_)PASS(?![A-Z])|(?<=_)PWD)"
 )
 _ENV_NAME = (
     _ENV_SECRET_WORD
@@ -142,15 +145,19 @@ _SETTING_WORD = (
     # "On#Call2024!x", "No-Entry-2024!" are passwords.
     r"(?=(?:[\-_.][a-z]{1,20}){0,6}(?:\\?[\"']|\\[rnt]|[\s,}\]]|$)))"
 )
-# Upper case, ending with the secret word (DB_PASSWORD, STRIPE_SECRET_KEY), or with it and
-# a stage or version (DB_PASSWORD_PROD, API_KEY_V2, GITHUB_TOKEN_RO; not PASSWORD_HASHER or
-# TOKEN_NAMESPACE): the name of an environment list's entry.
-_ENV_NAME_END = (
-    _ENV_SECRET_WORD
-    + r"(?:_KEY)?(?:_(?:PROD|PRODUCTION|DEV|DEVELOPMENT|STAGING|STAGE|TEST|TESTING|QA|UAT"
-    r"|LOCAL|RO|RW|READONLY|ADMIN|OLD|NEW|PRIMARY|SECONDARY|BACKUP|BASE|V?[0-9]{1,3}))?"
-    r"(?![A-Za-z0-9_])"
+# A stage, a region, a role or a version after a secret word: DB_PASSWORD_PROD_RO,
+# API_KEY_V2, GITHUB_TOKEN_CI, DB_PASSWORD_EU.
+_STAGE = (
+    r"_(?:PROD|PRODUCTION|DEV|DEVELOPMENT|STAGING|STAGE|TEST|TESTING|QA|UAT|CI|E2E|INT"
+    r"|SANDBOX|PREVIEW|DEMO|LIVE|LOCAL|RO|RW|READONLY|READ|WRITE|READER|WRITER|REPLICA|ADMIN"
+    r"|OLD|NEW|PREV|NEXT|CURRENT|PRIMARY|SECONDARY|BACKUP|BASE|MAIN|EU|US|UK|APAC|EMEA|AMER"
+    r"|V?[0-9]{1,4})"
 )
+# Upper case, ending with the secret word (DB_PASSWORD, STRIPE_SECRET_KEY, SECRETKEY), or
+# with it and up to two stages (not PASSWORD_HASHER or TOKEN_NAMESPACE): the name of an
+# environment list's entry.
+_NAME_END = rf"(?:_?KEY)?(?:{_STAGE}){{0,2}}(?![A-Za-z0-9_])"
+_ENV_NAME_END = _ENV_SECRET_WORD + _NAME_END
 # Any case, ending with the secret word: db_password, apiKey, accessToken, client_secret,
 # x-api-key, SECRET_KEY.
 _CONFIG_NAME = (
@@ -1077,11 +1084,15 @@ _KEY_RULES = (
     _rule(
         "env_secret",
         # A Dockerfile's ENV NAME value (its older form, no "=").
-        rf"(?P<head>(?:^|(?<=\n)|(?<=\\n)|(?<=\"))ENV[ \t]+{_ENV_NAME_END}[ \t]+)(?P<q>\\?[\"'])?"
+        # Indented too (a Dockerfile in a list, or a heredoc).
+        rf"(?P<head>(?:^|(?<=\n)|(?<=\\n)|(?<=\"))(?:[ \t]|\\t){{0,16}}ENV[ \t]+{_ENV_NAME_END}[ \t]+)"
+        r"(?P<q>\\?[\"'])?"
         + _NOT_A_VALUE
         + _SETTING_WORD
-        # One word to the line's end (prose after ENV NAME is no value).
-        + rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}(?=[ \t]*(?:\r?\n|\\[rn]|\\?\"|$)))",
+        # One word to the line's end (prose after ENV NAME is no value), or to a comment or
+        # a line continuation ending it.
+        + rf"(?(q){_QUOTED}{{6,256}}(?P=q)|{_BARE}{{6,256}}"
+        r"(?=[ \t]*(?:\#[^\n\\\"]{0,200}|\\{1,2}[ \t]*)?(?:\r?\n|\\[rn]|\\?\"|$)))",
         "ENV ",
     ),
     _rule(
@@ -1132,6 +1143,11 @@ def _config_rule(name: str, keep: Callable[[str], bool] | None) -> _Rule:
 # A passphrase is words: no label check for it.
 _PASSPHRASE_RULE = _config_rule(r"[A-Za-z0-9_\-]{0,64}?(?i:passphrase)", None)
 _CONFIG_RULE = _config_rule(_CONFIG_NAME, _reads_as_a_label)
+# A secret word with a stage after it, any case: API_KEY_V2: …, db_password_prod = … (the
+# short words, pass and pwd, name other things too: their own rule takes them).
+_STAGED_CONFIG_RULE = _config_rule(
+    rf"(?i:(?:[A-Z][A-Z0-9_]{{0,63}}?)?(?:{_LONG_SECRET_WORDS}){_NAME_END})", _reads_as_a_label
+)
 _SHORT_NAME_RULE = _rule(
     "config_secret",
     # ``pass = "Xk9mQ2vLp7"``, ``mysql_pwd: s3cret!``: these names also name other things
@@ -1164,6 +1180,7 @@ _ASSIGNMENT_RULES = (
     _ENV_RULE,
     _PASSPHRASE_RULE,
     _CONFIG_RULE,
+    _STAGED_CONFIG_RULE,
     _SHORT_NAME_RULE,
     _CONNECTION_RULE,
 )
@@ -1195,6 +1212,9 @@ _NAME_WORDS = (
     "application_key",
     "application-key",
     "rediscli_auth",
+    "master_key",
+    "encryption_key",
+    "signing_key",
 )
 # A secret's name is at most this long: bounds each look at a candidate (a text of one
 # run of name characters, "tokentoken…", was scanned from every hit: quadratic).

@@ -214,6 +214,8 @@ def test_the_show_command(store, monkeypatch: pytest.MonkeyPatch) -> None:
     assert ran.exit_code == 0, ran.output
     assert ran.stdout.startswith(f"[{key} events 1-4] codex session")
     assert ran.stderr.startswith("from ") and REAL_CODEX.name in ran.stderr
+    # the file's own lines, not the events the citation numbers
+    assert re.search(r"\(lines \d+-\d+ of the file\)", ran.stderr), ran.stderr
     as_json = CliRunner().invoke(cli.app, ["show", f"chunk:{chunks[0].id}", "--format", "json"])
     assert as_json.exit_code == 0, as_json.output
     doc = json.loads(as_json.stdout)

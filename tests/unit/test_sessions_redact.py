@@ -1239,3 +1239,44 @@ def test_curl_combined_flags_after_a_query_string_and_redis_prose() -> None:
         'redis-cli auth "is needed"',
         "1> auth users < users.csv",
     )
+
+
+def test_stages_regions_master_keys_and_indented_env_lines() -> None:
+    # A review's leaks: a stage or region after the secret word outside the short list
+    # (_EU, _REPLICA, _CI, _PROD_RO, _V1000), SECRETKEY and RAILS_MASTER_KEY, an indented
+    # ENV line or one ending in a comment or a continuation, an unquoted YAML key with a
+    # stage (API_KEY_V2: …).
+    _assert_hidden(
+        (
+            "ENV DB_PASSWORD_EU Xq7pL9mZ2w",
+            "ENV DB_PASSWORD_REPLICA Xq7pL9mZ2w",
+            "ENV API_TOKEN_CI Xq7pL9mZ2w",
+            "ENV DB_PASSWORD_PROD_RO Xq7pL9mZ2w",
+            "ENV API_KEY_V1000 Xq7pL9mZ2w",
+            "ENV SECRETKEY Xq7pL9mZ2w",
+            "ENV RAILS_MASTER_KEY Xq7pL9mZ2w",
+            "  ENV DB_PASSWORD Xq7pL9mZ2w",
+            "\tENV DB_PASSWORD Xq7pL9mZ2w",
+            "FROM x\\n    ENV DB_PASSWORD Xq7pL9mZ2w\\nRUN make",
+            "ENV DB_PASSWORD Xq7pL9mZ2w # prod",
+            "ENV DB_PASSWORD Xq7pL9mZ2w \\\nENV B c",
+            "- name: DB_PASSWORD_EU\n  value: Xq7pL9mZ2w",
+            "API_KEY_V2: Xq7pL9mZ2w",
+            "  db_password_prod: Xq7pL9mZ2w",
+            "RAILS_MASTER_KEY=Xq7pL9mZ2w",
+            "export ENCRYPTION_KEY=Xq7pL9mZ2w",
+            "master_key: Xq7pL9mZ2w",
+        ),
+        "Xq7pL9mZ2w",
+    )
+    _assert_kept(
+        "ENV TOKEN_NAMESPACE kube-system",
+        "ENV PASSWORD_HASHER argon2id",
+        "ENV DB_PASSWORD_FILE /run/secrets/db",
+        "ENV DB_PASSWORD should be passed at runtime",
+        "ENV API_TOKEN_URL https://x.example/t",
+        "DB_PASSWORD_PROD: must be set in CI",
+        "signing_key: /etc/ssl/k.pem",
+        "encryption_key_id: abc123456",
+        'first_pass_v2 = "optimize-1"',
+    )
