@@ -8,8 +8,8 @@ Kinds: ``private_key`` (PEM and PGP blocks, also cut before their END line),
 (``AIza``), ``huggingface_token`` (``hf_``), ``sendgrid_key`` (``SG.….…``), ``azure_key`` (a
 connection string's ``AccountKey=``/``SharedAccessKey=``), ``slack_token`` (``xox?-``,
 ``xapp-``), ``npm_token`` (``npm_``), ``service_token`` (DigitalOcean, Shopify, Databricks,
-Heroku, Atlassian, Linear, PyPI, Groq, Replicate, Perplexity, xAI, Tavily, NVIDIA and Mailgun
-tokens, by their prefixes; Mailchimp keys, ``…-us21``), ``jwt`` (a JSON Web Token anywhere), ``gitlab_token``
+Heroku, Atlassian, Linear, PyPI, Groq, Replicate, Perplexity, xAI, Tavily, NVIDIA, Mailgun
+and HashiCorp Vault tokens, by their prefixes; Mailchimp keys, ``…-us21``), ``jwt`` (a JSON Web Token anywhere), ``gitlab_token``
 (``glpat-``, ``glcbt-``, ...), ``webhook_url`` (Slack and Discord webhook URLs), ``cookie`` (a
 ``Cookie:``/``Set-Cookie:`` header's value, ``curl --cookie``/``-b``, a ``cookies={…}``
 dict; not a setting such as ``theme=dark; lang=en``), ``bearer`` (``Bearer
@@ -25,7 +25,8 @@ npm's ``_auth=``, a ``.dockerconfigjson``), ``url_password`` (the password of ``
 httpie's and xh's ``-a user:password``, ``lftp -u user,password``, curl's ``--proxy-user``
 and ``-U``, ``ldappasswd -s``, a ``.netrc`` line, ``sqlcmd -P``, the mongo
 tools', ``oc login``'s, ``az login``'s and ``twine upload``'s ``-p``, the ldap tools' ``-w``,
-``smbclient -U user%password``, keytool's ``-storepass``, curl in an exec-form list
+``smbclient -U user%password``, keytool's ``-storepass``, ``ssh-keygen -N``/``-P``, ``zip``/``unzip -P``,
+``openssl enc -k``, 7-Zip's ``-p…``, curl in an exec-form list
 (``["curl", "-u", "user:password"]``), ``ConvertTo-SecureString "…"``,
 ``gh secret set --body``, ``az keyvault secret set --value``, ``aws secretsmanager
 --secret-string``, ``dotnet user-secrets set KEY VALUE``, a password said in words:
@@ -508,6 +509,10 @@ _KEY_RULES = (
             ("tvly-", r"tvly-(?:dev-)?[A-Za-z0-9]{32}"),
             ("nvapi-", r"nvapi-[A-Za-z0-9_\-]{60,}"),
             ("key-", r"key-[0-9a-f]{32}"),
+            # HashiCorp Vault: service, batch and recovery tokens.
+            ("hvs.", r"hvs\.[A-Za-z0-9_\-]{24,}"),
+            ("hvb.", r"hvb\.[A-Za-z0-9_\-]{24,}"),
+            ("hvr.", r"hvr\.[A-Za-z0-9_\-]{24,}"),
         )
     ),
     _rule(
@@ -738,6 +743,26 @@ _KEY_RULES = (
         + r")(?=[^\s\-\"'][^\s\"']{3,}|\\?[\"'][^\s\"'])"
         + _ARG_VALUE,
         *_TOOL_FLAG_TRIGGERS,
+    ),
+    # A passphrase after its option: ssh-keygen -N / -P, zip and unzip -P, openssl's -k
+    # (enc); 7-Zip's -p joined to it (-pS3cret). One rule per tool and flag: a pattern that
+    # opens with its literal is looked for fast (a leading \b is not), and each rule takes
+    # one flag of a command.
+    *(
+        _rule(
+            "user_password",
+            rf"(?P<head>{tool}\b(?<!\w{tool}){_ANY_GAP}(?<!\S){flag}){_NOT_PROSE}" + _ARG_VALUE,
+            trigger,
+        )
+        for trigger, tool, flag in (
+            ("ssh-keygen", "ssh-keygen", r"-N[ \t]+"),
+            ("ssh-keygen", "ssh-keygen", r"-P[ \t]+"),
+            ("zip", "zip", r"-P[ \t]+"),
+            ("unzip", "unzip", r"-P[ \t]+"),
+            ("openssl", "openssl", r"-k[ \t]+"),
+            ("7z", "7z", r"-p(?=[^\s\-])"),
+            ("7za", "7za", r"-p(?=[^\s\-])"),
+        )
     ),
     _rule(
         "user_password",

@@ -1280,3 +1280,31 @@ def test_stages_regions_master_keys_and_indented_env_lines() -> None:
         "encryption_key_id: abc123456",
         'first_pass_v2 = "optimize-1"',
     )
+
+
+def test_archive_and_key_passphrases_and_vault_tokens() -> None:
+    # Passphrases given on the command line to ssh-keygen, zip, unzip, openssl enc and
+    # 7-Zip, and HashiCorp Vault tokens, were stored as written.
+    _assert_hidden(
+        (
+            "ssh-keygen -t ed25519 -N Xq7pL9mZ2w -f key",
+            "ssh-keygen -p -P old1 -N Xq7pL9mZ2w -f key",
+            "zip -r -P Xq7pL9mZ2w backup.zip data/",
+            "unzip -P Xq7pL9mZ2w backup.zip",
+            "openssl enc -aes-256-cbc -k Xq7pL9mZ2w -in a -out b",
+            "7z a -pXq7pL9mZ2w backup.7z data/",
+            "7za x backup.7z -pXq7pL9mZ2w",
+            "vault login hvs.Xq7pL9mZ2wCAESIJabcdefghijklmnop",
+            "VAULT_TOKEN=hvb.Xq7pL9mZ2wAAAAAQabcdefghijklmnop vault kv get x",
+        ),
+        "Xq7pL9mZ2w",
+    )
+    _assert_kept(
+        'ssh-keygen -t ed25519 -N "" -f key',
+        "ssh-keygen -N $PASSPHRASE -f key",
+        "use zip with -P to set a password",
+        "gzip -P x1 file",
+        "7z a -p backup.7z data/",
+        "openssl rand -base64 32",
+        "hvs.short",
+    )
