@@ -23,7 +23,7 @@ npm's ``_auth=``, a ``.dockerconfigjson``), ``url_password`` (the password of ``
 ``net user name password /add``, a query string's ``&pwd=value``, ``redis-cli -a``,
 ``requirepass``, ``AUTH`` at redis-cli's prompt or on its command line, ``REDISCLI_AUTH=``,
 httpie's and xh's ``-a user:password``, ``lftp -u user,password``, curl's ``--proxy-user``
-and ``-U``, ``ldappasswd -s``, a ``.netrc`` line, ``sqlcmd -P``, the mongo
+and ``-U``, ``ldappasswd -s``, a ``.netrc`` line, a ``.pgpass`` line, ``sqlcmd -P``, the mongo
 tools', ``oc login``'s, ``az login``'s and ``twine upload``'s ``-p``, the ldap tools' ``-w``,
 ``smbclient -U user%password``, keytool's ``-storepass``, ``ssh-keygen -N``/``-P``, ``zip``/``unzip -P``,
 ``openssl enc -k``, 7-Zip's ``-p…``, curl in an exec-form list
@@ -772,6 +772,17 @@ _KEY_RULES = (
         r"(?(indirect)(?!))" + _ARG_VALUE,
         "storepass",
         "keypass",
+    ),
+    _rule(
+        "user_password",
+        # A .pgpass line (host:port:database:user:password) where the text names the file:
+        # echo "db:5432:app:bob:…" >> ~/.pgpass, a heredoc into it. Without the file's
+        # name, five fields joined by colons are too often something else.
+        r"(?P<head>(?:^|(?<=[\s\"'>])|(?<=\\n))"
+        # A host name, an IPv4 address or * (not a time: 12:30:45).
+        r"(?:[A-Za-z*][A-Za-z0-9.\-*]{0,252}|[0-9]{1,3}(?:\.[0-9]{1,3}){3}):(?:[0-9]{1,5}|\*)"
+        r":[^:\s\"'\\]{1,128}:[^:\s\"'\\]{1,128}:)" + _NOT_A_REFERENCE + r"[^\s\"'\\]+",
+        "pgpass",
     ),
     # smbclient -U user%password; a Redis password (redis.conf's requirepass and
     # masterauth, CONFIG SET requirepass, AUTH at redis-cli's prompt); a .netrc line

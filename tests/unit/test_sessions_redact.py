@@ -1308,3 +1308,19 @@ def test_archive_and_key_passphrases_and_vault_tokens() -> None:
         "openssl rand -base64 32",
         "hvs.short",
     )
+
+
+def test_a_pgpass_line_is_redacted_where_the_text_names_the_file() -> None:
+    _assert_hidden(
+        (
+            'echo "db.example.com:5432:app:appuser:Xq7pL9mZ2w" >> ~/.pgpass',
+            "cat > ~/.pgpass <<EOF\nlocalhost:5432:*:postgres:Xq7pL9mZ2w\nEOF",
+            "~/.pgpass\\n10.0.0.5:*:*:postgres:Xq7pL9mZ2w",
+        ),
+        "Xq7pL9mZ2w",
+    )
+    _assert_kept(
+        "localhost:5432:app:appuser:Xq7pL9mZ2w",  # no .pgpass named: five fields alone
+        "chmod 600 ~/.pgpass at 12:30:45:00:done",
+        "echo db:5432:app:bob:$PGPASSWORD >> ~/.pgpass",
+    )
