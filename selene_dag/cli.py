@@ -1171,6 +1171,7 @@ def distill_status_command(
         "chunk_scores": "chunks with a consensus",
         "distilled_sessions": "distilled sessions",
         "distilled_projects": "distilled projects",
+        "not_distilled": "  stored, not distilled yet",
         "last_parsed_at": "last file parsed at",
     }
     rows = [

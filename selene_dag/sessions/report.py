@@ -330,7 +330,8 @@ def distill_status(settings: Settings) -> dict[str, Any]:
     """Pipeline state: files per state, rows per sessions table, distilled files,
     ``source_gone``: ingested sessions whose file no longer exists (rows kept),
     ``source_unreadable`` (only when there are some): those whose file this user may not
-    look at now (a folder's permissions), and
+    look at now (a folder's permissions), ``not_distilled``: stored sessions with no
+    distilled file yet (a run stopped between reading a file and distilling it), and
     ``last_parsed_at``: when the newest run parsed a file (ISO-8601; None before any)."""
     scan = distill_scan(settings)
     status: dict[str, Any] = {"files": len(scan)}
@@ -348,6 +349,11 @@ def distill_status(settings: Settings) -> dict[str, Any]:
                 "WHERE starts_with(session_key, 'project:')",
             )[0]["n"]
             status["distilled_sessions"] -= status["distilled_projects"]
+            status["not_distilled"] = fetch_dicts(
+                conn,
+                "SELECT count(*) AS n FROM session_files f WHERE NOT EXISTS "
+                "(SELECT 1 FROM distilled_sessions d WHERE d.session_key = f.session_key)",
+            )[0]["n"]
             paths = [r["path"] for r in fetch_dicts(conn, "SELECT path FROM session_files")]
             # Ingested sessions whose file is gone: their rows are the archive and stay.
             states = [file_state(p) for p in paths]

@@ -156,3 +156,24 @@ def test_a_session_folder_this_user_may_not_read_is_said_so(
     assert [f.path for f in skipped] == [str(folder)]
     assert "permission denied" in skipped[0].reason
     assert "cannot be read now (permission denied)" in shown.note
+
+
+def test_status_counts_a_session_read_but_not_yet_distilled(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A run stopped after a file's events were stored and before its distillation (Ctrl-C):
+    # status called the file "ingested, unchanged" and said nothing of the rest.
+    settings, key, _, run = _one_codex_session(tmp_path, monkeypatch)
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(SESSION_PARTITIONS.name, [key])
+    read_only = dg.materialize(
+        SESSION_SPINE[:1],
+        partition_key=key,
+        instance=instance,
+        resources={"selene": SeleneResource()},
+    )
+    assert read_only.success
+    status = distill_status(settings)
+    assert (status["done"], status["session_files"], status["not_distilled"]) == (1, 1, 1)
+    assert run().success
+    assert distill_status(settings)["not_distilled"] == 0
