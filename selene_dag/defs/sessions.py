@@ -25,6 +25,7 @@ from selene_dag.errors import SeleneError
 from selene_dag.llm import get_engine
 from selene_dag.llm.cli_assessors import available_assessors
 from selene_dag.sessions.distiller import DistillerConfig
+from selene_dag.sessions.moves import retire_moved_sessions
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
 from selene_dag.sessions.steps import (
     ReadSession,
@@ -244,21 +245,23 @@ def _read_one(
     "sessions",
     partitions_def=SESSION_PARTITIONS,
     backfill_policy=SESSION_BACKFILL,
-    code_version="22",  # 22: ENV/config names with regions, roles and two stages, SECRETKEY, MASTER/ENCRYPTION/SIGNING_KEY, indented ENV, ssh-keygen/zip/unzip/openssl/7z passphrases, Vault tokens, .pgpass lines; 21: SECRET_KEY and staged env names, curl -sSu after option values, httpie after sudo/RUN, Redis AUTH before a redirection or quoted; no record from an object glued after a whole one unless it ends as one; 20: every record of a long glued line, a glued first line, a record before junk; escaped quotes (curl -u, sqlplus, cookies), httpie/lftp/proxy/Redis AUTH, Terraform names, environment lists, Dockerfile ENV, exec-form curl; 19: Oracle, joined curl -u, Mailchimp, Terraform and long secrets, settings kept; a record after a cut one on its line, tool names on results, server tools, Codex reviews and one-document rollouts, written-out reasoning, repeated summaries once; 18: lone surrogate escapes, image placeholders (Gemini, Codex), a Gemini BOM; 17: secrets after a JSON escape, JWTs, service tokens, more commands; 16: pass/pwd/passphrase names; 15: a last line still being written is no parse error; 14: Azure keys, Hugging Face and SendGrid tokens, a pasted image named; 13: Pwd= at a line end, a password named with no verb; 9-12: htpasswd, net use, curl -b, AWS secret keys; 7-8: in words
+    code_version="22",  # 22: ENV/config names with regions, roles and two stages, SECRETKEY, MASTER/ENCRYPTION/SIGNING_KEY, indented ENV, ssh-keygen/zip/unzip/openssl/7z passphrases, Vault tokens, .pgpass lines, a moved session retired; 21: SECRET_KEY and staged env names, curl -sSu after option values, httpie after sudo/RUN, Redis AUTH before a redirection or quoted; no record from an object glued after a whole one unless it ends as one; 20: every record of a long glued line, a glued first line, a record before junk; escaped quotes (curl -u, sqlplus, cookies), httpie/lftp/proxy/Redis AUTH, Terraform names, environment lists, Dockerfile ENV, exec-form curl; 19: Oracle, joined curl -u, Mailchimp, Terraform and long secrets, settings kept; a record after a cut one on its line, tool names on results, server tools, Codex reviews and one-document rollouts, written-out reasoning, repeated summaries once; 18: lone surrogate escapes, image placeholders (Gemini, Codex), a Gemini BOM; 17: secrets after a JSON escape, JWTs, service tokens, more commands; 16: pass/pwd/passphrase names; 15: a last line still being written is no parse error; 14: Azure keys, Hugging Face and SendGrid tokens, a pasted image named; 13: Pwd= at a line end, a password named with no verb; 9-12: htpasswd, net use, curl -b, AWS secret keys; 7-8: in words
     description=(
         "Session files (Claude Code, Codex CLI or Gemini CLI) parsed into normalized events: "
         "secrets redacted to [REDACTED:kind] before storage, importance scored with the default "
         "weights, tokens counted in the target model's tokens, rewound branches marked. "
         "Rewrites `session_files` and `session_events` of up to 50 files in one transaction "
         "(file by file when that fails); malformed lines are counted. A run takes a batch of "
-        "files; a file that fails costs only itself."
+        "files; a file that fails costs only itself. A session moved to another path (its old "
+        "file gone, every stored event opening the new file) is kept under the new path only."
     ),
 )
 def session_events(
     context: dg.AssetExecutionContext, selene: SeleneResource
 ) -> dg.MaterializeResult:
     """Parse, redact and score the batch's session files. A file deleted after its ingest
-    (agents prune old transcripts) keeps its stored rows and data version."""
+    (agents prune old transcripts) keeps its stored rows and data version; a session moved
+    to another path is stored under the new one only (``sessions.moves``)."""
     settings = selene.settings()
     batch = _Batch(context)
     scanned = scanned_by_key(settings)
@@ -272,8 +275,18 @@ def session_events(
         written, failed = _write_together(conn, pending, _replace_reads)
         for key, message in failed.items():
             batch.fail(key, message)
+        moved = retire_moved_sessions(conn, [(read.file_row, read.events) for _, read in written])
+        for old, new in sorted(moved.items()):
+            batch.context.log.info(
+                f"{new}: the session stored as {old} (its file gone) continues in this file; "
+                f"{old}'s rows and distilled file removed"
+            )
+        replaced = {new: old for old, new in moved.items()}
         for key, read in written:
-            batch.done(key, read.result.data_version, _ingest_figures(read, scanned[key]))
+            figures = _ingest_figures(read, scanned[key])
+            if key in replaced:
+                figures["replaces"] = dg.MetadataValue.text(replaced[key])
+            batch.done(key, read.result.data_version, figures)
             kinds.update(read.result.kinds)
             events += read.result.events
         held = 0

@@ -371,6 +371,50 @@ def load_events_many(
     return out
 
 
+def sessions_with_tool_ids(
+    conn: duckdb.DuckDBPyConnection, ids: Sequence[tuple[str, str]]
+) -> list[SessionFileRow]:
+    """The stored sessions whose ``(platform, source_session_id)`` is one of ``ids``, from
+    one query."""
+    if not ids:
+        return []
+    rows = fetch_dicts(
+        conn,
+        f"SELECT {_select(SessionFileRow)} FROM session_files "
+        "WHERE list_contains(?, platform || chr(31) || source_session_id)",
+        [[f"{platform}\x1f{tool_id}" for platform, tool_id in ids]],
+    )
+    return [SessionFileRow(**row) for row in rows]
+
+
+def delete_sessions(conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]) -> list[Path]:
+    """Delete every row of ``session_keys`` (file, events, chunks, assessments, scores,
+    distillations) in one transaction; return the paths of their distilled files, for
+    the caller to remove once no row names them."""
+    keys = list(dict.fromkeys(session_keys))
+    if not keys:
+        return []
+    paths = [
+        Path(row[0])
+        for row in conn.execute(
+            "SELECT path FROM distilled_sessions WHERE list_contains(?, session_key) "
+            "AND path IS NOT NULL",
+            [keys],
+        ).fetchall()
+    ]
+    with transaction(conn):
+        for table in (
+            "distilled_sessions",
+            "chunk_scores",
+            "assessments",
+            "chunks",
+            "session_events",
+            "session_files",
+        ):
+            conn.execute(f"DELETE FROM {table} WHERE list_contains(?, session_key)", [keys])
+    return paths
+
+
 # --- chunks ------------------------------------------------------------------------------
 
 

@@ -177,3 +177,75 @@ def test_status_counts_a_session_read_but_not_yet_distilled(
     assert (status["done"], status["session_files"], status["not_distilled"]) == (1, 1, 1)
     assert run().success
     assert distill_status(settings)["not_distilled"] == 0
+
+
+def _spine(key: str) -> dg.ExecuteInProcessResult:
+    instance = dg.DagsterInstance.ephemeral()
+    instance.add_dynamic_partitions(SESSION_PARTITIONS.name, [key])
+    return dg.materialize(
+        SESSION_SPINE, partition_key=key, instance=instance, resources={"selene": SeleneResource()}
+    )
+
+
+def _keys(settings: Settings) -> dict[str, int]:
+    conn = duckdb.connect(str(settings.db_path), read_only=True)
+    try:
+        return dict(conn.execute("SELECT session_key, events FROM session_files").fetchall())
+    finally:
+        conn.close()
+
+
+def test_a_moved_transcript_is_stored_under_its_new_path_only(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A transcript moved to another folder was a second session (its key comes from the
+    # path) beside the first, kept as an archive: the conversation stored, distilled and
+    # cited twice.
+    settings, key, session, run = _one_codex_session(tmp_path, monkeypatch)
+    assert run().success
+    (old_distilled,) = [Path(r["distilled_path"]) for r in distill_report(settings)]
+    events = _keys(settings)[key]
+
+    # Copied: both files are there, both sessions are kept.
+    copy = tmp_path / "codex" / "2026" / session.name
+    copy.parent.mkdir()
+    shutil.copy(session, copy)
+    (copy_key,) = {f.session_key for f in scan_roots(settings.session_roots)} - {key}
+    assert _spine(copy_key).success
+    assert _keys(settings) == {key: events, copy_key: events}
+
+    # The original deleted, the copy read again (it grew): the first session is retired.
+    os.remove(session)
+    with open(copy, "a", encoding="utf-8") as handle:
+        handle.write(
+            '{"timestamp": "2025-11-17T22:00:00Z", "type": "event_msg", '
+            '"payload": {"type": "user_message", "message": "one more thing"}}\n'
+        )
+    result = _spine(copy_key)
+    assert result.success
+    assert _keys(settings) == {copy_key: events + 1}
+    assert not old_distilled.exists()
+    (row,) = distill_report(settings)
+    assert row["session_key"] == copy_key and Path(row["distilled_path"]).is_file()
+    assert distill_status(settings)["source_gone"] == 0
+    figures = result.get_asset_materialization_events()[0].materialization.metadata
+    assert figures["replaces"].value == key
+
+
+def test_a_gone_session_another_file_does_not_hold_whole_is_kept(
+    tmp_path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The same tool session id in a file that lacks some of the stored events (an older,
+    # shorter copy put in another folder): the gone session keeps its rows.
+    settings, key, session, run = _one_codex_session(tmp_path, monkeypatch)
+    assert run().success
+    events = _keys(settings)[key]
+    lines = session.read_text(encoding="utf-8").splitlines(keepends=True)
+    shorter = tmp_path / "codex" / "2026" / session.name
+    shorter.parent.mkdir()
+    shorter.write_text("".join(lines[: len(lines) // 2]), encoding="utf-8")
+    os.remove(session)
+    (other,) = {f.session_key for f in scan_roots(settings.session_roots)}
+    assert _spine(other).success
+    kept = _keys(settings)
+    assert kept[key] == events and 0 < kept[other] < events
