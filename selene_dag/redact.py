@@ -74,10 +74,14 @@ starts.
 
 from __future__ import annotations
 
+import json
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from typing import Any
+
+import orjson
 
 # An upper-case name up to its secret word: DB_PASSWORD, STRIPE_SECRET (of _KEY).
 _LONG_SECRET_WORDS = (
@@ -1342,13 +1346,65 @@ def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
     return "".join(pieces) + text[done:] if pieces else text
 
 
+# A quote escaped twice: in a JSON text, a string value holding an escaped quote (a shell
+# command's curl -d "{\"password\": …}", JSON quoted in code).
+_TWICE_ESCAPED_QUOTE = '\\\\\\"'
+
+
+def _compact_json(node: Any) -> str:
+    return orjson.dumps(node).decode()
+
+
+def _spaced_json(node: Any) -> str:
+    return json.dumps(node, ensure_ascii=False)
+
+
+_JSON_WRITERS = (_compact_json, _spaced_json)
+
+
+def _redact_json_values(text: str, counts: Counter[str] | None) -> str:
+    """``text`` with each string value redacted on its own, when it is a JSON document
+    written compactly (a tool's input, as transcripts are stored) or with Python's
+    spaces, holding a quote escaped
+    twice: the rules read such a value's quotes escaped once, as they are in it, and not
+    escaped twice, as they are in the text. Any other text is returned as it is."""
+    if text[:1] not in "{[" or _TWICE_ESCAPED_QUOTE not in text:
+        return text
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    # Written back only as it was written: compactly, or with Python's spaces.
+    dump = next((dump for dump in _JSON_WRITERS if dump(document) == text), None)
+    if dump is None:
+        return text
+    changed = False
+
+    def values(node: Any) -> Any:
+        nonlocal changed
+        if isinstance(node, str):
+            if '"' not in node:  # no quote escaped twice in it
+                return node
+            redacted = _redact(node, counts)
+            changed = changed or redacted != node
+            return redacted
+        if isinstance(node, list):
+            return [values(item) for item in node]
+        if isinstance(node, dict):
+            return {key: values(item) for key, item in node.items()}
+        return node
+
+    redacted = values(document)
+    return dump(redacted) if changed else text
+
+
 def _redact(text: str, counts: Counter[str] | None) -> str:
     if not isinstance(text, str):
         raise TypeError(f"redact() expects str, got {type(text).__name__}")
     for rule in _KEY_RULES:
         if any(trigger in text for trigger in rule.triggers):
             text = rule.pattern.sub(lambda m, rule=rule: _replacement(m, rule, counts), text)
-    return _redact_assignments(text, counts)
+    return _redact_json_values(_redact_assignments(text, counts), counts)
 
 
 def redact(text: str) -> str:

@@ -1324,3 +1324,28 @@ def test_a_pgpass_line_is_redacted_where_the_text_names_the_file() -> None:
         "chmod 600 ~/.pgpass at 12:30:45:00:done",
         "echo db:5432:app:bob:$PGPASSWORD >> ~/.pgpass",
     )
+
+
+def test_a_secret_in_a_tool_inputs_escaped_json_is_redacted() -> None:
+    # A tool's input is stored as compact JSON: a command's own escaped quotes (curl -d
+    # "{\"password\": …}") are escaped twice there, and the rules read them escaped once.
+    commands = (
+        'curl -X POST http://localhost:8000/login -H "Content-Type: application/json" '
+        '-d "{\\"username\\":\\"admin\\",\\"password\\":\\"Xq7pL9mZ2w\\"}"',
+        'python -c "import json; print(json.dumps({\\"api_key\\": \\"Xq7pL9mZ2w\\"}))"',
+    )
+    for command in commands:
+        assert "Xq7pL9mZ2w" not in redact(command)
+        for text in (
+            json.dumps({"command": command, "description": "log in"}, separators=(",", ":")),
+            json.dumps({"command": ["bash", "-lc", command], "workdir": "/srv"}),
+        ):
+            redacted, counts = redact_counts(text)
+            assert "Xq7pL9mZ2w" not in redacted and sum(counts.values()) == 1, redacted
+            document = json.loads(redacted)  # still the same JSON document
+            assert set(document) == set(json.loads(text))
+    # Written otherwise (indented, or not JSON), a text is read as it is.
+    plain = 'x = "{\\"name\\": \\"bob\\"}"'
+    assert redact(plain) is plain
+    pretty = json.dumps({"command": 'echo "{\\"name\\": \\"bob\\"}"'}, indent=2)
+    assert redact(pretty) is pretty
