@@ -780,3 +780,23 @@ def hash_rows(rows: Iterable[Any], length: int = 32) -> str:
         digest.update(repr(row).encode("utf-8"))
         digest.update(b"\n")
     return digest.hexdigest()[:length]
+
+
+# A line opening or closing a fenced code block (CommonMark: up to 3 spaces of indent).
+_FENCE_LINE = re.compile(r"^\s{0,3}(```|~~~)")
+
+
+def close_open_fence(text: str) -> str:
+    """``text`` with a closing fence added when it ends inside a fenced code block (a note
+    whose last block was never closed): in a pack, an open fence turns every item after
+    it into code. Any other text is returned as it is."""
+    opened: str | None = None
+    for line in text.split("\n"):
+        fence = _FENCE_LINE.match(line)
+        if fence is None:
+            continue
+        if opened is None:
+            opened = fence.group(1)
+        elif fence.group(1) == opened:
+            opened = None
+    return text if opened is None else f"{text.rstrip(chr(10))}\n{opened}"

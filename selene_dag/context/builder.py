@@ -32,6 +32,7 @@ from selene_dag.context.tokens import (
     tokenizer_for,
 )
 from selene_dag.errors import check_budget
+from selene_dag.text import close_open_fence
 
 TIERS: tuple[str, ...] = ("full", "high", "summary", "skeleton")
 TIER_RANK = {tier: i for i, tier in enumerate(TIERS)}  # 0 = highest fidelity
@@ -93,6 +94,7 @@ def render_note(note: Mapping[str, Any], tier: str) -> str:
     _check_note(note)
     title, content = note["title"], note["content"]
     essence = note.get("essence") or None
+    content = close_open_fence(content)
     if tier == "high" and essence:
         return f"--- {title} ---\n[Essence] {essence}\n{content}"
     if tier == "summary":

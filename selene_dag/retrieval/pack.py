@@ -85,7 +85,7 @@ from selene_dag.retrieval.select import (
     select_passages,
 )
 from selene_dag.retrieval.terms import query_terms, version_terms, weights_by_stem
-from selene_dag.text import plural, replace_lone_surrogates
+from selene_dag.text import close_open_fence, plural, replace_lone_surrogates
 
 JSON_SCHEMA_VERSION = 1
 # Relative relevance (final / best final) → level: the best items go in full, the next
@@ -340,7 +340,7 @@ def _fit_items(
                 content = ""
             excerpt = bool(plan.chosen) and content != cand.body
             # Trailing blank lines would add to the blank line between items.
-            content = content.rstrip()
+            content = close_open_fence(content.rstrip())
             location = _excerpt_location(cand, plan, summarizer) if excerpt else ""
             score = r.final / top
             if not plan.chosen and plan.level in (Level.FULL, Level.SUMMARY):

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from selene_dag.retrieval.passages import is_event_line
+from selene_dag.text import close_open_fence
 
 # A passage cut down to its best pieces must keep at least this many tokens to be worth
 # a place (below that, the header costs more than the excerpt tells).
@@ -125,7 +126,7 @@ class Selection:
                 parts.append("\n" if adjacent else GAP)
             parts.append(e.text)
             prev_end = end
-        return "".join(parts).lstrip("\n").rstrip()
+        return close_open_fence("".join(parts).lstrip("\n").rstrip())
 
     def render(self) -> str:
         """The item as it appears in the pack: header line, then content."""
