@@ -30,7 +30,7 @@ from starlette.exceptions import HTTPException
 
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
-from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError, write_failure
+from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError, with_home, write_failure
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
 # the default.
@@ -262,7 +262,9 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             status = 404
         else:
             status = 422
-        return JSONResponse(status_code=status, content={"detail": str(exc)})
+        # A command the message suggests must read the served home, wherever it is run.
+        detail = with_home(str(exc), settings_provider().home)
+        return JSONResponse(status_code=status, content={"detail": detail})
 
     @app.exception_handler(Exception)
     async def server_error(_: Request, exc: Exception) -> JSONResponse:

@@ -15,7 +15,6 @@ import inspect
 import json
 import os
 import re
-import shlex
 import shutil
 import signal
 import socket
@@ -35,7 +34,7 @@ from rich.text import Text
 
 from selene_dag import __version__, service
 from selene_dag.config import Settings, load_settings
-from selene_dag.errors import SeleneError, UsageError, write_failure
+from selene_dag.errors import SeleneError, UsageError, with_home, write_failure
 from selene_dag.notes.digests import MIN_THREAD_NOTES
 from selene_dag.sessions.generators.gemini import is_project_hash
 from selene_dag.store import waiting_notice
@@ -99,17 +98,10 @@ def _error_line(message: str) -> Text:
 
 
 # A command a message suggests (`selene-dag ingest PATH`), unless it names its home already.
-_SUGGESTED_COMMAND = re.compile(r"`selene-dag ((?:(?!--home)[^`])*)`")
-
-
 def _for_home(message: str, home: Path | None) -> str:
     """``message`` with ``--home HOME`` added to each `selene-dag …` command it suggests
-    when the command ran with ``--home``: the command suggested must read the same home
-    (``$SELENE_HOME`` carries over by itself)."""
-    if home is None:
-        return message
-    flag = f" --home {shlex.quote(str(home))}"
-    return _SUGGESTED_COMMAND.sub(lambda m: f"`selene-dag {m.group(1)}{flag}`", message)
+    when the command ran with ``--home`` (``$SELENE_HOME`` carries over by itself)."""
+    return message if home is None else with_home(message, home)
 
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import errno
 import re
+import shlex
 from pathlib import Path
 
 
@@ -150,3 +151,14 @@ def duckdb_write_failure(message: str) -> str | None:
     reason = match.group(2).strip().rstrip(".")
     hint = _READ_ONLY if "read-only" in reason.lower() else _NO_SPACE
     return f"cannot write {match.group(1)}: {reason}; {hint}"
+
+
+# A command a message suggests, quoted as `selene-dag …`, that names no home yet.
+_SUGGESTED_COMMAND = re.compile(r"`selene-dag ((?:(?!--home)[^`])*)`")
+
+
+def with_home(message: str, home: Path) -> str:
+    """``message`` with ``--home HOME`` added to each `selene-dag …` command it suggests:
+    the command suggested must read the same home as the one that said it."""
+    flag = f" --home {shlex.quote(str(home))}"
+    return _SUGGESTED_COMMAND.sub(lambda m: f"`selene-dag {m.group(1)}{flag}`", message)

@@ -576,3 +576,19 @@ def test_the_published_schema_describes_the_errors_the_server_gives(api: httpx.C
     assert answer.status_code == 422
     assert set(answer.json()) <= {"detail", "errors"} and isinstance(answer.json()["detail"], str)
     assert all(set(e) == {"loc", "msg", "type"} for e in answer.json()["errors"])
+
+
+def test_a_home_without_a_database_suggests_commands_on_the_served_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The 503 suggested `selene-dag ingest PATH` with no --home: run where the user stood,
+    # it filled another home than the one served.
+    from fastapi.testclient import TestClient
+
+    served = tmp_path / "served home"
+    monkeypatch.setenv("SELENE_HOME", str(served))
+    with TestClient(create_app()) as client:
+        resp = client.post("/ask", json={"question": "anything", "budget": 100})
+    assert resp.status_code == 503, resp.text
+    detail = resp.json()["detail"]
+    assert "`selene-dag ingest PATH --home " in detail and f"'{served}'" in detail, detail
