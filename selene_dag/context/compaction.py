@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from selene_dag.context.levels import extractive_summary
@@ -904,6 +904,8 @@ def compact_messages(
             joined = message_tokens(alternating, model)
             if joined <= window:  # one message overhead less per join: never more
                 msgs, tokens = alternating, joined
+                # The last step's count is the report's: the join is part of its result.
+                steps[-1] = replace(steps[-1], tokens_after=joined)
     return CompactionReport(
         msgs, steps, before, tokens, window, threshold, resolved, shrink, compacted
     )

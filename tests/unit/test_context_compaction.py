@@ -547,6 +547,9 @@ def test_the_latest_request_is_never_summarized_nor_stripped() -> None:
     assert any(m["role"] == "user" and ask["content"] in m["content"] for m in r.messages)
     roles = [m["role"] for m in r.messages if m["role"] != "system"]
     assert all(a != b for a, b in itertools.pairwise(roles))
+    # The join is part of the last step's result: its count is the report's (it was 2
+    # tokens above it).
+    assert r.steps[-1].tokens_after == r.tokens_after == message_tokens(r.messages, M)
     short = [
         {"role": "system", "content": "Rules. " + PARA},
         *_conversation(6)[1:],
