@@ -262,8 +262,12 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             status = 404
         else:
             status = 422
-        # A command the message suggests must read the served home, wherever it is run.
-        detail = with_home(str(exc), settings_provider().home)
+        # A command the message suggests must read the served home, wherever it is run
+        # (the settings themselves at fault: the message as it is).
+        try:
+            detail = with_home(str(exc), settings_provider().home)
+        except SeleneError:
+            detail = str(exc)
         return JSONResponse(status_code=status, content={"detail": detail})
 
     @app.exception_handler(Exception)

@@ -97,7 +97,6 @@ def _error_line(message: str) -> Text:
     return Text.assemble(("error:", "bold red"), f" {message}")
 
 
-# A command a message suggests (`selene-dag ingest PATH`), unless it names its home already.
 def _for_home(message: str, home: Path | None) -> str:
     """``message`` with ``--home HOME`` added to each `selene-dag …` command it suggests
     when the command ran with ``--home`` (``$SELENE_HOME`` carries over by itself)."""

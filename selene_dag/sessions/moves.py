@@ -12,7 +12,6 @@ holds all of them.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from pathlib import Path
 
 import duckdb
 
@@ -69,5 +68,5 @@ def retire_moved_sessions(
     rows in one transaction, then their files); return ``{retired key: key read}``."""
     moved = moved_sessions(conn, read)
     for path in delete_sessions(conn, list(moved)):
-        Path(path).unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
     return moved
