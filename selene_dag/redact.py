@@ -1364,10 +1364,10 @@ _JSON_WRITERS = (_compact_json, _spaced_json)
 
 def _redact_json_values(text: str, counts: Counter[str] | None) -> str:
     """``text`` with each string value redacted on its own, when it is a JSON document
-    written compactly (a tool's input, as transcripts are stored) or with Python's
-    spaces, holding a quote escaped
-    twice: the rules read such a value's quotes escaped once, as they are in it, and not
-    escaped twice, as they are in the text. Any other text is returned as it is."""
+    written compactly (a tool's input, as transcripts are stored) or with Python's spaces,
+    holding a quote escaped twice: the rules read such a value's quotes escaped once, as
+    they are in it, not twice, as they are in the text. Any other text is returned as it
+    is."""
     if text[:1] not in "{[" or _TWICE_ESCAPED_QUOTE not in text:
         return text
     try:
