@@ -783,7 +783,7 @@ def hash_rows(rows: Iterable[Any], length: int = 32) -> str:
 
 
 # A line opening or closing a fenced code block (CommonMark: up to 3 spaces of indent).
-_FENCE_LINE = re.compile(r"^\s{0,3}(```|~~~)")
+FENCE_LINE = re.compile(r"^\s{0,3}(```|~~~)")
 
 
 def close_open_fence(text: str) -> str:
@@ -792,7 +792,7 @@ def close_open_fence(text: str) -> str:
     it into code. Any other text is returned as it is."""
     opened: str | None = None
     for line in text.split("\n"):
-        fence = _FENCE_LINE.match(line)
+        fence = FENCE_LINE.match(line)
         if fence is None:
             continue
         if opened is None:

@@ -10,10 +10,9 @@ left open, and dropping text is the worse mistake.
 
 from __future__ import annotations
 
-import re
+from selene_dag.text import FENCE_LINE
 
 MARK = "%%"
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 
 
 def _code_span_end(line: str, tick: int) -> int:
@@ -72,7 +71,7 @@ def strip_comments(text: str) -> str:
     opened_line = 0
     prev_blank, in_indented = True, False
     for n, line in enumerate(lines):
-        if not in_comment and _FENCE.match(line):
+        if not in_comment and FENCE_LINE.match(line):
             in_fence = not in_fence
             out.append(line)
             continue

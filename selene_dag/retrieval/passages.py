@@ -26,10 +26,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from selene_dag.retrieval.terms import CoverageMatcher
-from selene_dag.text import split_sentences
+from selene_dag.text import FENCE_LINE, split_sentences
 
 _ESCAPED_NEWLINE = "\\n"
-_FENCE = re.compile(r"^\s{0,3}(```|~~~)")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
 # Relevance model (see the module docstring). Forward carry decays per piece; code lines
@@ -112,7 +111,7 @@ def segment(text: str) -> list[Piece]:
             if not in_fence:
                 block = -1
             continue
-        if _FENCE.match(line):
+        if FENCE_LINE.match(line):
             if not in_fence:
                 block, blocks = blocks, blocks + 1
             pieces.append(Piece(line.strip(), "code", section, block, "\n"))
@@ -307,7 +306,7 @@ def join_pieces(pieces: Sequence[Piece], chosen: Sequence[int]) -> str:
         out.append(pieces[j].text)
     unclosed = [b for b in blocks if fences[b][1] is None]
     if unclosed:  # the text ends inside that block: so does the excerpt
-        fence = _FENCE.match(pieces[fences[unclosed[0]][0]].text)
+        fence = FENCE_LINE.match(pieces[fences[unclosed[0]][0]].text)
         out.append("\n" + (fence.group(1) if fence else "```"))
     return "".join(out)
 
@@ -325,7 +324,7 @@ def _fences(pieces: Sequence[Piece]) -> dict[int, tuple[int, int | None]]:
     one, None when the text ends inside the block)."""
     out: dict[int, tuple[int, int | None]] = {}
     for i, piece in enumerate(pieces):
-        if piece.kind != "code" or piece.block < 0 or not _FENCE.match(piece.text):
+        if piece.kind != "code" or piece.block < 0 or not FENCE_LINE.match(piece.text):
             continue
         if piece.block not in out:
             out[piece.block] = (i, None)
@@ -383,7 +382,7 @@ def _units(text: str) -> list[_Unit]:
         finish = begin + len(stripped)
         if in_fence:
             end = finish if stripped else end
-            if _FENCE.match(line):
+            if FENCE_LINE.match(line):
                 in_fence = False
                 close()
             continue
@@ -391,7 +390,7 @@ def _units(text: str) -> list[_Unit]:
             close()
             after_blank = True
             continue
-        if _FENCE.match(line):
+        if FENCE_LINE.match(line):
             close()
             prev_prose = bool(units) and units[-1].kind == "text"
             start, end, kind, glue, in_fence = begin, finish, "code", prev_prose, True
