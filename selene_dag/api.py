@@ -30,7 +30,11 @@ from starlette.exceptions import HTTPException
 
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
+from selene_dag.context.messages import validate_digest, validate_messages
+from selene_dag.context.tokens import check_model_name
 from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError, with_home, write_failure
+from selene_dag.retrieval.citations import parse_citation
+from selene_dag.retrieval.search import parse_sources
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
 # the default.
@@ -90,6 +94,11 @@ class BodyLimit:
         await response({"type": "http"}, None, send)  # type: ignore[arg-type]
 
 
+def _model_name(value: str | None) -> str | None:
+    """A request's ``model`` field: None (the default model) or a name a model can have."""
+    return value if value is None else check_model_name(value)
+
+
 class AskRequest(BaseModel):
     """Body of ``POST /ask``."""
 
@@ -110,13 +119,18 @@ class AskRequest(BaseModel):
     @classmethod
     def _sources_shape(cls, value: Any) -> Any:
         # One sentence, not pydantic's account of each branch of the union it tried.
-        if value is None or isinstance(value, str):
+        if value is None:
             return value
-        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        if isinstance(value, str) or (
+            isinstance(value, list) and all(isinstance(v, str) for v in value)
+        ):
+            parse_sources(value)  # an unknown name is this field's problem, listed as such
             return value
         raise ValueError(
             'sources must be a list of names ("notes", "sessions") or one comma-separated string'
         )
+
+    _model = field_validator("model")(classmethod(lambda cls, value: _model_name(value)))
 
 
 class ContextRequest(BaseModel):
@@ -126,6 +140,8 @@ class ContextRequest(BaseModel):
 
     budget: int = Field(gt=0, le=MAX_BUDGET, strict=True, description="Token budget of the pack.")
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
+
+    _model = field_validator("model")(classmethod(lambda cls, value: _model_name(value)))
 
 
 class CompactRequest(BaseModel):
@@ -142,6 +158,20 @@ class CompactRequest(BaseModel):
     )
     model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
 
+    _model = field_validator("model")(classmethod(lambda cls, value: _model_name(value)))
+
+    @field_validator("messages")
+    @classmethod
+    def _messages(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        validate_messages(value)  # each message's problem is this field's, listed as such
+        return value
+
+    @field_validator("digest")
+    @classmethod
+    def _digest(cls, value: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        validate_digest(value)
+        return value
+
 
 class ShowRequest(BaseModel):
     """Body of ``POST /show``."""
@@ -155,6 +185,12 @@ class ShowRequest(BaseModel):
         default=0, ge=0, strict=True, description="Lines or events of context on each side."
     )
 
+    @field_validator("citation")
+    @classmethod
+    def _citation(cls, value: str) -> str:
+        parse_citation(value)  # a text that is no citation is this field's problem
+        return value
+
 
 class FieldError(BaseModel):
     """One field's problem in a request body: where (``loc``), what (``msg``) and its kind."""
@@ -166,7 +202,8 @@ class FieldError(BaseModel):
 
 class ErrorBody(BaseModel):
     """The body of every error answer: ``detail`` says in one sentence what is wrong and
-    what to do; a 422 for a body's fields also lists each field's problem in ``errors``."""
+    what to do; a 422 also lists each problem in ``errors``, ``loc`` naming its field
+    (``["body"]`` for the request as a whole)."""
 
     detail: str
     errors: list[FieldError] | None = None
@@ -210,6 +247,15 @@ def _field_problem(error: dict[str, Any], ctx: Any) -> str:
     if kind == "less_than_equal" and "le" in limits:
         return f"must be at most {limits['le']:,}"
     return _FIELD_PROBLEMS.get(str(kind), str(error.get("msg", "")))
+
+
+def _message(error: dict[str, Any]) -> str:
+    """A field problem's ``msg``: a validator's own sentence without pydantic's "Value
+    error, " before it."""
+    ctx = error.get("ctx")
+    if error.get("type") == "value_error" and isinstance(ctx, dict) and "error" in ctx:
+        return str(ctx["error"])
+    return str(error.get("msg", ""))
 
 
 SWAGGER_PREFIX = "/static/swagger-ui"
@@ -268,7 +314,10 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             detail = with_home(str(exc), settings_provider().home)
         except SeleneError:
             detail = str(exc)
-        return JSONResponse(status_code=status, content={"detail": detail})
+        content: dict[str, Any] = {"detail": detail}
+        if status == 422:  # every 422 lists its problems; this one is the request's whole
+            content["errors"] = [{"loc": ["body"], "msg": detail, "type": "value_error"}]
+        return JSONResponse(status_code=status, content=content)
 
     @app.exception_handler(Exception)
     async def server_error(_: Request, exc: Exception) -> JSONResponse:
@@ -303,7 +352,7 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
         # One shape for every 422: ``detail`` is a sentence; ``errors`` lists each field's.
         errors = [
-            {"loc": list(e.get("loc", ())), "msg": str(e.get("msg", "")), "type": e.get("type")}
+            {"loc": list(e.get("loc", ())), "msg": _message(e), "type": e.get("type")}
             for e in exc.errors()
         ]
         # A body sent without a JSON content type is not read as JSON at all.
@@ -317,6 +366,8 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             if e["type"] == "json_invalid"
             else not_an_object
             if e["type"] in ("model_attributes_type", "dict_type") and tuple(e["loc"]) == ("body",)
+            else e["msg"]  # our validators' sentences name their field
+            if e["type"] == "value_error"
             else f"{'.'.join(str(part) for part in e['loc'] if part != 'body') or 'body'}: "
             f"{_field_problem(e, raw.get('ctx'))}"
             for e, raw in zip(errors, exc.errors(), strict=True)

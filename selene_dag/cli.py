@@ -768,7 +768,9 @@ def _accounting(result: Any) -> str:
         f"ask: {plural(len(result.items), 'item')} ({levels or 'none'})",
         f"{result.total_tokens:,}/{result.budget:,} tokens of {result.model}"
         + ("" if stats.get("tokens_exact", True) else f" (estimated: {stats['tokenizer']})"),
-        f"{stats.get('fts_matches', 0)} FTS matches → {stats.get('after_dedup', 0)} unique",
+        plural(stats.get("fts_matches", 0), "FTS match", "FTS matches")
+        + (f" + {stats['passage_docs']} by passages" if stats.get("passage_docs") else "")
+        + f" → {stats.get('after_dedup', 0)} unique",
         f"{stats.get('elapsed_ms', 0):.0f} ms",
     ]
     if stats.get("index_refreshed"):

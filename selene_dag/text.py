@@ -578,14 +578,15 @@ def replace_lone_surrogates(text: str) -> str:
     return _LONE_SURROGATE.sub("\ufffd", text) if not text.isascii() else text
 
 
-def reject_lone_surrogates(text: str) -> None:
+def reject_lone_surrogates(text: str, what: str = "text") -> None:
     """Raise ValueError when ``text`` holds a lone surrogate: not Unicode text (no model
     reads it; it comes from JSON cut inside an emoji's escape, or from a file name decoded
-    with ``surrogateescape``). SentencePiece failed on one with a pybind11 message."""
+    with ``surrogateescape``). SentencePiece failed on one with a pybind11 message. The
+    message names the string as ``what``."""
     found = None if text.isascii() else _LONE_SURROGATE.search(text)
     if found is not None:
         raise ValueError(
-            f"text holds a lone surrogate (U+{ord(found.group()):04X}) at character "
+            f"{what} holds a lone surrogate (U+{ord(found.group()):04X}) at character "
             f"{found.start()}: it is not valid Unicode; replace it first "
             "(text.encode('utf-8', 'replace').decode())"
         )

@@ -102,10 +102,14 @@ def validate_messages(messages: object) -> list[Message]:
     return out
 
 
-def _reject_surrogates_in(value: object) -> None:
-    """``reject_lone_surrogates`` of every string inside ``value``."""
-    for text in _strings(value):
-        reject_lone_surrogates(text)
+def _reject_surrogates_in(value: Mapping[str, Any]) -> None:
+    """``reject_lone_surrogates`` of every string inside ``value`` (a message or a digest
+    entry), naming the field that holds it."""
+    for key, item in value.items():
+        if isinstance(key, str):
+            reject_lone_surrogates(key, "a field's name")
+        for text in _strings(item):
+            reject_lone_surrogates(text, repr(key))
 
 
 def _strings(value: object) -> Iterator[str]:
@@ -135,6 +139,29 @@ def _check_tool_ids(msg: Mapping[str, Any]) -> None:
         raise ValueError("a tool call's 'id' must be a string")
 
 
+def validate_digest(entries: object) -> list[dict[str, Any]]:
+    """Copies of the memory digest's ``entries`` after checking each is an object whose
+    ``decision`` is a non-empty string, no string of it holding a lone surrogate. Raises
+    ValueError naming the first bad entry (counted from 1)."""
+    if not isinstance(entries, list) or not all(isinstance(d, Mapping) for d in entries):
+        raise ValueError('"digest" must be a list of {stage, decision} objects')
+    digest = [dict(d) for d in entries]
+    for n, entry in enumerate(digest, 1):
+        decision = entry.get("decision")
+        if not isinstance(decision, str) or not decision.strip():
+            # An entry with no decision was dropped without a word: a typo ("decison")
+            # lost the decision the digest is there to carry.
+            raise ValueError(
+                f'digest entry {n}: "decision" must be a non-empty string '
+                "({stage, decision, superseded?})"
+            )
+        try:
+            _reject_surrogates_in(entry)
+        except ValueError as exc:
+            raise ValueError(f"digest entry {n}: {exc}") from None
+    return digest
+
+
 def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
     """Messages and memory digest from decoded JSON: a list of messages, or an object
     ``{"messages": [...], "digest": [...]?}``. The messages are checked as
@@ -145,23 +172,7 @@ def parse_messages(data: object) -> tuple[list[Message], list[dict[str, Any]]]:
     if isinstance(data, Mapping):
         if "messages" not in data:
             raise ValueError('expected a list of messages or an object with a "messages" list')
-        raw_digest = data.get("digest") or data.get("memory_digest") or []
-        if not isinstance(raw_digest, list) or not all(isinstance(d, Mapping) for d in raw_digest):
-            raise ValueError('"digest" must be a list of {stage, decision} objects')
-        digest = [dict(d) for d in raw_digest]
-        for n, entry in enumerate(digest, 1):
-            decision = entry.get("decision")
-            if not isinstance(decision, str) or not decision.strip():
-                # An entry with no decision was dropped without a word: a typo ("decison")
-                # lost the decision the digest is there to carry.
-                raise ValueError(
-                    f'digest entry {n}: "decision" must be a non-empty string '
-                    "({stage, decision, superseded?})"
-                )
-            try:
-                _reject_surrogates_in(entry)
-            except ValueError as exc:
-                raise ValueError(f"digest entry {n}: {exc}") from None
+        digest = validate_digest(data.get("digest") or data.get("memory_digest") or [])
         data = data["messages"]
     if not isinstance(data, list):
         raise ValueError('expected a list of messages or an object with a "messages" list')

@@ -707,8 +707,10 @@ def model_family(model: str) -> str:
 _warned: set[str] = set()
 
 
-@cache
-def _resolve(name: str) -> Tokenizer:
+def check_model_name(name: str) -> str:
+    """``name`` when it can name a model: raises UsageError (a ValueError) for a blank
+    name or one holding a lone surrogate. Any other name is taken (an unknown model is
+    counted by estimate, with a warning, when its tokenizer is asked for)."""
     if not name.strip():  # a UsageError: a command line's --model " " is one line, not a bug
         raise UsageError("the model must be a model's name, not blank (e.g. mistral:7b)")
     try:
@@ -717,6 +719,12 @@ def _resolve(name: str) -> Tokenizer:
         raise UsageError(
             "the model's name holds a lone surrogate: it is not valid Unicode (e.g. mistral:7b)"
         ) from None
+    return name
+
+
+@cache
+def _resolve(name: str) -> Tokenizer:
+    check_model_name(name)
     family = model_family(name)
     if family == "o200k":
         return _o200k()

@@ -266,6 +266,8 @@ def plan_items(
         found = spans.get(cand.doc_id, ())
         lift = PASSAGE_LEVEL * max((v for _, _, v in found), default=0.0)
         level = level_config.level_for(max(relative, lift))
+        if r.coverage <= 0 and level in (Level.FULL, Level.SUMMARY):
+            level = Level.KEYWORDS
         head = cand.header_tokens
         if head is None:
             head = count_tokens(header_text(cand.citation, cand.title), model)
@@ -349,6 +351,10 @@ def _fit_items(
             elif plan.level is Level.FULL and level_config.level_for(score) is not Level.FULL:
                 # Promoted by allocate: just above the FULL threshold, order kept.
                 score = level_config.full_threshold + 1e-6 * (1.0 + score)
+            elif plan.level is Level.KEYWORDS and score >= level_config.summary_threshold:
+                # Held to its keywords (it holds no word of the question): just below
+                # the SUMMARY threshold.
+                score = level_config.summary_threshold * (1.0 - 1e-6 * (2.0 - score))
             items.append(
                 LevelItem(
                     id=cand.doc_id,
@@ -423,9 +429,12 @@ def pack_ranked(
     if result.total_tokens > budget:  # the hard promise, whatever happened above
         text = truncate_to_tokens(text, budget, model)
     # A SUMMARY-level item planned within its 150 tokens renders the same as FULL, and the
-    # packer then files it as FULL; report the level that set its ceiling.
+    # packer then files it as FULL; report the level that set its ceiling. (An item shown
+    # above its score's level, because its keywords were no shorter, keeps the level shown.)
     levels = [
         LEVELS[max(LEVELS.index(li.level), LEVELS.index(level_config.level_for(li.item.score)))]
+        if li.level is Level.FULL
+        else li.level
         for li in result.items
     ]
     counts = {lv.value: 0 for lv in LEVELS} | {"excluded": result.stats.counts["excluded"]}
@@ -750,6 +759,7 @@ def ask(
     if passage_ranker is not None and hits:
         hits, picked = model_order(conn, question, hits, passage_ranker)
         stats["reranked"] = [i + 1 for i in picked]
+    matched = len(candidates)  # documents BM25 found, before the passages' own
     have = {c.doc_id for c in candidates}
     extra = [d for d in dict.fromkeys(h.doc_id for h in hits[:PASSAGE_DOCS]) if d not in have]
     candidates += documents(conn, extra, model)
@@ -762,7 +772,7 @@ def ask(
     config = rerank_config or ASK_RERANK
     ranked = rerank(unique, terms, now, config, weights, best)[:max_items]
     stats.update(
-        fts_matches=len(candidates),
+        fts_matches=matched,
         after_dedup=len(unique),
         considered=len(ranked),
         passages=len(hits),

@@ -73,6 +73,9 @@ class Ranked:
     question_score: float
     static_score: float
     final: float
+    # Share of the question's words the document holds (IDF-weighted, title hits extra);
+    # 1.0 where unknown.
+    coverage: float = 1.0
 
 
 def dedup_key(text: str) -> str:
@@ -141,6 +144,6 @@ def rerank(
             question = (1 - config.passage_share) * question + config.passage_share * best
         static = static_score(cand, now, config)
         final = (config.question_weight * question + config.static_weight * static) / weight
-        ranked.append(Ranked(cand, question, static, final))
+        ranked.append(Ranked(cand, question, static, final, coverage))
     ranked.sort(key=lambda r: (-r.final, -r.candidate.bm25, r.candidate.doc_id))
     return ranked

@@ -181,6 +181,14 @@ def test_bad_requests_get_422(api: httpx.Client, path: str, body: dict, needle: 
     assert resp.status_code == 422
     detail = resp.json()["detail"]
     assert isinstance(detail, str) and needle in detail  # one shape: a sentence
+    # ... and the list of problems, each naming its field when it is one field's (an
+    # unknown source, a blank model, a message without content had only `detail`).
+    errors = resp.json()["errors"]
+    assert errors and all(set(e) == {"loc", "msg", "type"} for e in errors), errors
+    assert not any(e["msg"].startswith("Value error") for e in errors), errors
+    # Each body above has one bad field (given, or the question left out).
+    fields = {e["loc"][1] for e in errors if len(e["loc"]) > 1 and e["loc"][0] == "body"}
+    assert len(fields) == 1 and fields <= {*body, "question"}, errors
 
 
 def test_a_fields_problem_says_what_to_send(api: httpx.Client) -> None:
@@ -505,7 +513,7 @@ def test_lone_surrogates_are_a_clear_answer_on_every_endpoint(api: httpx.Client)
     digest = f'{{"messages": [{message}], "window": 500, "digest": [{{"stage": "s", "decision": "\\ud83d"}}]}}'
     named = '{"messages": [{"role": "user", "content": "q", "name": "\\ud83d"}], "window": 500}'
     for body, needle in (
-        (digest, "digest entry 1: text holds a lone surrogate"),
+        (digest, "digest entry 1: 'decision' holds a lone surrogate"),
         (named, "message 0"),
     ):
         resp = post("/compact", body)

@@ -894,7 +894,7 @@ def test_a_lone_surrogate_in_a_message_names_the_message() -> None:
     import json
 
     cut = json.loads('"hi \\ud83d there"')
-    with pytest.raises(ValueError, match=r"message 1: text holds a lone surrogate"):
+    with pytest.raises(ValueError, match=r"message 1: 'content' holds a lone surrogate"):
         compact_messages([{"role": "user", "content": "q"}, {"role": "user", "content": cut}], 5)
 
 

@@ -1,0 +1,57 @@
+"""A home of a few notes, one of them long: the dense list then reaches passages of every
+note, and notes holding none of the question's words came back with text (a SUMMARY of an
+unrelated note, stamped as used). Real files, a real ingest through Dagster, the real
+index."""
+
+from __future__ import annotations
+
+import duckdb
+import pytest
+
+from selene_dag import service
+from tests.support.ask import ingested_folder
+
+NOTES = {
+    "postgres.md": "# Database upkeep\n\nPostgres vacuum tuning with autovacuum_naptime.\n",
+    "ingress.md": "# Spaced name\n\nKubernetes ingress uses nginx annotations for rewrites.\n"
+    "Second line about ingress.\n",
+    "helm.md": "# Bracket\n\nHelm charts values override.\n",
+    "compile.md": "# Compile the thing\n\nTo compile it like this:\n\n```bash\ngcc -O2 -o prog main.c\n```\n",
+    "retry.md": "# Retries\n\nRetry with exponential backoff and jitter.\n",
+    "unicode.md": "# Café naïve\n\nEmoji test: the déjà vu of ünïcödé.\n\nRocket launch plan.\n",
+    # More passages than the dense list takes: it no longer holds only near neighbours.
+    "diary.md": "# Diary\n\n"
+    + "\n\n".join(
+        f"Day {n}: walked the dog along the river, read a chapter of the novel, "
+        f"cooked lentil soup and wrote letters to {n % 7} old friends."
+        for n in range(1, 501)
+    )
+    + "\n",
+}
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory: pytest.TempPathFactory):
+    return ingested_folder(tmp_path_factory.mktemp("small"), NOTES)
+
+
+def test_notes_without_the_questions_words_show_no_text(settings) -> None:
+    pack = service.ask(settings, "postgres", 500)
+    assert pack.items[0].citation.endswith("postgres.md")
+    assert pack.items[0].level == "full"
+    shown = [i for i in pack.items if i.level in ("full", "summary")]
+    # Only the note holding the word is shown; the others at most name their keywords.
+    assert [i.citation for i in shown] == [pack.items[0].citation], pack.text
+    assert "Kubernetes ingress uses" not in pack.text
+    assert pack.stats["notes_marked"] == 1
+    # BM25 matched one document; the others came from the passage ranking.
+    assert pack.stats["fts_matches"] == 1
+    assert pack.stats["passage_docs"] == len(pack.items) - 1
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        used = conn.execute(
+            "SELECT note_id FROM processed_notes WHERE last_accessed_at IS NOT NULL"
+        ).fetchall()
+    assert [u[0].rsplit("/", 1)[-1] for u in used] == ["postgres.md"]
+    # A note holding the words is shown as before.
+    pack = service.ask(settings, "ingress rewrites", 500)
+    assert "Kubernetes ingress uses nginx annotations" in pack.text
