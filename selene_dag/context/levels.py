@@ -203,12 +203,21 @@ def _render(
         return f"{header}\n{summary}" if summary else header
     if level is Level.KEYWORDS:
         words = extract_keywords(item.content, k=config.keywords_k) if item.content else []
-        line = truncate_to_tokens(
-            "Keywords: " + ", ".join(words), config.keywords_max_tokens, model
-        )
-        return f"{header}\n{line}" if words else header
+        line = _keywords_line(words, config.keywords_max_tokens, model)
+        return f"{header}\n{line}" if line else header
     cap = reference_cap(item.citation or str(item.id), config, model)
     return truncate_to_tokens(header, cap, model) or "[ref]"
+
+
+def _keywords_line(words: Sequence[str], max_tokens: int, model: str | None) -> str:
+    """``Keywords: a, b, c`` within ``max_tokens``: the best words that fit whole (a word
+    cut short reads as another word: "ünïc"); only a first word too long alone is cut."""
+    line = ""
+    for n in range(len(words), 0, -1):
+        line = "Keywords: " + ", ".join(words[:n])
+        if count_tokens(line, model) <= max_tokens:
+            return line
+    return truncate_to_tokens(line, max_tokens, model)
 
 
 def reference_cap(citation: str, config: LevelConfig, model: str | None) -> int:

@@ -241,3 +241,15 @@ def _render_for(it: LevelItem, level: Level, cfg: LevelConfig) -> str:
         M,
         cfg,
     ).text
+
+
+def test_a_keywords_line_holds_whole_words() -> None:
+    # The line was cut at 30 tokens mid-word ("ünïc" for "ünïcödé"), which reads as
+    # another word: now the words that fit whole.
+    text = "Emoji test: the déjà vu of ünïcödé. Café naïve 日本語のメモ. " * 3
+    words = extract_keywords(text, k=8)
+    r = compress_context([LevelItem("k", text, 0.4, title="T", citation="k.md")], 10_000, M)
+    line = r.items[0].text.splitlines()[1]
+    assert line.startswith("Keywords: ") and count_tokens(line, M) <= 30
+    shown = line.removeprefix("Keywords: ").split(", ")
+    assert shown == words[: len(shown)] and 0 < len(shown) < len(words), (line, words)
