@@ -514,13 +514,14 @@ def _context_pack(
 
 
 def target_model(settings: Settings, model: str | None) -> str:
-    """The model a pack is counted in: ``model``, or the settings' when it is None.
+    """The model a pack is counted in: ``model``, or the settings' when it is None, without
+    spaces around it (a pack echoes the name).
 
     Raises UsageError for a blank name or one holding a lone surrogate, before any query
     (DuckDB cannot bind such a name, and an empty one silently meant the default)."""
     name = settings.model if model is None else model
     tokenizer_for(name)
-    return name
+    return name.strip()
 
 
 def context(settings: Settings, budget: int, model: str | None = None) -> ContextPack:

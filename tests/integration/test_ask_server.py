@@ -600,3 +600,14 @@ def test_a_home_without_a_database_suggests_commands_on_the_served_home(
     assert resp.status_code == 503, resp.text
     detail = resp.json()["detail"]
     assert "`selene-dag ingest PATH --home " in detail and f"'{served}'" in detail, detail
+
+
+def test_a_model_name_is_echoed_without_its_spaces(api: httpx.Client) -> None:
+    # "  mistral:7b " was counted as mistral:7b and echoed with its spaces.
+    for path, body in (
+        ("/ask", {"question": "docker", "budget": 100, "model": "  mistral:7b "}),
+        ("/context", {"budget": 100, "model": "mistral:7b\n"}),
+        ("/compact", {"messages": [], "window": 100, "model": " mistral:7b"}),
+    ):
+        resp = api.post(path, json=body)
+        assert resp.status_code == 200 and resp.json()["model"] == "mistral:7b", resp.text
