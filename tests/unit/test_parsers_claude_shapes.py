@@ -102,3 +102,49 @@ def test_a_sub_agent_is_its_own_session_started_by_its_parent() -> None:
     )
     assert parent.stats.session_id == "ef958aa1-0e93-49f0-bb71-150f63befcd1"
     assert parent.stats.parent_session_id is None
+
+
+def test_a_rewind_to_the_first_prompt_abandons_the_first_branch(tmp_path) -> None:
+    # Claude Code writes the prompt after a rewind to the very start with no parent: a
+    # second root. Its first branch was stored as if it were kept.
+    import json
+
+    def record(uuid: str, parent: str | None, kind: str, text: str) -> str:
+        message = {
+            "role": kind,
+            "content": text if kind == "user" else [{"type": "text", "text": text}],
+        }
+        return json.dumps(
+            {
+                "parentUuid": parent,
+                "isSidechain": False,
+                "type": kind,
+                "uuid": uuid,
+                "sessionId": "s1",
+                "cwd": "/repo",
+                "timestamp": "2026-11-01T10:00:00Z",
+                "message": message,
+            }
+        )
+
+    ids = [f"{n:08x}-0000-4000-8000-000000000000" for n in range(1, 5)]
+    path = tmp_path / "s1.jsonl"
+    path.write_text(
+        "\n".join(
+            [
+                record(ids[0], None, "user", "delete the old release folder"),
+                record(ids[1], ids[0], "assistant", "Running rm -rf on it."),
+                record(ids[2], None, "user", "keep the old release folder"),
+                record(ids[3], ids[2], "assistant", "Kept it."),
+            ]
+        )
+        + "\n"
+    )
+    result = parse_file(path)
+    assert [(e.text, e.abandoned) for e in result.events] == [
+        ("delete the old release folder", True),
+        ("Running rm -rf on it.", True),
+        ("keep the old release folder", False),
+        ("Kept it.", False),
+    ]
+    assert result.stats.abandoned == 2

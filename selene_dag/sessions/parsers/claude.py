@@ -39,7 +39,8 @@ Records are linked by ``uuid`` / ``parentUuid``. A record whose ``uuid`` was alr
 (a resume can repeat records) is skipped and counted in ``stats.duplicates``. A rewind
 leaves a fork: a record with two or more user-prompt children; every branch but the last
 written is abandoned, and the events of its records are marked ``abandoned`` (kept, but
-not chunked or scored). Parallel tool calls also fork (an assistant record whose children
+not chunked or scored); a rewind to the first prompt writes a second prompt without a
+parent, and the first one's branch is abandoned the same way. Parallel tool calls also fork (an assistant record whose children
 are the next tool call and a tool result), but never with two prompts, so they are not
 mistaken for rewinds. Events are therefore yielded once the whole file is read; the
 caller keeps every event of a file in memory anyway.
@@ -326,6 +327,10 @@ def _is_prompt_record(obj: dict[str, Any]) -> bool:
     )
 
 
+# The parent of the prompts that open the conversation (no record id is empty).
+_ROOT = ""
+
+
 def abandoned_records(parents: dict[str, str | None], prompts: dict[str, list[str]]) -> set[str]:
     """Uuids of the records on rewound branches: for every record with two or more prompt
     children (``prompts``: parent uuid -> child prompt uuids in file order), each child but
@@ -371,8 +376,10 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
             seen.add(uuid)
             parent = obj.get("parentUuid")
             parents[uuid] = parent if isinstance(parent, str) else None
-            if rtype == "user" and isinstance(parent, str) and _is_prompt_record(obj):
-                prompts.setdefault(parent, []).append(uuid)
+            if rtype == "user" and _is_prompt_record(obj):
+                # A rewind to the very first prompt starts a second root: the roots'
+                # prompts are siblings as a fork's are.
+                prompts.setdefault(parent if isinstance(parent, str) else _ROOT, []).append(uuid)
         sid = obj.get("sessionId")
         if isinstance(sid, str) and stats.session_id is None:
             agent = obj.get("agentId")
