@@ -21,7 +21,8 @@ npm's ``_auth=``, a ``.dockerconfigjson``), ``url_password`` (the password of ``
 -ppassword``, ``sshpass -p value``, ``docker login -p value``, ``--password value``,
 ``--api-key value``, ``htpasswd -b file user password``, ``net use \\\\srv\\share password``,
 ``net user name password /add``, a query string's ``&pwd=value``, ``redis-cli -a``,
-``requirepass``, ``AUTH`` at redis-cli's prompt or on its command line, ``REDISCLI_AUTH=``,
+``requirepass``, ``AUTH`` at redis-cli's prompt, on its command line or echoed to it,
+``REDISCLI_AUTH=``, ``vault login TOKEN``,
 httpie's and xh's ``-a user:password``, ``lftp -u user,password``, curl's ``--proxy-user``
 and ``-U``, ``ldappasswd -s``, a ``.netrc`` line, a ``.pgpass`` line, ``sqlcmd -P``, the mongo
 tools', ``oc login``'s, ``az login``'s and ``twine upload``'s ``-p``, the ldap tools' ``-w``,
@@ -521,6 +522,16 @@ _KEY_RULES = (
     ),
     _rule(
         "service_token",
+        # A token given to `vault login` (legacy ``s.``/``b.`` tokens carry no ``hvs.``): a
+        # value of 16 characters or more holding a digit, after any flags; not an auth
+        # method's ``key=value`` fields, not a word of prose.
+        r"(?P<head>vault\b(?<!\wvault)[ \t]+login(?:[ \t]+-[^\s=\\\"']+(?:=[^\s\\\"']*)?)*[ \t]+)"
+        r"(?![^\s=\"']*=)(?=\\?[\"']?[^\s\"'\\]*[0-9])(?=\\?[\"']?[^\s\"'\\\-][^\s\"'\\]{15,})"
+        + _ARG_VALUE,
+        "vault",
+    ),
+    _rule(
+        "service_token",
         # Mailchimp: its data centre (-us1 … -us21) says it; a bare "-us" (--user) is too
         # common a word to gate a look at every hex run.
         r"\b[0-9a-f]{32}-us[0-9]{1,2}(?![A-Za-z0-9_\-])",
@@ -823,6 +834,16 @@ _KEY_RULES = (
                 r"(?:$|\r?\n|\\[rn]|&&|\|\||[;|]|[0-9]?(?:>>?|<)(?![A-Za-z/]*>)(?!-)|\\?[\"']))",
                 ("> AUTH", "> auth", "redis-cli"),
             ),
+            # AUTH [user] password written to Redis by echo or printf (piped to redis-cli
+            # or nc): the string ends after it, or a \r\n sends the next command.
+            (
+                r"\b(?:echo|printf)[ \t]+(?:-[neE]{1,3}[ \t]+)?\\?[\"'](?i:auth)[ \t]+"
+                r"(?!(?:is|are|was|failed|required|needed|must|should|first|then|with|to|the|a"
+                r"|an|and|or|for)(?![^\s\"'\\]))"
+                r"(?:[^\s\"'\\]+[ \t]+(?=[^\s\"'\\]+(?:\\[rn]|\\?[\"'])))?"
+                r"(?=[^\s\"'\\]+(?:\\[rn]|\\?[\"']))",
+                ("AUTH", "auth"),
+            ),
             # ldappasswd -s: the new password (its -w, the bind password, is a tool flag).
             (
                 r"\bldappasswd\b[^\n|;&]{0,200}?(?<!\S)-s(?:[ \t]+(?![(`])"
@@ -835,14 +856,15 @@ _KEY_RULES = (
                 r"(?:^|(?<=[;|&(`\"'\n])|(?<=\\[nrt])|(?<=\$ ))[ \t]*"
                 # What runs a command (sudo, uv run, VAR=value, a Dockerfile's RUN, a CI
                 # step's run:) or a prompt before it.
-                r"(?:(?:sudo|time|nohup|exec|env|command|watch|RUN|[Rr]un:|-[ \t]+run:"
+                r"(?:(?:sudo(?:[ \t]+-[A-Za-z]{1,3})*|time|nohup|exec|env|command|watch|RUN"
+                r"|[Rr]un:|-[ \t]+run:"
                 r"|(?:uv|poetry|pipx|pdm|hatch)[ \t]+run|-n[ \t]+[0-9.]+"
                 r"|[A-Za-z_][A-Za-z0-9_]{0,63}=[^\s;|&\\()'\"`]{0,256}|[>%#]|PS[ \t][^>\n]{0,60}>)"
                 r"[ \t]+){0,4}"
-                r"(?:http|https|xh|xhs)[ \t]"
+                r"(?:http|https|xh|xhs|python[0-9.]*[ \t]+-m[ \t]+httpie)[ \t]"
                 + _OWN_GAP
                 + r"(?<!\S)(?:-a|--auth)(?:[ \t]+|=)(?:\\?[\"'])?[^\s:\"'\\]+:(?!/)",
-                ("http ", "https ", "xh ", "xhs ", "http\t", "https\t", "xh\t", "xhs\t"),
+                ("http ", "https ", "xh ", "xhs ", "http\t", "https\t", "xh\t", "xhs\t", "httpie"),
             ),
             (
                 r"\blftp\b[^\n|;&]{0,200}?(?<!\S)(?:-u|--user)[ \t]+(?:\\?[\"'])?"

@@ -1349,3 +1349,47 @@ def test_a_secret_in_a_tool_inputs_escaped_json_is_redacted() -> None:
     assert redact(plain) is plain
     pretty = json.dumps({"command": 'echo "{\\"name\\": \\"bob\\"}"'}, indent=2)
     assert redact(pretty) is pretty
+
+
+def test_a_token_given_to_vault_login_is_redacted() -> None:
+    # Legacy Vault tokens (s., b.) and a token read elsewhere carry no hvs. prefix.
+    _assert_hidden(
+        (
+            "vault login s.Tq0DWHN8ZXdpL1wDvHdqFnJd",
+            "VAULT_ADDR=https://v:8200 vault login -no-print s.Tq0DWHN8ZXdpL1wDvHdqFnJd",
+            "vault login -address=https://v:8200 's.Tq0DWHN8ZXdpL1wDvHdqFnJd'",
+        ),
+        "Tq0DWHN8ZXdpL1wDvHdqFnJd",
+    )
+    _assert_hidden(("vault login 7fd1e3c2-51b3-4c3e-9f1a-5c1a8e0e1f2b",), "5c1a8e0e1f2b")
+    _assert_kept(
+        "vault login",
+        "vault login -method=github",
+        "vault login -method=userpass username=admin",
+        "vault login -method=oidc role=dev2024reader",
+        "vault login to the server with your token",
+        "vault login using the root token",
+        "vault login $VAULT_TOKEN",
+        "vault login -",
+    )
+
+
+def test_redis_auth_echoed_and_httpie_run_otherwise_are_redacted() -> None:
+    _assert_hidden(
+        (
+            'echo "AUTH Xq7pL9mZ2w" | redis-cli',
+            "printf 'AUTH Xq7pL9mZ2w\\r\\nPING\\r\\n' | nc localhost 6379",
+            'echo -e "AUTH default Xq7pL9mZ2w\\nPING" | redis-cli -h cache',
+            "sudo -E http -a admin:Xq7pL9mZ2w example.org",
+            "python -m httpie -a admin:Xq7pL9mZ2w example.org",
+            "python3 -m httpie --auth admin:Xq7pL9mZ2w example.org",
+        ),
+        "Xq7pL9mZ2w",
+    )
+    _assert_kept(
+        'echo "AUTH failed"',
+        'echo "Auth is required"',
+        'echo "AUTH $REDIS_PASSWORD" | redis-cli',
+        "pip install httpie -a b:c",
+        "sudo -E ls -a x:y",
+    )
