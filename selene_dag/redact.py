@@ -840,8 +840,8 @@ _KEY_RULES = (
                 r"\b(?:echo|printf)[ \t]+(?:-[neE]{1,3}[ \t]+)?\\?[\"'](?i:auth)[ \t]+"
                 r"(?!(?:is|are|was|failed|required|needed|must|should|first|then|with|to|the|a"
                 r"|an|and|or|for)(?![^\s\"'\\]))"
-                r"(?:[^\s\"'\\]+[ \t]+(?=[^\s\"'\\]+(?:\\[rn]|\\?[\"'])))?"
-                r"(?=[^\s\"'\\]+(?:\\[rn]|\\?[\"']))",
+                r"(?:[^\s\"'\\]+[ \t]+(?=[^\s\"'\\]+(?:\\{1,2}[rn]|\\?[\"'])))?"
+                r"(?=[^\s\"'\\]+(?:\\{1,2}[rn]|\\?[\"']))",
                 ("AUTH", "auth"),
             ),
             # ldappasswd -s: the new password (its -w, the bind password, is a tool flag).
