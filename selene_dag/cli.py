@@ -1390,6 +1390,7 @@ def main() -> None:
     # Ctrl-C does: the transaction in progress rolls back and the message below is said.
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
+    sys.unraisablehook = interrupt_again(sys.unraisablehook)
     try:
         code = app(standalone_mode=False)
     except ClickException as exc:
@@ -1412,6 +1413,31 @@ def main() -> None:
 
 
 INTERRUPTED = 130  # the exit code of a command stopped by Ctrl-C or SIGTERM
+
+
+def interrupt_again(
+    previous: Callable[[Any], object],
+) -> Callable[[Any], object]:
+    """A ``sys.unraisablehook`` that raises a dropped KeyboardInterrupt again in the main
+    thread, and hands any other exception to ``previous``. Ctrl-C (or SIGTERM) that lands
+    while a finalizer runs (a garbage collector's callback) is an exception Python prints
+    and drops: the command went on to its end, as if never stopped."""
+    import _thread
+    import threading
+
+    def hook(unraisable: Any) -> None:
+        if isinstance(unraisable.exc_value, KeyboardInterrupt):
+            # From another thread, a moment later: the main thread takes it once this
+            # hook has returned (raised here, it would be dropped again).
+            later = threading.Timer(0.05, _thread.interrupt_main)
+            later.daemon = True
+            later.start()
+            return
+        previous(unraisable)
+
+    return hook
+
+
 _SERVER = {"on": False}
 
 
