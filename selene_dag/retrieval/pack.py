@@ -266,8 +266,8 @@ def plan_items(
         found = spans.get(cand.doc_id, ())
         lift = PASSAGE_LEVEL * max((v for _, _, v in found), default=0.0)
         level = level_config.level_for(max(relative, lift))
-        if r.coverage <= 0 and level in (Level.FULL, Level.SUMMARY):
-            level = Level.KEYWORDS
+        if r.coverage <= 0 and level is not Level.REFERENCE:
+            level = Level.REFERENCE  # no word of the question: named, its text not shown
         head = cand.header_tokens
         if head is None:
             head = count_tokens(header_text(cand.citation, cand.title), model)
@@ -351,10 +351,10 @@ def _fit_items(
             elif plan.level is Level.FULL and level_config.level_for(score) is not Level.FULL:
                 # Promoted by allocate: just above the FULL threshold, order kept.
                 score = level_config.full_threshold + 1e-6 * (1.0 + score)
-            elif plan.level is Level.KEYWORDS and score >= level_config.summary_threshold:
-                # Held to its keywords (it holds no word of the question): just below
-                # the SUMMARY threshold.
-                score = level_config.summary_threshold * (1.0 - 1e-6 * (2.0 - score))
+            elif plan.level is Level.REFERENCE and score >= level_config.keywords_threshold:
+                # Held to its citation (it holds no word of the question): just below the
+                # KEYWORDS threshold, order kept.
+                score = level_config.keywords_threshold * (1.0 - 1e-6 * (2.0 - score))
             items.append(
                 LevelItem(
                     id=cand.doc_id,
@@ -450,7 +450,8 @@ def pack_ranked(
             title=li.item.title or "",
             text=li.text,
             tokens=li.tokens,
-            excerpt=bool(li.item.metadata.get("excerpt", False)),
+            # A summary is never the whole text (one as long as the text is shown FULL).
+            excerpt=bool(li.item.metadata.get("excerpt", False)) or li.level is Level.SUMMARY,
             location=str(li.item.metadata.get("location", "")),
         )
         for li, level in zip(result.items, levels, strict=True)

@@ -27,6 +27,10 @@ NOTES = {
         for n in range(1, 501)
     )
     + "\n",
+    # One line of long words (a note holding the question's word is shown in part).
+    "longline.md": "# Long line note\n\n"
+    + " ".join(f"verylongword{i}" for i in range(6000))
+    + " helm\n",
 }
 
 
@@ -39,8 +43,8 @@ def test_notes_without_the_questions_words_show_no_text(settings) -> None:
     pack = service.ask(settings, "postgres", 500)
     assert pack.items[0].citation.endswith("postgres.md")
     assert pack.items[0].level == "full"
-    shown = [i for i in pack.items if i.level in ("full", "summary")]
-    # Only the note holding the word is shown; the others at most name their keywords.
+    shown = [i for i in pack.items if i.level != "reference"]
+    # Only the note holding the word is shown; the others are named (their citation line).
     assert [i.citation for i in shown] == [pack.items[0].citation], pack.text
     assert "Kubernetes ingress uses" not in pack.text
     assert pack.stats["notes_marked"] == 1
@@ -55,3 +59,7 @@ def test_notes_without_the_questions_words_show_no_text(settings) -> None:
     # A note holding the words is shown as before.
     pack = service.ask(settings, "ingress rewrites", 500)
     assert "Kubernetes ingress uses nginx annotations" in pack.text
+    # A note holding the word deep in one long line is shown in part, at the word.
+    pack = service.ask(settings, "helm", 500)
+    long_line = next(i for i in pack.items if i.citation.endswith("longline.md"))
+    assert long_line.excerpt and "helm" in long_line.text

@@ -492,3 +492,18 @@ def test_a_window_shown_for_a_cut_is_marked_once() -> None:
     plan.chosen = [cut - 1, cut]
     out = excerpt_text(plan, text)
     assert out.endswith("… port 8123 row124") and out.count("…") == 2
+
+
+def test_a_note_shown_as_a_summary_is_counted_and_flagged_so() -> None:
+    # Its keywords line (long words) was no shorter than its summary, so the packer showed
+    # the summary: the item was counted as KEYWORDS and marked `excerpt: false`.
+    model = "mistral:7b"
+    best = _long_note("best", "Then: make install PREFIX=/opt/local")
+    words = " ".join(f"verylongword{i}" for i in range(6000))
+    long_line = cand("long", f"# Long line note\n\n{words} spellfix\n", 1.0)
+    ranked = _ranked([(best, 1.0), (long_line, 0.5)])
+    _, items, counts = pack_ranked("how to build spellfix", ranked, 500, model, ["spellfix"])
+    shown = items[1]
+    assert shown.id == "long" and not shown.text.splitlines()[1].startswith("Keywords:")
+    assert (shown.level, shown.excerpt) == ("summary", True)
+    assert counts["summary"] == 1 and counts["keywords"] == 0
