@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 # Imported here, not lazily on the first static file the server sends: a first import
 # inside the server's event loop thread can race another thread's import (Python 3.11's
@@ -25,7 +25,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
 
 from selene_dag import service
@@ -99,6 +99,9 @@ def _model_name(value: str | None) -> str | None:
     return value if value is None else check_model_name(value)
 
 
+ModelName = Annotated[str | None, AfterValidator(_model_name)]
+
+
 class AskRequest(BaseModel):
     """Body of ``POST /ask``."""
 
@@ -113,7 +116,7 @@ class AskRequest(BaseModel):
         description="Subset of ['notes', 'sessions'] (default both): a list, or one "
         "comma-separated string as the CLI's --sources takes it.",
     )
-    model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
+    model: ModelName = Field(default=None, description="Target model; default SELENE_MODEL.")
 
     @field_validator("sources", mode="before")
     @classmethod
@@ -130,8 +133,6 @@ class AskRequest(BaseModel):
             'sources must be a list of names ("notes", "sessions") or one comma-separated string'
         )
 
-    _model = field_validator("model")(classmethod(lambda cls, value: _model_name(value)))
-
 
 class ContextRequest(BaseModel):
     """Body of ``POST /context``."""
@@ -139,9 +140,7 @@ class ContextRequest(BaseModel):
     model_config = _STRICT
 
     budget: int = Field(gt=0, le=MAX_BUDGET, strict=True, description="Token budget of the pack.")
-    model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
-
-    _model = field_validator("model")(classmethod(lambda cls, value: _model_name(value)))
+    model: ModelName = Field(default=None, description="Target model; default SELENE_MODEL.")
 
 
 class CompactRequest(BaseModel):
@@ -156,9 +155,7 @@ class CompactRequest(BaseModel):
         description="Memory digest, {stage, decision, superseded?} entries: the result "
         "always carries the decisions not superseded, in one system message.",
     )
-    model: str | None = Field(default=None, description="Target model; default SELENE_MODEL.")
-
-    _model = field_validator("model")(classmethod(lambda cls, value: _model_name(value)))
+    model: ModelName = Field(default=None, description="Target model; default SELENE_MODEL.")
 
     @field_validator("messages")
     @classmethod
