@@ -609,7 +609,7 @@ def context(
     if format == "json":
         sys.stdout.write(json.dumps(pack.to_json(), ensure_ascii=False, indent=2) + "\n")
     elif pack.text:  # an empty pack prints nothing, as ask's does
-        sys.stdout.write(pack.text + "\n")
+        _write_pack(pack.text, budget, pack.model)
     tiers = ", ".join(f"{tier} {count}" for tier, count in pack.counts.items() if count)
     threads = f"{plural(len(pack.threads), 'thread')}; " if pack.threads else ""
     err.print(
@@ -619,6 +619,15 @@ def context(
     )
     if pack.note:
         err.print(f"note: {pack.note.replace('the budget', '--budget')}", highlight=False)
+
+
+def _write_pack(text: str, budget: int, model: str) -> None:
+    """Print a pack on stdout, ending its line only when the line break keeps it within
+    ``budget`` tokens of ``model``: what is piped to a model never goes over."""
+    from selene_dag.context import count_tokens
+
+    end = "\n" if count_tokens(text + "\n", model) <= budget else ""
+    sys.stdout.write(text + end)
 
 
 def _prepare_output(path: Path) -> None:
@@ -821,7 +830,7 @@ def ask_command(
     elif format == "json":
         sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
     elif result.text:
-        sys.stdout.write(result.text + "\n")
+        _write_pack(result.text, budget, result.model)
 
 
 @app.command("show")

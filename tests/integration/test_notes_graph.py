@@ -195,6 +195,11 @@ def test_context_opens_with_the_active_threads_digests_and_json_names_what_it_sh
     assert document["text"] == md.stdout.rstrip("\n")
     text = document["text"]
     assert count_tokens(text, "mistral:7b") == document["total_tokens"] <= 4000
+    # What is printed, its line break included, is within the budget (it was one token
+    # over: the break was not counted).
+    for budget in (20, 50, 500):
+        small = CliRunner().invoke(app, ["context", "--budget", str(budget)])
+        assert small.stdout and count_tokens(small.stdout, "mistral:7b") <= budget, budget
     assert [t["name"] for t in document["threads"]] == expected[: len(document["threads"])]
     assert len(document["threads"]) >= 2
     blocks = [
