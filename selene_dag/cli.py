@@ -541,13 +541,16 @@ def dev_environment(
 def run_until_stopped(command: list[str], env: Mapping[str, str], cwd: Path) -> int:
     """Run ``command`` and return its exit code; a SIGTERM or SIGHUP sent to this process
     is passed on to it (`dagster dev` then stops the webserver, daemon and code servers it
-    started; killed with the wrapper alone, they kept running)."""
+    started; killed with the wrapper alone, they kept running), and once it has stopped
+    the code is the signal's, 128 + its number (143 for SIGTERM), as a server's is."""
     # Dagster stops on SIGTERM through its SIGINT handler: a SIGINT ignored here (a job
     # started in the background) would be ignored by the child too, and SIGTERM with it.
     interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
     child = subprocess.Popen(command, env=dict(env), cwd=cwd)
+    stopped_by: list[int] = []
 
-    def pass_on(_signum: int, _frame: object) -> None:
+    def pass_on(signum: int, _frame: object) -> None:
+        stopped_by.append(signum)
         child.send_signal(signal.SIGTERM)
 
     previous = {sig: signal.signal(sig, pass_on) for sig in (signal.SIGTERM, signal.SIGHUP)}
@@ -555,7 +558,8 @@ def run_until_stopped(command: list[str], env: Mapping[str, str], cwd: Path) -> 
     try:
         while True:
             try:
-                return child.wait()
+                code = child.wait()
+                return 128 + stopped_by[0] if stopped_by else code
             except KeyboardInterrupt:
                 # Ctrl-C reached the child too (same process group): wait for its shutdown.
                 continue
