@@ -210,6 +210,14 @@ def _print_health(
             f"{digests['eligible']}",
         )
     console.print(table)
+    if digests.get("eligibleWithoutDigest"):
+        console.print(
+            f"{plural(digests['eligibleWithoutDigest'], 'thread')} large enough without a "
+            "digest: the engine's digest was under three sentences and was rejected (tried "
+            "again when notes change), or it is not made yet",
+            highlight=False,
+            soft_wrap=True,
+        )
     for folder in document.get("noteFolders", []):
         gone = (
             ""

@@ -34,8 +34,11 @@ def compression_health(conn: duckdb.DuckDBPyConnection, now: datetime) -> dict[s
     ).fetchone()
     # Threads large enough for a digest (as compile_digests picks them): the others never
     # get one, so "13 / 66" is no backlog when 13 are eligible.
-    (eligible,) = conn.execute(
-        "SELECT count(*) FROM (SELECT t.id FROM threads t "
+    # Those of them without one: the engine's digest was rejected (under three sentences),
+    # or it is not made yet.
+    eligible, undigested = conn.execute(
+        "SELECT count(*), count(*) FILTER (WHERE NOT has_digest) FROM (SELECT t.id, "
+        "any_value(t.thread_digest IS NOT NULL) AS has_digest FROM threads t "
         "JOIN thread_notes tn ON tn.thread_id = t.id "
         "JOIN notes n ON n.id = tn.note_id AND n.deleted_at IS NULL "
         "LEFT JOIN processed_notes p ON p.note_id = n.id "
@@ -56,5 +59,6 @@ def compression_health(conn: duckdb.DuckDBPyConnection, now: datetime) -> dict[s
             "activeThreads": int(active),
             "withDigest": int(with_digest),
             "eligible": int(eligible),
+            "eligibleWithoutDigest": int(undigested),
         },
     }

@@ -164,6 +164,26 @@ def test_health_and_context_pack_represent_all_notes_within_16000_mistral_tokens
     # Every thread large enough for a digest has one: "3 / 4" is no backlog.
     digests = document["threadDigests"]
     assert digests["eligible"] == digests["withDigest"] < digests["activeThreads"]
+    assert digests["eligibleWithoutDigest"] == 0
+
+
+def test_health_says_why_a_large_thread_has_no_digest(graph_env, tmp_path):
+    # A digest the engine wrote in under three sentences is rejected: health showed "with
+    # a digest 0 / 13" beside "large enough 6" and said nothing of why.
+    from selene_dag.cli import app
+
+    home = tmp_path / "home"
+    shutil.copytree(graph_env["db"].parent, home, ignore=shutil.ignore_patterns("dagster"))
+    with open_store(home / "selene.duckdb") as conn:
+        (eligible_id,) = conn.execute(
+            "SELECT id FROM threads WHERE thread_digest IS NOT NULL ORDER BY id LIMIT 1"
+        ).fetchone()
+        conn.execute("UPDATE threads SET thread_digest = NULL WHERE id = ?", [eligible_id])
+    shown = CliRunner().invoke(app, ["health", "--home", str(home)])
+    assert shown.exit_code == 0, shown.output
+    assert "1 thread large enough without a digest" in shown.stdout
+    document = json.loads(CliRunner().invoke(app, ["health", "--home", str(home), "--json"]).stdout)
+    assert document["threadDigests"]["eligibleWithoutDigest"] == 1
 
 
 def test_context_opens_with_the_active_threads_digests_and_json_names_what_it_shows(graph_env):
