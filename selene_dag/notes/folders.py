@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -36,7 +37,7 @@ import duckdb
 from selene_dag.errors import UsageError
 from selene_dag.paths import transform_sql
 from selene_dag.store import execute_script
-from selene_dag.text import path_text
+from selene_dag.text import path_text, plural
 
 ROOT_KEY = "root"
 
@@ -291,6 +292,17 @@ def register_folder(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> None
         )
 
 
+def _folder_of(notes: Sequence[tuple[str, str]]) -> Path | None:
+    """The folder notes ``(id, source file)`` of one folder were read from: a source that
+    ends with the id's path after the folder's key (``vault/a/b.md`` read from
+    ``/x/vault/a/b.md``: ``/x/vault``); None when no id says (ids from front matter)."""
+    for note_id, source in notes:
+        rest = note_id.partition("/")[2]
+        if rest and source.endswith("/" + rest):
+            return Path(source[: -len(rest) - 1])
+    return None
+
+
 def find_folder(conn: duckdb.DuckDBPyConnection, target: str) -> tuple[str, Path]:
     """The registered folder ``target`` names, by its key (``notes``) or its path, as
     ``(key, path)``. Raises UsageError naming the registered folders when it names none."""
@@ -314,6 +326,17 @@ def find_folder(conn: duckdb.DuckDBPyConnection, target: str) -> tuple[str, Path
         raise UsageError(
             f"{target}: a file of the ingested folder {key} ({holder}); forget takes a folder: "
             f"`selene-dag forget {key}` forgets every note of {key}"
+        )
+    gone = conn.execute(
+        "SELECT id, source FROM notes WHERE deleted_at IS NOT NULL "
+        "AND (starts_with(id, ? || '/') OR starts_with(source, ? || '/'))",
+        [target.strip("/"), str(path)],
+    ).fetchall()
+    if gone:  # its notes are here, deleted: the folder was forgotten already
+        raise UsageError(
+            f"{target}: forgotten already ({plural(len(gone), 'note')} marked deleted); "
+            f"`selene-dag ingest {shlex.quote(str(_folder_of(gone) or path))}` brings "
+            "them back"
         )
     known = ", ".join(
         f"{key} ({path})" for path, key in sorted(folders.items(), key=lambda kv: kv[1])

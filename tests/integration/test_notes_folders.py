@@ -230,6 +230,13 @@ def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
     assert runner.invoke(app, ["forget", str(b)], env=env).exit_code == 0
     assert [f["key"] for f in service.health(settings)["noteFolders"]] == ["a", "inner"]
     assert _rows(settings.db_path)["b/kayak.md"][2] is True
+    # Forgotten again, by its key or its path: said so, with the command that brings its
+    # notes back (it said no folder had this key or path).
+    for target in ("b", str(b)):
+        outcome = runner.invoke(app, ["forget", target], env=env)
+        assert outcome.exit_code == 1
+        assert f"{target}: forgotten already (1 note marked deleted);" in outcome.output
+        assert f"`selene-dag ingest {b}` brings them back" in outcome.output
     outcome = runner.invoke(app, ["forget", "nope"], env=env)
     assert outcome.exit_code == 1
     assert "nope: no ingested folder has this key or path; the home holds a (" in outcome.output
