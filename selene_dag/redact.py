@@ -1167,10 +1167,25 @@ _KEY_RULES = (
         "curl",
     ),
 )
+# A bare value that is a call or an index (``get_secret()``, ``os.environ.get(``,
+# ``keys[0]``), not a secret holding a bracket (``Kx7(mP2qLw9``).
+_NOT_A_CALL = r"(?![A-Za-z_][\w.]{0,128}[(\[](?:[^\s\"'`\\)\]]{0,256}[)\]])?[,;]?(?:[\s\"'`\\]|$))"
 _ENV_RULE = _rule(
     "env_secret",
-    rf"(?P<head>{_ENV_NAME}(?:=|\s*[:=]\s*(?=[\"'])))(?P<q>[\"']?){_NOT_A_VALUE}"
-    rf"{_BARE}{{6,}}(?P=q)(?![(\[.\w])",
+    rf"(?P<head>{_ENV_NAME}(?:=|\s*[:=]\s*(?=[\"'])))"
+    rf"(?:(?P<q>[\"']){_NOT_A_VALUE}{_BARE}{{6,}}(?P=q)(?![(\[.\w])"
+    # Unquoted (a .env file, a shell line): its symbols too, to the end of the word (see
+    # _GLUED_TAIL).
+    rf"|{_NOT_A_VALUE}{_NOT_A_CALL}(?:{_BARE}{{6,}}|{_BARE}{{3,5}}(?=[&(\[{{<;](?![\w.\-]*=)"
+    r"[^\s\"'`\\,;)\]}>]{3}))(?![.\w]))",
+)
+# What a bare value glued to a symbol holds after it (``Tr0ub4dor&3xyz``, ``Kx7(mP2q``,
+# ``s3cr3t;rm``): a .env file or a config value holds it whole, and a value cut short there
+# leaked the rest. To the end of the word, less the punctuation that closes a structure.
+# Not a query string's or a connection string's next field (``&x=1``, ``;Database=x``).
+_GLUED_TAIL = re.compile(
+    r"[&(\[{<;](?![\w.\-]*=)(?=[^\s\"'`\\,;)\]}>])"
+    r"[^\s\"'`\\]*?(?=[,;)\]}>]*(?:[\s\"'`\\]|$))"
 )
 # A label or a message in words, not a secret: "Forgot password?", "Mot de passe",
 # "Password must be at least 8 characters" (two words or more of letters, or numbers
@@ -1360,10 +1375,18 @@ def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
             if match is not None:
                 pieces += [text[done:start], _replacement(match, rule, counts)]
                 done = match.end()
+                redacted = pieces[-1] != match.group(0)  # not kept as it was
                 if rule.kind == "config_secret" and not match.groupdict().get("q"):
                     tail = _BARE_RUN.match(text, done).end()  # a value past the bound
-                    if tail > done and pieces[-1] != match.group(0):  # redacted, not kept
+                    if tail > done and redacted:
                         done = tail
+                if (
+                    rule.kind in ("config_secret", "env_secret")
+                    and redacted
+                    and not match.groupdict().get("q")
+                    and (glued := _GLUED_TAIL.match(text, done)) is not None
+                ):
+                    done = glued.end()
                 break
     return "".join(pieces) + text[done:] if pieces else text
 

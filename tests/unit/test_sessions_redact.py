@@ -1393,3 +1393,30 @@ def test_redis_auth_echoed_and_httpie_run_otherwise_are_redacted() -> None:
         "pip install httpie -a b:c",
         "sudo -E ls -a x:y",
     )
+
+
+def test_a_value_glued_to_a_symbol_is_redacted_whole() -> None:
+    # `cat .env` printed DB_PASSWORD=Kx7(mP2qLw9 and it was stored as written (the value
+    # stopped at the bracket, three characters); Tr0ub4dor&3xyz kept its "&3xyz".
+    _assert_hidden(
+        (
+            "DB_PASSWORD=Kx7(mP2qLw9\nREDIS_PASSWORD=Zq8[vN3tRe5\nSMTP_PASSWORD=Hj4&yU6iOp1",
+            "export DB_PASSWORD=Kx7(mP2qLw9 && npm start",
+        ),
+        "Kx7",
+        "mP2qLw9",
+        "vN3tRe5",
+        "yU6iOp1",
+    )
+    _assert_hidden(("DB_PASSWORD=Tr0ub4dor&3xyz", "password: Tr0ub4dor&3xyz"), "3xyz")
+    _assert_hidden(("MYSQL_PWD=s3cr3t;rm -rf build",), "s3cr3t;rm")  # too much, not too little
+    _assert_kept(
+        "DB_PASSWORD=get_password()",
+        "API_KEY=os.environ.get(name)",
+        "SECRET_KEY=keys[0]",
+        "DB_PASSWORD=$(cat /run/secrets/db)",
+        "PASSWORD=x;echo hi",
+    )
+    # A query string's or a connection string's next field stays.
+    assert redact("?api_key=abc123def456&x=1") == "?api_key=[REDACTED:config_secret]&x=1"
+    assert redact("Pwd=letmein;Database=x") == "Pwd=[REDACTED:config_secret];Database=x"
