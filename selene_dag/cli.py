@@ -922,19 +922,19 @@ def eval_command(
     loaded = service.read_questions(questions)
     for notice in loaded.notices:
         err.print(f"note: {questions}: {notice}", highlight=False, soft_wrap=True)
-    if twice := repeated_questions(loaded.questions):
-        err.print(
-            f"note: {questions}: {plural(len(twice), 'question')} asked more than once "
-            f"(each counts every time), the first: {twice[0]!r}",
-            highlight=False,
-            soft_wrap=True,
-        )
     settings = _settings(home)
     asked, elsewhere = service.questions_for_home(settings, loaded.questions, sources)
     if elsewhere:
         err.print(
             f"note: {plural(len(elsewhere), 'question')} left out: their source is not in this "
             f"home, or not among --sources {sources} (the first: {elsewhere[0].source})",
+            highlight=False,
+            soft_wrap=True,
+        )
+    if twice := repeated_questions(asked):  # among those asked: the others count for nothing
+        err.print(
+            f"note: {questions}: {plural(len(twice), 'question')} asked more than once "
+            f"(each counts every time), the first: {twice[0]!r}",
             highlight=False,
             soft_wrap=True,
         )

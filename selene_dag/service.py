@@ -847,8 +847,8 @@ def ask_in(
         result.stats["elapsed_ms"] = round(result.stats["elapsed_ms"] + rewrite_ms, 1)
         result.stats["rewrite"] = expansion or rewrite_note
         result.stats["rerank"] = _rerank_note(result.stats, rerank_problems, rewrite_note)
-    if result.stats.get("note") == NOTHING_MATCHED:
-        result.stats["note"] = empty_sources_note(conn, sources) or NOTHING_MATCHED
+    if str(result.stats.get("note")).startswith(NOTHING_MATCHED):
+        result.stats["note"] = empty_sources_note(conn, sources) or result.stats["note"]
     # A model without its own tokenizer here is counted by an upper estimate: said in the
     # answer (an API caller never sees the server's warning).
     counted = tokenizer_info(model)
@@ -877,7 +877,22 @@ def empty_sources_note(conn: duckdb.DuckDBPyConnection, sources: str | Sequence[
     asked = parse_sources(sources)
     if any(counts.get(SOURCES[source]) for source in asked):
         return ""
-    return "; ".join(_FILL_SOURCE[source] for source in asked)
+    return "; ".join(_fill_note(conn, source) for source in asked)
+
+
+def _fill_note(conn: duckdb.DuckDBPyConnection, source: str) -> str:
+    """What fills ``source``: sessions stored but not cut into chunks yet (a run stopped
+    before) are named as such, not as "no session"."""
+    if source == "sessions":
+        (stored,) = conn.execute(
+            "SELECT count(DISTINCT session_key) FROM session_events"
+        ).fetchone()
+        if stored:
+            return (
+                f"{plural(stored, 'agent session')} stored but not chunked yet (a run stopped "
+                "first): `selene-dag distill run --all` finishes them"
+            )
+    return _FILL_SOURCE[source]
 
 
 def _rewrite(

@@ -84,10 +84,18 @@ from selene_dag.retrieval.select import (
     locate,
     select_passages,
 )
-from selene_dag.retrieval.terms import query_terms, version_terms, weights_by_stem
+from selene_dag.retrieval.terms import (
+    MAX_TERMS,
+    query_terms,
+    unsearched_words,
+    version_terms,
+    weights_by_stem,
+)
 from selene_dag.text import close_open_fence, plural, replace_lone_surrogates
 
 JSON_SCHEMA_VERSION = 1
+# How many of a long question's words past MAX_TERMS are looked for to be named as such.
+UNSEARCHED_LIMIT = 200
 # Relative relevance (final / best final) → level: the best items go in full, the next
 # ones as question-focused summaries, then keywords, then a citation line.
 ASK_LEVELS = LevelConfig(full_threshold=0.85, summary_threshold=0.6, keywords_threshold=0.45)
@@ -817,6 +825,17 @@ def ask(
             stats["note"] = absent_words_note(terms, frequencies)
     else:
         stats["note"] = NOTHING_MATCHED
+    if left_out := unsearched_words(question, UNSEARCHED_LIMIT):
+        # A pasted log with the question at its end: its last words were not searched.
+        named = [f"'{w}'" for w in left_out]
+        if len(named) > 6:
+            named = [*named[:2], "…", *named[-4:]]
+        said = (
+            f"only the question's first {MAX_TERMS} searchable words were searched, not "
+            f"{'at least ' if len(left_out) >= UNSEARCHED_LIMIT else ''}"
+            f"{plural(len(left_out), 'word')} after them ({', '.join(named)})"
+        )
+        stats["note"] = f"{stats['note']}; {said}" if stats["note"] else said
     stats["search_ms"] = round((searched - started) * 1000, 1)
     stats["elapsed_ms"] = round((time.perf_counter() - started) * 1000, 1)
     return result

@@ -22,6 +22,7 @@ __all__ = [
     "query_terms",
     "stem",
     "term_coverage",
+    "unsearched_words",
     "version_terms",
     "weights_by_stem",
 ]
@@ -47,13 +48,26 @@ def query_terms(question: str) -> list[str]:
     takes it. Raises TypeError when ``question`` is not a str."""
     if not isinstance(question, str):
         raise TypeError(f"question must be a str, got {type(question).__name__}")
+    return list(_searchable_words(question, MAX_TERMS))
+
+
+def unsearched_words(question: str, limit: int = 200) -> list[str]:
+    """The distinct searchable words of ``question`` after the ``MAX_TERMS`` that
+    :func:`query_terms` keeps (at most ``limit`` of them, in order): words a search of it
+    leaves out."""
+    return list(_searchable_words(question, MAX_TERMS + limit))[MAX_TERMS:]
+
+
+def _searchable_words(question: str, limit: int) -> dict[str, None]:
+    """The first ``limit`` distinct searchable words of ``question``, in order."""
     seen: dict[str, None] = {}
-    for word in _WORD.findall(space_cjk(question.lower())):
+    for match in _WORD.finditer(space_cjk(question.lower())):
+        word = match.group(0)
         if (len(word) > 1 or has_cjk(word)) and word not in QUERY_STOP_WORDS and word not in seen:
             seen[word] = None
-        if len(seen) >= MAX_TERMS:
-            break
-    return list(seen)
+            if len(seen) >= limit:
+                break
+    return seen
 
 
 def idf(df: int, n_docs: int) -> float:

@@ -288,6 +288,8 @@ def test_eval_leaves_out_questions_about_what_the_home_lacks_and_takes_sources(
     assert sessions.exit_code == 0, sessions.output
     # The questions about notes are left out when ask searches sessions only.
     assert [row["question"] for row in json.loads(sessions.stdout)["questions"]] == [asked[1]]
+    # A question asked twice but left out counts for nothing: no note of it.
+    assert "asked more than once" not in sessions.stderr
     assert "left out: their source is not in this home, or not among --sources" in (sessions.stderr)
     lacking = tmp_path / "elsewhere.jsonl"
     lacking.write_text("\n".join(json.dumps(line) for line in lines[1:3]) + "\n")

@@ -63,3 +63,16 @@ def test_notes_without_the_questions_words_show_no_text(settings) -> None:
     pack = service.ask(settings, "helm", 500)
     long_line = next(i for i in pack.items if i.citation.endswith("longline.md"))
     assert long_line.excerpt and "helm" in long_line.text
+
+
+def test_a_long_questions_unsearched_words_are_named(settings) -> None:
+    # A pasted log with the question at its end: its last words were left out of the
+    # search, and the note said only "nothing matched the question".
+    filler = " ".join(f"zzfiller{chr(97 + i // 26)}{chr(97 + i % 26)}" for i in range(40))
+    pack = service.ask(settings, f"{filler} postgres vacuum", 300)
+    assert "postgres" not in pack.stats["terms"]
+    note = pack.stats["note"]
+    assert note.startswith("nothing matched the question; only the question's first 32"), note
+    assert "not 10 words after them ('zzfillerbg', 'zzfillerbh', …, " in note
+    assert note.endswith(", 'postgres', 'vacuum')"), note
+    assert "first 32" not in service.ask(settings, "postgres vacuum", 300).stats["note"]

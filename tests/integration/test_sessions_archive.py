@@ -175,6 +175,12 @@ def test_status_counts_a_session_read_but_not_yet_distilled(
     assert read_only.success
     status = distill_status(settings)
     assert (status["done"], status["session_files"], status["not_distilled"]) == (1, 1, 1)
+    # ask said "no agent session in this home yet".
+    from selene_dag import service
+
+    pack = service.ask(settings, "which provider was configured", 200, sources="sessions")
+    assert not pack.items
+    assert pack.stats["note"].startswith("1 agent session stored but not chunked yet"), pack.stats
     assert run().success
     assert distill_status(settings)["not_distilled"] == 0
 
