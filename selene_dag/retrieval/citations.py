@@ -126,6 +126,18 @@ def parse_citation(text: str) -> Citation:
     )
 
 
+def _record_ranges(ranges: Sequence[tuple[int, int]]) -> str:
+    """Inclusive record ranges as ``a-b, c-d``, in order, those that touch or overlap
+    joined (as events are cited: always ``a-b``)."""
+    joined: list[list[int]] = []
+    for a, b in sorted(ranges):
+        if joined and a <= joined[-1][1] + 1:
+            joined[-1][1] = max(joined[-1][1], b)
+        else:
+            joined.append([a, b])
+    return ", ".join(f"{a}-{b}" for a, b in joined)
+
+
 def widen(
     ranges: Sequence[tuple[int, int]], around: int, first: int, last: int
 ) -> list[tuple[int, int]]:
@@ -436,8 +448,9 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     title = f"{platform} session" + (f" {project}" if named else "") if platform else ""
     events_shown = ", ".join(f"{a}-{b}" for a, b in shown)  # as ask cites events: always a-b
     header = f"[{cited.ref} events {events_shown}] {title}".rstrip()
-    records = [e.line for a, b in spans for e in events[a : b + 1] if e.line > 0]
-    where = f"{min(records)}-{max(records)}" if records else ""
+    # Per range shown (events 1-2, 5-6 were read from records 2-3, 5-6, not 2-6).
+    lines = [[e.line for e in events[a : b + 1] if e.line > 0] for a, b in spans]
+    where = _record_ranges([(min(run), max(run)) for run in lines if run])
     last = events[-1].seq
     past = any(b > last for _, b in cited.ranges)
     notes = [f"the session's last event is {last}: events past it are not there"] if past else []

@@ -226,6 +226,15 @@ def test_the_show_command(store, monkeypatch: pytest.MonkeyPatch) -> None:
         cli.app, ["show", key, "events", "2-3", "--around", "1", "--format", "json"]
     )
     assert json.loads(around.stdout)["shown"] == f"{key} events 1-4"  # what --around added
+    # Two ranges of events come from two ranges of the file's lines, not one span of both.
+    one, two = (
+        json.loads(
+            CliRunner().invoke(cli.app, ["show", f"{key} events {r}", "--format", "json"]).stdout
+        )["records"]
+        for r in ("1-2", "8-9")
+    )
+    both = CliRunner().invoke(cli.app, ["show", f"{key} events 1-2, 8-9", "--format", "json"])
+    assert json.loads(both.stdout)["records"] == f"{one}, {two}", (one, two)
     bad = CliRunner().invoke(cli.app, ["show", "what", "is", "this?"])
     assert bad.exit_code == 1 and bad.stdout == ""
     assert bad.stderr.startswith("error: not a citation") and bad.stderr.count("\n") == 1
