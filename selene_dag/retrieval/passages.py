@@ -139,10 +139,14 @@ def segment(text: str) -> list[Piece]:
         # Pieces are units of relevance, not prose: any . ! ? before a non-space ends one.
         # Text quoted as JSON (a tool's input in a transcript) keeps its line breaks as the
         # two characters backslash-n: they end a piece as a real line break does.
-        parts = [part.strip() for part in line.strip().split(_ESCAPED_NEWLINE)]
-        parts = [part for part in parts if part]
+        # A part keeps its indentation (an edited file's code, quoted in a tool's input).
+        parts = [part.rstrip() for part in line.strip().split(_ESCAPED_NEWLINE)]
+        parts = [part for part in parts if part.strip()]
         for n, part in enumerate(parts):
             sentences = split_sentences(part, boundary="any")
+            indent = part[: len(part) - len(part.lstrip())]
+            if sentences and indent and not sentences[0].startswith(indent):
+                sentences[0] = indent + sentences[0]
             for k, sentence in enumerate(sentences):
                 if k < len(sentences) - 1:
                     joint = " "

@@ -238,3 +238,17 @@ def test_code_lines_come_with_their_fences() -> None:
     # A text that ends inside a block (a passage cut there): the excerpt closes it.
     open_block = segment("Intro:\n~~~\ncode 1\ncode 2")
     assert join_pieces(open_block, [2]) == "~~~\ncode 1\n~~~"
+
+
+def test_code_quoted_in_a_tool_input_keeps_its_indentation() -> None:
+    # An Edit's old_string: pieces after an escaped line break lost their leading spaces,
+    # so a pack's excerpt of Python code was no longer the code (nor a substring of what
+    # `show` prints).
+    line = (
+        '[assistant/tool_use Edit] {"old_string":"def f():\\n    if x:\\n'
+        '        # If we get here\\n        return 1","new_string":"y"}'
+    )
+    pieces = segment(line)
+    assert [p.text for p in pieces][1:3] == ["    if x:", "        # If we get here"]
+    assert join_pieces(pieces, list(range(len(pieces)))) == line
+    assert join_pieces(pieces, [1, 2]) in line
