@@ -938,8 +938,9 @@ _KEY_RULES = (
         r"(?:[ \t]+(?i:is|was|is now):?|'s)[ \t]+)"
         r"(?:(?P<q>[\"'`])" + _NOT_A_REFERENCE + r"[^\"'`\n\\]{6,128}(?P=q)"
         r"|(?![\-$*{<\[%])(?![0-9]+\b)(?!" + _KEPT_HOW + r")"
-        r"(?=[^\s\"'`<>(){}\[\],;\\]*[A-Za-z])(?=[^\s\"'`<>(){}\[\],;\\]*[0-9!@#%^&*+=~])"
-        r"[^\s\"'`<>(){}\[\],;\\]{5,127}[^\s\"'`<>(){}\[\],;\\.!?:]"
+        # An opening bracket inside it is part of it (Kx7(mP2qLw9), not a closing one.
+        r"(?=[^\s\"'`>)}\],;\\]*[A-Za-z])(?=[^\s\"'`>)}\],;\\]*[0-9!@#%^&*+=~])"
+        r"[^\s\"'`<>(){}\[\],;\\][^\s\"'`>)}\],;\\]{4,126}[^\s\"'`<>(){}\[\],;\\.!?:]"
         r"(?=[.!?:]*(?:[\s\"'`<>(){}\[\],;\\]|$))"  # the whole word, its end's stop left
         r"(?![ \t]+(?i:hashed|encrypted|encoded|salted|stored|derived|protected|based|"
         r"generated|rotated|compliant|only)\b))",

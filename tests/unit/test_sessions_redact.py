@@ -1420,3 +1420,12 @@ def test_a_value_glued_to_a_symbol_is_redacted_whole() -> None:
     # A query string's or a connection string's next field stays.
     assert redact("?api_key=abc123def456&x=1") == "?api_key=[REDACTED:config_secret]&x=1"
     assert redact("Pwd=letmein;Database=x") == "Pwd=[REDACTED:config_secret];Database=x"
+
+
+def test_a_password_said_in_words_may_hold_an_opening_bracket() -> None:
+    _assert_hidden(
+        ("my password is Kx7(mP2qLw9", "the password you need is Zq8[vN3tRe5 ok"),
+        "mP2qLw9",
+        "vN3tRe5",
+    )
+    _assert_kept("the password is required(see docs)", "password is f(x1) here")
