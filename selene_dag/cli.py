@@ -598,6 +598,17 @@ def dev(
     target = ["-w", str(dev_workspace(dagster_home))]
     env = dev_environment(os.environ, dagster_home, settings.home.resolve(), settings)
     err.print(f"Dagster UI on http://{host}:{port} (DAGSTER_HOME={dagster_home})")
+    if others := service.unwatched_folders(settings):
+        # The sensor reads one folder: a newcomer who ingested ~/notes expected it watched.
+        missing = "" if settings.notes_dir.exists() else ", which does not exist"
+        names = ", ".join(f"{key} ({path})" for path, key in others.items())
+        err.print(
+            f"notes_folder_sensor watches SELENE_NOTES_DIR={settings.notes_dir}{missing}; "
+            f"the other folders ingested into this home are read again by `selene-dag "
+            f"ingest FOLDER` (or start with SELENE_NOTES_DIR set to one): {names}",
+            highlight=False,
+            soft_wrap=True,
+        )
     # Dagster's processes start in the Dagster home: started here, they put this directory
     # on their import path, and a file in it named like a module they use (gql.py) broke them.
     command = [exe, "dev", *target, "-h", host, "-p", str(port)]

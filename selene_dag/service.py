@@ -560,6 +560,19 @@ def context_in(
     return _context_pack(conn, prepared, len(notes), budget, model, started).to_json()
 
 
+def unwatched_folders(settings: Settings) -> dict[Path, str]:
+    """The folders ingested into the home (``{path: key}``) other than ``notes_dir``, the one
+    folder `selene-dag dev`'s notes sensor watches; empty when the home has no database."""
+    if not settings.db_path.exists():
+        return {}
+    from selene_dag.notes.folders import registered_folders
+
+    with open_store(settings.db_path, wait=settings.lock_wait) as conn:
+        folders = registered_folders(conn)
+    watched = settings.notes_dir.resolve()
+    return {path: key for path, key in sorted(folders.items()) if path.resolve() != watched}
+
+
 def health(settings: Settings) -> dict[str, Any]:
     """The compression health document (tiers, essence progress, thread digests), plus
     ``skippedInputs``: how many inputs the last ingests skipped and the newest five, and

@@ -957,3 +957,19 @@ def test_a_front_matter_id_two_notes_claim_stays_with_the_note_that_held_it(
     sub = service.ingest(other_home, vault / "projects")
     assert (sub.inserted, sub.changed, sub.deleted) == (0, 0, 0)
     assert _rows(other_home.db_path) == before
+
+
+def test_dev_names_the_ingested_folders_its_sensor_does_not_watch(
+    tmp_path: Path, home: Path
+) -> None:
+    # `selene-dag dev` watches SELENE_NOTES_DIR only: a newcomer who ingested two folders
+    # saw its sensor skip with "does not exist" and nothing about them.
+    settings = load_settings(home=home, now_override="2026-07-15")
+    assert service.unwatched_folders(settings) == {}  # no database yet
+    a = _write(tmp_path / "a", {"pie.md": "# Pie\nrhubarb pie"})
+    b = _write(tmp_path / "b", {"kayak.md": "# Kayak\nrenew the permit"})
+    service.ingest(settings, a)
+    service.ingest(settings, b)
+    assert service.unwatched_folders(settings) == {a.resolve(): "a", b.resolve(): "b"}
+    watching_b = load_settings({"SELENE_NOTES_DIR": str(b)}, home=home)
+    assert service.unwatched_folders(watching_b) == {a.resolve(): "a"}
