@@ -126,18 +126,6 @@ def parse_citation(text: str) -> Citation:
     )
 
 
-def _record_ranges(ranges: Sequence[tuple[int, int]]) -> str:
-    """Inclusive record ranges as ``a-b, c-d``, in order, those that touch or overlap
-    joined (as events are cited: always ``a-b``)."""
-    joined: list[list[int]] = []
-    for a, b in sorted(ranges):
-        if joined and a <= joined[-1][1] + 1:
-            joined[-1][1] = max(joined[-1][1], b)
-        else:
-            joined.append([a, b])
-    return ", ".join(f"{a}-{b}" for a, b in joined)
-
-
 def widen(
     ranges: Sequence[tuple[int, int]], around: int, first: int, last: int
 ) -> list[tuple[int, int]]:
@@ -450,7 +438,7 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     header = f"[{cited.ref} events {events_shown}] {title}".rstrip()
     # Per range shown (events 1-2, 5-6 were read from records 2-3, 5-6, not 2-6).
     lines = [[e.line for e in events[a : b + 1] if e.line > 0] for a, b in spans]
-    where = _record_ranges([(min(run), max(run)) for run in lines if run])
+    where = line_ranges([(min(run), max(run)) for run in lines if run], pairs=True)
     last = events[-1].seq
     past = any(b > last for _, b in cited.ranges)
     notes = [f"the session's last event is {last}: events past it are not there"] if past else []

@@ -248,16 +248,17 @@ def locate(doc: Document, spans: Sequence[tuple[int, int]]) -> str:
     return f"{doc.citation} {lines_text(lines)}"
 
 
-def line_ranges(ranges: Sequence[tuple[int, int]]) -> str:
+def line_ranges(ranges: Sequence[tuple[int, int]], pairs: bool = False) -> str:
     """Inclusive line ranges as a note's citation names them, in order, those that touch
-    or overlap joined: ``12-30, 41``."""
+    or overlap joined: ``12-30, 41``; with ``pairs``, a single line too as ``41-41`` (as
+    events are cited)."""
     joined: list[list[int]] = []
     for a, b in sorted(ranges):
         if joined and a <= joined[-1][1] + 1:
             joined[-1][1] = max(joined[-1][1], b)
         else:
             joined.append([a, b])
-    return ", ".join(f"{a}-{b}" if b > a else f"{a}" for a, b in joined)
+    return ", ".join(f"{a}-{b}" if b > a or pairs else f"{a}" for a, b in joined)
 
 
 def lines_text(ranges: Sequence[tuple[int, int]]) -> str:
