@@ -1086,13 +1086,16 @@ def evaluate_questions(
 ) -> EvalReport:
     """Recall of ask beside its baselines on questions (or the file holding them, every
     entry a question: ``evaluate.load_questions``), asked of ``sources`` (as ``ask``
-    takes them; default notes and sessions)."""
+    takes them; default notes and sessions). Raises UsageError when every source asked is
+    empty (each question would score 0 for nothing): what fills them."""
     check_budget(budget, "--budget")
     model = target_model(settings, model)
     kinds = parse_sources(sources)
     items = load_questions(questions) if isinstance(questions, Path) else list(questions)
     refresh_index_if_stale(settings)
     with existing_store(settings) as conn:
+        if empty := empty_sources_note(conn, kinds):
+            raise UsageError(f"nothing to evaluate: {empty}")
         return evaluate(conn, items, budget, model=model, now=settings.now(), sources=kinds)
 
 

@@ -76,3 +76,15 @@ def test_a_long_questions_unsearched_words_are_named(settings) -> None:
     assert "not 10 words after them ('zzfillerbg', 'zzfillerbh', …, " in note
     assert note.endswith(", 'postgres', 'vacuum')"), note
     assert "first 32" not in service.ask(settings, "postgres vacuum", 300).stats["note"]
+
+
+def test_eval_of_a_source_the_home_lacks_says_what_fills_it(settings) -> None:
+    # A home of notes evaluated on sessions scored every question 0 for every method.
+    from selene_dag.errors import UsageError
+    from selene_dag.retrieval.evaluate import Question
+
+    questions = [Question("how is autovacuum tuned", ("autovacuum_naptime",))]
+    with pytest.raises(UsageError, match="nothing to evaluate: no agent session in this home"):
+        service.evaluate_questions(settings, questions, 300, sources="sessions")
+    report = service.evaluate_questions(settings, questions, 300, sources="notes")
+    assert report.overall["ask"] == 1.0
