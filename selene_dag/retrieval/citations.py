@@ -402,9 +402,15 @@ def _readable(event: SessionEvent) -> bool:
 
 
 def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
-    row = conn.execute(
-        "SELECT path, platform, project FROM session_files WHERE session_key = ?", [cited.ref]
-    ).fetchone()
+    query = "SELECT path, platform, project FROM session_files WHERE session_key = ?"
+    row = conn.execute(query, [cited.ref]).fetchone()
+    moved_from = ""
+    if row is None:  # its transcript moved: the session is stored under the new path's key
+        moved = conn.execute(
+            "SELECT new_key FROM session_moves WHERE old_key = ?", [cited.ref]
+        ).fetchone()
+        if moved is not None and (row := conn.execute(query, [moved[0]]).fetchone()):
+            moved_from, cited = cited.ref, replace(cited, ref=moved[0])
     if row is None:
         raise NotFoundError(f"no session {cited.ref} in this home (`distill report` lists them)")
     path, platform, project = (str(v or "") for v in row)
@@ -442,6 +448,8 @@ def _show_session(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int)
     last = events[-1].seq
     past = any(b > last for _, b in cited.ranges)
     notes = [f"the session's last event is {last}: events past it are not there"] if past else []
+    if moved_from:
+        notes.insert(0, f"{moved_from}'s transcript moved: shown from {path}, now {cited.ref}")
     state = file_state(path) if path else "present"
     if state == "gone":
         notes.append(f"{path} is gone: these are the events stored when it was read")

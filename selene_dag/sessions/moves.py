@@ -69,4 +69,9 @@ def retire_moved_sessions(
     moved = moved_sessions(conn, read)
     for path in delete_sessions(conn, list(moved)):
         path.unlink(missing_ok=True)
+    for old, new in moved.items():  # a citation of the old key is shown from the new one
+        conn.execute("UPDATE session_moves SET new_key = ? WHERE new_key = ?", [new, old])
+        conn.execute(
+            "INSERT OR REPLACE INTO session_moves (old_key, new_key) VALUES (?, ?)", [old, new]
+        )
     return moved

@@ -219,6 +219,7 @@ def test_a_moved_transcript_is_stored_under_its_new_path_only(
     (copy_key,) = {f.session_key for f in scan_roots(settings.session_roots)} - {key}
     assert _spine(copy_key).success
     assert _keys(settings) == {key: events, copy_key: events}
+    before = show(settings, f"{key} events 2-4").text  # a citation copied before the move
 
     # The original deleted, the copy read again (it grew): the first session is retired.
     os.remove(session)
@@ -236,6 +237,12 @@ def test_a_moved_transcript_is_stored_under_its_new_path_only(
     assert distill_status(settings)["source_gone"] == 0
     figures = result.get_asset_materialization_events()[0].materialization.metadata
     assert figures["replaces"].value == key
+    # The old key's citation opens the same events, from the moved file (it was "no
+    # session … in this home").
+    after = show(settings, f"{key} events 2-4")
+    assert after.text.split("\n", 1)[1] == before.split("\n", 1)[1]
+    assert after.text.startswith(f"[{copy_key} events 2-4]")
+    assert after.note.startswith(f"{key}'s transcript moved: shown from {copy}, now {copy_key}")
 
 
 def test_a_gone_session_another_file_does_not_hold_whole_is_kept(
