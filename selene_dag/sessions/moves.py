@@ -19,8 +19,8 @@ from selene_dag.files import file_state
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.store import (
     SessionFileRow,
-    delete_sessions,
     load_events_many,
+    retire_sessions,
     sessions_with_tool_ids,
 )
 
@@ -65,13 +65,9 @@ def retire_moved_sessions(
     read: Sequence[tuple[SessionFileRow, Sequence[SessionEvent]]],
 ) -> dict[str, str]:
     """Delete the rows and distilled files of the :func:`moved_sessions` of ``read`` (their
-    rows in one transaction, then their files); return ``{retired key: key read}``."""
+    rows in one transaction, with where each went, then their files); return ``{retired
+    key: key read}``."""
     moved = moved_sessions(conn, read)
-    for path in delete_sessions(conn, list(moved)):
+    for path in retire_sessions(conn, moved):
         path.unlink(missing_ok=True)
-    for old, new in moved.items():  # a citation of the old key is shown from the new one
-        conn.execute("UPDATE session_moves SET new_key = ? WHERE new_key = ?", [new, old])
-        conn.execute(
-            "INSERT OR REPLACE INTO session_moves (old_key, new_key) VALUES (?, ?)", [old, new]
-        )
     return moved

@@ -387,11 +387,13 @@ def sessions_with_tool_ids(
     return [SessionFileRow(**row) for row in rows]
 
 
-def delete_sessions(conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]) -> list[Path]:
-    """Delete every row of ``session_keys`` (file, events, chunks, assessments, scores,
-    distillations) in one transaction; return the paths of their distilled files, for
-    the caller to remove once no row names them."""
-    keys = list(dict.fromkeys(session_keys))
+def retire_sessions(conn: duckdb.DuckDBPyConnection, moved: Mapping[str, str]) -> list[Path]:
+    """Delete every row of the sessions ``moved`` names (``{old key: key now}``: file,
+    events, chunks, assessments, scores, distillations) and record where each went
+    (``session_moves``, a move of a moved session's key followed through), in one
+    transaction; return the paths of their distilled files, for the caller to remove once
+    no row names them."""
+    keys = list(moved)
     if not keys:
         return []
     paths = [
@@ -412,6 +414,12 @@ def delete_sessions(conn: duckdb.DuckDBPyConnection, session_keys: Sequence[str]
             "session_files",
         ):
             conn.execute(f"DELETE FROM {table} WHERE list_contains(?, session_key)", [keys])
+        for old, new in moved.items():  # a citation of the old key is shown from the new one
+            conn.execute("UPDATE session_moves SET new_key = ? WHERE new_key = ?", [new, old])
+            conn.execute(
+                "INSERT OR REPLACE INTO session_moves (old_key, new_key) VALUES (?, ?)",
+                [old, new],
+            )
     return paths
 
 
