@@ -735,6 +735,17 @@ def path_text(path: str | PathLike[str]) -> str:
     return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
 
 
+_DIGITS = re.compile(r"(\d+)")
+
+
+def natural_key(text: str) -> tuple:
+    """A sort key that orders the runs of digits in ``text`` by their value, so that
+    ``list.json:2`` comes before ``list.json:10`` (plain text order puts ``:10`` first).
+    A total order: ``01`` and ``1`` compare equal in value and then as text."""
+    parts = _DIGITS.split(text)
+    return tuple((int(p), p) if i % 2 else p for i, p in enumerate(parts))
+
+
 def plural(count: int, noun: str, nouns: str | None = None) -> str:
     """``count`` and the noun that agrees with it, digits grouped: ``"1 note"``,
     ``"1,200 notes"``; ``nouns`` is the plural when it is not ``noun + "s"``."""

@@ -18,6 +18,7 @@ from selene_dag.context.builder import (
 )
 from selene_dag.context.tokens import can_tile, count_tiled, count_tokens_batch
 from selene_dag.notes.token_store import StoredCounts
+from selene_dag.text import natural_key
 
 CONTEXT_COLUMNS = (
     "id",
@@ -47,7 +48,7 @@ def load_context_notes(
     conn: duckdb.DuckDBPyConnection, ids: Sequence[str] | None = None
 ) -> list[dict[str, Any]]:
     """Every live, non-test note (``ids``: only those of them) with its essence, concepts,
-    theme and tier, in id order; its timestamps are UTC datetimes (``last_accessed_at``
+    theme and tier, in id order (numbers by value: ``:2`` before ``:10``); its timestamps are UTC datetimes (``last_accessed_at``
     None when never accessed). A title that several live notes share carries the note's
     id, ``title (id)``: three lines ``- TODO [todo]`` could not be told apart or found."""
     # The instants are fetched as naive UTC and tagged here: the client converts a
@@ -61,6 +62,7 @@ def load_context_notes(
         f"{_LIVE}{only} ORDER BY n.id",
         [list(ids)] if ids is not None else [],
     ).fetchall()
+    rows.sort(key=lambda row: natural_key(row[0]))
     return [
         dict(
             zip(
@@ -114,9 +116,10 @@ def prepare_leading(
         for row in conn.execute(
             "SELECT n.id, timezone('UTC', n.created_at), timezone('UTC', n.updated_at), "
             "coalesce(p.fidelity_tier, 'full'), timezone('UTC', p.last_accessed_at) "
-            f"{_LIVE} ORDER BY n.id"
+            f"{_LIVE}"
         ).fetchall()
     ]
+    stubs.sort(key=lambda stub: natural_key(stub["id"]))
     # The order prepare_notes sorts in: by priority, ties in id order (a stable sort).
     order = sorted(range(len(stubs)), key=lambda i: activity_priority(stubs[i]), reverse=True)
     take = max(1, leading)

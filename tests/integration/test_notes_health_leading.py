@@ -106,3 +106,20 @@ def test_full_tokens_equal_counting_every_note_and_count_what_is_missing(store) 
         [MODEL],
     ).fetchone()[0]
     assert unstored == 0
+
+
+def test_entries_named_by_place_pack_in_number_order(tmp_path) -> None:
+    """A JSON list's entries without ids (``list.json:1`` … ``:12``) share one stamp, so
+    their order is the ids': ``:2`` comes before ``:10``, as in the file."""
+    conn = connect(tmp_path / "selene.duckdb")
+    for i in (10, 2, 1, 12, 3, 11):
+        conn.execute(
+            "INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, "
+            "source) VALUES (?, ?, ?, md5(?), ?, ?, 'test')",
+            [f"n/list.json:{i}", f"Item {i}", f"entry {i}", f"entry {i}", NOW, NOW],
+        )
+    expected = [f"n/list.json:{i}" for i in (1, 2, 3, 10, 11, 12)]
+    assert [n["id"] for n in load_context_notes(conn)] == expected
+    leading, _, _ = prepare_leading(conn, MODEL, 40, leading=2)
+    assert [n["id"] for n in leading.notes][:2] == expected[:2]
+    conn.close()
