@@ -314,7 +314,9 @@ _USER_OPTION_COMMANDS = re.compile(
     # Where a command starts: the line's start, a blank, a quote, a separator, the end of a
     # JSON escape (\\n: a tool's input); a program may be named by its path
     # (/usr/bin/curl, curlimages/curl) only where its -u is a password's.
-    r"(?:(?:^|(?<=[\s;|&(`\"'])|(?<=\\[nrt]))(?P<user>docker|docker-compose|podman|nerdctl"
+    # (Not a value of curl's -A / --user-agent: curl -A docker -u admin:….)
+    r"(?:(?:^|(?<=[\s;|&(`\"'])|(?<=\\[nrt]))(?<!-A )(?<!-agent )"
+    r"(?P<user>docker|docker-compose|podman|nerdctl"
     r"|kubectl|sudo|su|runuser|setpriv|gosu|su-exec|chpst|ps|pgrep|pkill|crontab|systemd-run"
     r"|machinectl|ssh|(?P<short>python[0-9.]*|sort|git|pip[0-9]*|uv))"
     r"(?=[ \t])"
@@ -344,10 +346,11 @@ def _named_in_quotes(quoted: re.Match[str]) -> str:
 def _user_group_option(match: re.Match[str]) -> bool:
     """Whether the ``-u`` of ``match`` belongs to a command whose -u names a user (the
     last command named on its line before it)."""
-    if match.group("proxy") is not None:
+    if match.groupdict().get("proxy") is not None:
         return False  # curl's -U: a proxy's password
     text = match.string
-    at = next(match.start(g) for g in ("user", "joined", "combined") if match.group(g) is not None)
+    groups = match.groupdict()
+    at = next(match.start(g) for g in ("user", "joined", "combined") if groups.get(g) is not None)
     line = text[max(text.rfind("\n", 0, at) + 1, at - 300) : at]
     # In a tool's input (JSON) the plain quotes are the string's own.
     line = (_ESCAPED_ARGUMENT if '\\"' in line else _QUOTED_ARGUMENT).sub(_named_in_quotes, line)
@@ -674,6 +677,8 @@ _KEY_RULES = (
             # A URL's query may hold "&" (a=1&b=2), not "&&" nor a trailing "&".
             r"|[a-z]+://(?:[^\s\\;|&]|&(?=[^\s\\;|&]))*(?<!,)"
             r"|[\w.\-]+:[0-9]+[^\s\\;|&<>]*(?<!,)"
+            # A bare host (localhost, api.example.com/v1): a dot or localhost, not prose.
+            r"|(?:localhost|[\w\-]+(?:\.[\w\-]+)+)(?:/[^\s\\;|&<>]*)?(?<![,.])(?![^\s;|&<>])"
             r"|\$\{?\w+\}?[^\s\\;|&<>]*(?<!,)"
             r"|[A-Z]{3,7}|\\?\"[^\"\\\n]*\\?\"|'[^'\n]*')){0,16}?[ \t]+-[A-Za-z]+u[ \t]+"
             r"(?P<cq>\\?[\"'])?(?P<combined>[^\s:\"'\\\-][^\s:\"'\\]*):)"
@@ -691,6 +696,20 @@ _KEY_RULES = (
             "-u=",
             "--user",
             "curl",
+        ),
+        keep_match=lambda match: _user_group_option(match),
+    ),
+    replace(
+        _rule(
+            "user_password",
+            # -u 'user':'password', the two quoted apart (also escaped in a tool's input).
+            r"(?P<head>(?<!\S)(?:-u|--user|--proxy-user)(?:[ \t]+|=)(?P<uq>\\?[\"'])"
+            r"(?P<user>[^\s:\"'\\]+)(?P=uq):)(?P<q>(?P=uq))"
+            + _NOT_A_REFERENCE
+            + r"[^\"'\n\\]+(?P=q)",
+            "-u ",
+            "-u=",
+            "--user",
         ),
         keep_match=lambda match: _user_group_option(match),
     ),

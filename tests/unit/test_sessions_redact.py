@@ -1429,3 +1429,27 @@ def test_a_password_said_in_words_may_hold_an_opening_bracket() -> None:
         "vN3tRe5",
     )
     _assert_kept("the password is required(see docs)", "password is f(x1) here")
+
+
+def test_curl_bare_hosts_user_agents_and_a_user_quoted_apart() -> None:
+    # Leaks a review left: a bare host between curl and its -sSu, a user agent named
+    # "docker" read as docker's -u user:group, the user and the password quoted apart.
+    _assert_hidden(
+        (
+            "curl localhost -sSu admin:Xq7pL9mZ2w",
+            "curl api.example.com/v1 -sSu admin:Xq7pL9mZ2w",
+            "curl -A docker -u admin:Xq7pL9mZ2w https://x",
+            "curl --user-agent docker -u admin:Xq7pL9mZ2w https://x",
+            "curl -u 'admin':'Xq7pL9mZ2w' https://x",
+            'curl --user "admin":"Xq7pL9mZ2w" https://x',
+            'curl -u \\"admin\\":\\"Xq7pL9mZ2w\\" https://x',
+        ),
+        "Xq7pL9mZ2w",
+    )
+    _assert_kept(
+        "curl it. then rsync -avu host:Xq7pL9mZ2w",
+        'docker run -u "app":"staff" image',
+        "sudo -A docker run -u app:Xq7pL9mZ2w image",
+        "curl -u 'admin':'$PASSWORD' https://x",
+        "http -a https://Xq7pL9mZ2w",
+    )
