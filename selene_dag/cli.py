@@ -598,14 +598,16 @@ def dev(
     target = ["-w", str(dev_workspace(dagster_home))]
     env = dev_environment(os.environ, dagster_home, settings.home.resolve(), settings)
     err.print(f"Dagster UI on http://{host}:{port} (DAGSTER_HOME={dagster_home})")
+    missing = "" if settings.notes_dir.exists() else ", which does not exist"
+    watched = [f"SELENE_NOTES_DIR={settings.notes_dir}{missing}"]
+    watched += [f"{key} ({path})" for path, key in service.watched_folders(settings).items()]
+    err.print(f"notes_folder_sensor watches {', '.join(watched)}", highlight=False, soft_wrap=True)
     if others := service.unwatched_folders(settings):
-        # The sensor reads one folder: a newcomer who ingested ~/notes expected it watched.
-        missing = "" if settings.notes_dir.exists() else ", which does not exist"
+        # Registered for a file ingested alone, or gone: a newcomer expected them watched.
         names = ", ".join(f"{key} ({path})" for path, key in others.items())
         err.print(
-            f"notes_folder_sensor watches SELENE_NOTES_DIR={settings.notes_dir}{missing}; "
-            f"the other folders ingested into this home are read again by `selene-dag "
-            f"ingest FOLDER` (or start with SELENE_NOTES_DIR set to one): {names}",
+            f"not watched (a file ingested alone, or a folder no longer there; `selene-dag "
+            f"ingest PATH` reads one again): {names}",
             highlight=False,
             soft_wrap=True,
         )

@@ -560,17 +560,26 @@ def context_in(
     return _context_pack(conn, prepared, len(notes), budget, model, started).to_json()
 
 
+def watched_folders(settings: Settings) -> dict[Path, str]:
+    """The folders besides ``notes_dir`` that `selene-dag dev`'s notes sensor watches
+    (``{path: key}``): every folder ingested whole into the home that exists."""
+    from selene_dag.notes.folders import folders_to_watch
+
+    return folders_to_watch(settings.db_path, settings.notes_dir) or {}
+
+
 def unwatched_folders(settings: Settings) -> dict[Path, str]:
-    """The folders ingested into the home (``{path: key}``) other than ``notes_dir``, the one
-    folder `selene-dag dev`'s notes sensor watches; empty when the home has no database."""
+    """The folders ingested into the home (``{path: key}``) that `selene-dag dev`'s notes
+    sensor does not watch: registered for a file ingested alone, or no longer there; empty
+    when the home has no database."""
     if not settings.db_path.exists():
         return {}
     from selene_dag.notes.folders import registered_folders
 
     with open_store(settings.db_path, wait=settings.lock_wait) as conn:
         folders = registered_folders(conn)
-    watched = settings.notes_dir.resolve()
-    return {path: key for path, key in sorted(folders.items()) if path.resolve() != watched}
+    skip = {settings.notes_dir.resolve(), *(p.resolve() for p in watched_folders(settings))}
+    return {path: key for path, key in sorted(folders.items()) if path.resolve() not in skip}
 
 
 def health(settings: Settings) -> dict[str, Any]:

@@ -58,7 +58,12 @@ from selene_dag.notes.daily import (
 from selene_dag.notes.digests import MAX_SENTENCES, MIN_SENTENCES, compile_digests
 from selene_dag.notes.fidelity import compute_tier
 from selene_dag.notes.fidelity_sql import apply_fidelity_tiers, fidelity_inputs
-from selene_dag.notes.folders import find_folder, ingest_scope, stored_note_files
+from selene_dag.notes.folders import (
+    find_folder,
+    folders_to_watch,
+    ingest_scope,
+    stored_note_files,
+)
 from selene_dag.notes.health import compression_health as health_document
 from selene_dag.notes.ingest import notes_folder_version, read_notes
 from selene_dag.notes.listing import note_files
@@ -671,40 +676,60 @@ def folder_fingerprint(notes_dir: Path) -> str:
     target=dg.AssetSelection.assets(raw_notes),
     minimum_interval_seconds=30,
     default_status=dg.DefaultSensorStatus.RUNNING,
-    description="Ingests SELENE_NOTES_DIR when a file is added, changed or removed.",
+    description=(
+        "Ingests SELENE_NOTES_DIR, and every other folder ingested whole into the home, when "
+        "a file in it is added, changed or removed."
+    ),
 )
 def notes_folder_sensor(
     context: dg.SensorEvaluationContext, selene: SeleneResource
 ) -> dg.SensorResult:
-    """Request a raw_notes run when the folder fingerprint changes (cursor = fingerprint),
-    recording the folder's new data version as an observation of ``notes_source`` so that
-    lineage (and the CLI) sees what that run read. Skip with a reason while the folder does
-    not exist, and when a run since the folder's last recorded version (a CLI ``ingest``)
-    already read it."""
+    """Request a raw_notes run for each watched folder whose fingerprint changed (the
+    cursor keeps each folder's). For SELENE_NOTES_DIR, record its new data version as an
+    observation of ``notes_source`` so that lineage (and the CLI) sees what that run read,
+    and skip when a run since that version was recorded (a CLI ``ingest``) already read
+    it. Every other folder ingested whole is ingested by a run given its path through the
+    resource's config; a folder registered for a file ingested alone is not watched. Skip
+    with a reason when nothing changed, or while SELENE_NOTES_DIR does not exist."""
     settings = selene.settings()
+    state = json.loads(context.cursor) if context.cursor else {}
+    fingerprint = state.get("fingerprint")
+    requests: list[dg.RunRequest] = []
+    events: list[dg.AssetObservation] = []
+    reasons: list[str] = []
     notes_dir = settings.notes_dir
     if not notes_dir.exists():
-        return dg.SensorResult(
-            skip_reason=f"notes folder {notes_dir} does not exist: set SELENE_NOTES_DIR",
-            cursor=context.cursor,
-        )
-    fingerprint = folder_fingerprint(notes_dir)
-    previous = json.loads(context.cursor)["fingerprint"] if context.cursor else None
-    cursor = json.dumps({"fingerprint": fingerprint})
-    if fingerprint == previous:
-        return dg.SensorResult(skip_reason="notes folder unchanged", cursor=cursor)
-    version = notes_folder_version(notes_dir, settings.home)
-    recorded, recorded_at = recorded_folder_version(context.instance)
-    if recorded == version:
+        reasons.append(f"notes folder {notes_dir} does not exist: set SELENE_NOTES_DIR")
+    elif (now := folder_fingerprint(notes_dir)) == fingerprint:
+        reasons.append("notes folder unchanged")
+    else:
+        fingerprint = now
+        version = notes_folder_version(notes_dir, settings.home)
+        recorded, recorded_at = recorded_folder_version(context.instance)
         ingested = context.instance.fetch_materializations(raw_notes.key, limit=1).records
-        if ingested and ingested[0].storage_id > (recorded_at or 0):
-            return dg.SensorResult(
-                skip_reason="notes folder already ingested as it is now", cursor=cursor
+        if recorded == version and ingested and ingested[0].storage_id > (recorded_at or 0):
+            reasons.append("notes folder already ingested as it is now")
+        else:
+            events = [] if recorded == version else [folder_observation(version)]
+            requests.append(dg.RunRequest(run_key=fingerprint))
+    folders = dict(state.get("folders", {}))
+    others = folders_to_watch(settings.db_path, notes_dir)
+    if others is not None:  # None: the database is busy; they are looked at next time
+        folders = {str(path): folders.get(str(path)) for path in others}
+        for path, key in others.items():
+            if (now := folder_fingerprint(path)) == folders[str(path)]:
+                continue
+            folders[str(path)] = now
+            config = {"resources": {"selene": {"config": {"notes_dir": str(path)}}}}
+            requests.append(
+                dg.RunRequest(
+                    run_key=f"{key}:{now}", run_config=config, tags={"selene/folder": str(path)}
+                )
             )
-    events = [] if recorded == version else [folder_observation(version)]
-    return dg.SensorResult(
-        run_requests=[dg.RunRequest(run_key=fingerprint)], asset_events=events, cursor=cursor
-    )
+    cursor = json.dumps({"fingerprint": fingerprint, "folders": folders})
+    if requests:
+        return dg.SensorResult(run_requests=requests, asset_events=events, cursor=cursor)
+    return dg.SensorResult(skip_reason="; ".join(reasons), cursor=cursor)
 
 
 NOTES_ASSETS = [

@@ -36,7 +36,7 @@ import duckdb
 
 from selene_dag.errors import UsageError
 from selene_dag.paths import transform_sql
-from selene_dag.store import execute_script
+from selene_dag.store import StoreError, execute_script, open_store
 from selene_dag.text import path_text, plural
 
 ROOT_KEY = "root"
@@ -93,6 +93,28 @@ def registered_folders(conn: duckdb.DuckDBPyConnection) -> dict[Path, str]:
     """Every registered folder: ``{absolute path: key}``."""
     rows = conn.execute("SELECT path, key FROM note_folders").fetchall()
     return {Path(path): key for path, key in rows}
+
+
+def folders_to_watch(db_path: Path, notes_dir: Path) -> dict[Path, str] | None:
+    """The folders ingested whole into the home at ``db_path`` that exist, other than
+    ``notes_dir`` (``{absolute path: key}``), for a watcher to ingest again when they
+    change; empty without a database. A folder registered because a file in it was
+    ingested alone is not one: its other files were never asked for. None when another
+    process holds the database at this moment (a watcher looks again later)."""
+    if not db_path.exists():
+        return {}
+    try:
+        with open_store(db_path, read_only=True, wait=0) as conn:
+            rows = conn.execute("SELECT path, key FROM note_folders WHERE whole").fetchall()
+    except (StoreError, duckdb.Error):
+        return None
+    watched = notes_dir.resolve()
+    found = {Path(path): key for path, key in rows}
+    return {
+        path: key
+        for path, key in sorted(found.items())
+        if path.resolve() != watched and path.is_dir()
+    }
 
 
 def _whole_folders(conn: duckdb.DuckDBPyConnection) -> set[Path]:

@@ -959,17 +959,75 @@ def test_a_front_matter_id_two_notes_claim_stays_with_the_note_that_held_it(
     assert _rows(other_home.db_path) == before
 
 
-def test_dev_names_the_ingested_folders_its_sensor_does_not_watch(
+def test_dev_watches_every_folder_ingested_whole_and_names_the_others(
     tmp_path: Path, home: Path
 ) -> None:
-    # `selene-dag dev` watches SELENE_NOTES_DIR only: a newcomer who ingested two folders
-    # saw its sensor skip with "does not exist" and nothing about them.
+    # `selene-dag dev` watched SELENE_NOTES_DIR only: a newcomer who ingested two folders
+    # saw its sensor skip with "does not exist". Every folder ingested whole is watched; a
+    # folder registered for a file ingested alone, or gone, is named as not watched.
     settings = load_settings(home=home, now_override="2026-07-15")
     assert service.unwatched_folders(settings) == {}  # no database yet
+    assert service.watched_folders(settings) == {}
     a = _write(tmp_path / "a", {"pie.md": "# Pie\nrhubarb pie"})
     b = _write(tmp_path / "b", {"kayak.md": "# Kayak\nrenew the permit"})
-    service.ingest(settings, a)
-    service.ingest(settings, b)
-    assert service.unwatched_folders(settings) == {a.resolve(): "a", b.resolve(): "b"}
+    c = _write(tmp_path / "c", {"one.md": "# One\nthe note ingested alone", "two.md": "# Two\nx"})
+    for path in (a, b, c / "one.md"):
+        service.ingest(settings, path)
+    assert service.watched_folders(settings) == {a.resolve(): "a", b.resolve(): "b"}
+    assert service.unwatched_folders(settings) == {c.resolve(): "c"}
     watching_b = load_settings({"SELENE_NOTES_DIR": str(b)}, home=home)
-    assert service.unwatched_folders(watching_b) == {a.resolve(): "a"}
+    assert service.watched_folders(watching_b) == {a.resolve(): "a"}
+    (a / "pie.md").unlink()
+    a.rmdir()
+    assert service.watched_folders(settings) == {b.resolve(): "b"}
+    assert service.unwatched_folders(settings) == {a.resolve(): "a", c.resolve(): "c"}
+
+
+def test_the_notes_sensor_ingests_each_changed_folder_ingested_whole(
+    tmp_path: Path, home: Path
+) -> None:
+    """The sensor requests one run per changed folder, its path given through the
+    resource's config; the run, executed with the real definitions, reads that folder."""
+    from selene_dag.definitions import defs
+    from selene_dag.defs.notes import notes_folder_sensor
+    from selene_dag.defs.resources import SeleneResource
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    a = _write(tmp_path / "a", {"pie.md": "# Pie\nrhubarb pie"})
+    b = _write(tmp_path / "b", {"kayak.md": "# Kayak\nrenew the permit"})
+    c = _write(tmp_path / "c", {"one.md": "# One\nthe note ingested alone"})
+    for path in (a, b, c / "one.md"):
+        service.ingest(settings, path)
+    instance = dg.DagsterInstance.ephemeral()
+
+    def tick(cursor):
+        context = dg.build_sensor_context(
+            instance=instance, cursor=cursor, resources={"selene": SeleneResource()}
+        )
+        return notes_folder_sensor(context)
+
+    first = tick(None)  # SELENE_NOTES_DIR (home/notes) does not exist: a and b only
+    assert sorted(r.tags["selene/folder"] for r in first.run_requests) == [
+        str(a.resolve()),
+        str(b.resolve()),
+    ]
+    idle = tick(first.cursor)
+    assert not idle.run_requests and "does not exist" in idle.skip_reason.skip_message
+    _write(a, {"tart.md": "# Tart\napricot tart"})
+    _write(c, {"two.md": "# Two\nnot asked for"})  # beside a file ingested alone: not watched
+    changed = tick(first.cursor)
+    (request,) = changed.run_requests
+    assert request.tags["selene/folder"] == str(a.resolve())
+    job = defs.resolve_implicit_global_asset_job_def()
+    result = job.execute_in_process(
+        run_config=request.run_config,
+        instance=instance,
+        asset_selection=[dg.AssetKey("raw_notes")],
+    )
+    assert result.success
+    with open_store(settings.db_path) as conn:
+        ids = {
+            r[0] for r in conn.execute("SELECT id FROM notes WHERE deleted_at IS NULL").fetchall()
+        }
+    assert ids == {"a/pie.md", "a/tart.md", "b/kayak.md", "c/one.md"}
+    assert not tick(changed.cursor).run_requests
