@@ -32,8 +32,14 @@ from selene_dag import service
 from selene_dag.config import Settings, load_settings
 from selene_dag.context.messages import validate_digest, validate_messages
 from selene_dag.context.tokens import check_model_name
-from selene_dag.errors import MAX_BUDGET, NotFoundError, SeleneError, with_home, write_failure
-from selene_dag.retrieval.citations import parse_citation
+from selene_dag.errors import (
+    MAX_BUDGET,
+    NotFoundError,
+    SeleneError,
+    UsageError,
+    with_home,
+    write_failure,
+)
 from selene_dag.retrieval.search import parse_sources
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
@@ -182,12 +188,6 @@ class ShowRequest(BaseModel):
         default=0, ge=0, strict=True, description="Lines or events of context on each side."
     )
 
-    @field_validator("citation")
-    @classmethod
-    def _citation(cls, value: str) -> str:
-        parse_citation(value)  # a text that is no citation is this field's problem
-        return value
-
 
 class FieldError(BaseModel):
     """One field's problem in a request body: where (``loc``), what (``msg``) and its kind."""
@@ -313,7 +313,8 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
             detail = str(exc)
         content: dict[str, Any] = {"detail": detail}
         if status == 422:  # every 422 lists its problems; this one is the request's whole
-            content["errors"] = [{"loc": ["body"], "msg": detail, "type": "value_error"}]
+            loc = list(getattr(exc, "loc", ("body",)))
+            content["errors"] = [{"loc": loc, "msg": detail, "type": "value_error"}]
         return JSONResponse(status_code=status, content=content)
 
     @app.exception_handler(Exception)
@@ -397,7 +398,13 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         and ``records`` (the transcript's records of the events shown)."""
         settings = settings_provider()
         with shared.cursor(settings) as cur:
-            return service.show_in(cur, body.citation, body.around).to_json(body.citation)
+            try:
+                return service.show_in(cur, body.citation, body.around).to_json(body.citation)
+            except UsageError as exc:
+                # Read against the home (a note's id alone is one): a text that is no
+                # citation is this field's problem.
+                exc.loc = ("body", "citation")
+                raise
 
     @app.post("/context", responses=_errors(404, 413, 422, 503, 507))
     def context_endpoint(body: ContextRequest) -> dict[str, Any]:

@@ -219,6 +219,9 @@ def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
 
 
 TOOL_RESULT_PREFIX = "[tool_result"
+# The roles that instruct the model: kept as the system prompt is (OpenAI's newer models
+# take a "developer" message in the place of the system message).
+INSTRUCTION_ROLES = frozenset({"system", "developer"})
 # How a tool_use part of an assistant message reads as text (``content_text``).
 TOOL_USE_MARK = "[tool_use "
 
@@ -348,7 +351,7 @@ def _default_summarizer(model: str | None) -> Summarizer:
 
 def _insert_after_system(messages: list[Message], message: Message) -> list[Message]:
     n = 0
-    while n < len(messages) and messages[n]["role"] == "system":
+    while n < len(messages) and messages[n]["role"] in INSTRUCTION_ROLES:
         n += 1
     return [*messages[:n], message, *messages[n:]]
 
@@ -393,15 +396,64 @@ class CompactionReport:
         return sum(s.removed for s in self.steps)
 
 
-def _fitted(message: Message, room: int, model: str | None) -> Message | None:
+def _fitted(message: Message, room: int, model: str | None, ends: bool = False) -> Message | None:
     """``message`` cut to ``room`` tokens (its tool calls whole, its content cut), or None
-    when nothing of its content fits."""
+    when nothing of its content fits. ``ends``: keep the content's start and its end
+    (:func:`cut_middle`), not its start alone."""
     room -= MESSAGE_OVERHEAD
     calls = call_text(message)
     if calls:  # the calls stay whole; the content gets what they leave (+1: the line break)
         room -= count_tokens_batch([calls], model)[0] + 1
-    content = truncate_to_tokens(str(message["content"]), room, model) if room > 0 else ""
+    text = str(message["content"])
+    if room <= 0:
+        content = ""
+    elif ends:
+        content = cut_middle(text, room, model)
+    else:
+        content = truncate_to_tokens(text, room, model)
     return {**message, "content": content} if content else None
+
+
+CUT_MARK = "\n…\n"
+
+
+def cut_middle(text: str, room: int, model: str | None = None) -> str:
+    """``text`` within ``room`` tokens: ``text`` itself when it fits, else its first third
+    and its last two thirds with :data:`CUT_MARK` between (a request pasted above its
+    question asks at its end; its start says what it is). Its start alone when the room
+    holds too little for both."""
+    tokens = count_tokens_batch([text, CUT_MARK], model)
+    if tokens[0] <= room:
+        return text
+    budget = room - tokens[1]
+    if budget < 8:
+        return truncate_to_tokens(text, room, model)
+    tail_room = budget - budget // 3
+    for _ in range(4):  # the two ends may count a token or two more joined
+        head = truncate_to_tokens(text, budget - tail_room, model)
+        tail = _suffix_within(text[len(head) :], tail_room, model)
+        cut = f"{head}{CUT_MARK}{tail}"
+        over = count_tokens_batch([cut], model)[0] - room
+        if over <= 0:
+            return cut
+        tail_room -= over
+    return truncate_to_tokens(text, room, model)
+
+
+def _suffix_within(text: str, room: int, model: str | None) -> str:
+    """The longest end of ``text`` (found among its last ``room`` × 16 characters) that
+    counts at most ``room`` tokens, opening at a word when one starts near its edge."""
+    if room <= 0:
+        return ""
+    low, high = max(0, len(text) - room * 16), len(text)
+    while low < high:  # the first start whose end fits
+        mid = (low + high) // 2
+        if count_tokens_batch([text[mid:]], model)[0] <= room:
+            high = mid
+        else:
+            low = mid + 1
+    space = next((i for i in range(low, min(low + 24, len(text))) if text[i].isspace()), None)
+    return text[space + 1 :] if space is not None else text[low:]
 
 
 def _pending_request(messages: Sequence[Message]) -> int | None:
@@ -431,7 +483,7 @@ def _instructions(messages: Sequence[Message]) -> int | None:
         (
             i
             for i, m in enumerate(messages)
-            if m["role"] == "system"
+            if m["role"] in INSTRUCTION_ROLES
             and not _is_digest(m)
             and not str(m["content"]).startswith(SUMMARY_HEADER)
         ),
@@ -439,22 +491,24 @@ def _instructions(messages: Sequence[Message]) -> int | None:
     )
 
 
-def _prune_priority(messages: Sequence[Message]) -> list[int]:
-    """Indices of the messages a pruned conversation keeps first, most precious first: the
-    memory digest, the latest request, the instructions, a summary of earlier discussion,
-    the last message."""
+def _prune_priority(messages: Sequence[Message]) -> tuple[list[int], list[int]]:
+    """Indices of the messages a pruned conversation keeps first, most precious first, in
+    two groups: what must stay (the memory digest, the latest request, the instructions),
+    then what stays in the room they leave (a summary of earlier discussion, the last
+    message)."""
     order = [i for i, m in enumerate(messages) if _is_digest(m)]
     latest = latest_request(messages)
     order += [latest] if latest is not None else []
     instructions = _instructions(messages)
     order += [instructions] if instructions is not None else []
-    order += [
+    then = [
         i
         for i, m in enumerate(messages)
         if m["role"] == "system" and str(m["content"]).startswith(SUMMARY_HEADER)
     ]
-    order += [len(messages) - 1] if messages else []
-    return list(dict.fromkeys(order))
+    then += [len(messages) - 1] if messages else []
+    order = list(dict.fromkeys(order))
+    return order, [i for i in dict.fromkeys(then) if i not in order]
 
 
 def _alternating(messages: list[Message]) -> list[Message]:
@@ -518,8 +572,8 @@ def _prune(
     total = message_tokens(given, model)
     if not check_context_budget(total, window, prune_ratio=prune_ratio).should_prune:
         return given
-    system = [i for i, m in enumerate(given) if m["role"] == "system"]
-    others = [i for i, m in enumerate(given) if m["role"] != "system"]
+    system = [i for i, m in enumerate(given) if m["role"] in INSTRUCTION_ROLES]
+    others = [i for i, m in enumerate(given) if m["role"] not in INSTRUCTION_ROLES]
     keep = set(system) | set(others[-keep_last_n:] if keep_last_n > 0 else [])
     # The latest request too, however many messages came after it: an agent session is
     # one prompt and a hundred tool calls, and its prompt fell outside the last 50.
@@ -536,23 +590,31 @@ def _prune(
         return paired_tool_messages(given, dict(zip(kept, msgs, strict=True)))
     chosen: dict[int, Message] = {}
     room = window
-    first = _prune_priority(msgs)
-    # Those that fit whole first (a short instruction is not pushed out by a long
-    # question), then the others cut to the room left, in the same order.
-    for i in first:
-        if costs[i] <= room:
-            chosen[i] = msgs[i]
-            room -= costs[i]
-    for i in first:
-        if i in chosen:
-            continue
-        fitted = _fitted(msgs[i], room, model)
-        if fitted is None:
-            continue
-        cost = message_tokens([fitted], model)
-        if cost <= room:
-            chosen[i] = fitted
-            room -= cost
+    must, then = _prune_priority(msgs)
+    first = [*must, *then]
+    asked_here = latest_request(msgs)
+    # In each group, those that fit whole first (a short instruction is not pushed out by
+    # a long question), then the others cut to the room left, in the same order: a
+    # summary of chitchat gets only the room the instructions leave.
+    for group in (must, then):
+        for i in group:
+            if costs[i] <= room:
+                chosen[i] = msgs[i]
+                room -= costs[i]
+        for i in group:
+            if i in chosen:
+                continue
+            # A cut of anything but the request needs room to say something (a digest
+            # cut to "[" told the model nothing).
+            if i != asked_here and room < min(MIN_CUT_TOKENS, costs[i]):
+                continue
+            fitted = _fitted(msgs[i], room, model, ends=i == asked_here)
+            if fitted is None:
+                continue
+            cost = message_tokens([fitted], model)
+            if cost <= room:
+                chosen[i] = fitted
+                room -= cost
     passed_over = []
     for i in reversed(range(len(msgs))):
         if i in chosen or i in first:
@@ -749,7 +811,7 @@ def compact_messages(
                     {
                         i: m
                         for i, m in enumerate(msgs)
-                        if m["role"] == "system" or str(m.get("stage")) != stage
+                        if m["role"] in INSTRUCTION_ROLES or str(m.get("stage")) != stage
                     },
                 )
                 removed += n - len(msgs)
@@ -783,8 +845,8 @@ def compact_messages(
                 for m in msgs
                 if m["role"] == "system" and str(m["content"]).startswith(SUMMARY_HEADER)
             ]
-            system = [m for m in msgs if m["role"] == "system" and m not in earlier]
-            conversation = [m for m in msgs if m["role"] != "system"]
+            system = [m for m in msgs if m["role"] in INSTRUCTION_ROLES and m not in earlier]
+            conversation = [m for m in msgs if m["role"] not in INSTRUCTION_ROLES]
             if staged:
                 n = min(math.floor(len(conversation) * P3_STAGED_RATIO), P3_STAGED_MAX)
             else:

@@ -7,6 +7,7 @@ that calls tools may leave out, as chat APIs let an assistant message do). Readi
 ``validate_messages`` and compaction read content as text. Content given the way chat
 APIs take it, a list of parts, is read as one string: text parts joined by a
 blank line, a tool call written as ``[tool_use NAME] {input}``, a tool result as its text,
+Anthropic's reasoning as ``[thinking] text`` (it goes out with the message, so it counts),
 any other part (an image, a file) as ``[TYPE]``. A ``null`` content (an assistant message
 that only calls tools) is the empty string. Every other key of a message is kept as it is;
 its tool calls (``tool_calls``, ``function_call``) count toward the window.
@@ -51,6 +52,11 @@ def _part_text(part: object) -> str:
         return f"[tool_use {part.get('name') or 'tool'}] {arguments}"
     if kind == "tool_result":  # as a session file's results read: not a request
         return f"[tool_result] {content_text(part.get('content'))}".rstrip()
+    # Anthropic's reasoning parts go out with the message: their text counts as its own.
+    if kind == "thinking" and isinstance(part.get("thinking"), str):
+        return f"[thinking] {part['thinking']}"
+    if kind == "redacted_thinking" and isinstance(part.get("data"), str):
+        return f"[redacted_thinking] {part['data']}"
     return f"[{kind or 'part'}]"
 
 
@@ -141,7 +147,8 @@ def _check_tool_ids(msg: Mapping[str, Any]) -> None:
 
 def validate_digest(entries: object) -> list[dict[str, Any]]:
     """Copies of the memory digest's ``entries`` after checking each is an object whose
-    ``decision`` is a non-empty string, no string of it holding a lone surrogate. Raises
+    ``decision`` is a non-empty string and whose ``superseded``, when given, is a boolean
+    (or null), no string of it holding a lone surrogate. Raises
     ValueError naming the first bad entry (counted from 1)."""
     if not isinstance(entries, list) or not all(isinstance(d, Mapping) for d in entries):
         raise ValueError('"digest" must be a list of {stage, decision} objects')
@@ -154,6 +161,12 @@ def validate_digest(entries: object) -> list[dict[str, Any]]:
             raise ValueError(
                 f'digest entry {n}: "decision" must be a non-empty string '
                 "({stage, decision, superseded?})"
+            )
+        # "false" as a string was true: the decision was left out as superseded.
+        if not any(entry.get("superseded") is v for v in (None, True, False)):
+            raise ValueError(
+                f'digest entry {n}: "superseded" must be true or false, '
+                f"got {json.dumps(entry['superseded'], ensure_ascii=False)[:40]}"
             )
         try:
             _reject_surrogates_in(entry)

@@ -4,7 +4,9 @@ The conversation is what the model saw: the user's prompts, the assistant's text
 tool calls and their results, and the summary an agent wrote when it compacted its own
 context. Hooks, system notices, reasoning records, side chains (a
 sub-agent's work inside the parent file) and rewound branches are left out. Consecutive
-events of one role make one message, as a chat API holds them; secrets are redacted, as
+events of one role make one message, as a chat API holds them, except that tool results
+and a prompt after them stay apart (compaction joins what it keeps as the chat template
+wants it); secrets are redacted, as
 everywhere a transcript's text leaves its file.
 """
 
@@ -82,13 +84,18 @@ def session_conversation(path: Path | str, platform: str | None = None) -> Conve
     # A sidechain (a subagent's turns) is left out, unless the file is a subagent's own
     # transcript, every record of it on the sidechain.
     main = [(role, event) for role, event in said if not event.is_sidechain]
+    last_result = False
     for role, event in main or said:
         text, counts = redact_counts(event_message_text(event))
         redacted.update(counts)
-        if messages and messages[-1]["role"] == role:
+        # A prompt typed after a tool's result is a request of its own, not part of the
+        # result: joined to it, compaction did not see the latest question.
+        result = event.kind == "tool_result"
+        if messages and messages[-1]["role"] == role and result == last_result:
             messages[-1]["content"] += "\n\n" + text
         else:
             messages.append({"role": role, "content": text})
+        last_result = result
     if not messages:
         raise ValueError(f"{path}: the session holds no prompt, reply or tool call")
     notices = [f"{sample} (record skipped)" for sample in stats.error_samples]

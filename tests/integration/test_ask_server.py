@@ -80,6 +80,10 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
     shown = api.post("/show", json={"citation": doc["items"][0]["citation"]}).json()
     assert shown["text"].startswith("[note docker/exec.md] Attaching a bash shell")
     assert "docker exec -it" in shown["text"] and shown["source"] == "test"
+    # A note's id alone, as `context --format json` gives it, as `selene-dag show` takes it
+    # (it was "not a citation" here).
+    bare = api.post("/show", json={"citation": "docker/exec.md"})
+    assert bare.status_code == 200 and bare.json()["text"] == shown["text"]
 
     context = api.post("/context", json={"budget": 200}).json()
     assert context["text"] and count_tokens(context["text"], context["model"]) <= 200
@@ -144,6 +148,16 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
         ("/compact", {"messages": [], "window": 100, "digest": ["not an entry"]}, "digest"),
         # An entry without its decision was dropped silently (a typo lost the decision).
         ("/compact", {"messages": [], "window": 100, "digest": [{"stage": "a"}]}, "decision"),
+        # "false" as a string was true: the decision was left out as superseded.
+        (
+            "/compact",
+            {
+                "messages": [],
+                "window": 100,
+                "digest": [{"stage": "a", "decision": "pg", "superseded": "false"}],
+            },
+            "superseded",
+        ),
         ("/ask", {"question": "docker", "budget": 0}, "budget"),
         ("/ask", {"budget": 10}, "question"),
         ("/ask", {"question": "docker", "budget": 10, "sources": ["web"]}, "unknown source"),

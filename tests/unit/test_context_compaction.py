@@ -921,3 +921,73 @@ def test_a_tool_use_and_its_result_go_out_alike_when_the_prune_cuts_one() -> Non
             if any(p.get("type") == "tool_use" for p in parts):
                 after = out[i + 1]["content"] if i + 1 < len(out) else ""
                 assert isinstance(after, list), (window, out)
+
+
+def test_a_developer_message_is_kept_as_the_instructions_are() -> None:
+    # OpenAI's newer models take instructions in a "developer" message: it was summarized
+    # away with the chat, and the conversation restarted with an assistant turn.
+    messages = [{"role": "developer", "content": "INSTRUCTION: answer only in JSON."}]
+    for i in range(30):
+        messages += [
+            {"role": "user", "content": f"chat {i} about caches " * 8},
+            {"role": "assistant", "content": f"reply {i} about caches " * 8},
+        ]
+    messages.append({"role": "user", "content": "LATEST: list the caches"})
+    for window in (60, 300):
+        out = compact_messages(messages, window, M).messages
+        assert out[0] == messages[0], window
+        assert out[-1]["content"] == "LATEST: list the caches"
+        assert message_tokens(out, M) <= window
+
+
+def test_the_instructions_come_before_a_summary_of_the_chat() -> None:
+    # A 400-token window: the system prompt was cut in half to hold a summary of chitchat.
+    rules = " ".join(f"Rule {i}: always cite sources and never invent facts." for i in range(30))
+    messages = [{"role": "system", "content": f"SYSTEM INSTRUCTIONS: {rules}"}]
+    for i in range(20):
+        messages += [
+            {"role": "user", "content": f"tell me about topic {i} in some detail please"},
+            {"role": "assistant", "content": f"topic {i} is about this and that " * 6},
+        ]
+    messages.append({"role": "user", "content": "LATEST: which rule is number 7?"})
+    instructions = message_tokens(messages[:1], M)
+    assert instructions > 350
+    out = compact_messages(messages, 400, M).messages
+    assert message_tokens(out, M) <= 400
+    assert out[0] == messages[0]  # whole: no summary took its room
+    assert not any("SUMMARY" in str(m["content"]) for m in out)
+    assert out[-1]["content"].endswith("LATEST: which rule is number 7?")
+
+
+def test_a_digest_is_not_cut_to_a_fragment() -> None:
+    # A 40-token window gave a system message whose whole content was "[" (or the
+    # digest's header alone).
+    digest = [
+        {"stage": f"s{i}", "decision": f"use store number {i} for the data"} for i in range(6)
+    ]
+    messages = [{"role": "system", "content": "You are careful. ALWAYS answer in French."}]
+    for i in range(20):
+        messages += [
+            {"role": "user", "content": f"step {i}: do the thing", "stage": f"s{i % 6}"},
+            {"role": "assistant", "content": f"done {i} " * 20, "stage": f"s{i % 6}"},
+        ]
+    messages.append({"role": "user", "content": "LAST: summarize the plan"})
+    out = compact_messages(messages, 40, "mistral:7b", digest=digest).messages
+    assert message_tokens(out, "mistral:7b") <= 40
+    assert out[-1]["content"] == "LAST: summarize the plan"
+    # A digest cut to its header (or to "[") names no decision: left out, not sent.
+    digests = [m for m in out if m["content"].startswith(MEMORY_DIGEST_HEADER[:8])]
+    assert all("use store number" in m["content"] for m in digests), out
+
+
+def test_a_request_cut_to_fit_keeps_its_end_where_the_question_is() -> None:
+    pasted = "log line with a timeout and a retry\n" * 400
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": f"Here is my log:\n{pasted}Why does it time out?"},
+    ]
+    out = compact_messages(messages, 300, M).messages
+    assert message_tokens(out, M) <= 300
+    asked = out[-1]["content"]
+    assert asked.startswith("Here is my log:") and asked.endswith("Why does it time out?")
+    assert "\n…\n" in asked

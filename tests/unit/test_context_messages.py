@@ -193,3 +193,33 @@ def test_an_assistant_message_of_tool_calls_alone_may_leave_content_out() -> Non
     assert {"role": "assistant", "tool_calls": [call]} in report.messages
     with pytest.raises(ValueError, match="message 0: no 'content'"):
         validate_messages([{"role": "assistant", "tool_calls": []}])
+
+
+def test_reasoning_parts_count_toward_the_window() -> None:
+    """Anthropic's thinking parts go out with a kept message: they were counted as the
+    word "[thinking]", and a compacted conversation held thousands of tokens over its
+    window."""
+    from selene_dag.context import message_tokens
+
+    thinking = {"type": "thinking", "thinking": "Let me reason about it. " * 120, "signature": "s"}
+    messages = [{"role": "system", "content": "Be brief."}]
+    for i in range(8):
+        messages.append({"role": "user", "content": f"Step {i}: what next?"})
+        messages.append(
+            {"role": "assistant", "content": [thinking, {"type": "text", "text": f"Do {i}."}]}
+        )
+    assert "Let me reason" in content_text(messages[2]["content"])
+    redacted = {"type": "redacted_thinking", "data": "EmwKAhgBEgy3va3pzix" * 20}
+    assert "EmwKAhgBEgy3va3pzix" in content_text([redacted])
+    report = compact_messages(messages, 1_500, M)
+    text = json.dumps(report.messages)
+    assert "Let me reason" in text  # kept messages go out whole, reasoning included
+    assert message_tokens(report.messages, M) <= 1_500
+    shown = sum(
+        count_tokens(part["thinking"], M)
+        for m in report.messages
+        if isinstance(m["content"], list)
+        for part in m["content"]
+        if part.get("type") == "thinking"
+    )
+    assert shown <= 1_500

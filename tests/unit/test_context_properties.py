@@ -47,6 +47,17 @@ def test_truncate_fits_and_is_a_prefix(text: str, budget: int, model: str) -> No
         assert out == text
 
 
+@COMMON
+@given(text=TEXT, budget=BUDGET, model=MODELS)
+def test_a_cut_keeping_both_ends_fits(text: str, budget: int, model: str) -> None:
+    from selene_dag.context.compaction import CUT_MARK, cut_middle
+
+    out = cut_middle(text * 3, budget, model)
+    assert count_tokens(out, model) <= budget
+    head, mark, tail = out.partition(CUT_MARK)
+    assert (text * 3).startswith(head) and (text * 3).endswith(tail if mark else "")
+
+
 NOTE = st.fixed_dictionaries(
     {
         "title": TEXT.filter(lambda t: t.strip() != ""),

@@ -29,7 +29,13 @@ def test_real_transcripts_become_alternating_messages(path: Path) -> None:
     assert results and all(
         m["role"] == "user" for m in conversation.messages if m["content"] in results
     )
-    assert all(a != b for a, b in pairwise(roles))  # one role, one message
+    # One role, one message; but a prompt after a tool's result is a message of its own.
+    messages = conversation.messages
+    assert all(
+        a["role"] != b["role"]
+        or ("[tool_result" in a["content"]) != ("[tool_result" in b["content"])
+        for a, b in pairwise(messages)
+    )
     asked = "\n".join(m["content"] for m in conversation.messages if m["role"] == "user")
     prompts = [e.text.strip() for e in events if e.kind == "user_prompt" and not e.abandoned]
     assert prompts and all(p in asked for p in prompts)
@@ -105,3 +111,60 @@ def test_a_file_without_conversation_is_refused(tmp_path: Path) -> None:
     path.write_text(json.dumps(record) + "\n", encoding="utf-8")
     with pytest.raises(ValueError, match="holds no prompt, reply or tool call"):
         session_conversation(path)
+
+
+def test_a_prompt_after_a_tool_result_is_the_latest_request(tmp_path: Path) -> None:
+    """A prompt typed right after a tool's result was joined to the result's message, so
+    compaction did not see it as the latest question and a small window dropped it."""
+    from selene_dag.context.compaction import compact_messages, latest_request
+
+    path = tmp_path / "s.jsonl"
+    records = [
+        {
+            "type": "user",
+            "uuid": "u1",
+            "parentUuid": None,
+            "sessionId": "s",
+            "timestamp": "2026-01-01T00:00:00Z",
+            "message": {"role": "user", "content": "List the files, please."},
+        },
+        {
+            "type": "assistant",
+            "uuid": "a1",
+            "parentUuid": "u1",
+            "sessionId": "s",
+            "timestamp": "2026-01-01T00:00:01Z",
+            "message": {
+                "role": "assistant",
+                "content": [
+                    {"type": "tool_use", "id": "t1", "name": "Bash", "input": {"command": "ls"}}
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "r1",
+            "parentUuid": "a1",
+            "sessionId": "s",
+            "timestamp": "2026-01-01T00:00:02Z",
+            "message": {
+                "role": "user",
+                "content": [
+                    {"type": "tool_result", "tool_use_id": "t1", "content": "a.txt\n" * 300}
+                ],
+            },
+        },
+        {
+            "type": "user",
+            "uuid": "u2",
+            "parentUuid": "r1",
+            "sessionId": "s",
+            "timestamp": "2026-01-01T00:00:03Z",
+            "message": {"role": "user", "content": "Which port does the db use?"},
+        },
+    ]
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    messages = session_conversation(path, "claude").messages
+    assert messages[latest_request(messages)]["content"] == "Which port does the db use?"
+    report = compact_messages(messages, 120, model="mistral:7b")
+    assert report.messages[-1]["content"] == "Which port does the db use?"
