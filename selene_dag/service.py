@@ -1125,8 +1125,9 @@ def questions_for_home(
 class SharedStore:
     """One connection per database file while requests are in flight; a cursor each.
 
-    ``cursor(settings)`` opens the file on the first concurrent use (after refreshing a
-    stale ``search_index`` when ``refresh_index`` is set), hands out a cursor, and closes
+    ``cursor(settings)`` opens the file on the first concurrent use (after bringing tiers
+    and threads up to the day and refreshing a stale ``search_index`` when
+    ``refresh_index`` is set), hands out a cursor, and closes
     the connection ``linger`` seconds after the last user is done (0: at once), so a
     client asking in sequence does not pay for opening each time, yet an idle server
     leaves the file to other processes (a Dagster run can write between bursts). While it
@@ -1169,6 +1170,9 @@ class SharedStore:
                         entry = None
                 if entry is None and not waiting:
                     if self.refresh_index:
+                        # A server left running past midnight answered with yesterday's
+                        # tiers and threads; the CLI brings them up to the day first.
+                        refresh_tiers_if_stale(settings)
                         refresh_index_if_stale(settings)
                     entry = self._open[path] = _Open(connect(path, wait=settings.lock_wait))
                     self.opened += 1

@@ -78,3 +78,23 @@ def test_context_a_year_later_shows_aged_tiers_and_archived_threads(
     assert service.ask(later, "kayak permit", 300).stats["index_refreshed"] is True
     assert service.ask(later, "kayak permit", 300).stats["index_refreshed"] is False
     assert len(instance_for(later).get_runs()) == runs_before + 2
+
+
+def test_a_server_running_into_a_new_day_serves_aged_tiers(tmp_path: Path, home: Path) -> None:
+    """`serve` answered /context and /health with the tiers of the day they were computed
+    for until a CLI command ran; it brings them up to the day when it opens the store, as
+    the CLI does."""
+    from fastapi.testclient import TestClient
+
+    from selene_dag.api import create_app
+
+    path = _notes(tmp_path / "notes")
+    then = load_settings(home=home, now_override="2026-07-15")
+    service.ingest(then, path)
+    later = load_settings(home=home, now_override="2027-07-20")
+    with TestClient(create_app(lambda: later)) as client:
+        health = client.get("/health/compression").json()
+    tiers, threads = _tiers_and_threads(later)
+    assert threads.get("active", 0) == 0 and threads.get("archived", 0) >= 1
+    assert "full" not in tiers and "high" not in tiers, tiers
+    assert health["tiers"].get("full", 0) == 0 and health["tiers"].get("high", 0) == 0, health
