@@ -11,6 +11,7 @@ anything else is a bug and is a 500 with its traceback in the server log.
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Annotated, Any
@@ -276,6 +277,28 @@ def _mount_docs(app: FastAPI) -> None:
         )
 
 
+async def _unreadable_body(request: Request) -> str:
+    """Why a body the JSON parser gave up on cannot be read: not UTF-8, a number of too
+    many digits, or nesting too deep (each was "not UTF-8 text")."""
+    try:
+        body = await request.body()
+    except RuntimeError:  # the stream was read already and not kept
+        return "it is not UTF-8 text, or not JSON this server reads"
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError:
+        return "it is not UTF-8 text"
+    try:
+        json.loads(text)
+    except RecursionError:
+        return "it is nested too deep"
+    except ValueError as exc:  # "Exceeds the limit (4300 digits) for integer string …"
+        if "digits" in str(exc):
+            return "it holds a number of more than 4,300 digits"
+        return str(exc).split(";")[0]
+    return "it is not JSON this server reads"
+
+
 def create_app(settings_provider: Callable[[], Settings] = load_settings) -> FastAPI:
     """The API; ``settings_provider`` is called per request (SELENE_* read at request time)."""
     shared = service.SharedStore()
@@ -334,8 +357,9 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         # A body that is not UTF-8 fails before validation, as a bare 400: one shape for
         # every bad body (422, a sentence).
         if exc.status_code == 400 and exc.detail == "There was an error parsing the body":
-            detail = "the body is not JSON (it is not UTF-8 text)"
-            return JSONResponse(status_code=422, content={"detail": detail})
+            detail = f"the body is not JSON ({await _unreadable_body(request)})"
+            errors = [{"loc": ["body"], "msg": detail, "type": "json_invalid"}]
+            return JSONResponse(status_code=422, content={"detail": detail, "errors": errors})
         # A route or a method the API does not have: say where the routes are listed.
         where = f"{request.method} {request.url.path}"
         if exc.status_code == 404 and exc.detail == "Not Found":

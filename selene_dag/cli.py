@@ -698,8 +698,9 @@ def compact(
     """Compact a conversation to fit a context window; print what each step removed.
 
     The steps, in order: drop chitchat, compact finished stages, summarize the oldest
-    messages, prune. Content given as a list of parts is written as text; a session
-    file's prompts, replies, tool calls and results are the messages, secrets redacted."""
+    messages, prune. A message kept whole goes out as it came (content as a list of parts
+    too); one cut or summarized is written as text. A session file's prompts, replies,
+    tool calls and results are the messages, secrets redacted."""
     if output:
         _prepare_output(output)
     conversation = service.read_conversation(messages)

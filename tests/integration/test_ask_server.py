@@ -231,6 +231,15 @@ def test_what_the_home_lacks_is_404_and_a_body_that_is_not_json_says_so(
     assert resp.status_code == 422 and resp.json()["detail"] == (
         "the body is not JSON (it is not UTF-8 text)"
     )
+    # A number too long for Python's parser, nesting too deep: UTF-8 text both, said to be
+    # "not UTF-8 text", with no `errors`.
+    for body, why in (
+        (b'{"question": "x", "budget": ' + b"9" * 5000 + b"}", "more than 4,300 digits"),
+        (b'{"question": "x", "sources": ' + b"[" * 100_000 + b"]" * 100_000 + b"}", "too deep"),
+    ):
+        resp = api.post("/ask", content=body, headers={"content-type": "application/json"})
+        assert resp.status_code == 422 and why in resp.json()["detail"], resp.json()
+        assert resp.json()["errors"][0]["loc"] == ["body"]
     # JSON sent without its content type (curl --data) was "not a JSON object".
     resp = api.post("/context", content=b'{"budget": 100}')
     assert resp.status_code == 422 and "Content-Type: application/json" in resp.json()["detail"]
