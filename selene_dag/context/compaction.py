@@ -214,8 +214,31 @@ def is_chitchat(message: Mapping[str, Any]) -> bool:
 
 
 def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
-    """``messages`` without chitchat (P1); system and assistant messages always stay."""
-    return [m for m in messages if not is_chitchat(m)]
+    """``messages`` without chitchat (P1); system and assistant messages always stay, and
+    so does a short answer to the assistant's question ("Should I delete the backups?"
+    "yes": the consent the work after it rests on)."""
+    return [m for i, m in enumerate(messages) if not _dropped_as_chitchat(messages, i)]
+
+
+def _dropped_as_chitchat(messages: Sequence[Message], i: int) -> bool:
+    if not is_chitchat(messages[i]):
+        return False
+    before = next(
+        (m for m in reversed(messages[:i]) if m.get("role") not in INSTRUCTION_ROLES), None
+    )
+    return not (before is not None and before.get("role") == "assistant" and _asks(before))
+
+
+def _asks(message: Mapping[str, Any]) -> bool:
+    """Whether an assistant message ends by asking: its last sentence is a question."""
+    try:
+        text = content_text(message.get("content")).strip()
+    except ValueError:
+        return False
+    return "?" in _SENTENCE_END.split(text)[-1]
+
+
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+|\n")
 
 
 TOOL_RESULT_PREFIX = "[tool_result"
@@ -792,7 +815,11 @@ def compact_messages(
         latest = latest_request(msgs)
         if latest is not None and _acknowledges(str(msgs[latest].get("content") or "")):
             latest = None
-        kept = [m for i, m in enumerate(msgs) if i in (pending, latest) or not is_chitchat(m)]
+        kept = [
+            m
+            for i, m in enumerate(msgs)
+            if i in (pending, latest) or not _dropped_as_chitchat(msgs, i)
+        ]
         after = message_tokens(kept, model)
         steps.append(CompactionStep("P1 strip chitchat", len(msgs) - len(kept), tokens, after))
         msgs, tokens = kept, after

@@ -991,3 +991,21 @@ def test_a_request_cut_to_fit_keeps_its_end_where_the_question_is() -> None:
     asked = out[-1]["content"]
     assert asked.startswith("Here is my log:") and asked.endswith("Why does it time out?")
     assert "\n…\n" in asked
+
+
+def test_a_short_answer_to_the_assistants_question_is_no_chitchat() -> None:
+    # "yes" to "Should I delete the old backups?" was dropped as chitchat, and the
+    # deletion after it read as done unasked.
+    messages = [
+        {"role": "user", "content": "Clean up the server."},
+        {"role": "assistant", "content": "I found backups from 2023.\nShould I delete them?"},
+        {"role": "user", "content": "yes"},
+        {"role": "assistant", "content": "Done: deleted the old backups."},
+        {"role": "user", "content": "ok"},
+        {"role": "assistant", "content": "Anything else?  I can also rotate the logs."},
+        {"role": "user", "content": "thanks"},
+    ]
+    kept = strip_chitchat(messages)
+    assert {"role": "user", "content": "yes"} in kept
+    assert {"role": "user", "content": "ok"} not in kept  # after a statement
+    assert {"role": "user", "content": "thanks"} not in kept  # the question is not the last line
