@@ -32,7 +32,7 @@ from starlette.exceptions import HTTPException
 from selene_dag import service
 from selene_dag.config import Settings, load_settings
 from selene_dag.context.messages import validate_digest, validate_messages
-from selene_dag.context.tokens import check_model_name
+from selene_dag.context.tokens import check_model_name, tokenizer_info
 from selene_dag.errors import (
     MAX_BUDGET,
     NotFoundError,
@@ -447,9 +447,12 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         report = service.compact(
             settings, body.messages, body.window, model, digest=body.digest, shared=shared
         )
+        counted = tokenizer_info(model)
         return {
             "window": report.window,
             "model": model,
+            "tokenizer": counted.name,
+            "tokens_exact": counted.exact,
             "tokens_before": report.tokens_before,
             "tokens_after": report.tokens_after,
             "compaction_threshold": report.compaction_threshold,

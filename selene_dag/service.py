@@ -475,10 +475,14 @@ class ContextPack:
 
     def to_json(self) -> dict[str, Any]:
         """The document ``context --format json`` prints and ``POST /context`` returns
-        (``note``: why no note is shown, when none is)."""
+        (``note``: why no note is shown, when none is; ``tokens_exact`` false when the
+        model's tokens were counted by an upper estimate, ``tokenizer`` names which)."""
+        counted = tokenizer_info(self.model)
         return {
             "budget": self.budget,
             "model": self.model,
+            "tokenizer": counted.name,
+            "tokens_exact": counted.exact,
             "total_tokens": self.total_tokens,
             "counts": self.counts,
             "threads": self.threads,

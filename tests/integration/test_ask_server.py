@@ -86,6 +86,13 @@ def test_endpoints(api: httpx.Client, home: Path) -> None:
     assert bare.status_code == 200 and bare.json()["text"] == shown["text"]
 
     context = api.post("/context", json={"budget": 200}).json()
+    assert context["tokens_exact"] is True and context["tokenizer"]
+    # A model counted by an estimate says so, as /ask does (the CLI said it on stderr only).
+    guessed = api.post(
+        "/compact",
+        json={"messages": [{"role": "user", "content": "hi"}], "window": 100, "model": "x-9b"},
+    ).json()
+    assert guessed["tokens_exact"] is False and guessed["tokenizer"]
     assert context["text"] and count_tokens(context["text"], context["model"]) <= 200
     # The document `context --format json` prints: the threads and notes shown, by id.
     assert context["threads"] == [] and context["notes"]
