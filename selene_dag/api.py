@@ -30,6 +30,13 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validat
 from starlette.exceptions import HTTPException
 
 from selene_dag import service
+from selene_dag.api_schema import (
+    AskResponse,
+    CompactResponse,
+    ContextResponse,
+    HealthResponse,
+    ShowResponse,
+)
 from selene_dag.config import Settings, load_settings
 from selene_dag.context.messages import validate_digest, validate_messages
 from selene_dag.context.tokens import check_model_name, tokenizer_info
@@ -207,6 +214,12 @@ class ErrorBody(BaseModel):
     errors: list[FieldError] | None = None
 
 
+def _answers(ok: type[BaseModel], *statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` of a route: its document (``ok``), the error statuses it
+    answers with, and 500."""
+    return {200: {"model": ok, "description": ok.__doc__ or ""}, **_errors(*statuses, 500)}
+
+
 def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
     """OpenAPI ``responses`` for the error statuses a route answers with."""
     said = {
@@ -215,6 +228,7 @@ def _errors(*statuses: int) -> dict[int | str, dict[str, Any]]:
         422: "The request is not valid: `detail` says why, `errors` lists each field's problem.",
         503: "The store is held by another process past the wait, or the home has no database.",
         507: "The disk takes no more writes (full, over a quota, read-only): `detail` names the file.",
+        500: "An unexpected error: `detail` names its kind; the server's log has the traceback.",
     }
     return {status: {"model": ErrorBody, "description": said[status]} for status in statuses}
 
@@ -398,14 +412,14 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
 
     app.add_middleware(BodyLimit, limit=MAX_BODY_BYTES)
 
-    @app.get("/health/compression", responses=_errors(503))
+    @app.get("/health/compression", response_model=None, responses=_answers(HealthResponse, 503))
     def health_compression() -> dict[str, Any]:
         """Compression health: tiers, essence progress, thread digests."""
         settings = settings_provider()
         with shared.cursor(settings) as cur:
             return service.health_in(cur, settings)
 
-    @app.post("/ask", responses=_errors(413, 422, 503, 507))
+    @app.post("/ask", response_model=None, responses=_answers(AskResponse, 413, 422, 503, 507))
     def ask_endpoint(body: AskRequest) -> dict[str, Any]:
         """The JSON document of ``selene-dag ask --format json``: ``text`` is the exact pack
         the md form prints, ``items`` its parts with citations."""
@@ -415,7 +429,7 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         )
         return result.to_json()
 
-    @app.post("/show", responses=_errors(404, 413, 422, 503))
+    @app.post("/show", response_model=None, responses=_answers(ShowResponse, 404, 413, 422, 503))
     def show_endpoint(body: ShowRequest) -> dict[str, Any]:
         """What a citation of a pack points at, whole (as ``selene-dag show``): ``text``,
         and where it comes from: ``source`` (the note's file or the session's transcript)
@@ -430,14 +444,18 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
                 exc.loc = ("body", "citation")
                 raise
 
-    @app.post("/context", responses=_errors(404, 413, 422, 503, 507))
+    @app.post(
+        "/context",
+        response_model=None,
+        responses=_answers(ContextResponse, 404, 413, 422, 503, 507),
+    )
     def context_endpoint(body: ContextRequest) -> dict[str, Any]:
         """The tiered pack of all notes (as ``selene-dag context``)."""
         settings = settings_provider()
         with shared.cursor(settings) as cur:
             return service.context_in(cur, settings, body.budget, body.model)
 
-    @app.post("/compact", responses=_errors(413, 422, 507))
+    @app.post("/compact", response_model=None, responses=_answers(CompactResponse, 413, 422, 507))
     def compact_endpoint(body: CompactRequest) -> dict[str, Any]:
         """Compact ``messages`` to fit a ``window``-token context (as ``selene-dag
         compact``: the configured engine writes the summary, a model's cached in the
