@@ -149,11 +149,11 @@ def validate_digest(entries: object) -> list[dict[str, Any]]:
     """Copies of the memory digest's ``entries`` after checking each is an object whose
     ``decision`` is a non-empty string and whose ``superseded``, when given, is a boolean
     (or null), no string of it holding a lone surrogate. Raises
-    ValueError naming the first bad entry (counted from 1)."""
+    ValueError naming the first bad entry (counted from 0, as messages are)."""
     if not isinstance(entries, list) or not all(isinstance(d, Mapping) for d in entries):
         raise ValueError('"digest" must be a list of {stage, decision} objects')
     digest = [dict(d) for d in entries]
-    for n, entry in enumerate(digest, 1):
+    for n, entry in enumerate(digest):  # numbered from 0, as messages and JSON are
         decision = entry.get("decision")
         if not isinstance(decision, str) or not decision.strip():
             # An entry with no decision was dropped without a word: a typo ("decison")

@@ -543,7 +543,7 @@ def test_lone_surrogates_are_a_clear_answer_on_every_endpoint(api: httpx.Client)
     digest = f'{{"messages": [{message}], "window": 500, "digest": [{{"stage": "s", "decision": "\\ud83d"}}]}}'
     named = '{"messages": [{"role": "user", "content": "q", "name": "\\ud83d"}], "window": 500}'
     for body, needle in (
-        (digest, "digest entry 1: 'decision' holds a lone surrogate"),
+        (digest, "digest entry 0: 'decision' holds a lone surrogate"),
         (named, "message 0"),
     ):
         resp = post("/compact", body)
