@@ -562,6 +562,29 @@ def _alternating(messages: list[Message]) -> list[Message]:
     return out
 
 
+def _opening_with_the_user(messages: list[Message]) -> list[Message]:
+    """``messages`` without the assistant turns between the instructions and the first
+    user message, nor the tool results that answer the calls of those turns (a ``tool``
+    message, or a user message of ``tool_result`` parts: an API refuses a result without
+    its call); as they are when no user message would be left."""
+    first = next((i for i, m in enumerate(messages) if m["role"] not in INSTRUCTION_ROLES), None)
+    if first is None or messages[first]["role"] == "user":
+        return messages
+    start = first
+    while start < len(messages) and (
+        messages[start]["role"] in ("assistant", "tool")
+        or (
+            messages[start]["role"] == "user"
+            and isinstance(messages[start].get("content"), list)
+            and is_tool_result(messages[start])
+        )
+    ):
+        start += 1
+    if start == len(messages):
+        return messages
+    return messages[:first] + messages[start:]
+
+
 def _as_parts(content: Any) -> list[Any]:
     if isinstance(content, list):
         return content
@@ -986,6 +1009,14 @@ def compact_messages(
             resolved = "prune"
     msgs = _as_given(msgs, as_given)
     if any(step.removed for step in steps):
+        # The oldest turns kept can open with the assistant's (and its tools'): Anthropic's
+        # API refuses a conversation that does not open with the user, and templates that
+        # want turns to alternate (Mistral's) refuse one too.
+        opened = _opening_with_the_user(msgs)
+        if len(opened) < len(msgs):
+            removed = len(msgs) - len(opened)
+            msgs, tokens = opened, message_tokens(opened, model)
+            steps[-1] = replace(steps[-1], removed=steps[-1].removed + removed, tokens_after=tokens)
         # What was taken out can leave turns of one role in a row (the prune's kept turns,
         # assistant turns once the "ok" between them went).
         alternating = _alternating(msgs)

@@ -1009,3 +1009,28 @@ def test_a_short_answer_to_the_assistants_question_is_no_chitchat() -> None:
     assert {"role": "user", "content": "yes"} in kept
     assert {"role": "user", "content": "ok"} not in kept  # after a statement
     assert {"role": "user", "content": "thanks"} not in kept  # the question is not the last line
+
+
+def test_what_is_kept_opens_with_the_user() -> None:
+    # The newest turns that fit opened with an assistant turn after the system message:
+    # Anthropic's API refuses that, and so do templates that want turns to alternate.
+    messages = [{"role": "system", "content": "Be brief."}]
+    for i in range(40):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "grep", "arguments": json.dumps({"q": f"term {i}"})},
+        }
+        messages += [
+            {"role": "user", "content": f"question {i} about the parser module " * 4},
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": f"c{i}", "content": f"match {i} " * 30},
+            {"role": "assistant", "content": f"answer {i} about the parser " * 10},
+        ]
+    for window in range(300, 1500, 97):
+        out = compact_messages(messages, window, M).messages
+        assert message_tokens(out, M) <= window
+        first = next(m for m in out if m["role"] != "system")
+        assert first["role"] == "user", (window, first)
+        called = {c["id"] for m in out for c in m.get("tool_calls") or []}
+        assert all(m["tool_call_id"] in called for m in out if m["role"] == "tool"), window
