@@ -1,6 +1,7 @@
 """Measure the cl100k → model safety factors stored in assets/tokenizers/calibration.json.
 
-For every Mistral tokenizer shipped in ``mistral-common`` (SentencePiece v1/v3/v7, Tekken),
+For every Mistral tokenizer shipped in ``mistral-common`` (SentencePiece v1/v3/v7, Tekken)
+and Llama 3's shipped in ``llama-models``,
 count each document of the corpus in the model's tokens and in cl100k tokens and record
 the ratio. The factor is the maximum per-document ratio plus a stated margin, rounded up
 to 2 decimals: counting ``ceil(cl100k × factor)`` then never undercounts any document of
@@ -60,14 +61,22 @@ def load_corpus(seeds_dir: Path) -> tuple[list[tuple[str, str]], dict[str, objec
 
 
 def measure(docs: list[tuple[str, str]]) -> dict[str, dict[str, object]]:
-    """Per Mistral family: max / mean / p99 ratio and the resulting factor."""
+    """Per Mistral family and Llama 3: max / mean / p99 ratio and the resulting factor."""
     texts = [t for _, t in docs]
     base = tokens.baseline().count_batch(texts)
     families: dict[str, dict[str, object]] = {}
-    for family, filename in tokens.MISTRAL_FILES.items():
-        tok = tokens._mistral(family)
-        if tok is None:
-            print(f"skip {family}: mistral-common not installed", file=sys.stderr)
+    llama3 = tokens.llama3_tokenizer_file()
+    files = {
+        **{
+            f: (f"mistral_common/data/{name}", "mistral-common")
+            for f, name in tokens.MISTRAL_FILES.items()
+        },
+        "llama3": ("llama_models/llama3/tokenizer.model", "llama-models"),
+    }
+    for family, (filename, package) in files.items():
+        tok = tokens._llama3() if family == "llama3" else tokens._mistral(family)
+        if tok is None or (family == "llama3" and llama3 is None):
+            print(f"skip {family}: {package} not installed", file=sys.stderr)
             continue
         counts = tok.count_batch(texts)
         ratios = [
@@ -80,7 +89,7 @@ def measure(docs: list[tuple[str, str]]) -> dict[str, dict[str, object]]:
         worst, worst_doc = max(ratios)
         factor = math.ceil((worst + MARGIN) * 100) / 100
         families[family] = {
-            "tokenizer_file": f"mistral_common/data/{filename}",
+            "tokenizer_file": filename,
             "documents": len(ratios),
             "max_ratio": round(worst, 4),
             "max_ratio_document": worst_doc,

