@@ -440,7 +440,7 @@ def ingest(
     if report.analysed_offline:
         err.print(
             f"{plural(report.analysed_offline, 'note')} analysed offline: the model's answer "
-            "was unusable (the run's log names each)",
+            "was unusable (the run's log names each: `selene-dag dev`, Runs)",
             highlight=False,
         )
     if report.essences_left:
@@ -1086,8 +1086,17 @@ def cache_clear_command(
     home: HomeOption = None,
 ) -> None:
     """Delete cached calls (all, or one engine / model)."""
-    deleted = service.cache_clear(_settings(home), engine=engine, model=model)
+    settings = _settings(home)
+    deleted = service.cache_clear(settings, engine=engine, model=model)
     out.print(f"deleted {deleted:,} cached calls")
+    if not deleted and (engine or model):  # a typo deleted nothing, and said no more
+        held = sorted({(r.engine, r.model) for r in service.cache_stats(settings)})
+        err.print(
+            "the cache holds "
+            + (", ".join(f"--engine {e} --model {m}" for e, m in held) if held else "no call"),
+            highlight=False,
+            soft_wrap=True,
+        )
 
 
 @distill_app.command("scan")
@@ -1358,6 +1367,12 @@ def distill_seed_command(
         question=question,
     )
     out.print_json(json.dumps(result, default=str))
+    rerank = str(result.get("rerank") or "")
+    if rerank.startswith("not reranked") and not any(
+        chosen in rerank for chosen in ("SELENE_DISTILL_RERANK=0", "no model server")
+    ):
+        # As `ask` says it: the JSON alone hid a server down or an answer unusable.
+        err.print(f"rerank: {rerank}", highlight=False, soft_wrap=True)
     words, found = result.get("question_words") or [], result.get("question_words_found") or []
     if words and len(found) * 2 < len(words):
         err.print(

@@ -15,6 +15,7 @@ from contextvars import ContextVar
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 from pydantic import Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.dataclasses import dataclass
@@ -310,6 +311,13 @@ class Settings(BaseSettings):
         host = DEFAULT_OLLAMA_HOST if _blank(value) else str(value).strip()
         if not host.startswith(("http://", "https://")):
             raise _fail("SELENE_OLLAMA_HOST", host, "a URL starting with http:// or https://")
+        try:  # the client's own check came as a traceback at the first model call
+            parsed = urlsplit(host)
+            parsed.port  # noqa: B018 - raises ValueError for a port past 65535
+        except ValueError:
+            raise _fail("SELENE_OLLAMA_HOST", host, "a URL whose port is 0 to 65535") from None
+        if not parsed.hostname:
+            raise _fail("SELENE_OLLAMA_HOST", host, "a URL naming a host (http://127.0.0.1:11434)")
         return host.rstrip("/")
 
     @field_validator("ollama_timeout", mode="before")

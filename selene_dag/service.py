@@ -1074,12 +1074,17 @@ def answer(settings: Settings, question: str, pack: str) -> str:
         raise UsageError("--answer needs a generative model: set SELENE_LLM=ollama")
     if not pack:
         raise NotFoundError("nothing in the notes or sessions matches the question")
-    text, _ = with_model_calls_outside(
-        lambda: existing_store(settings),
-        lambda conn, calls: get_engine(settings, cache_conn=conn, deferred=calls).answer(
-            question, pack
-        ),
-    )
+    try:
+        text, _ = with_model_calls_outside(
+            lambda: existing_store(settings),
+            lambda conn, calls: get_engine(settings, cache_conn=conn, deferred=calls).answer(
+                question, pack
+            ),
+        )
+    except UsageError as exc:
+        if "context allowed" not in str(exc):
+            raise
+        raise UsageError(f"{exc}: ask --answer with a smaller --budget") from None
     return text
 
 
@@ -1608,7 +1613,8 @@ def model_unrated_hint(settings: Settings, rows: Sequence[Mapping[str, Any]]) ->
         return ""
     return (
         f"{plural(missing, 'chunk')} of {plural(len(ran), 'session')} without the model's "
-        "rating: its answer was unusable (the run's log names each); the other assessors' "
+        "rating: its answer was unusable (the run's log names each: `selene-dag dev`, Runs); "
+        "the other assessors' "
         "ratings decide"
     )
 

@@ -16,6 +16,7 @@ With ``conn=None`` the cache is a plain in-memory dict (for pure use and tests).
 from __future__ import annotations
 
 import hashlib
+import json
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -38,6 +39,8 @@ def canonical_json(value: Any) -> str:
                 "the text holds a lone surrogate: it is not valid Unicode; replace it first "
                 "(text.encode('utf-8', 'replace').decode())"
             ) from None
+        if "64-bit" in str(exc):  # an integer past 64 bits (a model's answer may hold one)
+            return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
         raise TypeError(f"cache input must be JSON-serializable: {exc}") from None
 
 

@@ -28,7 +28,7 @@ from tenacity import Retrying, retry_if_exception, stop_after_attempt, wait_expo
 
 from selene_dag import text as _text
 from selene_dag.context.tokens import DEFAULT_MODEL, count_tokens, truncate_to_tokens
-from selene_dag.errors import check_budget
+from selene_dag.errors import UsageError, check_budget
 from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.engine import (
     MAX_CONCEPT_CHARS,
@@ -223,9 +223,11 @@ class OllamaEngine(BaseEngine):
     def _num_ctx(self, prompt_tokens: int, num_predict: int) -> int:
         needed = prompt_tokens + num_predict + _CTX_MARGIN
         if needed > self.max_ctx:
-            raise ValueError(
-                f"prompt of {prompt_tokens} tokens plus {num_predict} answer tokens exceeds "
-                f"the {self.max_ctx}-token context allowed for {self.model}; send less text"
+            # A request the caller must change (one line, not a traceback).
+            raise UsageError(
+                f"a prompt of {prompt_tokens:,} tokens plus {num_predict:,} answer tokens "
+                f"exceeds the {self.max_ctx:,}-token context allowed for {self.model}; send "
+                "less text"
             )
         return max(_MIN_CTX, math.ceil(needed / _CTX_STEP) * _CTX_STEP)
 

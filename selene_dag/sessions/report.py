@@ -473,8 +473,9 @@ def _rating(assessor: str, assessment: Any) -> dict[str, Any]:
 
 def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
     """Run every available assessor on one stored chunk now; returns ratings, consensus and
-    ``failed``: why each CLI assessor on PATH that gave no rating failed (it timed out after
-    SELENE_ASSESSOR_TIMEOUT twice, exited with an error, answered no rating).
+    ``failed``: why each assessor that gave no rating failed (a CLI on PATH that timed out
+    after SELENE_ASSESSOR_TIMEOUT twice, exited with an error, answered no rating; the
+    model's server down, its model missing, its answer unusable).
 
     ``chunk_id`` may carry the ``chunk:`` prefix that ask's JSON gives its items. Nothing
     is written (the ``chunk_scores`` asset owns the stored scores). Raises
@@ -483,6 +484,7 @@ def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
     chunk_id = chunk_id.removeprefix("chunk:")
     from selene_dag.llm import get_engine
     from selene_dag.llm.cli_assessors import assess_with_clis, available_assessors
+    from selene_dag.llm.engine import EngineUnavailable
     from selene_dag.sessions.assessors import run_assessors
     from selene_dag.sessions.consensus import AssessmentScore, compute_consensus
     from selene_dag.sessions.steps import chunk_views, default_assessors
@@ -500,12 +502,18 @@ def distill_assess(settings: Settings, chunk_id: str) -> dict[str, Any]:
         view = next(v for v in chunk_views(conn, session_key) if v.chunk_id == chunk_id)
         extractive = get_engine(settings.replace(llm="extractive"), cache_conn=conn)
         model = get_engine(settings, cache_conn=conn) if settings.llm != "extractive" else None
-        named = run_assessors(view, default_assessors(extractive, model))
+        # The model's failure is this chunk's one rating fewer, listed under `failed` (a
+        # server down, a model missing, an answer unusable twice): the others still rate.
+        failed: list[str] = []
+        try:
+            named = run_assessors(view, default_assessors(extractive, model), failed)
+        except EngineUnavailable as exc:
+            named = run_assessors(view, default_assessors(extractive, None))
+            failed.append(f"{getattr(model, 'name', 'model')}: {exc}")
     finally:
         conn.close()
     ratings = [_rating(n.assessor, n.assessment) for n in named]
     clis = available_assessors(list(settings.cli_assessors)) if settings.cli_assessors else []
-    failed = []
     rated = (
         assess_with_clis(
             view.text, clis, settings.assessor_timeout, max_workers=settings.assessor_concurrency

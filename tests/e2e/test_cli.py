@@ -114,6 +114,9 @@ def test_ingest_then_context_and_cache(tmp_path):
         stats.returncode == 0 and "llm_cache is empty" in stats.stdout
     )  # extractive calls are not cached
     assert run("cache", "clear", env=env).stdout.strip() == "deleted 0 cached calls"
+    # A filter that matches nothing says what the cache holds (a typo said no more).
+    typo = run("cache", "clear", "--engine", "olama", env=env)
+    assert typo.returncode == 0 and "the cache holds no call" in typo.stderr
 
 
 def test_every_reading_command_takes_the_home_as_ingest_does(tmp_path):

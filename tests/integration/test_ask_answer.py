@@ -102,3 +102,21 @@ def test_ask_and_its_answer_let_the_store_go_while_the_model_writes(notes_home, 
     assert result[0].exit_code == 0, result[0].output
     assert len(written) == 3  # during the rewrite, the rerank and the answer
     assert result[0].stdout.strip() and "answer from mistral:7b" in result[0].stderr
+
+
+def test_a_pack_past_the_models_context_is_a_one_line_user_error(notes_home, monkeypatch):  # noqa: F811
+    # `ask --budget 40000 --answer`: the pack was built, then a ValueError's traceback.
+    import pytest
+
+    from selene_dag import service
+    from selene_dag.config import load_settings
+    from selene_dag.errors import UsageError
+
+    _ingest()
+    with FakeOllama() as server:
+        monkeypatch.setenv("SELENE_LLM", "ollama")
+        monkeypatch.setenv("SELENE_OLLAMA_HOST", server.url)
+        pack = "[note a.md] A note\nwords of a long note about docker containers. " * 4_000
+        with pytest.raises(UsageError, match=r"context allowed for mistral:7b.*smaller --budget"):
+            service.answer(load_settings(), "what about docker?", pack)
+        assert server.requests["/api/chat"] == 0  # refused before asking

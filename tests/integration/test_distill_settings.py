@@ -257,3 +257,23 @@ def test_only_the_projects_of_the_sessions_that_ran_are_distilled_again(tmp_path
     after = project_files()
     assert after["project:/tmp"] == before["project:/tmp"]  # not written again
     assert after["project:/tmp/repo"][1] != before["project:/tmp/repo"][1]
+
+
+def test_assess_keeps_the_other_ratings_when_the_model_gives_none(tmp_path: Path) -> None:
+    # A server down (or an answer unusable twice) failed `distill assess` outright: no
+    # rating at all, where the docs promise the others and the model under `failed`.
+    from tests.support.fake_ollama import FakeOllama, free_port
+
+    settings, chunk_id = _distilled_chunk(tmp_path)
+    down = settings.replace(
+        llm="ollama", ollama_host=f"http://127.0.0.1:{free_port()}", ollama_timeout=2
+    )
+    result = service.distill_assess(down, chunk_id)
+    assert {a["assessor"] for a in result["assessments"]} == {"extractive", "importance"}
+    (failed,) = result["failed"]
+    assert failed.startswith("ollama: cannot reach Ollama at http://127.0.0.1:")
+    with FakeOllama(malformed=10_000) as fake:
+        broken = settings.replace(llm="ollama", ollama_host=fake.url, ollama_timeout=5)
+        result = service.distill_assess(broken, chunk_id)
+    assert {a["assessor"] for a in result["assessments"]} == {"extractive", "importance"}
+    assert len(result["failed"]) == 1 and "unusable" in result["failed"][0]

@@ -296,3 +296,31 @@ def test_a_seed_for_a_question_no_session_talks_about_says_so(
     assert "weak match: the chunk that best matches holds 1 of the question's 4" in weak.stderr
     strong = CliRunner().invoke(app, [*args, "--question", QUESTION])
     assert strong.exit_code == 0 and "weak match" not in strong.stderr
+
+
+def test_the_command_says_on_stderr_when_the_model_did_not_rerank(
+    home: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # `ask` says "rerank: not reranked (…)" on stderr; `distill seed` said it in its JSON
+    # only, and exited 0 with a server down.
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+
+    env = {
+        "SELENE_HOME": str(home.home),
+        "SELENE_SESSION_ROOTS": ":".join(str(r.path) for r in home.session_roots),
+        "SELENE_NOW": "2026-05-01T00:00:00Z",
+        "SELENE_LLM": "ollama",
+        "SELENE_OLLAMA_HOST": f"http://127.0.0.1:{free_port()}",
+        "SELENE_OLLAMA_TIMEOUT": "2",
+    }
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    args = ["distill", "seed", "gemini", "--question", "which files were read", "--out-dir"]
+    result = CliRunner().invoke(app, [*args, str(tmp_path)])
+    assert result.exit_code == 0, result.output
+    assert "rerank: not reranked (cannot reach Ollama" in result.stderr
+    monkeypatch.setenv("SELENE_DISTILL_RERANK", "0")  # asked not to: nothing to say
+    result = CliRunner().invoke(app, [*args, str(tmp_path)])
+    assert result.exit_code == 0 and "rerank:" not in result.stderr

@@ -39,6 +39,9 @@ def test_ollama_defaults_to_seed_limit_of_ten():
         ({"SELENE_LLM": "gpt"}, "SELENE_LLM", "extractive, ollama"),
         ({"SELENE_NOW": "yesterday"}, "SELENE_NOW", "ISO-8601"),
         ({"SELENE_OLLAMA_HOST": "localhost:11434"}, "SELENE_OLLAMA_HOST", "http://"),
+        # A port past 65535 was the client's traceback at the first model call.
+        ({"SELENE_OLLAMA_HOST": "http://127.0.0.1:99999"}, "SELENE_OLLAMA_HOST", "0 to 65535"),
+        ({"SELENE_OLLAMA_HOST": "http://"}, "SELENE_OLLAMA_HOST", "naming a host"),
         ({"SELENE_SESSION_ROOTS": "cursor=/x"}, "SELENE_SESSION_ROOTS", "claude, codex, gemini"),
         ({"SELENE_ESSENCE_LIMIT": "-1"}, "SELENE_ESSENCE_LIMIT", "whole number"),
         ({"SELENE_ASK_MIN_RECALL": "2"}, "SELENE_ASK_MIN_RECALL", "0.0 to 1.0"),

@@ -47,3 +47,21 @@ def test_a_lone_surrogate_is_named_not_taken_for_a_type_error() -> None:
 
     with pytest.raises(ValueError, match="lone surrogate"):
         ExtractiveEngine().analyze_note("x", "lone \ud800 s")
+
+
+def test_an_integer_past_64_bits_is_cached_not_a_crash(tmp_path) -> None:
+    # A model's rerank answer held 10**30: writing it to the cache raised TypeError and
+    # `ask` printed a traceback instead of falling back to the offline order.
+    from selene_dag.store import connect
+
+    assert (
+        canonical_json({"b": [1, 10**30], "a": "x"}) == '{"a":"x","b":[1,' + "1" + "0" * 30 + "]}"
+    )
+    conn = connect(tmp_path / "selene.duckdb")
+    cache = LLMCache(conn)
+    key = cache_key("ollama", "mistral:7b", "rerank", "rerank@1", {"q": "x"})
+    cache.put(
+        CacheEntry(key, "ollama", "mistral:7b", "rerank", "rerank@1", {"ranking": [2, 10**30]})
+    )
+    assert cache.get(key).output["ranking"][0] == 2
+    conn.close()
