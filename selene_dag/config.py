@@ -489,7 +489,9 @@ class Settings(BaseSettings):
 
     def replace(self, **changes: Any) -> Settings:
         """A copy with ``changes`` (field names) validated again; derived defaults (the
-        database and notes folder under ``home``) follow a changed ``home``."""
+        database and notes folder under ``home``) follow a changed ``home``. Raises
+        TypeError for a name that is no setting."""
+        _check_fields(changes)
         data = self.model_dump()
         if "home" in changes:
             for derived in ("db_path", "notes_dir"):
@@ -559,10 +561,22 @@ def load_settings(env: Mapping[str, str] | None = None, **overrides: Any) -> Set
     """Read and validate every SELENE_* variable of ``env`` (default: the process
     environment). Keyword ``overrides`` (field names, e.g. ``home=``) win over ``env``.
 
-    Raises :class:`SettingsError` with a one-line message on an invalid value.
+    Raises :class:`SettingsError` with a one-line message on an invalid value, TypeError
+    for a keyword that names no setting (``homee=`` went unseen, and the default home was
+    used).
     """
+    _check_fields(overrides)
     data = {k: v for k, v in overrides.items() if v is not None}
     return _validated(data, os.environ if env is None else env)
+
+
+def _check_fields(given: Mapping[str, Any]) -> None:
+    unknown = sorted(set(given) - set(Settings.model_fields))
+    if unknown:
+        raise TypeError(
+            f"no setting named {', '.join(map(repr, unknown))}: the settings are "
+            f"{', '.join(sorted(Settings.model_fields))}"
+        )
 
 
 # A home whose "now" is pinned (the demo's) holds it in this file: every command on the

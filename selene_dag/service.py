@@ -262,7 +262,7 @@ def skipped_inputs(
     return [(r[0], r[1], r[2]) for r in rows], int(total)
 
 
-def ingest(settings: Settings, path: Path) -> IngestReport:
+def ingest(settings: Settings, path: str | os.PathLike[str]) -> IngestReport:
     """Ingest the notes of ``path`` (folder or file) into the home: materialize what is
     stale or missing in the notes group and ``search_index`` (so that ask and context see
     the notes at once), in one run against the home's persistent Dagster instance.
@@ -273,7 +273,9 @@ def ingest(settings: Settings, path: Path) -> IngestReport:
     Note ids are ``<folder key>/<path in the folder>`` (see ``selene_dag.notes.folders``):
     ingesting one folder never changes or deletes another folder's notes. ``notes`` in the
     report counts the live notes of this folder (under ``path``), ``home_notes`` all."""
-    path = path.expanduser()  # a "~/notes" that no shell expanded (a script, a config)
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a folder's or a file's path, got {type(path).__name__}")
+    path = Path(path).expanduser()  # a "~/notes" that no shell expanded (a script, a config)
     try:
         path.stat()
     except FileNotFoundError:
@@ -686,7 +688,7 @@ CACHE_WAIT = 2.0
 
 def compact(
     settings: Settings,
-    messages: Path | Conversation | Sequence[Any],
+    messages: str | os.PathLike[str] | Conversation | Sequence[Any] | Mapping[str, Any],
     window: int,
     model: str | None = None,
     *,
@@ -694,15 +696,27 @@ def compact(
     digest: Sequence[Mapping[str, Any]] = (),
     shared: SharedStore | None = None,
 ) -> CompactionReport:
-    """Compact a conversation (a file ``read_conversation`` reads, a conversation read
-    already, or a list of messages with its memory ``digest``) for a ``window``-token
-    context. With ``summarize_with_engine`` the configured engine writes the summaries,
-    a model's cached in the home's ``llm_cache`` when the home has a store (through
-    ``shared``, the server's, when given); the store is let go while the model writes."""
+    """Compact a conversation (a file ``read_conversation`` reads, named by a path or a
+    string; a conversation read already; a list of messages with its memory ``digest``;
+    or ``{"messages": [...], "digest": [...]}``) for a ``window``-token context. With
+    ``summarize_with_engine`` the configured engine writes the summaries, a model's
+    cached in the home's ``llm_cache`` when the home has a store (through ``shared``, the
+    server's, when given); the store is let go while the model writes. Raises TypeError
+    for ``messages`` of none of those kinds."""
     check_budget(window, "--window")
     model = target_model(settings, model)
-    if isinstance(messages, Path):
-        messages = read_conversation(messages)
+    if isinstance(messages, (str, os.PathLike)):  # a string was read as its characters
+        messages = read_conversation(Path(messages))
+    elif isinstance(messages, Mapping):
+        try:
+            messages = Conversation(*parse_messages(messages))
+        except (TypeError, ValueError) as exc:
+            raise UsageError(str(exc)) from exc
+    elif not isinstance(messages, (Conversation, Sequence)):
+        raise TypeError(
+            "messages must be a file's path, a list of messages or "
+            f'{{"messages": [...]}}, got {type(messages).__name__}'
+        )
     if isinstance(messages, Conversation):
         conversation, digest = messages.messages, messages.digest
     else:

@@ -24,7 +24,14 @@ from selene_dag.errors import SeleneError, make_folder
 from selene_dag.paths import sql_dir
 
 _MIGRATION_NAME = re.compile(r"^(\d{3,})_([a-z0-9_]+)\.sql$")
-_LOCK_MARKERS = ("Could not set lock", "Conflicting lock", "database is locked")
+# The last: two threads of one process opening the file at the same moment (DuckDB's
+# instance cache has the first one half made); the second's try a moment later joins it.
+_LOCK_MARKERS = (
+    "Could not set lock",
+    "Conflicting lock",
+    "database is locked",
+    "Unique file handle conflict",
+)
 
 
 class StoreError(SeleneError, RuntimeError):

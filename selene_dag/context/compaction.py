@@ -107,6 +107,12 @@ def check_context_budget(
     compact > 85 % (thresholds are ``floor(window × ratio)``, comparisons strict)."""
     check_budget(total_tokens, "total_tokens", minimum=0)
     check_budget(context_window, "context_window", minimum=1)
+    for name, ratio in (
+        ("prune_ratio", prune_ratio),
+        ("compact_ratio", compact_ratio),
+        ("warn_ratio", warn_ratio),
+    ):
+        _check_ratio(ratio, name)
     warn = math.floor(context_window * warn_ratio)
     prune = math.floor(context_window * prune_ratio)
     compact = math.floor(context_window * compact_ratio)
@@ -123,6 +129,15 @@ def check_context_budget(
 
 
 # ----------------------------------------------------------------------------- helpers
+
+
+def _check_ratio(ratio: float, name: str) -> None:
+    """A share of the window: a number above 0 and at most 1 (5 let a prune keep five
+    windows' worth; NaN failed inside ``math.floor``)."""
+    if isinstance(ratio, bool) or not isinstance(ratio, (int, float)):
+        raise TypeError(f"{name} must be a number, got {type(ratio).__name__}")
+    if not 0 < ratio <= 1:  # NaN fails this too
+        raise ValueError(f"{name} must be above 0 and at most 1, got {ratio}")
 
 
 def message_tokens(messages: Sequence[Message], model: str | None = None) -> int:
@@ -607,7 +622,11 @@ def brute_prune(
     taken first, then the others cut to the room left (tool calls kept whole), or left out
     when nothing of them fits; room left at the end (``MIN_CUT_TOKENS``
     or more) goes to the newest message passed over, cut to fit. The result never exceeds
-    ``window``."""
+    ``window``. Raises TypeError/ValueError for a ``prune_ratio`` outside (0, 1] or a
+    negative ``keep_last_n``."""
+    check_budget(window, "window", minimum=1)
+    check_budget(keep_last_n, "keep_last_n", minimum=0)
+    _check_ratio(prune_ratio, "prune_ratio")
     return _prune(validate_messages(messages), window, model, keep_last_n, prune_ratio)
 
 

@@ -29,7 +29,7 @@ import warnings
 import zlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from itertools import pairwise
 from pathlib import Path
 from typing import Any, Protocol
@@ -757,6 +757,8 @@ def model_family(model: str) -> str:
 
 
 _warned: set[str] = set()
+_WARNED_MOST = 1000  # names warned about once each; past that, no more (a server's requests)
+MAX_MODEL_NAME = 200  # characters: longer is no model's name
 
 
 def check_model_name(name: str) -> str:
@@ -765,6 +767,11 @@ def check_model_name(name: str) -> str:
     counted by estimate, with a warning, when its tokenizer is asked for)."""
     if not name.strip():  # a UsageError: a command line's --model " " is one line, not a bug
         raise UsageError("the model must be a model's name, not blank (e.g. mistral:7b)")
+    if len(name) > MAX_MODEL_NAME:
+        raise UsageError(
+            f"a model name of {len(name):,} characters is no model's name (at most "
+            f"{MAX_MODEL_NAME}; e.g. mistral:7b)"
+        )
     try:
         reject_lone_surrogates(name)
     except ValueError:
@@ -774,7 +781,9 @@ def check_model_name(name: str) -> str:
     return name
 
 
-@cache
+# Names resolved and kept: a server takes model names from requests, and each new name
+# kept its own entry (200,000 names held 74 MB).
+@lru_cache(maxsize=256)
 def _resolve(name: str) -> Tokenizer:
     check_model_name(name)
     family = model_family(name)
@@ -787,7 +796,7 @@ def _resolve(name: str) -> Tokenizer:
         if exact is not None:
             return exact
         return ScaledTokenizer(baseline(), family_factor(family), family, pieces=family != "llama3")
-    if name not in _warned:
+    if name not in _warned and len(_warned) < _WARNED_MOST:
         _warned.add(name)
         warnings.warn(
             f"unknown model {name!r}: counting cl100k tokens × {unknown_factor():g} "

@@ -1031,3 +1031,21 @@ def test_the_notes_sensor_ingests_each_changed_folder_ingested_whole(
         }
     assert ids == {"a/pie.md", "a/tart.md", "b/kayak.md", "c/one.md"}
     assert not tick(changed.cursor).run_requests
+
+
+def test_the_library_takes_a_path_as_a_string(tmp_path: Path, home: Path) -> None:
+    # service.ingest(settings, "/notes") raised AttributeError ('str' has no expanduser);
+    # service.compact(settings, "conv.json", …) read the string as its characters.
+    settings = load_settings(home=home, now_override="2026-07-15")
+    folder = _write(tmp_path / "n", {"pie.md": "# Pie\nrhubarb pie"})
+    assert service.ingest(settings, str(folder)).notes == 1
+    conversation = tmp_path / "c.json"
+    conversation.write_text('[{"role": "user", "content": "hello there"}]')
+    report = service.compact(settings, str(conversation), 100)
+    assert report.messages == [{"role": "user", "content": "hello there"}]
+    as_object = {"messages": [{"role": "user", "content": "hi"}]}
+    assert service.compact(settings, as_object, 100).messages == as_object["messages"]
+    with pytest.raises(TypeError, match="path"):
+        service.ingest(settings, None)
+    with pytest.raises(TypeError, match="messages must be"):
+        service.compact(settings, None, 100)

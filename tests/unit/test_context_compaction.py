@@ -1034,3 +1034,16 @@ def test_what_is_kept_opens_with_the_user() -> None:
         assert first["role"] == "user", (window, first)
         called = {c["id"] for m in out for c in m.get("tool_calls") or []}
         assert all(m["tool_call_id"] in called for m in out if m["role"] == "tool"), window
+
+
+def test_the_prune_refuses_ratios_that_break_its_window() -> None:
+    # prune_ratio=5 kept five windows' worth: the result was 50 tokens for a window of 20.
+    messages = [{"role": "user", "content": "Please refactor the module. " * 5}] * 3
+    for bad in (5, 0, -1, float("nan")):
+        with pytest.raises(ValueError, match="prune_ratio"):
+            brute_prune(messages, 20, prune_ratio=bad)
+        with pytest.raises(ValueError, match="prune_ratio"):
+            check_context_budget(10, 20, prune_ratio=bad)
+    with pytest.raises(ValueError, match="keep_last_n"):
+        brute_prune(messages, 20, keep_last_n=-1)
+    assert message_tokens(brute_prune(messages, 20), "gpt-4") <= 20

@@ -543,3 +543,12 @@ def test_llama3_without_its_package_is_estimated_from_its_calibration(monkeypatc
     exact = count_tokens_batch(texts, "llama3:8b")
     assert all(e >= x for e, x in zip(estimated, exact, strict=True))
     assert sum(estimated) < 1.3 * sum(exact)  # not the unknown model's 1.76
+
+
+def test_a_model_name_past_200_characters_is_refused_and_names_are_not_kept_for_ever() -> None:
+    # A server takes model names from requests: each new one was kept (200,000 held 74 MB).
+    with pytest.raises(ValueError, match="no model's name"):
+        count_tokens("x", "m" * 201)
+    for i in range(600):
+        count_tokens("x", f"made-up-model-{i}")
+    assert tk._resolve.cache_info().currsize <= 256

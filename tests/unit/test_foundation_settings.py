@@ -145,3 +145,11 @@ def test_a_homes_pinned_day_holds_for_settings_built_directly(tmp_path) -> None:
     pinned = datetime(2026, 7, 15, tzinfo=UTC)
     assert Settings(home=home).now() == pinned == load_settings(home=home).now()
     assert Settings(home=home, now_override="2027-01-01").now().year == 2027
+
+
+def test_a_misspelt_setting_is_named_not_ignored(tmp_path) -> None:
+    # load_settings(homee=...) used the default home in the current directory.
+    with pytest.raises(TypeError, match="no setting named 'homee'.*home"):
+        load_settings(homee=str(tmp_path))
+    with pytest.raises(TypeError, match="no setting named 'foo'"):
+        load_settings(home=tmp_path).replace(foo=1)
