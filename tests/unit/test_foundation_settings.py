@@ -149,7 +149,7 @@ def test_a_homes_pinned_day_holds_for_settings_built_directly(tmp_path) -> None:
 
 def test_a_misspelt_setting_is_named_not_ignored(tmp_path) -> None:
     # load_settings(homee=...) used the default home in the current directory.
-    with pytest.raises(TypeError, match="no setting named 'homee'.*home"):
+    with pytest.raises(TypeError, match=r"no setting named 'homee'.*home"):
         load_settings(homee=str(tmp_path))
     with pytest.raises(TypeError, match="no setting named 'foo'"):
         load_settings(home=tmp_path).replace(foo=1)
