@@ -577,14 +577,17 @@ def watched_folders(settings: Settings) -> dict[Path, str]:
 def unwatched_folders(settings: Settings) -> dict[Path, str]:
     """The folders ingested into the home (``{path: key}``) that `selene-dag dev`'s notes
     sensor does not watch: registered for a file ingested alone, or no longer there; empty
-    when the home has no database."""
+    when the home has no database, or while another process holds it."""
     if not settings.db_path.exists():
         return {}
-    from selene_dag.notes.folders import registered_folders
+    from selene_dag.notes.folders import folders_to_watch, registered_folders
 
     with open_store(settings.db_path, wait=settings.lock_wait) as conn:
         folders = registered_folders(conn)
-    skip = {settings.notes_dir.resolve(), *(p.resolve() for p in watched_folders(settings))}
+    watched = folders_to_watch(settings.db_path, settings.notes_dir)
+    if watched is None:  # held by another process a moment: which are watched is unknown
+        return {}
+    skip = {settings.notes_dir.resolve(), *(p.resolve() for p in watched)}
     return {path: key for path, key in sorted(folders.items()) if path.resolve() not in skip}
 
 

@@ -232,16 +232,23 @@ def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
     """``messages`` without chitchat (P1); system and assistant messages always stay, and
     so does a short answer to the assistant's question ("Should I delete the backups?"
     "yes": the consent the work after it rests on)."""
-    return [m for i, m in enumerate(messages) if not _dropped_as_chitchat(messages, i)]
+    dropped = _chitchat_to_drop(messages)
+    return [m for i, m in enumerate(messages) if i not in dropped]
 
 
-def _dropped_as_chitchat(messages: Sequence[Message], i: int) -> bool:
-    if not is_chitchat(messages[i]):
-        return False
-    before = next(
-        (m for m in reversed(messages[:i]) if m.get("role") not in INSTRUCTION_ROLES), None
-    )
-    return not (before is not None and before.get("role") == "assistant" and _asks(before))
+def _chitchat_to_drop(messages: Sequence[Message]) -> set[int]:
+    """Indices of the chitchat messages that answer no question of the assistant's (the
+    message before, instructions aside, is not an assistant's question). One pass."""
+    dropped: set[int] = set()
+    before: Message | None = None
+    for i, message in enumerate(messages):
+        if is_chitchat(message) and not (
+            before is not None and before.get("role") == "assistant" and _asks(before)
+        ):
+            dropped.add(i)
+        if message.get("role") not in INSTRUCTION_ROLES:
+            before = message
+    return dropped
 
 
 def _asks(message: Mapping[str, Any]) -> bool:
@@ -857,11 +864,8 @@ def compact_messages(
         latest = latest_request(msgs)
         if latest is not None and _acknowledges(str(msgs[latest].get("content") or "")):
             latest = None
-        kept = [
-            m
-            for i, m in enumerate(msgs)
-            if i in (pending, latest) or not _dropped_as_chitchat(msgs, i)
-        ]
+        dropped = _chitchat_to_drop(msgs)
+        kept = [m for i, m in enumerate(msgs) if i in (pending, latest) or i not in dropped]
         after = message_tokens(kept, model)
         steps.append(CompactionStep("P1 strip chitchat", len(msgs) - len(kept), tokens, after))
         msgs, tokens = kept, after
