@@ -807,11 +807,36 @@ def refresh_tiers_if_stale(settings: Settings) -> bool:
     in one run (persistent instance); True when it ran. Daily automation does
     this where a Dagster daemon runs; without one, tiers stopped aging between ingests.
     Assets never computed since the day was recorded are left to the next ingest."""
-    today = settings.now().date()
     with existing_store(settings) as conn:
-        days = [recorded_day(conn, asset) for asset in CLOCK_ASSETS]
-    if all(day is None or day == today for day in days):
-        return False
+        if not _tiers_stale(conn, settings):
+            return False
+    return _refresh_tiers(settings)
+
+
+def _tiers_stale(conn: duckdb.DuckDBPyConnection, settings: Settings) -> bool:
+    """Whether thread status or tiers were last computed for another day than today."""
+    today = settings.now().date()
+    days = [recorded_day(conn, asset) for asset in CLOCK_ASSETS]
+    return not all(day is None or day == today for day in days)
+
+
+def _index_stale(conn: duckdb.DuckDBPyConnection) -> bool:
+    return index_is_stale(conn) or not index_exists(conn)
+
+
+def refresh_stale(settings: Settings) -> bool:
+    """:func:`refresh_tiers_if_stale`, then :func:`refresh_index_if_stale` (tiers moved
+    make the index stale), the store opened once to tell when neither is: what `ask` and
+    `serve` do before they read. True when the index was rebuilt."""
+    with existing_store(settings) as conn:
+        tiers, index = _tiers_stale(conn, settings), _index_stale(conn)
+    if tiers:
+        _refresh_tiers(settings)
+        return refresh_index_if_stale(settings)
+    return _refresh_index(settings) if index else False
+
+
+def _refresh_tiers(settings: Settings) -> bool:
     import dagster as dg
 
     runs = _defs_runs()
@@ -831,9 +856,12 @@ def refresh_index_if_stale(settings: Settings) -> bool:
     """Materialize ``search_index`` (persistent instance, no checks) when its stored corpus
     version differs from the corpus now; True when it ran. The store is closed meanwhile."""
     with existing_store(settings) as conn:
-        stale = index_is_stale(conn) or not index_exists(conn)
-    if not stale:
-        return False
+        if not _index_stale(conn):
+            return False
+    return _refresh_index(settings)
+
+
+def _refresh_index(settings: Settings) -> bool:
     import dagster as dg  # only a stale index pays for importing the Dagster layer
 
     runs = _defs_runs()
@@ -1008,9 +1036,7 @@ def ask(
     check_budget(budget, "--budget")
     parse_sources(sources)  # a bad request fails before the store is touched
     target_model(settings, model)
-    if refresh:
-        refresh_tiers_if_stale(settings)
-    refreshed = refresh_index_if_stale(settings) if refresh else False
+    refreshed = refresh_stale(settings) if refresh else False
     result = _ask_letting_go(
         lambda: existing_store(settings), settings, question, budget, model, sources
     )
@@ -1198,8 +1224,7 @@ class SharedStore:
                     if self.refresh_index:
                         # A server left running past midnight answered with yesterday's
                         # tiers and threads; the CLI brings them up to the day first.
-                        refresh_tiers_if_stale(settings)
-                        refresh_index_if_stale(settings)
+                        refresh_stale(settings)
                     entry = self._open[path] = _Open(connect(path, wait=settings.lock_wait))
                     self.opened += 1
                 if entry is not None and not entry.draining:
