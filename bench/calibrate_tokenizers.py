@@ -1,11 +1,13 @@
 """Measure the cl100k → model safety factors stored in assets/tokenizers/calibration.json.
 
-For every Mistral tokenizer shipped in ``mistral-common`` (SentencePiece v1/v3/v7, Tekken)
-and Llama 3's shipped in ``llama-models``,
-count each document of the corpus in the model's tokens and in cl100k tokens and record
-the ratio. The factor is the maximum per-document ratio plus a stated margin, rounded up
-to 2 decimals: counting ``ceil(cl100k × factor)`` then never undercounts any document of
-the corpus.
+For every Mistral tokenizer shipped in ``mistral-common`` (SentencePiece v1/v3/v7, Tekken),
+Llama 3's shipped in ``llama-models`` and Qwen's shipped in ``dashscope``, count each
+document of the corpus in the model's tokens and in cl100k tokens and record the ratio.
+The factor is the maximum per-document ratio plus a stated margin, rounded up to 2
+decimals: counting ``ceil(cl100k × factor)`` then never undercounts any document of the
+corpus. For a vocabulary built on cl100k's whose estimate adds pieces (Qwen: one token per
+digit), the ratio is taken to that estimate at factor 1, so the factor covers what the
+additions do not.
 
 Corpus: every note of ``assets/demo/notes/til.jsonl`` (title + blank line + content, one
 document per note) and the five seed documents (``*.txt`` of the seeds folder).
@@ -65,26 +67,38 @@ def measure(docs: list[tuple[str, str]]) -> dict[str, dict[str, object]]:
     texts = [t for _, t in docs]
     base = tokens.baseline().count_batch(texts)
     families: dict[str, dict[str, object]] = {}
-    llama3 = tokens.llama3_tokenizer_file()
+    own_files = {"llama3": tokens.llama3_tokenizer_file(), "qwen": tokens.qwen_tokenizer_file()}
     files = {
         **{
             f: (f"mistral_common/data/{name}", "mistral-common")
             for f, name in tokens.MISTRAL_FILES.items()
         },
         "llama3": ("llama_models/llama3/tokenizer.model", "llama-models"),
+        "qwen": ("dashscope/resources/qwen.tiktoken", "dashscope"),
     }
     for family, (filename, package) in files.items():
-        tok = tokens._llama3() if family == "llama3" else tokens._mistral(family)
-        if tok is None or (family == "llama3" and llama3 is None):
+        own = family in own_files
+        tok = tokens._OWN_TOKENIZER[family]() if own else tokens._mistral(family)
+        if tok is None or (own and own_files[family] is None):
             print(f"skip {family}: {package} not installed", file=sys.stderr)
             continue
         counts = tok.count_batch(texts)
+        # A cl100k-built vocabulary is estimated by cl100k plus its pieces (if any).
+        scaled = tokens.ScaledTokenizer(
+            tokens.baseline(), 1.0, family, **tokens._ESTIMATE_PIECES.get(family, {})
+        )
+        adds = own and (scaled.digits or scaled.spaces)
+        estimate = scaled.count_batch(texts) if adds else base
         ratios = [
-            (m / b, name)
-            for (name, _), m, b in zip(docs, counts, base, strict=True)
+            (m / e, name)
+            for (name, _), m, e, b in zip(docs, counts, estimate, base, strict=True)
             if b >= MIN_BASELINE_TOKENS
         ]
-        short = [m / b for m, b in zip(counts, base, strict=True) if 0 < b < MIN_BASELINE_TOKENS]
+        short = [
+            m / e
+            for m, e, b in zip(counts, estimate, base, strict=True)
+            if 0 < b < MIN_BASELINE_TOKENS
+        ]
         values = sorted(r for r, _ in ratios)
         worst, worst_doc = max(ratios)
         factor = math.ceil((worst + MARGIN) * 100) / 100
@@ -96,6 +110,11 @@ def measure(docs: list[tuple[str, str]]) -> dict[str, dict[str, object]]:
             "mean_ratio": round(statistics.fmean(values), 4),
             "p99_ratio": round(values[min(len(values) - 1, int(0.99 * len(values)))], 4),
             "corpus_ratio": round(sum(counts) / sum(base), 4),
+            **(
+                {"ratio_to": "cl100k tokens + one per digit past cl100k's groups of three"}
+                if adds
+                else {}
+            ),
             "short_documents_max_ratio": round(max(short), 4) if short else None,
             "factor": factor,
         }

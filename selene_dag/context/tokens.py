@@ -9,8 +9,10 @@ A registry maps a model name to a tokenizer:
   (SentencePiece v1 / v3 / v7, or Tekken), loaded offline from ``mistral_common/data``.
 * Llama 3 models (llama3, llama3.1, 3.2, 3.3) use Meta's tokenizer file shipped inside
   ``llama-models`` (``pip install selene-dag[llama]``), loaded offline.
-* Anything else, or a Mistral or Llama 3 model without its package, counts with cl100k times a
-  safety factor measured by ``bench/calibrate_tokenizers.py`` and stored in
+* Qwen models (Qwen 1.5, 2, 2.5, 3, QwQ) use Qwen's tokenizer file shipped inside
+  ``dashscope`` (``pip install selene-dag[qwen]``), loaded offline and checked by hash.
+* Anything else, or a Mistral, Llama 3 or Qwen model without its package, counts with cl100k
+  times a safety factor measured by ``bench/calibrate_tokenizers.py`` and stored in
   ``assets/tokenizers/calibration.json``. An unknown model gets the largest factor and one
   warning.
 
@@ -25,6 +27,7 @@ import json
 import math
 import os
 import re
+import unicodedata
 import warnings
 import zlib
 from collections.abc import Callable, Sequence
@@ -76,6 +79,17 @@ LLAMA3_PATTERN = (
     r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}"
     r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
 )
+# Qwen 1.5, 2, 2.5, 3 and QwQ share one vocabulary: Ollama's qwen2.5:7b, qwen2.5-coder,
+# qwen2.5vl, qwen3:8b, qwq; Qwen/Qwen2.5-7B-Instruct; DashScope's qwen-plus. A later
+# version (qwen3.5) is not assumed to keep it.
+_QWEN = re.compile(r"^(qwen(1\.5|2|2\.5|3)?(vl)?|qwq)([-:_]|\.(?![0-9])|$)")
+# Qwen's pre-tokenizer (dashscope/tokenizers/qwen_tokenizer.py): cl100k's but for digits,
+# one per token.
+QWEN_PATTERN = (
+    r"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}"
+    r"| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+"
+)
+QWEN_SHA256 = "b2b1b8dfb5cc5f024bafc373121c6aba3f66f9a5a0269e243470a1de16a33186"
 _O200K = re.compile(r"^(gpt-4o|chatgpt-4o|gpt-4\.1|gpt-4\.5|gpt-5|gpt-oss|o1|o3|o4)([-:.]|$)")
 _CL100K = re.compile(r"^(gpt-4|gpt-3\.5|gpt-35|text-embedding-3|text-embedding-ada)([-:.]|$)")
 
@@ -511,29 +525,41 @@ class ScaledTokenizer:
     model whose own tokenizer is not available. Text with digits counts at least one token
     per digit besides the rest scaled: SentencePiece vocabularies (Llama 2, Gemma, Mistral)
     split numbers into single digits where cl100k groups three, and the factor, calibrated
-    on prose, fell short on a log or a table of numbers (2.13 × cl100k against 1.76)."""
+    on prose, fell short on a log or a table of numbers (2.13 × cl100k against 1.76).
+    ``digits=False`` / ``spaces=False`` leave out the digit and whitespace additions for a
+    vocabulary that groups them as cl100k does."""
 
     def __init__(
-        self, base: TiktokenTokenizer, factor: float, family: str, pieces: bool = True
+        self,
+        base: TiktokenTokenizer,
+        factor: float,
+        family: str,
+        digits: bool = True,
+        spaces: bool = True,
     ) -> None:
         self.base = base
         self.factor = factor
         self.name = f"{base.name}×{factor:g} ({family})"
         self.exact = False
-        # False for a vocabulary built on cl100k's, that groups digits and whitespace as
-        # it does (Llama 3: cl100k's ranks and pre-tokenizer): the factor alone holds.
-        self.pieces = pieces
+        # A vocabulary built on cl100k's groups what cl100k groups: Llama 3 digits and
+        # whitespace both (the factor alone holds), Qwen whitespace (digits one by one).
+        self.digits = digits
+        self.spaces = spaces
 
     def _scaled(self, n: int, text: str) -> int:
-        if not self.pieces:
+        if not self.digits and not self.spaces:
             return math.ceil(n * self.factor)
         # A run of whitespace (blank lines, tabs, indentation) is one cl100k token, while
         # SentencePiece vocabularies give each line break (and most tabs) a token of its
         # own: 300 paragraphs ending in six line breaks counted 1,056 against Mistral's
         # 2,100. Each character of a run past its first counts one more.
-        spaces = sum(len(run) - 1 for run in _WHITESPACE_RUN.findall(text)) if text else 0
+        spaces = (
+            sum(len(run) - 1 for run in _WHITESPACE_RUN.findall(text))
+            if text and self.spaces
+            else 0
+        )
         scaled = math.ceil(n * self.factor)
-        digits = len(text) - len(text.translate(_NO_DIGITS))
+        digits = len(text) - len(text.translate(_NO_DIGITS)) if self.digits else 0
         if not digits:
             return scaled + spaces
         return max(scaled, math.ceil(max(0.0, n - digits / 3) * self.factor) + digits) + spaces
@@ -555,7 +581,7 @@ class ScaledTokenizer:
         def prefix(k: int) -> str:
             return decode(tokens[:k]).decode("utf-8", errors="ignore")
 
-        if text.translate(_NO_DIGITS) == text:
+        if not self.digits or text.translate(_NO_DIGITS) == text:
             return _back_off(max_tokens, len(tokens), prefix, self.count, self.factor)
         # Numbers count digit by digit, not in proportion to the base tokens: stepping back
         # by the factor kept half the budget. The longest prefix that fits, searched.
@@ -694,6 +720,70 @@ def _llama3() -> Tokenizer | None:
     return TiktokenTokenizer(encoding, f"llama3:{path.name}")
 
 
+def qwen_tokenizer_file() -> Path | None:
+    """Qwen's tokenizer file inside the ``dashscope`` package, when it is installed and is
+    the file this module was checked against (found without importing the package)."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("dashscope")
+    except (ImportError, ValueError):
+        return None
+    for folder in (spec.submodule_search_locations or []) if spec else []:
+        path = Path(folder) / "resources" / "qwen.tiktoken"
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if hashlib.sha256(data).hexdigest() == QWEN_SHA256:
+            return path
+    return None
+
+
+class QwenTokenizer(TiktokenTokenizer):
+    """Qwen's tokens of a text and of its NFC form, whichever is more: Hugging Face's
+    tokenizer normalizes to NFC first, llama.cpp (Ollama) does not, and a budget must hold
+    for both."""
+
+    def count(self, text: str) -> int:
+        n = len(self._encode(text))
+        if unicodedata.is_normalized("NFC", text):
+            return n
+        return max(n, len(self._encode(unicodedata.normalize("NFC", text))))
+
+    def count_batch(self, texts: list[str]) -> list[int]:
+        return [self.count(t) for t in texts]
+
+    def truncate(self, text: str, max_tokens: int) -> str:
+        cut = super().truncate(text, max_tokens)
+        while cut and self.count(cut) > max_tokens:  # its NFC form counted more
+            cut = super().truncate(cut, len(self._encode(cut)) - 1)
+        return cut
+
+
+@cache
+def _qwen() -> Tokenizer | None:
+    path = qwen_tokenizer_file()
+    if path is None:
+        return None
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    encoding = tiktoken.Encoding(
+        name="qwen",
+        pat_str=QWEN_PATTERN,
+        mergeable_ranks=load_tiktoken_bpe(str(path)),
+        special_tokens={},  # counted as text (encode_ordinary), as every tokenizer here
+    )
+    return QwenTokenizer(encoding, f"qwen:{path.name}")
+
+
+# A family whose own tokenizer can be missing: its loader, and what its estimate adds to
+# cl100k × factor (digits one by one, runs of whitespace character by character).
+_OWN_TOKENIZER: dict[str, Callable[[], Tokenizer | None]] = {"llama3": _llama3, "qwen": _qwen}
+_ESTIMATE_PIECES = {"llama3": {"digits": False, "spaces": False}, "qwen": {"spaces": False}}
+
+
 @cache
 def calibration() -> dict[str, Any]:
     """The parsed ``assets/tokenizers/calibration.json`` (empty dict if it is missing)."""
@@ -731,7 +821,7 @@ def normalize_model(model: str) -> str:
 
 def model_family(model: str) -> str:
     """Tokenizer family of a model name: ``o200k``, ``cl100k``, ``mistral-sp-v1|v3|v7``,
-    ``mistral-tekken``, ``llama3`` or ``unknown``."""
+    ``mistral-tekken``, ``llama3``, ``qwen`` or ``unknown``."""
     name = normalize_model(model)
     if _O200K.match(name):
         return "o200k"
@@ -739,6 +829,8 @@ def model_family(model: str) -> str:
         return "cl100k"
     if _LLAMA3.match(name):
         return "llama3"
+    if _QWEN.match(name):
+        return "qwen"
     if not any(word in name for word in _MISTRAL_WORDS):
         return "unknown"
     if any(word in name for word in _TEKKEN_WORDS) or _TEKKEN_SMALL.search(name):
@@ -791,11 +883,14 @@ def _resolve(name: str) -> Tokenizer:
         return _o200k()
     if family == "cl100k":
         return baseline()
-    if family.startswith("mistral") or family == "llama3":
-        exact = _llama3() if family == "llama3" else _mistral(family)
+    if family.startswith("mistral") or family in _OWN_TOKENIZER:
+        load = _OWN_TOKENIZER.get(family)
+        exact = load() if load else _mistral(family)
         if exact is not None:
             return exact
-        return ScaledTokenizer(baseline(), family_factor(family), family, pieces=family != "llama3")
+        return ScaledTokenizer(
+            baseline(), family_factor(family), family, **_ESTIMATE_PIECES.get(family, {})
+        )
     if name not in _warned and len(_warned) < _WARNED_MOST:
         _warned.add(name)
         warnings.warn(

@@ -84,6 +84,6 @@ def test_the_answer_says_when_its_tokens_are_an_estimate(settings) -> None:
     # API caller took the counts for the model's own.
     own = service.ask(settings, "locker code", 200)
     assert own.stats["tokens_exact"] is True and own.stats["tokenizer"].startswith("mistral")
-    guessed = service.ask(settings, "locker code", 200, model="qwen2.5:7b")
+    guessed = service.ask(settings, "locker code", 200, model="gemma2:9b")
     assert guessed.stats["tokens_exact"] is False
     assert "×" in guessed.stats["tokenizer"] and guessed.total_tokens <= 200

