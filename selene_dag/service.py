@@ -1105,9 +1105,11 @@ def show(settings: Settings, citation: str, around: int = 0) -> Shown:
 
 
 def show_in(conn: duckdb.DuckDBPyConnection, citation: str, around: int = 0) -> Shown:
-    """:func:`show` on an open connection (the server's)."""
-    if isinstance(citation, str):  # a lone surrogate names nothing, and broke the parser
-        citation = replace_lone_surrogates(citation)
+    """:func:`show` on an open connection (the server's). Raises TypeError unless
+    ``citation`` is a str."""
+    if not isinstance(citation, str):
+        raise TypeError(f"citation must be a str, got {type(citation).__name__}")
+    citation = replace_lone_surrogates(citation)  # it names nothing, and broke the parser
     return show_citation(conn, citation, around)
 
 

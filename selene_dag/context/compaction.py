@@ -140,9 +140,23 @@ def _check_ratio(ratio: float, name: str) -> None:
         raise ValueError(f"{name} must be above 0 and at most 1, got {ratio}")
 
 
+def _check_message_list(messages: object) -> None:
+    """TypeError unless ``messages`` is a sequence of mappings (None counted 0 tokens; a
+    string failed on its first character's ``.get``)."""
+    if isinstance(messages, str | bytes) or not isinstance(messages, Sequence):
+        raise TypeError(
+            f"messages must be a list of {{role, content}} objects, got {type(messages).__name__}"
+        )
+    for i, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TypeError(f"message {i}: expected an object, got {type(message).__name__}")
+
+
 def message_tokens(messages: Sequence[Message], model: str | None = None) -> int:
     """Tokens of ``messages``: each one's content and tool calls (``counted_text``) in
-    ``model``'s tokens, plus MESSAGE_OVERHEAD."""
+    ``model``'s tokens, plus MESSAGE_OVERHEAD. Raises TypeError unless ``messages`` is a
+    sequence of mappings."""
+    _check_message_list(messages)
     if not messages:
         return 0
     counts = count_tokens_batch([counted_text(m) for m in messages], model)
@@ -231,7 +245,9 @@ def is_chitchat(message: Mapping[str, Any]) -> bool:
 def strip_chitchat(messages: Sequence[Message]) -> list[Message]:
     """``messages`` without chitchat (P1); system and assistant messages always stay, and
     so does a short answer to the assistant's question ("Should I delete the backups?"
-    "yes": the consent the work after it rests on)."""
+    "yes": the consent the work after it rests on). Raises TypeError unless ``messages`` is
+    a sequence of mappings."""
+    _check_message_list(messages)
     dropped = _chitchat_to_drop(messages)
     return [m for i, m in enumerate(messages) if i not in dropped]
 

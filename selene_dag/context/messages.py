@@ -211,10 +211,13 @@ def load_conversation(path: str | Path) -> Conversation:
     named in ``notices``). A byte order mark is ignored.
 
     Raises FileNotFoundError, or ValueError with a one-line reason when the file holds no
-    conversation.
+    conversation (or is not UTF-8 text).
     """
     path = Path(path)
-    text = path.read_text(encoding="utf-8-sig")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start})") from None
     try:
         data = json.loads(text)
     except json.JSONDecodeError as exc:

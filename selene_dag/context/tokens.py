@@ -966,12 +966,14 @@ def separator_tokens(separator: str, model: str | None = None) -> int:
     Budget a join with this, not ``count_tokens(separator)``: a sentencepiece model counts
     ``"\\n\\n"`` alone as 3 tokens (it opens every text with a word-start piece) and adds 2
     between two texts, so 500 notes budgeted with the lone count left 500 tokens unused.
-    An estimate all the same: a pack counts its joined text exactly.
+    An estimate all the same: a pack counts its joined text exactly. Raises TypeError for a
+    non-str, ValueError for a lone surrogate.
     """
     if separator.__class__ is not str:
         _check_text(separator)
     if not separator:
         return 0
+    reject_lone_surrogates(separator, "separator")  # a tokenizer's error named nothing
     return _separator_tokens(separator, tokenizer_for(model))
 
 

@@ -33,6 +33,8 @@ def test_a_note_whose_file_is_gone_says_so(tmp_path: Path) -> None:
         service.show(settings, "note notes/b.md")
     with pytest.raises(NotFoundError, match="copy the citation from a pack"):
         service.show(settings, "note notes/never.md")
+    with pytest.raises(TypeError, match="citation must be a str, got NoneType"):
+        service.show(settings, None)  # an AttributeError from inside the parser
 
 
 def test_a_deleted_note_whose_file_is_still_there_says_what_became_of_it(tmp_path: Path) -> None:

@@ -1047,3 +1047,22 @@ def test_the_prune_refuses_ratios_that_break_its_window() -> None:
     with pytest.raises(ValueError, match="keep_last_n"):
         brute_prune(messages, 20, keep_last_n=-1)
     assert message_tokens(brute_prune(messages, 20), "gpt-4") <= 20
+
+
+def test_message_helpers_refuse_what_is_no_list_of_messages() -> None:
+    # None counted 0 tokens; a string failed on its first character's ``.get``.
+    for bad in (None, "ok", b"ok", [1], {"role": "user", "content": "hi"}):
+        with pytest.raises(TypeError, match="message"):
+            message_tokens(bad, M)
+        with pytest.raises(TypeError, match="message"):
+            strip_chitchat(bad)
+    assert message_tokens([], M) == 0 and strip_chitchat(()) == []
+
+
+def test_a_conversation_file_that_is_not_utf8_is_a_one_line_value_error(tmp_path) -> None:
+    path = tmp_path / "chat.json"
+    path.write_bytes(b'[{"role": "user", "content": "caf\xe9"}]')
+    with pytest.raises(
+        ValueError, match=r"chat\.json: not UTF-8 text \(invalid continuation byte at byte 33\)"
+    ):
+        load_conversation(path)

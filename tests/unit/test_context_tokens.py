@@ -670,3 +670,23 @@ def test_qwen_without_its_package_is_estimated_from_its_calibration(monkeypatch)
     assert all(e >= x for e, x in zip(estimated, exact, strict=True))
     assert sum(estimated) < 1.3 * sum(exact)  # not the unknown model's 1.76
     assert 280 <= count_tokens(cut, "qwen2.5:7b") <= 300
+
+
+def test_budgets_take_numpy_integers_and_refuse_bools() -> None:
+    # A budget read from a DataFrame is NumPy's int64: it was refused as "not an int".
+    import numpy as np
+
+    from selene_dag.context import pack_notes
+    from selene_dag.errors import check_budget
+
+    assert check_budget(np.int64(500)) == 500 and type(check_budget(np.int64(500))) is int
+    pack = pack_notes([{"id": "a", "title": "T", "content": "Hello there."}], np.int32(100))
+    assert 0 < pack.total_tokens <= 100
+    for bad in (True, np.True_, 1.0, "5"):
+        with pytest.raises(TypeError, match="must be an int"):
+            check_budget(bad)
+
+
+def test_a_separator_with_a_lone_surrogate_is_a_value_error_naming_it() -> None:
+    with pytest.raises(ValueError, match="separator holds a lone surrogate"):
+        tk.separator_tokens("\ud800", "mistral:7b")
