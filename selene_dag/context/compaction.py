@@ -457,22 +457,69 @@ class CompactionReport:
         return sum(s.removed for s in self.steps)
 
 
-def _fitted(message: Message, room: int, model: str | None, ends: bool = False) -> Message | None:
+def _fitted(
+    message: Message, room: int, model: str | None, ends: bool = False, given: Any = None
+) -> Message | None:
     """``message`` cut to ``room`` tokens (its tool calls whole, its content cut), or None
     when nothing of its content fits. ``ends``: keep the content's start and its end
-    (:func:`cut_middle`), not its start alone."""
+    (:func:`cut_middle`), not its start alone. ``given``: the content as it came; when it
+    is a list of parts with an image or another part that is not text, those parts stay
+    (counted as their placeholders) and only the text is cut."""
     room -= MESSAGE_OVERHEAD
     calls = call_text(message)
     if calls:  # the calls stay whole; the content gets what they leave (+1: the line break)
         room -= count_tokens_batch([calls], model)[0] + 1
+    media = _media_parts(given)
     text = str(message["content"])
+    if media:
+        text = content_text([p for p in given if p not in media])
+        placeholders = content_text(media)
+        room -= count_tokens_batch([placeholders + "\n\n"], model)[0]
     if room <= 0:
         content = ""
     elif ends:
         content = cut_middle(text, room, model)
     else:
         content = truncate_to_tokens(text, room, model)
+    if media:
+        return {**message, "content": _with_text(given, media, content)}
     return {**message, "content": content} if content else None
+
+
+# Parts a chat API reads that are not text (an image, a document, audio): a cut keeps them.
+_TEXT_KINDS = frozenset({"text", "tool_use", "tool_result", "thinking", "redacted_thinking"})
+
+
+def _media_parts(content: Any) -> list[Any]:
+    """The parts of ``content`` that carry no text (none unless it is a list of parts
+    without tool parts: a call or its result is paired, not cut apart)."""
+    if not isinstance(content, list):
+        return []
+    kinds = [p.get("type") for p in content if isinstance(p, Mapping)]
+    if "tool_use" in kinds or "tool_result" in kinds:
+        return []
+    return [
+        p
+        for p in content
+        if isinstance(p, Mapping)
+        and p.get("type") not in _TEXT_KINDS
+        and not isinstance(p.get("text"), str)
+    ]
+
+
+def _with_text(parts: list[Any], media: list[Any], text: str) -> list[Any]:
+    """``parts`` with their text parts replaced by one holding ``text`` (where the first
+    was), the ``media`` parts in their places."""
+    out: list[Any] = []
+    for part in parts:
+        if part in media:
+            out.append(part)
+        elif text:
+            out.append({"type": "text", "text": text})
+            text = ""
+    if text:
+        out.append({"type": "text", "text": text})
+    return out
 
 
 CUT_MARK = "\n…\n"
@@ -654,9 +701,21 @@ def brute_prune(
 
 
 def _prune(
-    given: list[Message], window: int, model: str | None, keep_last_n: int, prune_ratio: float
+    given: list[Message],
+    window: int,
+    model: str | None,
+    keep_last_n: int,
+    prune_ratio: float,
+    as_given: Mapping[int, tuple[Message, Any]] | None = None,
 ) -> list[Message]:
-    """``brute_prune`` of checked messages: a message kept whole is the same object."""
+    """``brute_prune`` of checked messages: a message kept whole is the same object.
+    ``as_given``: id of a checked message → it and its content as it came (a cut keeps
+    its images)."""
+
+    def given_content(message: Message) -> Any:
+        entry = (as_given or {}).get(id(message))
+        return entry[1] if entry is not None and entry[0] is message else None
+
     total = message_tokens(given, model)
     if not check_context_budget(total, window, prune_ratio=prune_ratio).should_prune:
         return given
@@ -696,7 +755,9 @@ def _prune(
             # cut to "[" told the model nothing).
             if i != asked_here and room < min(MIN_CUT_TOKENS, costs[i]):
                 continue
-            fitted = _fitted(msgs[i], room, model, ends=i == asked_here)
+            fitted = _fitted(
+                msgs[i], room, model, ends=i == asked_here, given=given_content(msgs[i])
+            )
             if fitted is None:
                 continue
             cost = message_tokens([fitted], model)
@@ -714,7 +775,8 @@ def _prune(
             passed_over.append(i)
     # The room left goes to the newest message passed over, cut to fit.
     if passed_over and room >= MIN_CUT_TOKENS:
-        fitted = _fitted(msgs[passed_over[0]], room, model)
+        newest = msgs[passed_over[0]]
+        fitted = _fitted(newest, room, model, given=given_content(newest))
         if fitted is not None and message_tokens([fitted], model) <= room:
             chosen[passed_over[0]] = fitted
     return paired_tool_messages(given, {kept[i]: chosen[i] for i in chosen})
@@ -1027,7 +1089,7 @@ def compact_messages(
             )
     if check_context_budget(tokens, window).should_prune:
         start = tokens
-        pruned = _prune(msgs, window, model, KEEP_LAST_N, PRUNE_RATIO)
+        pruned = _prune(msgs, window, model, KEEP_LAST_N, PRUNE_RATIO, as_given)
         tokens = message_tokens(pruned, model)
         cut = [m for m in pruned if m not in msgs]
         notes = [f"{len(cut)} cut to fit"] if cut else []

@@ -1066,3 +1066,22 @@ def test_a_conversation_file_that_is_not_utf8_is_a_one_line_value_error(tmp_path
         ValueError, match=r"chat\.json: not UTF-8 text \(invalid continuation byte at byte 33\)"
     ):
         load_conversation(path)
+
+
+def test_a_latest_request_cut_to_fit_keeps_its_image() -> None:
+    # Its text was cut and sent as a string: the screenshot the question is about was lost.
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    text = "Here is the log. " + "noisy output line 12345 " * 400 + "What does the screenshot show?"
+    messages = [
+        {"role": "system", "content": "Be brief."},
+        {"role": "user", "content": [{"type": "text", "text": text}, image]},
+    ]
+    report = compact_messages(messages, 300, M)
+    assert report.tokens_after <= 300 and message_tokens(report.messages, M) <= 300
+    parts = report.messages[-1]["content"]
+    assert [p["type"] for p in parts] == ["text", "image_url"] and parts[1] == image
+    assert parts[0]["text"].startswith("Here is the log.")
+    assert parts[0]["text"].endswith("What does the screenshot show?")
+    # Text alone is cut as before: a string.
+    report = compact_messages([messages[0], {"role": "user", "content": text}], 300, M)
+    assert isinstance(report.messages[-1]["content"], str)
