@@ -35,6 +35,7 @@ from rich.text import Text
 from selene_dag import __version__, service
 from selene_dag.config import Settings, load_settings
 from selene_dag.errors import SeleneError, UsageError, with_home, write_failure
+from selene_dag.llm.engine import EngineError
 from selene_dag.notes.digests import MIN_THREAD_NOTES
 from selene_dag.sessions.generators.gemini import is_project_hash
 from selene_dag.store import waiting_notice
@@ -846,7 +847,16 @@ def ask_command(
         err.print(f"rerank: {result.stats['rerank']}", highlight=False)
     if answer:
         started = time.perf_counter()
-        reply = service.answer(settings, question, result.text)
+        try:
+            reply = service.answer(settings, question, result.text)
+        except EngineError:
+            # The pack is built: print it, so the question is not asked again for it.
+            if format == "json":
+                sys.stdout.write(json.dumps(result.to_json(), ensure_ascii=False, indent=2) + "\n")
+            elif result.text:
+                _write_pack(result.text, budget, result.model)
+            err.print("the model did not answer: the pack is printed instead", highlight=False)
+            raise
         err.print(f"answer from {settings.model} in {time.perf_counter() - started:.1f} s")
         if format == "json":  # the pack's document with the answer in it
             document = {**result.to_json(), "answer": reply.rstrip("\n")}

@@ -130,7 +130,8 @@ def pack_context(
     unchanged. Otherwise higher tiers are kept whole while they fit, the first tier that
     does not fit is truncated to the tokens left (``truncate_to_tokens``), and every
     lower tier is dropped (a tier truncated to nothing is dropped too). ``overflow`` is
-    True when the highest-priority tier itself had to be cut.
+    True when a tier of the highest priority itself had to be cut (with several at that
+    priority, any of them: the content ranked highest did not all fit).
 
     The budget covers the tiers' contents; with ``separator`` (e.g. ``"\\n\\n"``) it covers
     the exact joined ``text`` instead. Raises TypeError/ValueError on bad input.

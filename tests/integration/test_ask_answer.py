@@ -120,3 +120,22 @@ def test_a_pack_past_the_models_context_is_a_one_line_user_error(notes_home, mon
         with pytest.raises(UsageError, match=r"context allowed for mistral:7b.*smaller --budget"):
             service.answer(load_settings(), "what about docker?", pack)
         assert server.requests["/api/chat"] == 0  # refused before asking
+
+
+def test_a_model_server_that_is_down_leaves_the_pack_printed(notes_home, monkeypatch):  # noqa: F811
+    # The pack was built, then "cannot reach Ollama" and nothing on stdout: asked again
+    # without --answer, the same work was done twice.
+    import socket
+
+    _ingest()
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    monkeypatch.setenv("SELENE_LLM", "ollama")
+    monkeypatch.setenv("SELENE_OLLAMA_HOST", f"http://127.0.0.1:{port}")
+    result = CliRunner().invoke(app, ASKED)
+    assert result.exit_code == 1
+    assert result.stdout.startswith("[") and "docker" in result.stdout.lower()
+    assert "cannot reach Ollama" in result.stderr and "pack is printed instead" in result.stderr
+    as_json = CliRunner().invoke(app, [*ASKED, "--format", "json"])
+    assert as_json.exit_code == 1 and "answer" not in json.loads(as_json.stdout)
