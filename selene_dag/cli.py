@@ -451,6 +451,12 @@ def ingest(
             "the next ingest goes on",
             highlight=False,
         )
+    if report.analysed and not report.inserted and not report.changed and not report.restored:
+        err.print(
+            f"{plural(report.analysed, 'note')} analysed that an earlier ingest left "
+            "unanalysed (it failed or stopped, or the engine or model changed)",
+            highlight=False,
+        )
     others = report.home_notes - report.notes
     home_total = f" (the home holds {report.home_notes:,} in all)" if others > 0 else ""
     err.print(

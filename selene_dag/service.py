@@ -183,6 +183,8 @@ class IngestReport:
     # Notes left to analyse (new, changed, or by another engine or model) when the run stopped at
     # SELENE_ESSENCE_LIMIT.
     essences_left: int = 0
+    # Notes analysed by this ingest (new or changed ones, and those an earlier run left).
+    analysed: int = 0
 
 
 SKIPPED_SHOWN = 20
@@ -330,6 +332,7 @@ def ingest(settings: Settings, path: str | os.PathLike[str]) -> IngestReport:
                 analysed_offline=int(analysis.get("analysed_offline") or 0),
                 moved_notes=int(analysis.get("moved_notes") or 0),
                 essences_left=int(analysis.get("essences_left") or 0),
+                analysed=int(analysis.get("analysed") or 0),
             )
     # Dagster found nothing to run: remembered unless something it rests on moved while it
     # decided (the folder walked again, outside the block).

@@ -261,3 +261,34 @@ def test_a_session_the_model_could_rate_no_chunk_of_is_not_rated_again_for_ever(
         [row] = service.distill_run(settings, all_files=True)
         assert row["ok"] and row["model_rated"] == 0, row
         assert service.distill_run(settings, all_files=True) == []
+
+
+def test_the_ingest_after_a_failed_model_step_says_what_it_analysed(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # The re-run said "0 new, 0 changed" while it analysed every note the failed run left.
+    import socket
+
+    from typer.testing import CliRunner
+
+    from selene_dag.cli import app
+
+    path = _notes(tmp_path / "notes", count=4)
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        down = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    for name, value in {
+        "SELENE_HOME": str(tmp_path / "home"),
+        "SELENE_LLM": "ollama",
+        "SELENE_OLLAMA_HOST": down,
+        "SELENE_NOW": "2026-07-15",
+    }.items():
+        monkeypatch.setenv(name, value)
+    failed = CliRunner().invoke(app, ["ingest", str(path)])
+    assert failed.exit_code == 1 and "cannot reach Ollama" in failed.output
+    with FakeOllama() as fake:
+        monkeypatch.setenv("SELENE_OLLAMA_HOST", fake.url)
+        result = CliRunner().invoke(app, ["ingest", str(path)])
+    assert result.exit_code == 0, result.output
+    assert "4 notes analysed that an earlier ingest left unanalysed" in result.output
+    assert "(0 new, 0 changed" in result.output
