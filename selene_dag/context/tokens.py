@@ -1074,4 +1074,16 @@ def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> 
     reject_lone_surrogates(text)
     if max_tokens == 0 or not text:
         return ""
-    return tokenizer_for(model).truncate(text, max_tokens)
+    tok = tokenizer_for(model)
+    # A long text is cut from a head that holds the cut well inside it: 10 tokens of a
+    # 10 MB text encoded all 10 MB (seconds for one long word).
+    window = max(_HEAD_CHARS, 64 * max_tokens)
+    while window < len(text) // 2:
+        head = text[:window]
+        if tok.count(head) > max_tokens + 1:
+            return tok.truncate(head, max_tokens)
+        window *= 4
+    return tok.truncate(text, max_tokens)
+
+
+_HEAD_CHARS = 4_096

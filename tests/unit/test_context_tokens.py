@@ -690,3 +690,20 @@ def test_budgets_take_numpy_integers_and_refuse_bools() -> None:
 def test_a_separator_with_a_lone_surrogate_is_a_value_error_naming_it() -> None:
     with pytest.raises(ValueError, match="separator holds a lone surrogate"):
         tk.separator_tokens("\ud800", "mistral:7b")
+
+
+@pytest.mark.parametrize("model", ["gpt-4", "mistral:7b", "llama3", "qwen2.5"])
+def test_a_long_text_is_cut_from_its_head_as_from_the_whole(model: str) -> None:
+    # Ten tokens of a 10 MB text encoded all of it (seconds for one long word): the cut is
+    # now taken from a head that holds it, and is the same cut.
+    import json
+
+    from selene_dag.paths import assets_dir
+
+    lines = (assets_dir() / "demo" / "notes" / "til.jsonl").read_text().splitlines()
+    text = "\n\n".join(json.loads(line)["content"] for line in lines[:200])
+    tok = tk.tokenizer_for(model)
+    for n in (1, 10, 100, 1_000):
+        assert truncate_to_tokens(text, n, model) == tok.truncate(text, n)
+    cut = truncate_to_tokens("a" * 1_000_000, 10, model)
+    assert cut and set(cut) == {"a"} and count_tokens(cut, model) <= 10
