@@ -977,6 +977,7 @@ def _parse_markdown(
     text: str, rel: str, source: str, mtime: datetime
 ) -> tuple[NoteRecord | None, IngestError | None]:
     meta: dict[str, Any] = {}
+    header = "front-matter"
     body = text.lstrip("\ufeff")
     problem: IngestError | None = None
     match = _FRONT_MATTER.match(body)
@@ -1017,16 +1018,17 @@ def _parse_markdown(
     elif body.startswith("---\n") or body.startswith("---\r\n"):
         problem = IngestError.note_kept(source, None, "front-matter ignored: no closing '---' line")
     elif is_notion_page(PurePosixPath(rel).stem):
-        meta = page_properties(body)
+        meta, header = page_properties(body), "Notion property"
     else:
         meta, body = _page_properties(body)
+        header = "page property" if meta else header
     if is_drawing(meta):
         body = drawing_text(body)
         if not body:  # a drawing without words: nothing to read, nothing wrong
             return None, problem
     elif PurePosixPath(rel).suffix.lower() != ".txt":
         body = strip_comments(body)  # Obsidian's %%comments%%: the author's, never shown
-    note, ignored = _note_of_page(meta, body, rel, source, mtime)
+    note, ignored = _note_of_page(meta, body, rel, source, mtime, header)
     return note, ignored or problem
 
 
@@ -1319,8 +1321,19 @@ def _file_title(rel: str) -> str:
 
 
 def _first_heading(text: str) -> str | None:
-    match = _HEADING.search(text)
-    return match.group(1).strip() if match else None
+    """The first ``# `` heading outside fenced code (a shell comment in a code block is no
+    title)."""
+    opened: str | None = None
+    position = 0
+    while (match := _HEADING.search(text, position)) is not None:
+        for line in text[position : match.start()].split("\n"):
+            fence = _text.FENCE_LINE.match(line)
+            if fence is not None and (opened is None or fence.group(1) == opened):
+                opened = None if opened else fence.group(1)
+        if opened is None:
+            return match.group(1).strip()
+        position = match.end()
+    return None
 
 
 def _clean_str(value: Any) -> str | None:

@@ -26,16 +26,11 @@ _FIELDS = {
     "tags": "tags",
 }
 # The date formats Notion writes, by the user's setting (times are local, without offset).
-_DATE_FORMATS = (
-    "%B %d, %Y %I:%M %p",
-    "%B %d, %Y",
-    "%Y/%m/%d %I:%M %p",
-    "%Y/%m/%d %H:%M",
-    "%Y/%m/%d",
-    "%m/%d/%Y %I:%M %p",
-    "%m/%d/%Y",
-    "%d/%m/%Y %H:%M",
-    "%d/%m/%Y",
+# Each date form with a 12- or a 24-hour time, or none.
+_DATE_FORMATS = tuple(
+    f"{day}{time}"
+    for day in ("%B %d, %Y", "%Y/%m/%d", "%m/%d/%Y", "%d/%m/%Y")
+    for time in (" %I:%M %p", " %H:%M", "")
 )
 
 
@@ -65,7 +60,8 @@ def notion_date(value: str) -> str | None:
 def page_properties(body: str) -> dict[str, str]:
     """The fields a Notion page's property lines give (``created``, ``updated``,
     ``tags``): the ``Key: value`` lines right after its ``# Title`` heading. A date in no
-    format Notion writes is left out (a property named so may hold anything)."""
+    format Notion writes is given as written (an ISO date reads; the reader reports any
+    other as unreadable and keeps the note)."""
     lines = iter(body.splitlines())
     if not next(lines, "").startswith("# "):
         return {}
@@ -79,7 +75,7 @@ def page_properties(body: str) -> dict[str, str]:
         field = _FIELDS.get(match.group(1).strip().lower())
         value = match.group(2)
         if field in ("created", "updated"):
-            value = notion_date(value) or ""
+            value = notion_date(value) or value.strip()
         if field and value:
             found.setdefault(field, value)
     return found

@@ -68,6 +68,18 @@ def test_plain_text_and_other_markdown_suffixes_are_notes(tmp_path):
     assert next(n for n in result.notes if n.id == "Groceries.txt").content.startswith("milk\n")
 
 
+def test_a_comment_in_a_code_block_is_no_title(tmp_path):
+    # "# install deps" in a bash block titled the note "install deps".
+    fence = "`" * 3
+    (tmp_path / "build-box.md").write_text(
+        f"How I set up the build box.\n\n{fence}bash\n# install deps\nsudo apt install gcc\n"
+        f"{fence}\n\n# Build box setup\nDone.\n"
+    )
+    (tmp_path / "only-code.md").write_text(f"{fence}sh\n# comment line\nls\n{fence}\n")
+    titles = {n.id: n.title for n in read_notes(tmp_path).notes}
+    assert titles == {"build-box.md": "Build box setup", "only-code.md": "only-code"}
+
+
 def test_a_textbundle_is_titled_by_its_name(tmp_path):
     # Bear and Ulysses export a note as a folder: text.md (or .markdown), info.json, assets.
     bundle = tmp_path / "Trip to Lisbon.textbundle"

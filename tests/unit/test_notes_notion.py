@@ -87,7 +87,7 @@ def test_a_damaged_part_is_named_and_the_other_parts_still_read(tmp_path: Path) 
     assert result.files_failed == [str(archive.resolve())]
 
 
-def test_a_page_name_without_heading_gives_its_title_and_odd_properties_are_left_out(
+def test_a_page_name_without_heading_gives_its_title_and_odd_properties_are_said(
     tmp_path: Path,
 ) -> None:
     (tmp_path / "Loose thought 00112233445566778899aabbccddeeff.md").write_text("just text\n")
@@ -95,7 +95,10 @@ def test_a_page_name_without_heading_gives_its_title_and_odd_properties_are_left
         "# Odd\n\nCreated: someday\nTags: \nNote: kept as text\n\nbody\n"
     )
     result = read_notes(tmp_path)
-    assert result.errors == []
+    # A date no form reads was left out without a word: the note kept, the date named.
+    assert [(e.kept, e.error) for e in result.errors] == [
+        (True, "note kept, Notion property created (unreadable date 'someday') ignored")
+    ]
     by_title = {n.title: n for n in result.notes}
     assert set(by_title) == {"Loose thought", "Odd"}
     assert by_title["Odd"].created_at is None and by_title["Odd"].tags == ()
@@ -106,6 +109,11 @@ def test_notion_dates_in_the_formats_its_settings_give() -> None:
     assert notion_date("2024/03/05 14:30") == "2024-03-05T14:30:00"
     assert notion_date("March 5, 2024 → March 7, 2024") == "2024-03-05T00:00:00"
     assert notion_date("someday") is None
+    # The 24-hour clock of each date form (a setting of Notion's).
+    assert notion_date("March 8, 2024 14:00") == "2024-03-08T14:00:00"
+    assert notion_date("03/08/2024 14:00") == "2024-03-08T14:00:00"
+    # An ISO date is given as written, for the note's reader to read.
+    assert page_properties("# T\n\nCreated: 2024-03-08 14:00\n") == {"created": "2024-03-08 14:00"}
     assert page_properties("no heading\nCreated: March 5, 2024\n") == {}
 
 
