@@ -613,7 +613,8 @@ def _take(
     """Add one file's notes and problems to ``result``: ids made home-wide, an id another
     note holds settled (``_claim``, for a file of one note at ``rel``), a repeated id kept
     once: the copy updated last when both say when (two exports of one app side by side,
-    the newer read second: its pages were dropped), else the first."""
+    the newer read second: its pages were dropped), else within one file the later (a JSONL
+    log appends a note's new version: its correction was dropped), else the first."""
     result.errors.extend(errors)
     # A file with any unreadable part is "failed" for deletion tracking: a note whose line
     # broke must not be marked deleted. Its readable notes are still ingested. A problem
@@ -629,12 +630,16 @@ def _take(
         if note.id in ids.seen:
             first, place, _ = ids.seen[note.id]
             kept = result.notes[place]
-            if note.updated_at and kept.updated_at and note.updated_at > kept.updated_at:
+            dated = note.updated_at is not None and kept.updated_at is not None
+            if dated and note.updated_at > kept.updated_at:
                 result.notes[place] = note
                 ids.seen[note.id] = (source, place, single)
                 reason = (
                     f"duplicate note id {note.id!r} (also in {first}); kept this, updated later"
                 )
+            elif first == source and not (dated and note.updated_at < kept.updated_at):
+                result.notes[place] = note
+                reason = f"duplicate note id {note.id!r} in one file; kept the later"
             else:
                 reason = f"duplicate note id {note.id!r} (first in {first}); kept the first"
             result.errors.append(IngestError(source, None, reason))

@@ -551,3 +551,23 @@ def test_two_notes_given_one_front_matter_id_are_both_kept(tmp_path):
     assert problems["b.md"].kept and "'b.md' is its id" in problems["b.md"].error
     assert not problems["c.md"].kept and "kept the first" in problems["c.md"].error
     assert sorted(result.files_ok) == sorted(str(tmp_path / f) for f in ("a.md", "b.md", "c.md"))
+
+
+def test_a_jsonl_log_that_repeats_an_id_keeps_its_later_line(tmp_path):
+    # An append-only log writes a note's correction as a new line: the first was kept, so
+    # ask answered with the plan the correction replaced.
+    (tmp_path / "log.jsonl").write_text(
+        '{"id": "plan", "title": "Release plan", "content": "We deploy on Monday."}\n'
+        '{"id": "plan", "title": "Release plan", "content": "Change: we deploy on Friday."}\n'
+        '{"id": "dated", "title": "D", "content": "newer", "updated_at": "2024-05-02"}\n'
+        '{"id": "dated", "title": "D", "content": "older", "updated_at": "2024-05-01"}\n'
+    )
+    result = read_notes(tmp_path)
+    assert {n.id: n.content for n in result.notes} == {
+        "plan": "Change: we deploy on Friday.",
+        "dated": "newer",  # a line dated earlier is an older version, wherever it stands
+    }
+    assert [e.error for e in result.errors] == [
+        "duplicate note id 'plan' in one file; kept the later",
+        "duplicate note id 'dated' (first in " + str(tmp_path / "log.jsonl") + "); kept the first",
+    ]
