@@ -1004,10 +1004,16 @@ def eval_command(
         console.print(table)
         versus = report.versus_passages
         if versus is not None and versus.questions > 1:
+            if versus.low == versus.high:
+                spread = f"the same on each of the {versus.questions} questions"
+            else:
+                spread = (
+                    f"95% interval {versus.low:+.3f} to {versus.high:+.3f}, paired over "
+                    f"{versus.questions} questions"
+                    + ("; too few questions for a close interval" if versus.questions < 10 else "")
+                )
             console.print(
-                f"ask − bm25 passages: {versus.difference:+.3f} (95% interval "
-                f"{versus.low:+.3f} to {versus.high:+.3f}, paired over {versus.questions} "
-                "questions)",
+                f"ask − bm25 passages: {versus.difference:+.3f} ({spread})",
                 highlight=False,
                 soft_wrap=True,
             )

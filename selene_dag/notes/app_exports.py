@@ -111,6 +111,9 @@ def roam_pages(data: object) -> list[Any] | None:
         if not lines:
             continue
         created = page.get("create-time")
+        edited = page.get("edit-time")  # the page's own: a title changed, a block removed
+        if isinstance(edited, int) and not isinstance(edited, bool):
+            times.append(edited)
         notes.append(
             {
                 "id": page.get("title"),

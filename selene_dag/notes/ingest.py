@@ -1365,16 +1365,24 @@ def _as_datetime(value: Any) -> datetime | None:
     raise TypeError(f"unreadable date {value!r}")
 
 
+def _tag_names(values: Iterable[str]) -> tuple[str, ...]:
+    names = (v.strip().lstrip("#").strip() for v in values)
+    return tuple(dict.fromkeys(name for name in names if name))
+
+
 def _as_tags(value: Any) -> tuple[str, ...]:
+    """Tags as written: a list, a comma-separated string or hashtags (``#aws #til``), each
+    without its ``#`` (Obsidian reads ``#idea`` and ``idea`` as one tag), each once; a list
+    item that is no text (a nested list or mapping) is left out."""
     if value is None:
         return ()
     if isinstance(value, str):
         words = value.split()
         if len(words) > 1 and all(w.startswith("#") for w in words):  # "#aws #til"
-            return tuple(words)
-        return tuple(t.strip() for t in value.split(",") if t.strip())
+            return _tag_names(re.split(r"[,\s]+", value))
+        return _tag_names(value.split(","))
     if isinstance(value, list | tuple):
-        return tuple(str(t).strip() for t in value if str(t).strip())
+        return _tag_names(str(t) for t in value if isinstance(t, str | int | float))
     raise TypeError(
         f"'tags' must be a list or a comma-separated string, got {type(value).__name__}"
     )

@@ -384,8 +384,8 @@ def applicable(
 class PairedDifference:
     """How much one method's recall exceeds another's over the same questions: the mean
     of the per-question differences and a normal 95% interval around it (1.96 standard
-    errors; no width with fewer than two questions). An interval holding 0 means the
-    questions cannot tell the two apart."""
+    errors, within [-1, 1]; no width with fewer than two questions, nor when every question
+    differs alike). An interval holding 0 means the questions cannot tell the two apart."""
 
     questions: int
     difference: float
@@ -414,7 +414,9 @@ def paired_difference(
     mean = sum(diffs) / n
     var = sum((d - mean) ** 2 for d in diffs) / (n - 1) if n > 1 else 0.0
     half = 1.96 * math.sqrt(var / n)
-    return PairedDifference(n, mean, mean - half, mean + half)
+    # A difference of recalls lies in [-1, 1]; a normal interval over few questions
+    # reached past it (-0.48 to +1.48 over two).
+    return PairedDifference(n, mean, max(-1.0, mean - half), min(1.0, mean + half))
 
 
 @dataclass

@@ -227,7 +227,7 @@ def test_eval_command_reports_each_budget(
     assert table.exit_code == 0, table.output
     assert "recall at 400 tokens" in table.stdout and "recall at 80 tokens" in table.stdout
     assert "bm25 passages" in table.stdout
-    assert "ask − bm25 passages" in table.stdout and "paired over 2 questions" in table.stdout
+    assert "ask − bm25 passages: +0.000 (the same on each of the 2 questions)" in table.stdout
 
 
 def test_paired_difference_is_the_mean_difference_with_a_95_percent_interval() -> None:
@@ -244,6 +244,11 @@ def test_paired_difference_is_the_mean_difference_with_a_95_percent_interval() -
     one = paired_difference(rows[:1])
     assert (one.difference, one.low, one.high) == (1.0, 1.0, 1.0)
     assert paired_difference([]) == PairedDifference(0, 0.0, 0.0, 0.0)
+    # A difference of recalls lies in [-1, 1]: two questions, 1 and 0, reached 1.48.
+    two = paired_difference(
+        [{"ask": 1.0, "bm25_passages": 0.0}, {"ask": 0.5, "bm25_passages": 0.5}]
+    )
+    assert two.difference == 0.5 and (two.low, two.high) == (pytest.approx(-0.48), 1.0)
     # The report's own figure, and none without the passage baseline.
     report = ev.EvalReport(
         500, MODEL, rows=[{**r, "newest_first": 0.0, "bm25_topk": 0.0} for r in rows]

@@ -430,7 +430,7 @@ def test_windows_line_ends_and_hashtag_lists(tmp_path):
     )
     (note,) = read_notes(tmp_path).notes
     assert "\r" not in note.content and note.content.startswith("# Title\n\nBody line.")
-    assert note.tags == ("#aws", "#til")
+    assert note.tags == ("aws", "til")
 
 
 def test_a_daily_summary_line_does_not_say_the_title_twice():
@@ -571,3 +571,13 @@ def test_a_jsonl_log_that_repeats_an_id_keeps_its_later_line(tmp_path):
         "duplicate note id 'plan' in one file; kept the later",
         "duplicate note id 'dated' (first in " + str(tmp_path / "log.jsonl") + "); kept the first",
     ]
+
+
+def test_front_matter_tags_are_names_without_their_hash(tmp_path):
+    # "#project, #idea" gave the tags "#project," and "#idea"; [a, "#b"] counted #b and b
+    # apart; a nested list became the tag "['deeper']".
+    (tmp_path / "a.md").write_text('---\ntags: "#project, #idea"\n---\n# A\nx\n')
+    (tmp_path / "b.md").write_text('---\ntags: [a, "#b", b]\n---\n# B\nx\n')
+    (tmp_path / "c.md").write_text("---\ntags: [nested, [deeper], {a: 1}, 2024]\n---\n# C\nx\n")
+    tags = {n.id: n.tags for n in read_notes(tmp_path).notes}
+    assert tags == {"a.md": ("project", "idea"), "b.md": ("a", "b"), "c.md": ("nested", "2024")}

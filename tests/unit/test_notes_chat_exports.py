@@ -487,6 +487,11 @@ def test_a_roam_research_export_gives_one_outline_per_page(tmp_path: Path) -> No
     assert postgres.content == "- VACUUM FULL locks the table\n  - use pg_repack instead"
     assert postgres.created_at == datetime.fromtimestamp(1699999000, tz=UTC)
     assert postgres.updated_at == datetime.fromtimestamp(1700000500, tz=UTC)
+    # The page's own edit time counts too (a block removed leaves no block's time).
+    pages[0]["edit-time"] = 1700000900000
+    (tmp_path / "graph.json").write_text(json.dumps(pages))
+    edited = {n.id: n for n in read_notes(tmp_path).notes}["Postgres"]
+    assert edited.updated_at == datetime.fromtimestamp(1700000900, tz=UTC)
 
 
 def test_two_roam_exports_side_by_side_keep_each_pages_latest_edit(tmp_path: Path) -> None:
