@@ -27,6 +27,7 @@ from __future__ import annotations
 import fnmatch
 import json
 import os
+import re
 import shlex
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -263,6 +264,8 @@ def _moved_folder(
         shared = len(files & here)
         if not files or shared * 2 < len(files):
             continue
+        if not _same_texts(conn, prefix, own, sorted(files & here)):
+            continue  # another folder holding files of those names (a journal's todo.md)
         if folder_name(old) == name:
             return old
         if shared >= RENAMED_MIN_FILES:
@@ -275,6 +278,39 @@ def _moved_folder(
     ):
         return renamed_matches[0][1]
     return None
+
+
+# Files of a moved folder compared with the notes they were, at most; and the share of a
+# stored note's words its file must still hold (a moved note may have been edited too).
+_COMPARED_FILES = 12
+_WORDS_KEPT = 0.5
+_WORD = re.compile(r"\w{2,}")
+
+
+def _same_texts(conn: duckdb.DuckDBPyConnection, prefix: str, own: Path, names: list[str]) -> bool:
+    """Whether most of the files ``names`` (a spread of them, at most ``_COMPARED_FILES``)
+    in ``own`` still hold most of the words of the notes stored from the same names under
+    ``prefix``: the same notes, moved, not other notes under the same file names."""
+    step = max(1, len(names) // _COMPARED_FILES)
+    sample = names[::step][:_COMPARED_FILES]
+    same = 0
+    for rel in sample:
+        row = conn.execute(
+            "SELECT title || ' ' || content FROM notes WHERE source = ? "
+            "ORDER BY deleted_at IS NOT NULL LIMIT 1",
+            [prefix + rel],
+        ).fetchone()
+        try:
+            with open(own / rel, "rb") as handle:
+                text = handle.read(1 << 20).decode("utf-8", errors="replace")
+        except OSError:
+            continue
+        stored = set(_WORD.findall((row[0] if row else "")[:20_000].lower()))
+        if not stored or len(stored & set(_WORD.findall(text.lower()))) >= _WORDS_KEPT * len(
+            stored
+        ):
+            same += 1
+    return same * 2 >= len(sample)
 
 
 def _files_inside(folder: Path) -> set[str]:

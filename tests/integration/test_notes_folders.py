@@ -159,6 +159,16 @@ def test_a_folder_renamed_as_it_moved_keeps_its_key(tmp_path: Path, home: Path) 
     (tmp_path / "x").rename(tmp_path / "gone-x")
     (tmp_path / "y").rename(tmp_path / "z")
     assert service.ingest(settings, tmp_path / "z").id_prefix == "z/"
+    # A drive unplugged, then a journal holding files of the same names (todo.md, inbox.md,
+    # ideas.md) but other notes: it took the drive's ids and rewrote its notes.
+    usb = _write(
+        tmp_path / "usb" / "drive", {f"{n}.md": f"# {n}\nUSB {n} cassowary" for n in "ghi"}
+    )
+    service.ingest(settings, usb)
+    usb.parent.rename(tmp_path / "unplugged")
+    journal = {f"{n}.md": f"# {n}\nJournal {n} dugong" for n in "ghi"}
+    report = service.ingest(settings, _write(tmp_path / "journal", journal))
+    assert (report.id_prefix, report.inserted, report.moved_from) == ("journal/", 3, "")
 
 
 def test_a_forgotten_folder_leaves_the_home_and_comes_back_when_ingested(
