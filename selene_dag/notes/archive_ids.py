@@ -90,6 +90,34 @@ def archive_prefix(
     return scope.id_prefix
 
 
+def newer_export(
+    conn: duckdb.DuckDBPyConnection, scope: IngestScope, result: IngestResult
+) -> str | None:
+    """The archive still there, written after ``scope.path``, whose stored notes hold most
+    of this archive's pages (by id), most of them with the same text: this is an older
+    export of the same pages, ingested again after the newer one took their notes. Stored,
+    it would put back the old text, or (given ids of its own) hold every page twice. None
+    when there is none (two vaults zipped apart share names, not texts)."""
+    if not is_archive(scope.path) or not result.notes:
+        return None
+    hashes = {n.id: n.content_hash for n in result.notes}
+    rows = conn.execute(
+        "SELECT split_part(source, '!/', 1) AS file, id, content_hash FROM notes "
+        "WHERE deleted_at IS NULL AND contains(source, '!/') AND list_contains(?, id) "
+        "AND split_part(source, '!/', 1) <> ?",
+        [list(hashes), str(scope.path)],
+    ).fetchall()
+    files: dict[str, list[int]] = {}
+    for file, note_id, digest in rows:
+        counts = files.setdefault(str(file), [0, 0])
+        counts[0] += 1
+        counts[1] += digest == hashes[note_id]
+    for file, (shared, same) in sorted(files.items(), key=lambda f: (-f[1][0], f[0])):
+        if shared * 2 >= len(hashes) and same * 2 > shared and _newer(Path(file), scope.path):
+            return file
+    return None
+
+
 def with_prefix(result: IngestResult, scope: IngestScope, prefix: str) -> IngestResult:
     """``result`` with its notes' ids moved from ``<key>/`` to ``prefix``."""
     cut = len(scope.id_prefix)

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 
 import duckdb
 
-from selene_dag.notes.archive_ids import archive_prefix, with_prefix
+from selene_dag.notes.archive_ids import archive_prefix, newer_export, with_prefix
 from selene_dag.notes.folders import IngestScope, nested_folders, register_folder
 from selene_dag.notes.ingest import IngestResult, NoteRecord, is_archive, notes_data_version
 from selene_dag.paths import transform_sql
@@ -136,6 +136,50 @@ def _archives_kept(conn: duckdb.DuckDBPyConnection, scope: IngestScope) -> list[
     return [f"{archive}!/" for (archive,) in rows]
 
 
+def _older_export_left_out(
+    conn: duckdb.DuckDBPyConnection,
+    scope: IngestScope,
+    result: IngestResult,
+    newer: str,
+    now: datetime,
+) -> NotesWriteStats:
+    """Store nothing of an older export whose pages a newer one holds: one problem says
+    so (``ingest_errors``, in place of the archive's earlier ones)."""
+    reason = (
+        f"an older export of the pages {newer} holds (written after it): left out; "
+        "ingest the newer one for the current pages"
+    )
+    with transaction(conn):
+        register_folder(conn, scope)
+        conn.execute(
+            "DELETE FROM ingest_errors WHERE source = ? OR starts_with(source, ?)",
+            [str(scope.path), f"{scope.path}!/"],
+        )
+        conn.execute(
+            "INSERT INTO ingest_errors (source, line, error, seen_at) VALUES (?, NULL, ?, ?)",
+            [str(scope.path), reason, now],
+        )
+    return NotesWriteStats(0, 0, len(result.notes), 0, 1, 0)
+
+
+def _archives_replaced(
+    conn: duckdb.DuckDBPyConnection, scope: IngestScope, result: IngestResult, prefix: str
+) -> list[str]:
+    """The other archives whose notes (ids under ``prefix``) the archive ``scope.path``
+    takes over: a newer export of the same pages. Their notes it does not hold are pages
+    deleted since, marked deleted too (they stayed live for good). None when the archive
+    was not read whole (a page of a damaged part is not a deleted page)."""
+    if not is_archive(scope.path) or result.files_failed:
+        return []
+    rows = conn.execute(
+        "SELECT DISTINCT split_part(source, '!/', 1) FROM notes WHERE deleted_at IS NULL "
+        "AND contains(source, '!/') AND starts_with(id, ?) "
+        "AND id IN (SELECT id FROM seen_ids) AND split_part(source, '!/', 1) <> ?",
+        [prefix, str(scope.path)],
+    ).fetchall()
+    return sorted(str(archive) for (archive,) in rows)
+
+
 def write_notes(
     conn: duckdb.DuckDBPyConnection, result: IngestResult, scope: IngestScope, now: datetime
 ) -> NotesWriteStats:
@@ -149,6 +193,9 @@ def write_notes(
     """
     import pandas as pd
 
+    prefix = scope.id_prefix
+    if (newer := newer_export(conn, scope, result)) is not None:
+        return _older_export_left_out(conn, scope, result, newer, now)
     if is_archive(scope.path):
         prefix = archive_prefix(conn, scope, result)
         if prefix != scope.id_prefix:
@@ -192,6 +239,7 @@ def write_notes(
                 "CREATE OR REPLACE TEMP TABLE failed_files AS SELECT source::VARCHAR AS source FROM failed_df"
             )
             register_folder(conn, scope)
+            replaced = _archives_replaced(conn, scope, result, prefix)
             inserted, changed, unchanged = conn.execute(transform_sql("notes_changes")).fetchone()
             restored = conn.execute(
                 "SELECT count(*) FROM incoming JOIN notes USING (id) "
@@ -207,6 +255,11 @@ def write_notes(
                     "skip": skip,
                 },
             ).fetchone()[0]
+            for archive in replaced:  # its pages the newer export no longer holds
+                deleted += conn.execute(
+                    transform_sql("notes_mark_deleted"),
+                    {"now": now, "root_prefix": f"{archive}!/", "id_prefix": prefix, "skip": []},
+                ).fetchone()[0]
             conn.execute(
                 "DELETE FROM ingest_errors WHERE starts_with(source, $root_prefix) "
                 "AND len(list_filter($skip::VARCHAR[], s -> starts_with(source, s))) = 0",

@@ -359,10 +359,30 @@ def test_a_newer_export_beside_the_older_one_updates_its_notes(tmp_path: Path, h
     assert (report.id_prefix, report.inserted, report.changed) == ("downloads/", 0, 1)
     live = [i for i, row in _rows(settings.db_path).items() if not row[2]]
     assert len(live) == 4
-    # The older one ingested again does not take its notes back: its text would overwrite
-    # the newer edit.
-    assert service.ingest(settings, older).id_prefix == f"downloads/{older.name}/"
-    assert "edited" in _rows(settings.db_path)["downloads/Takeout/Keep/n0.md"][1]
+    # The older one ingested again does not take its notes back (its text would overwrite
+    # the newer edit), nor store them under ids of its own (every page held twice, ask
+    # answering with the old text first): it is left out, and the ingest says why.
+    again = service.ingest(settings, older)
+    assert (again.inserted, again.changed, again.deleted) == (0, 0, 0)
+    assert [reason for _, _, reason in again.skipped] == [
+        f"an older export of the pages {newer} holds (written after it): left out; "
+        "ingest the newer one for the current pages"
+    ]
+    rows = _rows(settings.db_path)
+    assert len([i for i, row in rows.items() if not row[2]]) == 4
+    assert "edited" in rows["downloads/Takeout/Keep/n0.md"][1]
+    # A page the newer export no longer holds was deleted since: marked deleted, not live
+    # for good.
+    newest = export("takeout-20241201T000000Z-001.zip", {**edited})
+    del_member = "Takeout/Keep/n3.md"
+    with zipfile.ZipFile(newest, "w") as zipped:
+        for member, text in edited.items():
+            if member != del_member:
+                zipped.writestr(member, text)
+    newer.unlink()
+    assert service.ingest(settings, newest).deleted == 1
+    live = {i for i, row in _rows(settings.db_path).items() if not row[2]}
+    assert live == {f"downloads/Takeout/Keep/n{i}.md" for i in range(3)}
 
 
 def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
