@@ -37,5 +37,6 @@ lint: $(STAMP)
 	$(BIN)/ruff check selene_dag tests bench scripts
 	$(BIN)/ruff format --check selene_dag tests bench scripts
 
+# Build files and the demo's home; never ./.selene, the default home (your notes and sessions).
 clean:
-	rm -rf $(VENV) .venv-ccl .selene .selene-demo .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
+	rm -rf $(VENV) .venv-ccl .selene-demo .pytest_cache .ruff_cache .hypothesis build dist *.egg-info
