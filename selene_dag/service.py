@@ -1606,22 +1606,29 @@ def _seed_rerank_note(reranked: Sequence[int], problems: list[str], who: str = "
 
 
 def kept_no_chunk_hint(rows: Sequence[Mapping[str, Any]]) -> str:
-    """One line counting the sessions of ``rows`` (``distill run`` or ``distill report``
-    rows) whose distilled file kept none of their chunks because none reached the minimum
-    consensus (none was left out for the budget), and the setting that decides; "" when
-    there is none."""
-    empty = [
-        r
-        for r in rows
-        if r.get("distilled_chunks") == 0 and r.get("dropped_chunks") == 0 and r.get("chunks")
-    ]
-    if not empty:
-        return ""
-    least = min(r["min_consensus"] for r in empty)
-    return (
-        f"{plural(len(empty), 'session')} kept no chunk: none reached consensus {least:g}; "
-        "SELENE_DISTILL_MIN_CONSENSUS lowers it (then run `selene-dag distill run --all`)"
-    )
+    """Lines counting the sessions of ``rows`` (``distill run`` or ``distill report`` rows)
+    whose distilled file kept none of their chunks, by why, and the setting that decides:
+    none reached the minimum consensus, or each that did is larger than the budget leaves
+    (a chunk is kept whole or not at all); "" when there is none."""
+    empty = [r for r in rows if r.get("distilled_chunks") == 0 and r.get("chunks")]
+    lines = []
+    unrated = [r for r in empty if r.get("dropped_chunks") == 0]
+    if unrated:
+        least = min(r["min_consensus"] for r in unrated)
+        lines.append(
+            f"{plural(len(unrated), 'session')} kept no chunk: none reached consensus {least:g}; "
+            "SELENE_DISTILL_MIN_CONSENSUS lowers it (then run `selene-dag distill run --all`)"
+        )
+    too_big = [r for r in empty if r.get("dropped_chunks")]
+    if too_big:
+        budget = min(r.get("budget") or 0 for r in too_big)
+        lines.append(
+            f"{plural(len(too_big), 'session')} kept no chunk: each chunk that reached consensus "
+            f"is larger than the budget of {budget:,} tokens leaves (a chunk is kept whole "
+            "or not at all); SELENE_DISTILL_TOKEN_BUDGET raises it (then run "
+            "`selene-dag distill run --all`)"
+        )
+    return "\n".join(lines)
 
 
 def shrank_hint(rows: Sequence[Mapping[str, Any]]) -> str:
@@ -1752,6 +1759,7 @@ def distill_run(
                 "dropped_chunks": row.get("dropped_chunks"),
                 "chunks": row.get("chunks"),
                 "min_consensus": row.get("min_consensus"),
+                "budget": row.get("budget"),
                 "model_rated": row.get("model_rated") if f.session_key in scored else None,
                 "shrank": (
                     {

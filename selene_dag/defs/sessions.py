@@ -28,6 +28,7 @@ from selene_dag.sessions.distiller import DistillerConfig
 from selene_dag.sessions.moves import retire_moved_sessions
 from selene_dag.sessions.scanner import ScannedFile, scan_roots
 from selene_dag.sessions.steps import (
+    BudgetTooSmall,
     ReadSession,
     SessionScores,
     archived_session,
@@ -496,6 +497,10 @@ def distilled_sessions(
     for key, error in outcome.errors.items():
         if isinstance(error, OSError):  # a full disk or a read-only folder, for this file
             batch.fail(key, f"writing the distilled file failed: {error}")
+        elif isinstance(error, BudgetTooSmall):
+            batch.fail(
+                key, f"{error}: raise SELENE_DISTILL_TOKEN_BUDGET (the file kept is the last one)"
+            )
         else:
             batch.fail(key, "not ingested (its session_events step failed)")
     for key, result in outcome.results.items():

@@ -11,6 +11,7 @@ every session.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from pathlib import Path
 
 from selene_dag.errors import UsageError
@@ -29,8 +30,24 @@ def check_id(ident: str) -> None:
 
 def names(ident: str, key: str, path: str, source_id: str | None) -> bool:
     """Whether ``ident`` is one of the names of the session ``key`` read from ``path``:
-    its key, path, file name, stem or the tool's session id."""
-    return ident in (key, path, Path(path).name, Path(path).stem, source_id)
+    its key, path (absolute, or relative to the working folder, or from ``~``), file name,
+    stem or the tool's session id."""
+    if ident in (key, path, Path(path).name, Path(path).stem, source_id):
+        return True
+    return "/" in ident and path in _absolute(ident)
+
+
+@lru_cache(maxsize=64)
+def _absolute(ident: str) -> tuple[str, str]:
+    """``ident`` as the absolute paths a stored session may name its file by, as given and
+    with its links resolved (``distill run`` took a relative path, ``report`` and ``seed``
+    found no session by it)."""
+    path = Path(ident).expanduser()
+    try:
+        resolved = str(path.resolve())
+    except (OSError, RuntimeError):
+        resolved = ""
+    return str(path.absolute()), resolved
 
 
 def ends(ident: str, path: str) -> bool:

@@ -209,7 +209,7 @@ def _not_found(settings: Settings, ident: str) -> str:
 def distillations_by_session(settings: Settings) -> dict[str, dict[str, Any]] | None:
     """Per session with a distilled file: its ``distilled_path``, ``distilled_chunks`` (the
     chunks it kept), ``dropped_chunks`` (those left out for the budget), ``chunks`` (the
-    session's chunks), the ``min_consensus`` it was distilled with and ``model_rated`` (its
+    session's chunks), the ``min_consensus`` and ``budget`` it was distilled with and ``model_rated`` (its
     chunks the model server rated); None when there is no database."""
     conn = read_conn(settings)
     if conn is None:
@@ -218,7 +218,7 @@ def distillations_by_session(settings: Settings) -> dict[str, dict[str, Any]] | 
         rows = fetch_dicts(
             conn,
             "SELECT d.session_key, d.path AS distilled_path, d.chunk_count AS distilled_chunks, "
-            "d.dropped_chunks, d.min_consensus, (SELECT count(*) FROM chunks c WHERE c.session_key = "
+            "d.dropped_chunks, d.min_consensus, d.budget, (SELECT count(*) FROM chunks c WHERE c.session_key = "
             "d.session_key) AS chunks, (SELECT count(DISTINCT a.chunk_id) FROM assessments a "
             "WHERE a.session_key = d.session_key AND a.assessor = 'ollama') AS model_rated "
             "FROM distilled_sessions d",

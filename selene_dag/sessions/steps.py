@@ -526,9 +526,20 @@ def write_distilled_file(
     model: str | None = None,
 ) -> DistillResult:
     """Select chunks of ``scored`` (:func:`select_for_file`) and write ``platform``'s
-    resumable file under ``directory``. Writes only the file, never the database."""
+    resumable file under ``directory``. Writes only the file, never the database. Raises
+    BudgetTooSmall, writing nothing, when the file's preamble alone is over the budget."""
     selection, tokens = select_for_file(scored, meta, platform, config, model)
+    if tokens > config.max_tokens:
+        raise BudgetTooSmall(
+            f"the distilled file's preamble alone counts {tokens:,} tokens, over the budget "
+            f"of {config.max_tokens:,}"
+        )
     return write_selection(selection, tokens, meta, platform, directory)
+
+
+class BudgetTooSmall(ValueError):
+    """A distilled file's budget that holds not even its preamble (a file written anyway
+    was over it, and replaced the good one)."""
 
 
 def select_for_file(
@@ -570,8 +581,8 @@ class _Distillation:
 @dataclass
 class DistillBatch:
     """Outcome of :func:`distill_sessions`: a result per session distilled, and per session
-    that was not, why (an ``OSError`` writing its file, or a ``LookupError`` when it was
-    never ingested)."""
+    that was not, why (an ``OSError`` writing its file, a ``BudgetTooSmall``, or a
+    ``LookupError`` when it was never ingested)."""
 
     results: dict[str, DistillResult] = field(default_factory=dict)
     errors: dict[str, Exception] = field(default_factory=dict)
@@ -616,7 +627,7 @@ def distill_sessions(
             result, row, stale = _write_distillation(
                 plan, previous.get((key, target), []), out_dir, now, config, model
             )
-        except OSError as exc:
+        except (OSError, BudgetTooSmall) as exc:
             batch.errors[key] = exc
             continue
         batch.results[key] = result

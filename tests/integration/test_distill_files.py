@@ -153,3 +153,31 @@ def test_a_transcript_shorter_than_when_read_is_told(tmp_path: Path) -> None:
     path.write_text("".join(lines), encoding="utf-8")
     (grown,) = service.distill_run(settings, all_files=True, instance=instance)
     assert grown["shrank"] is None and service.shrank_hint([grown]) == ""
+
+
+def test_a_budget_too_small_fails_clearly_and_keeps_the_file_before(tmp_path: Path) -> None:
+    # SELENE_DISTILL_TOKEN_BUDGET=50: the good file was replaced by a preamble over the
+    # budget, the run failed with the check's bare name, and the next run said nothing
+    # failed. At 1,000 every chunk was left out without a word.
+    _copy(tmp_path, "-proj")
+    instance = dg.DagsterInstance.ephemeral()
+    settings = _settings(tmp_path)
+    service.distill_run(settings, all_files=True, instance=instance)
+    good = _rows(settings)
+    files = {key: Path(row[0]).read_bytes() for key, row in good.items()}
+    tiny = _settings(tmp_path, SELENE_DISTILL_TOKEN_BUDGET="50")
+    for _ in range(2):  # not forgotten at the next run
+        rows = service.distill_run(tiny, all_files=True, instance=instance)
+        failed = [r for r in rows if not r["ok"]]
+        assert failed and all(
+            "preamble alone counts" in r["error"] and "SELENE_DISTILL_TOKEN_BUDGET" in r["error"]
+            for r in failed
+        )
+    assert _rows(settings) == good
+    assert {key: Path(row[0]).read_bytes() for key, row in good.items()} == files
+    small = _settings(tmp_path, SELENE_DISTILL_TOKEN_BUDGET="300")
+    rows = service.distill_run(small, all_files=True, instance=instance)
+    assert all(r["ok"] and r["distilled_chunks"] == 0 for r in rows)
+    hint = service.kept_no_chunk_hint(rows)
+    assert "is larger than the budget of 300 tokens leaves" in hint
+    assert "SELENE_DISTILL_TOKEN_BUDGET raises it" in hint and "consensus 5" not in hint

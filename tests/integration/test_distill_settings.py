@@ -205,14 +205,22 @@ def test_assessor_concurrency_limits_the_clis_running_at_once(tmp_path: Path, mo
     assert most_at_once("3") >= 2
 
 
-def test_the_hint_names_a_session_only_when_no_chunk_reached_the_minimum() -> None:
-    # The budget left a chunk out: not the minimum consensus's doing.
-    by_budget = {"distilled_chunks": 0, "dropped_chunks": 2, "chunks": 3, "min_consensus": 5.0}
+def test_the_hint_names_why_a_session_kept_no_chunk() -> None:
+    # The budget left a chunk out: not the minimum consensus's doing, and said apart.
+    by_budget = {
+        "distilled_chunks": 0,
+        "dropped_chunks": 2,
+        "chunks": 3,
+        "min_consensus": 5.0,
+        "budget": 1000,
+    }
     by_minimum = {"distilled_chunks": 0, "dropped_chunks": 0, "chunks": 3, "min_consensus": 5.0}
     no_chunks = {"distilled_chunks": 0, "dropped_chunks": 0, "chunks": 0, "min_consensus": 5.0}
-    assert service.kept_no_chunk_hint([by_budget, no_chunks]) == ""
-    hint = service.kept_no_chunk_hint([by_budget, by_minimum, by_minimum])
-    assert hint.startswith("2 sessions kept no chunk: none reached consensus 5;")
+    assert service.kept_no_chunk_hint([no_chunks]) == ""
+    minimum, budget = service.kept_no_chunk_hint([by_budget, by_minimum, by_minimum]).split("\n")
+    assert minimum.startswith("2 sessions kept no chunk: none reached consensus 5;")
+    assert budget.startswith("1 session kept no chunk: each chunk that reached consensus is")
+    assert "budget of 1,000 tokens" in budget
 
 
 def test_a_file_in_another_format_does_not_make_every_run_distill_again(tmp_path: Path) -> None:
