@@ -10,6 +10,7 @@ every session.
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
@@ -34,15 +35,15 @@ def names(ident: str, key: str, path: str, source_id: str | None) -> bool:
     stem or the tool's session id."""
     if ident in (key, path, Path(path).name, Path(path).stem, source_id):
         return True
-    return "/" in ident and path in _absolute(ident)
+    return "/" in ident and path in _absolute(ident, os.getcwd())
 
 
 @lru_cache(maxsize=64)
-def _absolute(ident: str) -> tuple[str, str]:
+def _absolute(ident: str, cwd: str) -> tuple[str, str]:
     """``ident`` as the absolute paths a stored session may name its file by, as given and
     with its links resolved (``distill run`` took a relative path, ``report`` and ``seed``
     found no session by it)."""
-    path = Path(ident).expanduser()
+    path = Path(cwd, Path(ident).expanduser())
     try:
         resolved = str(path.resolve())
     except (OSError, RuntimeError):

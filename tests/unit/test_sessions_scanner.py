@@ -243,3 +243,17 @@ def test_bytes_or_another_programs_json_under_a_root_are_no_session(tmp_path: Pa
     with pytest.raises(UsageError, match="no Claude Code record in it; it is not read"):
         normalize_events(taken["other.jsonl"])
     normalize_events(taken["quiet.jsonl"])
+
+
+def test_a_session_is_named_by_its_files_relative_path_too(tmp_path, monkeypatch) -> None:
+    # `distill run r/…/x.jsonl` worked; `distill report` and `seed` found no session by it.
+    from selene_dag.sessions import naming
+
+    folder = tmp_path / "r" / "proj"
+    folder.mkdir(parents=True)
+    path = folder / "abc.jsonl"
+    path.write_text("{}\n")
+    monkeypatch.chdir(tmp_path)
+    assert naming.names("r/proj/abc.jsonl", "claude-1", str(path), None)
+    assert naming.names("./r/proj/abc.jsonl", "claude-1", str(path), None)
+    assert not naming.names("r/other/abc.jsonl", "claude-1", str(path), None)
