@@ -597,6 +597,8 @@ def dev(
     from selene_dag.defs.runs import dev_workspace, instance_for
 
     settings = _settings(home)
+    # A port in use: Dagster's UI failed to bind while its daemon ran on, with no UI.
+    _listening_socket(host, port).close()
     # The instance's storage is created here, in turn with any other command opening it
     # (Dagster's own processes would create it at once, beside a running `ingest`).
     instance_for(settings).dispose()

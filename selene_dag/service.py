@@ -590,7 +590,10 @@ def unwatched_folders(settings: Settings) -> dict[Path, str]:
     watched = folders_to_watch(settings.db_path, settings.notes_dir)
     if watched is None:  # held by another process a moment: which are watched is unknown
         return {}
-    skip = {settings.notes_dir.resolve(), *(p.resolve() for p in watched)}
+    notes_dir = settings.notes_dir.resolve()
+    # SELENE_NOTES_DIR naming a file (the demo's notes): its folder is the one it watches.
+    skip = {notes_dir, notes_dir.parent if notes_dir.is_file() else notes_dir}
+    skip |= {p.resolve() for p in watched}
     return {path: key for path, key in sorted(folders.items()) if path.resolve() not in skip}
 
 

@@ -45,6 +45,7 @@ from selene_dag.sessions.steps import (
     session_chunks_of,
 )
 from selene_dag.sessions.store import (
+    distilled_stamps,
     load_chunks_many,
     load_events_many,
     project_distillation_rows,
@@ -804,6 +805,20 @@ def session_files_sensor(
     except json.JSONDecodeError:
         cursor = {}
     files = scan_roots(roots)
+    if not cursor:
+        # A first tick: the files `distill run` stored and distilled unchanged since are
+        # seen (every one went through the spine again at the first `dev`).
+        stamps = distilled_stamps(settings.db_path)
+        if stamps is None:
+            return dg.SensorResult(
+                skip_reason="another process holds the store: looking again next tick",
+                cursor=context.cursor,
+            )
+        cursor = {
+            f.path: [f.size, f.mtime]
+            for f in files
+            if stamps.get(f.session_key) == (f.size, f.mtime)
+        }
     existing = context.instance.get_dynamic_partitions(SESSION_PARTITIONS.name)
     new_keys = sorted({f.session_key for f in files} - set(existing))
     requests = batch_run_requests(

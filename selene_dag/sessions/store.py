@@ -268,6 +268,25 @@ def replace_sessions(
         _insert(conn, "session_files", [file_row for file_row, _ in sessions])
 
 
+def distilled_stamps(db_path: Path) -> dict[str, tuple[int, float]] | None:
+    """Each session file stored and distilled, by key: its ``(size, mtime)`` when it was
+    read; empty without a database, None while another process holds it (read-only, no
+    wait: a sensor looks again at its next tick)."""
+    from selene_dag.store import StoreError, open_store
+
+    if not db_path.exists():
+        return {}
+    try:
+        with open_store(db_path, read_only=True, wait=0) as conn:
+            rows = conn.execute(
+                "SELECT DISTINCT f.session_key, f.size, f.mtime FROM session_files f "
+                "JOIN distilled_sessions d USING (session_key)"
+            ).fetchall()
+    except (StoreError, duckdb.Error):
+        return None
+    return {str(key): (int(size), float(mtime)) for key, size, mtime in rows}
+
+
 def load_session_file(conn: duckdb.DuckDBPyConnection, session_key: str) -> SessionFileRow | None:
     """The ``session_files`` row of ``session_key``; None when it was never ingested."""
     return load_session_files_many(conn, [session_key]).get(session_key)

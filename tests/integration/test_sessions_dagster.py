@@ -174,7 +174,10 @@ def test_rerun_is_idempotent(world, first_run) -> None:
     assert all(versions.values())
 
 
-def test_sensor_adds_partitions_and_requests_new_or_grown_files(world) -> None:
+def test_sensor_adds_partitions_and_requests_new_or_grown_files(
+    world, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setenv("SELENE_HOME", str(tmp_path / "fresh"))  # nothing stored yet
     instance = dg.DagsterInstance.ephemeral()
     ctx = dg.build_sensor_context(
         instance=instance, cursor=None, resources={"selene": SeleneResource()}
@@ -327,3 +330,22 @@ def test_project_distillation_spans_a_projects_sessions(world, first_run) -> Non
         # The first message names every platform the project's sessions come from.
         opening = next(e.text for e in parse_file(path).events if "assembled from" in e.text)
         assert f"of {' and '.join(platforms[project])} session(s)" in opening
+
+
+def test_the_first_tick_passes_over_files_distilled_unchanged(world, first_run) -> None:
+    # `dev` started after `distill run --all`: its sensor's cursor was empty, so every
+    # stored session went through the spine again.
+    context = dg.build_sensor_context(
+        instance=world["instance"], cursor=None, resources={"selene": SeleneResource()}
+    )
+    from selene_dag.sessions.store import distilled_stamps
+
+    stamps = distilled_stamps(world["settings"].db_path)
+    files = scan_roots(world["settings"].session_roots)
+    # Another test of the module appends to the Codex file: that one has changed since.
+    unchanged = {f.session_key for f in files if stamps.get(f.session_key) == (f.size, f.mtime)}
+    assert unchanged and len(unchanged) >= len(files) - 1
+    result = session_files_sensor(context)
+    requested = {r.partition_key for r in result.run_requests}
+    assert requested == {f.session_key for f in files} - unchanged
+    assert result.dynamic_partitions_requests == []
