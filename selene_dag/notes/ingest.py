@@ -1362,7 +1362,31 @@ def _as_datetime(value: Any) -> datetime | None:
             return parse_datetime(value)
         except ValueError:
             raise ValueError(f"unreadable date {value!r}") from None
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return _number_date(value)
     raise TypeError(f"unreadable date {value!r}")
+
+
+# Seconds since the epoch of the years 2001 to 5138, and their milliseconds: what apps'
+# JSON exports write (``"updated_at": 1709629200``).
+_EPOCH_SECONDS = (1e9, 1e11)
+
+
+def _number_date(value: float) -> datetime:
+    """A date written as a number: ``20240315`` (a compact day, YAML reads it as one), or
+    seconds or milliseconds since the epoch. Raises ValueError for any other number."""
+    if isinstance(value, int) and 19000101 <= value <= 29991231:
+        try:
+            return datetime.strptime(str(value), "%Y%m%d").replace(tzinfo=UTC)
+        except ValueError:
+            raise ValueError(f"unreadable date {value!r}") from None
+    low, high = _EPOCH_SECONDS
+    for scale in (1, 1000):
+        if low <= value / scale < high:
+            return datetime.fromtimestamp(value / scale, tz=UTC)
+    raise ValueError(
+        f"unreadable date {value!r} (a number is a day as 20240315, or seconds since 1970)"
+    )
 
 
 def _tag_names(values: Iterable[str]) -> tuple[str, ...]:

@@ -581,3 +581,21 @@ def test_front_matter_tags_are_names_without_their_hash(tmp_path):
     (tmp_path / "c.md").write_text("---\ntags: [nested, [deeper], {a: 1}, 2024]\n---\n# C\nx\n")
     tags = {n.id: n.tags for n in read_notes(tmp_path).notes}
     assert tags == {"a.md": ("project", "idea"), "b.md": ("a", "b"), "c.md": ("nested", "2024")}
+
+
+def test_dates_written_as_numbers(tmp_path):
+    # An app's JSON export writes epoch seconds (or milliseconds): "unreadable date".
+    (tmp_path / "n.jsonl").write_text(
+        '{"id": "s", "content": "x", "updated_at": 1709629200}\n'
+        '{"id": "ms", "content": "y", "created_at": 1709629200123}\n'
+        '{"id": "day", "content": "z", "created_at": 20240315}\n'
+        '{"id": "odd", "content": "w", "created_at": 42}\n'
+    )
+    result = read_notes(tmp_path)
+    notes = {n.id: n for n in result.notes}
+    assert notes["s"].updated_at == datetime(2024, 3, 5, 9, 0, tzinfo=UTC)
+    assert notes["ms"].created_at == datetime(2024, 3, 5, 9, 0, 0, 123000, tzinfo=UTC)
+    assert notes["day"].created_at == datetime(2024, 3, 15, tzinfo=UTC)
+    assert notes["odd"].created_at is None
+    (problem,) = result.errors
+    assert problem.kept and "unreadable date 42" in problem.error
