@@ -1322,7 +1322,20 @@ def _file_title(rel: str) -> str:
     path = PurePosixPath(rel)
     if bundle_of(rel) is not None:
         return path.parent.stem
+    if path.parent.name in ("journals", "pages"):  # a Logseq graph's page files
+        return _logseq_title(path.stem, path.parent.name)
     return page_title(path.stem.removesuffix(".excalidraw")) or path.stem
+
+
+_LOGSEQ_DAY = re.compile(r"^(\d{4})_(\d{2})_(\d{2})$")
+
+
+def _logseq_title(stem: str, folder: str) -> str:
+    """A Logseq page's title from its file's name: a journal's day as ``2024-03-05``
+    (its file ``2024_03_05.md``), a namespace page's ``a/b`` (its file ``a___b.md``)."""
+    if folder == "journals" and (day := _LOGSEQ_DAY.match(stem)):
+        return "-".join(day.groups())
+    return stem.replace("___", "/") if folder == "pages" else stem
 
 
 def _first_heading(text: str) -> str | None:

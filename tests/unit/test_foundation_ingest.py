@@ -599,3 +599,15 @@ def test_dates_written_as_numbers(tmp_path):
     assert notes["odd"].created_at is None
     (problem,) = result.errors
     assert problem.kept and "unreadable date 42" in problem.error
+
+
+def test_logseq_journal_and_namespace_pages_are_titled_as_logseq_shows_them(tmp_path):
+    (tmp_path / "journals").mkdir()
+    (tmp_path / "pages").mkdir()
+    (tmp_path / "journals" / "2024_03_05.md").write_text("- met Ana about the launch\n")
+    (tmp_path / "pages" / "Projects___Falcon.md").write_text("- goal: ship the dashboard\n")
+    titles = {n.id: n.title for n in read_notes(tmp_path).notes}
+    assert titles == {
+        "journals/2024_03_05.md": "2024-03-05",
+        "pages/Projects___Falcon.md": "Projects/Falcon",
+    }
