@@ -605,10 +605,19 @@ def _holds_home(folder: str, files: set[str], folders: Sequence[os.DirEntry[str]
 
 # Where Obsidian's core Templates plugin and the Templater plugin keep their settings (in
 # the vault's .obsidian/), and the key naming the vault's template folder.
-_TEMPLATE_SETTINGS = (
+TEMPLATE_SETTINGS = (
     (("templates.json",), "folder"),
     (("plugins", "templater-obsidian", "data.json"), "templates_folder"),
 )
+
+
+def named_template_folder(settings: object, key: str) -> str | None:
+    """The template folder an Obsidian settings document (parsed JSON) names under
+    ``key``, relative to its vault; None when it names none, or a path leaving the vault."""
+    named = settings.get(key) if isinstance(settings, dict) else None
+    if isinstance(named, str) and named.strip("/ ") and ".." not in named.split("/"):
+        return named.strip("/ ")
+    return None
 
 
 def obsidian_template_folders(vault: str) -> list[str]:
@@ -616,14 +625,14 @@ def obsidian_template_folders(vault: str) -> list[str]:
     plugin's and Templater's), as paths: their files (``{{title}}``, ``<% tp.date %>``)
     are templates, no notes. A setting that cannot be read names none."""
     out = []
-    for parts, key in _TEMPLATE_SETTINGS:
+    for parts, key in TEMPLATE_SETTINGS:
         try:
             with open(os.path.join(vault, ".obsidian", *parts), encoding="utf-8") as f:
-                named = json.load(f).get(key)
-        except (OSError, ValueError, AttributeError):
+                named = named_template_folder(json.load(f), key)
+        except (OSError, ValueError):
             continue
-        if isinstance(named, str) and named.strip("/ ") and ".." not in named.split("/"):
-            out.append(os.path.normpath(os.path.join(vault, named.strip("/ "))))
+        if named:
+            out.append(os.path.normpath(os.path.join(vault, named)))
     return out
 
 

@@ -67,7 +67,13 @@ from selene_dag.notes.copied_dates import dated_by_creation
 from selene_dag.notes.enex import enex_notes
 from selene_dag.notes.excalidraw import drawing_text, is_drawing
 from selene_dag.notes.file_cache import Entry, FileCache, stamp_of
-from selene_dag.notes.folders import IGNORE_FILE, IngestScope, ignored_members
+from selene_dag.notes.folders import (
+    IGNORE_FILE,
+    TEMPLATE_SETTINGS,
+    IngestScope,
+    ignored_members,
+    named_template_folder,
+)
 from selene_dag.notes.html import html_note
 from selene_dag.notes.joplin import JoplinItem, is_item_name, joplin_notes, parse_item
 from selene_dag.notes.listing import (
@@ -758,28 +764,64 @@ def _zip_members(
 
 def _archive_ignore_files(archive: Path) -> dict[str, str]:
     """The ``.seleneignore`` files of an archive: ``{folder inside it: text}`` ("" for
-    its top); none when it cannot be read (its members' reading says why)."""
+    its top), an Obsidian vault's template folders among their rules (as a folder's
+    ingest passes them over); none when it cannot be read (its members' reading says
+    why)."""
     found: dict[str, str] = {}
+
+    def add(name: str, data: bytes) -> None:
+        path = PurePosixPath(name)
+        if path.name == IGNORE_FILE:
+            folder = str(path.parent).removeprefix(".")
+            found[folder] = data.decode("utf-8", "replace") + "\n" + found.get(folder, "")
+        elif (vault := _template_setting_vault(path)) is not None:
+            folder = _template_folder(path, data)
+            if folder:
+                found[vault] = found.get(vault, "") + f"\n/{folder}/\n"
+
     try:
         if zipfile.is_zipfile(archive):
             with zipfile.ZipFile(archive) as zipped:
                 for info in zipped.infolist():
                     name = _page_path(_member_name(info))  # as the members' paths are
-                    if PurePosixPath(name).name == IGNORE_FILE:
-                        text = zipped.read(info).decode("utf-8", "replace")
-                        found[str(PurePosixPath(name).parent).removeprefix(".")] = text
+                    if _wanted_setting(name):
+                        add(name, zipped.read(info))
         elif tarfile.is_tarfile(archive):
             with tarfile.open(archive) as tarred:
                 for info in tarred.getmembers():
                     name = info.name.removeprefix("./")
-                    if info.isfile() and PurePosixPath(name).name == IGNORE_FILE:
+                    if info.isfile() and _wanted_setting(name):
                         handle = tarred.extractfile(info)
                         if handle is not None:
-                            text = handle.read().decode("utf-8", "replace")
-                            found[str(PurePosixPath(name).parent).removeprefix(".")] = text
+                            add(name, handle.read())
     except (zipfile.BadZipFile, tarfile.TarError, RuntimeError, OSError, ValueError, EOFError):
         return {}
     return found
+
+
+def _wanted_setting(name: str) -> bool:
+    path = PurePosixPath(name)
+    return path.name == IGNORE_FILE or _template_setting_vault(path) is not None
+
+
+def _template_setting_vault(path: PurePosixPath) -> str | None:
+    """The vault (its folder inside the archive, "" at the top) whose template settings
+    file (``TEMPLATE_SETTINGS``) ``path`` is, or None."""
+    for parts, _ in TEMPLATE_SETTINGS:
+        tail = (".obsidian", *parts)
+        if path.parts[-len(tail) :] == tail:
+            return "/".join(path.parts[: -len(tail)])
+    return None
+
+
+def _template_folder(path: PurePosixPath, data: bytes) -> str | None:
+    """The template folder a settings file names, relative to its vault; None when it
+    names none (or cannot be read)."""
+    key = next(k for parts, k in TEMPLATE_SETTINGS if path.parts[-len(parts) :] == parts)
+    try:
+        return named_template_folder(orjson.loads(data), key)
+    except ValueError:
+        return None
 
 
 def _tar_members(

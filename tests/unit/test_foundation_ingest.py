@@ -611,3 +611,21 @@ def test_logseq_journal_and_namespace_pages_are_titled_as_logseq_shows_them(tmp_
         "journals/2024_03_05.md": "2024-03-05",
         "pages/Projects___Falcon.md": "Projects/Falcon",
     }
+
+
+def test_an_obsidian_vault_zipped_passes_over_its_template_folders(tmp_path):
+    # Read as a folder, the vault's template folders are passed over; zipped, their
+    # "{{date}}" templates were notes.
+    import zipfile
+
+    archive = tmp_path / "vault.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("Vault/.obsidian/templates.json", '{"folder": "Templates"}')
+        zipped.writestr(
+            "Vault/.obsidian/plugins/templater-obsidian/data.json", '{"templates_folder": "tpl/"}'
+        )
+        zipped.writestr("Vault/Templates/Daily.md", "# {{date}}\n## Tasks\n")
+        zipped.writestr("Vault/tpl/Meeting.md", "# <% tp.file.title %>\n")
+        zipped.writestr("Vault/real.md", "# Real\nThe real note.\n")
+    result = read_notes(archive)
+    assert [n.id for n in result.notes] == ["Vault/real.md"] and result.errors == []
