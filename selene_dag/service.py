@@ -298,6 +298,12 @@ def ingest(settings: Settings, path: str | os.PathLike[str]) -> IngestReport:
             "them (.zip, .tar, .tar.gz, Joplin's .jex)"
         )
     require_text_path(path.resolve())
+    if is_demo_home(settings.home) and path.resolve() != bundled_notes().resolve():
+        # Mixed in, the demo's next run took them as its own and its figures moved.
+        raise UsageError(
+            f"{settings.home} is the demo's home (it holds the bundled corpus): ingest your "
+            "notes into a home of your own (--home DIR or SELENE_HOME; the default is ./.selene)"
+        )
     settings = settings.replace(notes_dir=path.resolve())
     started = time.perf_counter()
     # The folder's version, the notes the run reads and the report rest on one walk of it.

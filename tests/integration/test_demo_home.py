@@ -98,3 +98,17 @@ def test_a_marker_with_windows_line_ends_is_the_demos(tmp_path: Path) -> None:
     assert is_demo_home(tmp_path)
     (tmp_path / "demo").write_bytes(b"my own notes\r\n")
     assert not is_demo_home(tmp_path)
+
+
+def test_the_demos_home_takes_no_other_notes(tmp_path: Path) -> None:
+    # Notes ingested into the demo's home were mixed in, and the next demo took them as
+    # its own (its documented figures moved): the ingest is refused, saying where to go.
+    home = tmp_path / "demo-home"
+    home.mkdir()
+    (home / "demo").write_text(DEMO_MARKER_TEXT)
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "boiler.md").write_text("# Boiler\nServiced in May.\n")
+    with pytest.raises(UsageError, match=r"is the demo's home .* a home of your own"):
+        service.ingest(load_settings(home=home), mine)
+    assert not (home / "selene.duckdb").exists()
