@@ -97,10 +97,15 @@ class ContextResponse(BaseModel):
 
 
 class CompactStep(BaseModel):
+    """One step of the compaction that ran."""
+
     model_config = _OPEN
 
-    name: str
-    removed: int
+    name: str = Field(
+        description="memory digest, P1 strip chitchat, P2 compact stages, P3 summarize, "
+        "P4 signal caller, or brute prune (the chain's steps in order)."
+    )
+    removed: int = Field(description="Messages removed or replaced.")
     tokens_before: int
     tokens_after: int
     detail: str
@@ -117,11 +122,18 @@ class CompactResponse(BaseModel):
     tokens_exact: bool
     tokens_before: int
     tokens_after: int = Field(description="Tokens of `messages` (≤ window).")
-    compaction_threshold: int
-    resolved_at: str
-    removed: int
-    shrink_stage_detail: bool
-    compacted_stages: list[str]
+    compaction_threshold: int = Field(
+        description="Tokens the chain aims at or under (the lower of 85% and 80% of window)."
+    )
+    resolved_at: str = Field(
+        description="Where it got under the threshold: none (nothing to do), P1, P2 or P3 "
+        "(after that step), P4 (staged messages: shrink their detail), prune, or unresolved."
+    )
+    removed: int = Field(description="Messages removed or replaced in all.")
+    shrink_stage_detail: bool = Field(
+        description="Whether the caller should shrink the detail of staged messages (P4)."
+    )
+    compacted_stages: list[str] = Field(description="Stages whose messages P2 compacted.")
     steps: list[CompactStep]
     messages: list[dict[str, Any]]
 
