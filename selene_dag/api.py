@@ -388,7 +388,12 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
     async def invalid_body(request: Request, exc: RequestValidationError) -> JSONResponse:
         # One shape for every 422: ``detail`` is a sentence; ``errors`` lists each field's.
         errors = [
-            {"loc": list(e.get("loc", ())), "msg": _message(e), "type": e.get("type")}
+            {
+                # Pydantic places a JSON error at its character offset: the body as a whole.
+                "loc": ["body"] if e.get("type") == "json_invalid" else list(e.get("loc", ())),
+                "msg": _message(e),
+                "type": e.get("type"),
+            }
             for e in exc.errors()
         ]
         # A body sent without a JSON content type is not read as JSON at all.

@@ -231,6 +231,7 @@ def test_what_the_home_lacks_is_404_and_a_body_that_is_not_json_says_so(
     assert resp.status_code == 404 and "no note absent.md" in resp.json()["detail"]
     resp = api.post("/ask", content=b"{not json", headers={"content-type": "application/json"})
     assert resp.status_code == 422 and resp.json()["detail"].startswith("the body is not JSON")
+    assert resp.json()["errors"][0]["loc"] == ["body"]  # it was ["body", 1], an offset
     resp = api.post("/show", content=b"not json")  # curl -d's form type
     assert resp.status_code == 422 and resp.json()["detail"].startswith("the body is not")
     body = b'{"question": "\xff\xfe", "budget": 100}'  # not UTF-8: a bare 400 before
