@@ -782,7 +782,7 @@ def health(
         str | None,
         typer.Option(
             "--format",
-            help="table (the default) or json (as --json, and as ask and show take it).",
+            help="table (the default) or json (as --json; --format json, as ask and show take it).",
             show_default=False,
         ),
     ] = None,

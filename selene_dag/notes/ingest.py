@@ -762,6 +762,14 @@ def _zip_members(
     return members, errors
 
 
+def _json_problem(exc: orjson.JSONDecodeError) -> str:
+    """A one-line reason for text that is not JSON: where it breaks, or that it is no JSON
+    at all (orjson said "invalid literal, expected 'null'" of a line of words)."""
+    if exc.pos == 0 and exc.msg.startswith("invalid literal"):
+        return "not JSON (it opens with no object, list or value)"
+    return f"bad JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+
+
 def _archive_ignore_files(archive: Path) -> dict[str, str]:
     """The ``.seleneignore`` files of an archive: ``{folder inside it: text}`` ("" for
     its top), an Obsidian vault's template folders among their rules (as a folder's
@@ -1125,7 +1133,7 @@ def _parse_canvas(
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return [], [IngestError(source, None, f"bad JSON: {exc}")]
+        return [], [IngestError(source, None, _json_problem(exc))]
     if isinstance(data, dict) and not data.get("nodes") and set(data) <= {"nodes", "edges"}:
         return [], []  # an empty canvas ({} as Obsidian writes it)
     if not is_canvas(data):
@@ -1155,7 +1163,7 @@ def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], l
             try:
                 yield number, orjson.loads(line)
             except orjson.JSONDecodeError as exc:
-                yield number, IngestError(source, number, f"bad JSON: {exc}")
+                yield number, IngestError(source, number, _json_problem(exc))
 
     return _notes_of_objects(decoded(), source, rel, "line", "lines")
 
@@ -1207,7 +1215,7 @@ def _parse_json(
     try:
         data = orjson.loads(raw)
     except orjson.JSONDecodeError as exc:
-        return [], [IngestError(source, None, f"bad JSON: {exc}")]
+        return [], [IngestError(source, None, _json_problem(exc))]
     return _notes_of_json(data, source, rel)
 
 

@@ -629,3 +629,11 @@ def test_an_obsidian_vault_zipped_passes_over_its_template_folders(tmp_path):
         zipped.writestr("Vault/real.md", "# Real\nThe real note.\n")
     result = read_notes(archive)
     assert [n.id for n in result.notes] == ["Vault/real.md"] and result.errors == []
+
+
+def test_a_jsonl_line_that_is_no_json_says_so_plainly(tmp_path):
+    # "bad JSON: invalid literal, expected 'null'" for a line of words.
+    (tmp_path / "n.jsonl").write_text('not json here\n{"content": "ok"}\n{"content": "cut", \n')
+    errors = {e.line: e.error for e in read_notes(tmp_path).errors if e.line}
+    assert errors[1] == "not JSON (it opens with no object, list or value)"
+    assert errors[3].startswith("bad JSON: ") and "(line 1, column" in errors[3]
