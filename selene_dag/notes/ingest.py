@@ -762,12 +762,14 @@ def _zip_members(
     return members, errors
 
 
-def _json_problem(exc: orjson.JSONDecodeError) -> str:
-    """A one-line reason for text that is not JSON: where it breaks, or that it is no JSON
-    at all (orjson said "invalid literal, expected 'null'" of a line of words)."""
+def _json_problem(exc: orjson.JSONDecodeError, one_line: bool = False) -> str:
+    """A one-line reason for text that is not JSON: where it breaks (its column, for
+    ``one_line`` text), or that it is no JSON at all (orjson said "invalid literal,
+    expected 'null'" of a line of words)."""
     if exc.pos == 0 and exc.msg.startswith("invalid literal"):
         return "not JSON (it opens with no object, list or value)"
-    return f"bad JSON: {exc.msg} (line {exc.lineno}, column {exc.colno})"
+    where = f"column {exc.colno}" if one_line else f"line {exc.lineno}, column {exc.colno}"
+    return f"bad JSON: {exc.msg} ({where})"
 
 
 def _archive_ignore_files(archive: Path) -> dict[str, str]:
@@ -1163,7 +1165,7 @@ def _parse_jsonl(raw: bytes, source: str, rel: str) -> tuple[list[NoteRecord], l
             try:
                 yield number, orjson.loads(line)
             except orjson.JSONDecodeError as exc:
-                yield number, IngestError(source, number, _json_problem(exc))
+                yield number, IngestError(source, number, _json_problem(exc, one_line=True))
 
     return _notes_of_objects(decoded(), source, rel, "line", "lines")
 
