@@ -72,17 +72,27 @@ distill_app = typer.Typer(
 app.add_typer(cache_app, name="cache")
 app.add_typer(distill_app, name="distill")
 
+
 # Piped output gets a wide console: rich would otherwise squeeze tables into 80 columns.
 # No markup and no emoji codes: what is printed holds the user's text (paths, questions,
 # messages), and a "[/bold]" in it raised from inside rich; styles are given as Text.
+def _width(stream: Any) -> int | None:
+    """A console's width: the terminal's, else COLUMNS when set (a pipe's reader may say
+    how wide), else 200."""
+    if stream.isatty():
+        return None
+    columns = os.environ.get("COLUMNS", "").strip()
+    return int(columns) if columns.isdigit() and int(columns) >= 40 else 200
+
+
 err = Console(
     stderr=True,
     soft_wrap=True,
-    width=None if sys.stderr.isatty() else 200,
+    width=_width(sys.stderr),
     markup=False,
     emoji=False,  # "n:fire:" is a folder's name, not an emoji
 )
-out = Console(width=None if sys.stdout.isatty() else 200, markup=False, emoji=False)
+out = Console(width=_width(sys.stdout), markup=False, emoji=False)
 
 
 def _command() -> str:
@@ -322,7 +332,15 @@ def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | Non
                 (len(f"{v}".partition(".")[2]) for v in values if isinstance(v, float)), default=0
             )
             formats[column] = f",.{min(places, 2)}f" if places else ","
-        table.add_column(column, justify="right" if numeric else "left")
+        # A key is copied into the next command: never cut (`gemini-c8f…` named nothing).
+        whole = column in ("session_key", "key") and bool(values)
+        table.add_column(
+            column,
+            justify="right" if numeric else "left",
+            no_wrap=whole,
+            min_width=max(len(str(v)) for v in values) if whole else None,
+            overflow="fold" if column == "path" else "ellipsis",  # wrapped, never cut
+        )
     for row in rows:
         table.add_row(*(_cell(row.get(c), formats.get(c)) for c in columns))
     return table

@@ -25,3 +25,19 @@ def test_numbers_line_up_booleans_read_as_words_and_text_stays() -> None:
     assert cells[0][2].endswith("5.90 ")  # right-aligned
     assert [c[3].strip() for c in cells] == ["yes", "no", "yes"]  # not Python's True
     assert cells[0][0].startswith(" a ")  # text stays left-aligned
+
+
+def test_a_session_key_is_never_cut_in_a_narrow_terminal() -> None:
+    # At 80 columns the key read `gemini-c8f…`: copied into `distill run`, it named nothing.
+    row = {
+        "session_key": "gemini-c8f0a1b2c3d4",
+        "platform": "gemini",
+        "path": "/home/someone/.gemini/tmp/" + "a" * 60 + "/chats/session-1.json",
+        "size": 123_456,
+        "state": "done",
+    }
+    console = Console(width=60, record=True)
+    console.print(_rows_table([row], "t"))
+    text = console.export_text()
+    assert "gemini-c8f0a1b2c3d4" in text  # whole, on one line
+    assert "/home/someone/" in text  # the path wrapped, not cut
