@@ -498,6 +498,8 @@ def ingest(
         err.print(service.unread_files_hint(report), highlight=False, soft_wrap=True)
     if report.documents_left_out:
         err.print(service.documents_left_out_hint(report), highlight=False, soft_wrap=True)
+    if report.archives_left_out:
+        err.print(service.archives_left_out_hint(report), highlight=False, soft_wrap=True)
     if report.passed_over:
         err.print(service.passed_over_hint(report), highlight=False, soft_wrap=True)
     if not report.notes and report.skipped_total and path.is_file():

@@ -166,6 +166,9 @@ class IngestReport:
     # When the folder gave notes and the ingest ran: its documents of kinds ingest does not
     # read (``DOCUMENT_SUFFIXES``: PDF, Word, reStructuredText…) by suffix.
     documents_left_out: dict[str, int] = field(default_factory=dict)
+    # Likewise its archives (an export's .zip beside the notes), which a folder's ingest
+    # does not open: by suffix.
+    archives_left_out: dict[str, int] = field(default_factory=dict)
     # When the ingest ran: files and folders its .seleneignore files list (a folder once).
     passed_over: int = 0
     # A folder that gave no note and holds no other file either.
@@ -239,6 +242,25 @@ def documents_left_out_hint(report: IngestReport) -> str:
     return (
         f"left out: {total} of kinds ingest does not read ({found}); it reads {INGEST_READS}, "
         "and an export's archive (.zip, .jex, .tar, .tar.gz) named alone"
+    )
+
+
+# File suffixes (as ``other_files`` counts them) of the archives ingest reads when named
+# alone: ``.tar.gz`` counts as ``.gz``.
+_ARCHIVE_KINDS = frozenset(
+    {".zip", ".bear2bk", ".bearbk", ".jex", ".tar", ".tgz", ".tbz2", ".txz", ".gz", ".bz2", ".xz"}
+)
+
+
+def archives_left_out_hint(report: IngestReport) -> str:
+    """One line naming the archives a folder which gave notes holds: its ingest does not
+    open them (they went without a word), each is read when named alone."""
+    kinds = sorted(report.archives_left_out.items(), key=lambda kv: (-kv[1], kv[0]))
+    found = ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
+    total = plural(sum(report.archives_left_out.values()), "archive")
+    return (
+        f"left out: {total} ({found}): a folder's ingest opens no archive; "
+        "`selene-dag ingest ARCHIVE` reads one"
     )
 
 
@@ -415,6 +437,9 @@ def _ingest_report(
             {k: n for k, n in others.items() if k in DOCUMENT_SUFFIXES}
             if folder_notes and ran
             else {}
+        ),
+        archives_left_out=(
+            {k: n for k, n in others.items() if k in _ARCHIVE_KINDS} if folder_notes and ran else {}
         ),
         passed_over=len(passed_over) if ran else 0,
     )

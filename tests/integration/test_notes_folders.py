@@ -746,6 +746,7 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
             "img.png": "x",
             "e.html": "<p>the note's copy</p>",  # beside its note: a copy, not left out
             "node_modules/pkg/index.html": "<p>not the user's</p>",  # a folder passed over
+            "export.zip": "PK",  # an archive a folder's ingest does not open: said too
         },
     )
     report = service.ingest(load_settings(), folder)
@@ -757,6 +758,8 @@ def test_ingest_names_the_files_it_does_not_read(tmp_path: Path, home: Path) -> 
     assert service.documents_left_out_hint(report).startswith(
         "left out: 4 files of kinds ingest does not read (2 .rst, 1 .pdf, 1 .rtf)"
     )
+    assert report.archives_left_out == {".zip": 1}
+    assert service.archives_left_out_hint(report).startswith("left out: 1 archive (1 .zip)")
     outcome = CliRunner().invoke(app, ["ingest", str(folder)])
     assert outcome.exit_code == 0 and "no step ran" in outcome.output
     assert "left out" not in outcome.output
