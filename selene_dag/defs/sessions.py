@@ -38,6 +38,7 @@ from selene_dag.sessions.steps import (
     distill_sessions,
     events_to_chunk,
     file_content_tokens,
+    file_sha256,
     known_tokens,
     read_session,
     scanned_by_key,
@@ -48,6 +49,7 @@ from selene_dag.sessions.store import (
     distilled_stamps,
     load_chunks_many,
     load_events_many,
+    load_session_file,
     project_distillation_rows,
     project_names,
     replace_chunks_many,
@@ -196,6 +198,72 @@ def _ingest_figures(read: ReadSession, scanned: ScannedFile) -> dict[str, Any]:
     }
 
 
+# Dagster's tags on a materialization: the data version it recorded, the code version that
+# made it.
+DATA_VERSION_TAG = "dagster/data_version"
+CODE_VERSION_TAG = "dagster/code_version"
+
+
+def _materialized_by_this_code(
+    context: dg.AssetExecutionContext, keys: list[str]
+) -> dict[str, str]:
+    """The data versions of the latest materializations of ``keys`` (partitions of this
+    asset) made by its current code version, by key: the files a run stopped after
+    parsing (Ctrl-C, a failed later step) were parsed again by the next one."""
+    code = context.assets_def.code_versions_by_key.get(context.asset_key)
+    if not keys or code is None:
+        return {}
+    records = context.instance.fetch_materializations(
+        dg.AssetRecordsFilter(asset_key=context.asset_key, asset_partitions=keys),
+        limit=4 * len(keys),
+    ).records
+    latest: dict[str, str] = {}
+    for record in records:  # newest first
+        event = record.asset_materialization
+        if event is None or event.partition is None or event.partition in latest:
+            continue
+        latest[event.partition] = (
+            event.tags.get(DATA_VERSION_TAG, "") if event.tags.get(CODE_VERSION_TAG) == code else ""
+        )
+    return {key: version for key, version in latest.items() if version}
+
+
+def _stored_as_read(
+    conn: Any,
+    batch: _Batch,
+    key: str,
+    scanned: ScannedFile | None,
+    version: str | None,
+    model: str,
+) -> bool:
+    """Record ``key`` done without reading its file again when this code's last
+    materialization of it stands on the bytes there now, counted in ``model``'s tokens
+    (its stored file row's size, time and hash): whether it did."""
+    if scanned is None or not version:
+        return False
+    row = load_session_file(conn, key)
+    if row is None or (row.size, row.mtime, row.token_model) != (
+        scanned.size,
+        scanned.mtime,
+        model,
+    ):
+        return False
+    try:
+        if file_sha256(scanned.path) != row.sha256:
+            return False
+    except OSError:
+        return False
+    batch.done(
+        key,
+        version,
+        {
+            "source": dg.MetadataValue.text("unchanged since this code stored it: not read again"),
+            "events": dg.MetadataValue.int(row.events),
+        },
+    )
+    return True
+
+
 def _read_one(
     conn: Any, batch: _Batch, key: str, scanned: ScannedFile | None, now: Any, model: str
 ) -> ReadSession | None:
@@ -293,8 +361,11 @@ def session_events(
             events += read.result.events
         held = 0
 
+    kept = _materialized_by_this_code(context, batch.keys)
     with selene.connection() as conn:
         for key in batch.keys:
+            if _stored_as_read(conn, batch, key, scanned.get(key), kept.get(key), settings.model):
+                continue
             read = _read_one(conn, batch, key, scanned.get(key), settings.now(), settings.model)
             if read is None:
                 continue

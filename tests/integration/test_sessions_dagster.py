@@ -172,6 +172,14 @@ def test_rerun_is_idempotent(world, first_run) -> None:
         for e in result.get_asset_materialization_events()
     }
     assert all(versions.values())
+    # Its file unchanged since this code parsed it: not read again (a run stopped after
+    # parsing parsed every file again at the next one).
+    (events,) = [
+        e.step_materialization_data.materialization
+        for e in result.get_asset_materialization_events()
+        if e.asset_key.to_user_string() == "session_events"
+    ]
+    assert events.metadata["source"].value.startswith("unchanged since this code stored it")
 
 
 def test_sensor_adds_partitions_and_requests_new_or_grown_files(
