@@ -297,7 +297,7 @@ def _why_gone(conn: duckdb.DuckDBPyConnection, source: str) -> str:
     )
 
 
-def _same_text(conn: duckdb.DuckDBPyConnection, note_id: str) -> str | None:
+def same_text_note(conn: duckdb.DuckDBPyConnection, note_id: str) -> str | None:
     """The live note holding deleted note ``note_id``'s text (its file renamed, moved or
     copied): the same title and body (a copy has a creation date of its own), or the same
     body of MOVED_MIN_CHARS or more and the same creation date (``processed_moved.sql``
@@ -334,7 +334,7 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
                 f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "
                 "`context`), or `selene-dag health` says what the home holds"
             )
-        held_by = _same_text(conn, str(gone[2]))
+        held_by = same_text_note(conn, str(gone[2]))
         if held_by is None:
             raise NotFoundError(
                 f"note {cited.ref} was marked deleted at {gone[1]:%Y-%m-%d %H:%M} UTC: "

@@ -31,6 +31,7 @@ from selene_dag.context.tokens import (
     truncate_to_tokens,
 )
 from selene_dag.errors import UsageError, check_budget
+from selene_dag.retrieval.citations import same_text_note
 from selene_dag.retrieval.index import index_state, load_fts
 from selene_dag.retrieval.pack import ask
 from selene_dag.retrieval.search import SOURCES, Candidate, newest_notes, parse_sources, search
@@ -336,6 +337,18 @@ def repeated_questions(questions: Sequence[Question]) -> list[str]:
     return again
 
 
+def _moved_note(conn: duckdb.DuckDBPyConnection, ref: str) -> bool:
+    """Whether the deleted note ``ref`` names (``<id>`` or ``<folder key>/<id>``) has its
+    text in a live note now: its file renamed or moved, as `show` follows it (a question
+    written before the rename was left out as "not in this home")."""
+    rows = conn.execute(
+        "SELECT id FROM notes WHERE deleted_at IS NOT NULL AND (id = ? OR id IN "
+        "(SELECT key || '/' || ? FROM note_folders))",
+        [ref, ref],
+    ).fetchall()
+    return any(same_text_note(conn, str(note_id)) for (note_id,) in rows)
+
+
 def applicable(
     conn: duckdb.DuckDBPyConnection,
     questions: Sequence[Question],
@@ -375,7 +388,7 @@ def applicable(
                 "OR contains(lower(d.citation), ?) OR contains(lower(d.title), ?))"
             )
             args = [ref.lower()] * 3
-        if conn.execute(sql, args).fetchone()[0]:
+        if conn.execute(sql, args).fetchone()[0] or (kind == "note" and _moved_note(conn, ref)):
             kept.append(q)
     return kept
 

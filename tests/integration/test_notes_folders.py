@@ -552,6 +552,15 @@ def test_eval_questions_match_notes_by_their_id_inside_the_folder(
     with open_store(settings.db_path) as conn:
         kept = applicable(conn, questions)
     assert [q.question for q in kept] == ["q1", "q2"]
+    # A note whose file was renamed since the question was written: its text lives on under
+    # the new name, as `show` follows it (it was left out as "not in this home").
+    notes = _write(tmp_path / "md", {"plan.md": "# Plan\n" + "The launch moves to Friday. " * 3})
+    service.ingest(settings, notes)
+    (notes / "plan.md").rename(notes / "launch-plan.md")
+    service.ingest(settings, notes)
+    renamed = Question("q5", ("Friday",), "note:plan.md")
+    with open_store(settings.db_path) as conn:
+        assert [q.question for q in applicable(conn, [renamed])] == ["q5"]
 
 
 # --- migration 006 on a home built with the old schema --------------------------------
