@@ -1382,6 +1382,46 @@ def _name_starts(text: str) -> list[int]:
     return sorted(starts)
 
 
+# A line of a .env file: NAME=value (``export`` before it, as shells read such files).
+_DOTENV_LINE = re.compile(r"(?:export[ \t]+)?[A-Za-z_][A-Za-z0-9_]*=[^\s=]")
+# The words left of an unquoted value with spaces: no shell operator, no option, no path.
+# A comment may end the line (``# the old one``).
+_MORE_WORDS = re.compile(
+    r"(?P<words>(?:[ \t]+[^\s|&;<>$`#\\/=\-][^\s|&;<>$`\\/=]*)+)"
+    r"(?:[ \t]+#[^\n]*?)?[ \t]*(?=\n|\\n|$)"
+)
+
+
+def _dotenv_value_end(text: str, start: int, end: int) -> int:
+    """Where the unquoted value of an assignment at ``start`` (its first word redacted up
+    to ``end``) ends: the end of its line when the line is one of a .env file's (another
+    ``NAME=value`` line right before or after it) and the rest of it is plain words
+    (``PASSWORD=correct horse battery staple`` kept all but its first word); else
+    ``end``. A shell line (``API_KEY=x npm start``) stands alone, or holds an operator."""
+    # Looked for in the 1,000 characters before (a scan to the text's start for each of
+    # many assignments was quadratic).
+    window = max(0, start - 1000)
+    escaped = text.rfind("\\n", window, start)
+    newline = text.rfind("\n", window, start)
+    line_start = max(newline + 1 if newline >= 0 else window, escaped + 2 if escaped >= 0 else 0)
+    if text[line_start:start].strip(" \t") not in ("", "export"):
+        return end
+    words = _MORE_WORDS.match(text, end)
+    if words is None:
+        return end
+    after = words.end("words")
+    before = _LINE_BREAK.split(text[max(0, line_start - 400) : line_start])
+    previous = before[-2] if len(before) > 1 else ""
+    following = _LINE_BREAK.split(text[after : after + 400], maxsplit=2)
+    next_line = following[1] if len(following) > 1 else ""
+    if _DOTENV_LINE.match(previous) or _DOTENV_LINE.match(next_line):
+        return after
+    return end
+
+
+_LINE_BREAK = re.compile(r"\n|\\n")
+
+
 def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
     pieces: list[str] = []
     done = 0
@@ -1407,6 +1447,8 @@ def _redact_assignments(text: str, counts: Counter[str] | None) -> str:
                     and (glued := _GLUED_TAIL.match(text, done)) is not None
                 ):
                     done = glued.end()
+                if rule.kind == "env_secret" and redacted and not match.groupdict().get("q"):
+                    done = _dotenv_value_end(text, start, done)
                 break
     return "".join(pieces) + text[done:] if pieces else text
 

@@ -1453,3 +1453,22 @@ def test_curl_bare_hosts_user_agents_and_a_user_quoted_apart() -> None:
         "curl -u 'admin':'$PASSWORD' https://x",
         "http -a https://Xq7pL9mZ2w",
     )
+
+
+def test_a_dotenv_value_with_spaces_is_redacted_whole() -> None:
+    # `cat .env` showed PASSWORD=[REDACTED:env_secret] horse battery staple: three words
+    # of four of the passphrase kept.
+    dotenv = "DB_HOST=localhost\nDB_PASSWORD=correct horse battery staple\nDB_PORT=5432\n"
+    assert redact(dotenv) == "DB_HOST=localhost\nDB_PASSWORD=[REDACTED:env_secret]\nDB_PORT=5432\n"
+    assert (
+        redact("PASSWORD=correct horse battery staple\nX=1")
+        == "PASSWORD=[REDACTED:env_secret]\nX=1"
+    )
+    commented = "A=1\nPASSWORD=correct horse battery staple # the old one\nB=2"
+    assert redact(commented) == "A=1\nPASSWORD=[REDACTED:env_secret] # the old one\nB=2"
+    escaped = "A=1\\nexport API_TOKEN=staple horse battery correct\\nB=2"  # JSON text
+    assert redact(escaped) == "A=1\\nexport API_TOKEN=[REDACTED:env_secret]\\nB=2"
+    # A shell line: the words after the value are the command it runs.
+    assert redact("API_KEY=abc123xyz npm start") == "API_KEY=[REDACTED:env_secret] npm start"
+    shell = "cd app\nAPI_KEY=abc123xyz npm run dev -- --port 3000\n"
+    assert redact(shell) == "cd app\nAPI_KEY=[REDACTED:env_secret] npm run dev -- --port 3000\n"
