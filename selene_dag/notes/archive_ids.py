@@ -93,11 +93,11 @@ def archive_prefix(
 def newer_export(
     conn: duckdb.DuckDBPyConnection, scope: IngestScope, result: IngestResult
 ) -> str | None:
-    """The archive still there, written after ``scope.path``, whose stored notes hold most
-    of this archive's pages (by id), most of them with the same text: this is an older
-    export of the same pages, ingested again after the newer one took their notes. Stored,
-    it would put back the old text, or (given ids of its own) hold every page twice. None
-    when there is none (two vaults zipped apart share names, not texts)."""
+    """The archive still there, written after ``scope.path``, whose stored notes hold every
+    page of this archive (by id), most of them with the same text: this is an older export
+    of the same pages, ingested again after the newer one took their notes. Stored, it
+    would put back the old text, or (given ids of its own) hold every page twice. None when
+    there is none (another vault zipped shares a page or two, not every one)."""
     if not is_archive(scope.path) or not result.notes:
         return None
     hashes = {n.id: n.content_hash for n in result.notes}
@@ -113,7 +113,7 @@ def newer_export(
         counts[0] += 1
         counts[1] += digest == hashes[note_id]
     for file, (shared, same) in sorted(files.items(), key=lambda f: (-f[1][0], f[0])):
-        if shared * 2 >= len(hashes) and same * 2 > shared and _newer(Path(file), scope.path):
+        if shared == len(hashes) and same * 2 > shared and _newer(Path(file), scope.path):
             return file
     return None
 

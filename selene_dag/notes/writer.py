@@ -165,10 +165,12 @@ def _older_export_left_out(
 def _archives_replaced(
     conn: duckdb.DuckDBPyConnection, scope: IngestScope, result: IngestResult, prefix: str
 ) -> list[str]:
-    """The other archives whose notes (ids under ``prefix``) the archive ``scope.path``
-    takes over: a newer export of the same pages. Their notes it does not hold are pages
-    deleted since, marked deleted too (they stayed live for good). None when the archive
-    was not read whole (a page of a damaged part is not a deleted page)."""
+    """The archives no longer there whose notes (ids under ``prefix``) the archive
+    ``scope.path`` takes over: the export it replaced. Their notes it does not hold are
+    pages deleted since, marked deleted too (they stayed live for good). None when the
+    archive was not read whole (a page of a damaged part is not a deleted page); an archive
+    still there keeps its other notes (another vault zipped beside it shares a welcome
+    page, not its notes)."""
     if not is_archive(scope.path) or result.files_failed:
         return []
     rows = conn.execute(
@@ -177,7 +179,7 @@ def _archives_replaced(
         "AND id IN (SELECT id FROM seen_ids) AND split_part(source, '!/', 1) <> ?",
         [prefix, str(scope.path)],
     ).fetchall()
-    return sorted(str(archive) for (archive,) in rows)
+    return sorted(str(archive) for (archive,) in rows if not Path(str(archive)).exists())
 
 
 def write_notes(

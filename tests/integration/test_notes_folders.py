@@ -385,6 +385,41 @@ def test_a_newer_export_beside_the_older_one_updates_its_notes(tmp_path: Path, h
     assert live == {f"downloads/Takeout/Keep/n{i}.md" for i in range(3)}
 
 
+def test_another_vault_zipped_beside_one_loses_none_of_its_notes(
+    tmp_path: Path, home: Path
+) -> None:
+    # Two vaults sharing Obsidian's welcome page and an empty note: the second was taken
+    # for a newer export of the first, which then lost its own note (marked deleted), and
+    # ingesting the first again was refused as an older export.
+    import os
+    import zipfile
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    zips = tmp_path / "zips"
+    zips.mkdir()
+    shared = {"Welcome.md": "This is your new *vault*.\n", "Untitled 1.md": "Daily standup\n"}
+
+    def vault(name: str, own: dict[str, str], when: int) -> Path:
+        with zipfile.ZipFile(zips / name, "w") as zipped:
+            for member, text in {**shared, **own}.items():
+                zipped.writestr(member, text)
+        os.utime(zips / name, (when, when))
+        return zips / name
+
+    work = vault("work-vault.zip", {"work.md": "WORK: the Falcon launch plan\n"}, 1_700_000_000)
+    home_vault = vault("home-vault.zip", {"home.md": "HOME: the plumber\n"}, 1_710_000_000)
+    service.ingest(settings, work)
+    assert service.ingest(settings, home_vault).deleted == 0
+    assert service.ingest(settings, work).skipped == ()
+    live = {i for i, row in _rows(settings.db_path).items() if not row[2]}
+    assert {"zips/work.md", "zips/home.md"} <= live
+    assert (
+        service.ask(settings, "Falcon launch plan", 200)
+        .items[0]
+        .citation.startswith("note zips/work.md")
+    )
+
+
 def test_same_folder_name_and_same_content_get_a_suffixed_key(tmp_path: Path, home: Path) -> None:
     settings = load_settings(home=home, now_override="2026-07-15")
     files = {"todo.md": "# Todo\nthe same words", "sub/idea.md": "# Idea\nthe same idea"}
