@@ -464,26 +464,33 @@ def _fitted(
     when nothing of its content fits. ``ends``: keep the content's start and its end
     (:func:`cut_middle`), not its start alone. ``given``: the content as it came; when it
     is a list of parts with an image or another part that is not text, those parts stay
-    (counted as their placeholders) and only the text is cut."""
+    (counted as their placeholders) and only the text is cut, to within ``room`` as the
+    parts join."""
+    whole = room
     room -= MESSAGE_OVERHEAD
     calls = call_text(message)
     if calls:  # the calls stay whole; the content gets what they leave (+1: the line break)
         room -= count_tokens_batch([calls], model)[0] + 1
     media = _media_parts(given)
-    text = str(message["content"])
-    if media:
-        text = content_text([p for p in given if p not in media])
-        placeholders = content_text(media)
-        room -= count_tokens_batch([placeholders + "\n\n"], model)[0]
+    if not media:
+        content = _cut(str(message["content"]), room, model, ends)
+        return {**message, "content": content} if content else None
+    text = content_text([p for p in given if p not in media])
+    room -= count_tokens_batch([content_text(media) + "\n\n"], model)[0]
+    for _ in range(4):  # the parts joined can count a token or two more than apart
+        fitted = {**message, "content": _with_text(given, media, _cut(text, room, model, ends))}
+        over = message_tokens([fitted], model) - whole
+        if over <= 0:
+            return fitted
+        room -= over
+    return None
+
+
+def _cut(text: str, room: int, model: str | None, ends: bool) -> str:
+    """``text`` within ``room`` tokens: its two ends (:func:`cut_middle`) or its start."""
     if room <= 0:
-        content = ""
-    elif ends:
-        content = cut_middle(text, room, model)
-    else:
-        content = truncate_to_tokens(text, room, model)
-    if media:
-        return {**message, "content": _with_text(given, media, content)}
-    return {**message, "content": content} if content else None
+        return ""
+    return cut_middle(text, room, model) if ends else truncate_to_tokens(text, room, model)
 
 
 # Parts a chat API reads that are not text (an image, a document, audio): a cut keeps them.

@@ -1085,3 +1085,20 @@ def test_a_latest_request_cut_to_fit_keeps_its_image() -> None:
     # Text alone is cut as before: a string.
     report = compact_messages([messages[0], {"role": "user", "content": text}], 300, M)
     assert isinstance(report.messages[-1]["content"], str)
+
+
+@pytest.mark.parametrize("model", ["gpt-4", "qwen2.5:7b", "mistral:7b"])
+def test_a_message_with_an_image_between_texts_is_cut_to_fit(model: str) -> None:
+    # Its parts joined counted a token over the room: "a window of 200 tokens holds no
+    # message of this conversation".
+    image = {"type": "image_url", "image_url": {"url": "https://x/1.png"}}
+    parts = [
+        {"type": "text", "text": "word " * 300},
+        image,
+        {"type": "text", "text": "compare them"},
+    ]
+    for window in (60, 200):
+        report = compact_messages([{"role": "user", "content": parts}], window, model)
+        assert report.messages and message_tokens(report.messages, model) <= window
+        content = report.messages[-1]["content"]
+        assert image in content and content[0]["text"].endswith("compare them")
