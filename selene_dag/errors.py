@@ -33,20 +33,21 @@ MAX_BUDGET = 100_000_000
 
 
 def check_budget(value: object, name: str = "budget", minimum: int = 1) -> int:
-    """Return ``value`` as an int when it is an integer (an int, or a type with
-    ``__index__`` such as NumPy's) from ``minimum`` to :data:`MAX_BUDGET` (a bool is not an
-    int here).
+    """Return ``value`` when it is an int from ``minimum`` to :data:`MAX_BUDGET` (a bool is
+    not an int here, nor NumPy's integers, whose arithmetic wraps around: the error says to
+    convert them).
 
     Raises ``TypeError`` for a non-int and :class:`UsageError` (a ``ValueError``) for a
     number out of that range, naming ``name`` in one line. The one budget validator of the
     package: the context library calls it with ``minimum=0``, the front doors with 1.
     """
     if isinstance(value, bool) or not isinstance(value, int):
-        # An integer of another type (NumPy's int64 from a DataFrame) is an int here.
-        index = getattr(type(value), "__index__", None)
-        if index is None or type(value).__name__.startswith("bool"):  # NumPy's bool_
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-        value = int(index(value))
+        # An integer of another type (NumPy's uint8 from a DataFrame) wraps around in the
+        # arithmetic after this check: named, with the conversion that makes it an int.
+        hint = ""
+        if hasattr(type(value), "__index__") and not type(value).__name__.startswith("bool"):
+            hint = f" (int({name.lstrip('-').replace('-', '_')}) makes it one)"
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}{hint}")
     if value < minimum:
         raise UsageError(f"{name} must be >= {minimum}, got {value}")
     if value > MAX_BUDGET:

@@ -672,16 +672,18 @@ def test_qwen_without_its_package_is_estimated_from_its_calibration(monkeypatch)
     assert 280 <= count_tokens(cut, "qwen2.5:7b") <= 300
 
 
-def test_budgets_take_numpy_integers_and_refuse_bools() -> None:
-    # A budget read from a DataFrame is NumPy's int64: it was refused as "not an int".
+def test_budgets_refuse_numpy_integers_saying_how_to_convert_them() -> None:
+    # A NumPy uint8 budget of 255 passed the check, then wrapped around in the packing's
+    # arithmetic and left every note out: refused, with the conversion named.
     import numpy as np
 
     from selene_dag.context import pack_notes
     from selene_dag.errors import check_budget
 
-    assert check_budget(np.int64(500)) == 500 and type(check_budget(np.int64(500))) is int
-    pack = pack_notes([{"id": "a", "title": "T", "content": "Hello there."}], np.int32(100))
-    assert 0 < pack.total_tokens <= 100
+    with pytest.raises(TypeError, match=r"got uint8 \(int\(budget\) makes it one\)"):
+        pack_notes([{"id": "a", "title": "T", "content": "Hello there."}], np.uint8(255))
+    with pytest.raises(TypeError, match=r"got int64 \(int\(budget\) makes it one\)"):
+        check_budget(np.int64(500))
     for bad in (True, np.True_, 1.0, "5"):
         with pytest.raises(TypeError, match="must be an int"):
             check_budget(bad)
