@@ -1026,7 +1026,7 @@ def eval_command(
         console.print(table)
         versus = report.versus_passages
         if versus is not None and versus.questions > 1:
-            if versus.low == versus.high:
+            if versus.high - versus.low < 1e-9:  # every difference alike (float noise aside)
                 spread = f"the same on each of the {versus.questions} questions"
             else:
                 spread = (
@@ -1057,8 +1057,6 @@ def serve_command(
 
     from selene_dag.api import create_app
 
-    if not 0 < port < 65536:
-        raise UsageError(f"--port must be within 1..65535, got {port}")
     _settings(home)  # fail early on bad settings
     sock = _listening_socket(host, port)
     err.print(f"selene-dag API on http://{host}:{port} (docs at /docs)")
@@ -1070,6 +1068,8 @@ def serve_command(
 def _listening_socket(host: str, port: int) -> socket.socket:
     """A socket bound to ``host``:``port`` (as uvicorn binds one); an address that cannot
     be used is a one-line error before the server starts."""
+    if not 0 < port < 65536:  # dev: 0 took a free port no line named; -5 blamed the host
+        raise UsageError(f"--port must be within 1..65535, got {port}")
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE

@@ -82,7 +82,10 @@ LLAMA3_PATTERN = (
 # Qwen 1.5, 2, 2.5, 3 and QwQ share one vocabulary: Ollama's qwen2.5:7b, qwen2.5-coder,
 # qwen2.5vl, qwen3:8b, qwq; Qwen/Qwen2.5-7B-Instruct; DashScope's qwen-plus. A later
 # version (qwen3.5) is not assumed to keep it.
-_QWEN = re.compile(r"^(qwen(1\.5|2|2\.5|3)?(vl)?|qwq)([-:_]|\.(?![0-9])|$)")
+# A version glued to the name, or none (``qwen:7b``, ``qwen-plus``; not ``qwen-3.5``).
+_QWEN = re.compile(
+    r"^(?:qwen(?:1\.5|2|2\.5|3)(?:vl)?|qwen(?![-_.][0-9])|qwq)(?:[-:_]|\.(?![0-9])|$)"
+)
 # Qwen's pre-tokenizer (dashscope/tokenizers/qwen_tokenizer.py): cl100k's but for digits,
 # one per token.
 QWEN_PATTERN = (

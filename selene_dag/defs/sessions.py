@@ -571,7 +571,7 @@ def distilled_sessions(
             batch.fail(key, f"writing the distilled file failed: {error}")
         elif isinstance(error, BudgetTooSmall):
             batch.fail(
-                key, f"{error}: raise SELENE_DISTILL_TOKEN_BUDGET (the file kept is the last one)"
+                key, f"{error}: raise SELENE_DISTILL_TOKEN_BUDGET (a file distilled before is kept)"
             )
         else:
             batch.fail(key, "not ingested (its session_events step failed)")

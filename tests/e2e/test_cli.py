@@ -604,6 +604,16 @@ def test_serve_on_a_port_in_use_is_one_line(tmp_path):
     assert_one_line_error(proc, f"port {port} on 127.0.0.1 is in use", "--port")
     assert "selene-dag API on" not in proc.stderr  # it never claimed to be serving
     assert_one_line_error(run("serve", "--host", "no-such-host.invalid"), "--host")
+    # dev too: Dagster's UI failed to bind while its daemon ran on, with no UI.
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = run("dev", "--port", str(port), "--home", str(tmp_path / "h"), timeout=60)
+    assert_one_line_error(proc, f"port {port} on 127.0.0.1 is in use", "--port")
+    assert "Dagster UI on" not in proc.stderr
+    for bad in ("0", "65536"):  # 0 took a free port no line named
+        assert_one_line_error(run("dev", "--port", bad), "--port must be within 1..65535")
 
 
 @pytest.mark.parametrize("limit_kb", [20, 100, 1500])
