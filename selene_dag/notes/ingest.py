@@ -1392,18 +1392,38 @@ def _logseq_title(stem: str, folder: str) -> str:
 
 def _first_heading(text: str) -> str | None:
     """The first ``# `` heading outside fenced code (a shell comment in a code block is no
-    title)."""
-    opened: str | None = None
+    title) and HTML comments. One pass over the text."""
+    opened = ""  # the open fence's run of backticks or tildes
+    in_comment = False
     position = 0
     while (match := _HEADING.search(text, position)) is not None:
-        for line in text[position : match.start()].split("\n"):
-            fence = _text.FENCE_LINE.match(line)
-            if fence is not None and (opened is None or fence.group(1) == opened):
-                opened = None if opened else fence.group(1)
-        if opened is None:
+        before = text[position : match.start()]
+        for line in before.split("\n"):
+            fence = _FENCE_RUN.match(line)
+            if fence is None:
+                continue
+            run, rest = fence.groups()
+            if not opened:
+                opened = run
+            elif run[0] == opened[0] and len(run) >= len(opened) and not rest.strip():
+                opened = ""  # CommonMark: a closing fence is as long as the opening, bare
+        in_comment = _in_comment_after(before, in_comment)
+        if not opened and not in_comment:
             return match.group(1).strip()
+        in_comment = _in_comment_after(match.group(0), in_comment)
         position = match.end()
     return None
+
+
+def _in_comment_after(text: str, in_comment: bool) -> bool:
+    """Whether an HTML comment is open after ``text``, given whether one was before it."""
+    opening, closing = text.rfind("<!--"), text.rfind("-->")
+    if opening == closing:  # neither
+        return in_comment
+    return opening > closing
+
+
+_FENCE_RUN = re.compile(r"^\s{0,3}(`{3,}|~{3,})(.*)$")
 
 
 def _clean_str(value: Any) -> str | None:

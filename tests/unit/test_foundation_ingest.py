@@ -76,8 +76,18 @@ def test_a_comment_in_a_code_block_is_no_title(tmp_path):
         f"{fence}\n\n# Build box setup\nDone.\n"
     )
     (tmp_path / "only-code.md").write_text(f"{fence}sh\n# comment line\nls\n{fence}\n")
+    # A fence of four holds one of three; an HTML comment holds a heading too.
+    (tmp_path / "nested.md").write_text(
+        f"````md\n{fence}\n# inner\n{fence}\n# still inside\n````\nBody.\n"
+    )
+    (tmp_path / "commented.md").write_text("<!--\n# html comment -->\n# Real title\n")
     titles = {n.id: n.title for n in read_notes(tmp_path).notes}
-    assert titles == {"build-box.md": "Build box setup", "only-code.md": "only-code"}
+    assert titles == {
+        "build-box.md": "Build box setup",
+        "only-code.md": "only-code",
+        "nested.md": "nested",
+        "commented.md": "Real title",
+    }
 
 
 def test_a_textbundle_is_titled_by_its_name(tmp_path):
