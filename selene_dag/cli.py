@@ -504,6 +504,9 @@ def ingest(
         err.print(service.passed_over_hint(report), highlight=False, soft_wrap=True)
     if not report.notes and report.skipped_total and path.is_file():
         # A file named alone that gave nothing: a failure a script should see.
+        older = any(reason.startswith("an older export") for _, _, reason in report.skipped)
+        if older:  # read well, and left out on purpose: the line above says why
+            raise SeleneError(f"{path}: nothing stored from it (the reason is above)")
         raise SeleneError(f"{path}: no note could be read from it (the problem is above)")
 
 
