@@ -47,6 +47,7 @@ from dataclasses import dataclass, field, fields, replace
 from datetime import UTC, date, datetime
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
+from urllib.parse import unquote
 
 import orjson
 import yaml
@@ -1387,7 +1388,10 @@ def _logseq_title(stem: str, folder: str) -> str:
     (its file ``2024_03_05.md``), a namespace page's ``a/b`` (its file ``a___b.md``)."""
     if folder == "journals" and (day := _LOGSEQ_DAY.match(stem)):
         return "-".join(day.groups())
-    return stem.replace("___", "/") if folder == "pages" else stem
+    if folder != "pages":
+        return stem
+    # Logseq writes a name's characters a file name cannot hold as %XX (What%3F: What?).
+    return unquote(stem.replace("___", "/")) if "%" in stem else stem.replace("___", "/")
 
 
 def _first_heading(text: str) -> str | None:
@@ -1452,9 +1456,9 @@ def _as_datetime(value: Any) -> datetime | None:
     raise TypeError(f"unreadable date {value!r}")
 
 
-# Seconds since the epoch of the years 2001 to 5138, and their milliseconds: what apps'
+# Seconds since the epoch of the years 2001 to 2099, and their milliseconds: what apps'
 # JSON exports write (``"updated_at": 1709629200``).
-_EPOCH_SECONDS = (1e9, 1e11)
+_EPOCH_SECONDS = (1e9, 4.1e9)
 
 
 def _number_date(value: float) -> datetime:
@@ -1475,8 +1479,14 @@ def _number_date(value: float) -> datetime:
 
 
 def _tag_names(values: Iterable[str]) -> tuple[str, ...]:
-    names = (v.strip().lstrip("#").strip() for v in values)
-    return tuple(dict.fromkeys(name for name in names if name))
+    """Tag names without their ``#``, each once whatever its case (Obsidian's tags are),
+    as first written."""
+    names: dict[str, str] = {}
+    for value in values:
+        name = value.strip().lstrip("#").strip()
+        if name:
+            names.setdefault(name.casefold(), name)
+    return tuple(names.values())
 
 
 def _as_tags(value: Any) -> tuple[str, ...]:

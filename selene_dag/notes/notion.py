@@ -44,11 +44,15 @@ def page_title(stem: str) -> str:
     return _PAGE_ID.sub("", stem)
 
 
+_ZONE = re.compile(r"\s*\((?:GMT|UTC)?[+-]?[\w:+-]*\)$")
+
+
 def notion_date(value: str) -> str | None:
     """A date as Notion writes it (``March 5, 2024 10:15 AM``, with an ``@`` before it in
     its HTML export; of a range, its start) in ISO form; None when it is in no format
     Notion uses."""
     start = value.split("→")[0].strip().removeprefix("@").strip()
+    start = _ZONE.sub("", start)  # "10:15 AM (GMT+1)": local time, as the other forms are
     for form in _DATE_FORMATS:
         try:
             return datetime.strptime(start, form).isoformat()

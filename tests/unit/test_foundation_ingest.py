@@ -589,8 +589,14 @@ def test_front_matter_tags_are_names_without_their_hash(tmp_path):
     (tmp_path / "a.md").write_text('---\ntags: "#project, #idea"\n---\n# A\nx\n')
     (tmp_path / "b.md").write_text('---\ntags: [a, "#b", b]\n---\n# B\nx\n')
     (tmp_path / "c.md").write_text("---\ntags: [nested, [deeper], {a: 1}, 2024]\n---\n# C\nx\n")
+    (tmp_path / "d.md").write_text('---\ntags: ["#x", x, X]\n---\n# D\nx\n')
     tags = {n.id: n.tags for n in read_notes(tmp_path).notes}
-    assert tags == {"a.md": ("project", "idea"), "b.md": ("a", "b"), "c.md": ("nested", "2024")}
+    assert tags == {
+        "a.md": ("project", "idea"),
+        "b.md": ("a", "b"),
+        "c.md": ("nested", "2024"),
+        "d.md": ("x",),  # one tag whatever its case, as Obsidian reads them
+    }
 
 
 def test_dates_written_as_numbers(tmp_path):
@@ -600,15 +606,17 @@ def test_dates_written_as_numbers(tmp_path):
         '{"id": "ms", "content": "y", "created_at": 1709629200123}\n'
         '{"id": "day", "content": "z", "created_at": 20240315}\n'
         '{"id": "odd", "content": "w", "created_at": 42}\n'
+        '{"id": "far", "content": "v", "created_at": 99999999999999}\n'
     )
     result = read_notes(tmp_path)
     notes = {n.id: n for n in result.notes}
     assert notes["s"].updated_at == datetime(2024, 3, 5, 9, 0, tzinfo=UTC)
     assert notes["ms"].created_at == datetime(2024, 3, 5, 9, 0, 0, 123000, tzinfo=UTC)
     assert notes["day"].created_at == datetime(2024, 3, 15, tzinfo=UTC)
-    assert notes["odd"].created_at is None
-    (problem,) = result.errors
-    assert problem.kept and "unreadable date 42" in problem.error
+    assert notes["odd"].created_at is None and notes["far"].created_at is None
+    odd, far = result.errors  # a number past 2099 in milliseconds is no date either
+    assert odd.kept and "unreadable date 42" in odd.error
+    assert far.kept and "unreadable date 99999999999999" in far.error
 
 
 def test_logseq_journal_and_namespace_pages_are_titled_as_logseq_shows_them(tmp_path):
@@ -616,10 +624,12 @@ def test_logseq_journal_and_namespace_pages_are_titled_as_logseq_shows_them(tmp_
     (tmp_path / "pages").mkdir()
     (tmp_path / "journals" / "2024_03_05.md").write_text("- met Ana about the launch\n")
     (tmp_path / "pages" / "Projects___Falcon.md").write_text("- goal: ship the dashboard\n")
+    (tmp_path / "pages" / "What%3F Why%2FHow.md").write_text("- a question page\n")
     titles = {n.id: n.title for n in read_notes(tmp_path).notes}
     assert titles == {
         "journals/2024_03_05.md": "2024-03-05",
         "pages/Projects___Falcon.md": "Projects/Falcon",
+        "pages/What%3F Why%2FHow.md": "What? Why/How",
     }
 
 

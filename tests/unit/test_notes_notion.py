@@ -111,6 +111,7 @@ def test_notion_dates_in_the_formats_its_settings_give() -> None:
     assert notion_date("someday") is None
     # The 24-hour clock of each date form (a setting of Notion's).
     assert notion_date("March 8, 2024 14:00") == "2024-03-08T14:00:00"
+    assert notion_date("March 5, 2024 10:15 AM (GMT+1)") == "2024-03-05T10:15:00"  # local
     assert notion_date("03/08/2024 14:00") == "2024-03-08T14:00:00"
     # An ISO date is given as written, for the note's reader to read.
     assert page_properties("# T\n\nCreated: 2024-03-08 14:00\n") == {"created": "2024-03-08 14:00"}
