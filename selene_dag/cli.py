@@ -318,6 +318,10 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, int | float) and not isinstance(value, bool)
 
 
+# Columns of file paths (a scan's, a distilled file's): wrapped in a narrow terminal.
+_PATH_COLUMNS = frozenset({"path", "distilled", "source", "file"})
+
+
 def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | None = None) -> Table:
     """``rows`` as a table: a column of numbers right-aligned, integers with grouped digits,
     decimals to the most any value of the column has (at most 2)."""
@@ -339,7 +343,8 @@ def _rows_table(rows: list[dict[str, Any]], title: str, columns: list[str] | Non
             justify="right" if numeric else "left",
             no_wrap=whole,
             min_width=max(len(str(v)) for v in values) if whole else None,
-            overflow="fold" if column == "path" else "ellipsis",  # wrapped, never cut
+            # A path is copied too: wrapped, never cut.
+            overflow="fold" if column in _PATH_COLUMNS else "ellipsis",
         )
     for row in rows:
         table.add_row(*(_cell(row.get(c), formats.get(c)) for c in columns))
