@@ -253,8 +253,8 @@ _ARCHIVE_KINDS = frozenset(
 
 
 def archives_left_out_hint(report: IngestReport) -> str:
-    """One line naming the archives a folder which gave notes holds: its ingest does not
-    open them (they went without a word), each is read when named alone."""
+    """One line counting, by kind, the archives a folder which gave notes holds: its ingest
+    does not open them (they went without a word), each is read when named alone."""
     kinds = sorted(report.archives_left_out.items(), key=lambda kv: (-kv[1], kv[0]))
     found = ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
     total = plural(sum(report.archives_left_out.values()), "archive")
