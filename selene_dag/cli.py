@@ -1033,8 +1033,10 @@ def eval_command(
         table.add_row("overall", *(f"{overall[c]:.3f}" for c in columns), style="bold")
         console.print(table)
         versus = report.versus_passages
-        if versus is not None and versus.questions > 1:
-            if versus.high - versus.low < 1e-9:  # every difference alike (float noise aside)
+        if versus is not None and versus.questions:
+            if versus.questions == 1:
+                spread = "one question: no interval"
+            elif versus.high - versus.low < 1e-9:  # every difference alike (float noise aside)
                 spread = f"the same on each of the {versus.questions} questions"
             else:
                 spread = (

@@ -228,6 +228,10 @@ def test_eval_command_reports_each_budget(
     assert "recall at 400 tokens" in table.stdout and "recall at 80 tokens" in table.stdout
     assert "bm25 passages" in table.stdout
     assert "ask − bm25 passages: +0.000 (the same on each of the 2 questions)" in table.stdout
+    single = tmp_path / "one.jsonl"
+    single.write_text(questions.read_text().splitlines()[0] + "\n")
+    alone = runner.invoke(app, ["eval", str(single), "--budget", "400"])
+    assert "ask − bm25 passages: +0.000 (one question: no interval)" in alone.stdout
 
 
 def test_paired_difference_is_the_mean_difference_with_a_95_percent_interval() -> None:
