@@ -17,12 +17,13 @@ says which.
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 import duckdb
 
 from selene_dag.notes.folders import IngestScope
 from selene_dag.notes.ingest import IngestResult, is_archive
+from selene_dag.notes.notion import is_notion_page
 
 
 def own_prefix(scope: IngestScope) -> str:
@@ -111,7 +112,7 @@ def newer_export(
     for file, note_id, digest in rows:
         counts = files.setdefault(str(file), [0, 0])
         counts[0] += 1
-        counts[1] += digest == hashes[note_id]
+        counts[1] += digest == hashes[note_id] or _names_its_page(note_id)
     for file, (shared, same) in sorted(files.items(), key=lambda f: (-f[1][0], f[0])):
         if shared == len(hashes) and same * 2 > shared and _newer(Path(file), scope.path):
             return file
@@ -153,7 +154,7 @@ def _clashes(conn: duckdb.DuckDBPyConnection, scope: IngestScope, hashes: dict[s
     for file, archived, note_id, digest in stored:
         counts = files.setdefault((str(file), bool(archived)), [0, 0])
         counts[0] += 1
-        counts[1] += digest == hashes[note_id]
+        counts[1] += digest == hashes[note_id] or _names_its_page(note_id)
     for (file, archived), (shared, same) in sorted(files.items()):
         if not archived:
             return True  # a plain file's note: never an older copy of this archive's
@@ -167,6 +168,13 @@ def _clashes(conn: duckdb.DuckDBPyConnection, scope: IngestScope, hashes: dict[s
         if Path(file).exists() and (same * 2 <= shared or _newer(Path(file), scope.path)):
             return True
     return False
+
+
+def _names_its_page(note_id: str) -> bool:
+    """Whether a note's id names its page for certain (a Notion page's id in its file's
+    name): two exports holding it hold the same page, however edited (a newer export with
+    most pages edited was stored beside the older one, every page twice)."""
+    return is_notion_page(PurePosixPath(note_id).stem)
 
 
 def _newer(other: Path, archive: Path) -> bool:

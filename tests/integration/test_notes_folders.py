@@ -385,6 +385,36 @@ def test_a_newer_export_beside_the_older_one_updates_its_notes(tmp_path: Path, h
     assert live == {f"downloads/Takeout/Keep/n{i}.md" for i in range(3)}
 
 
+def test_a_newer_notion_export_with_most_pages_edited_updates_them(
+    tmp_path: Path, home: Path
+) -> None:
+    # A Notion page's id in its file's name names the page: a newer export with most pages
+    # edited took ids of its own, and every page was held twice (ask showed the old first).
+    import os
+    import zipfile
+
+    settings = load_settings(home=home, now_override="2026-07-15")
+    exports = tmp_path / "exports"
+    exports.mkdir()
+    page = "0123456789abcdef0123456789abcde"
+
+    def export(name: str, pages: dict[str, str], when: int) -> Path:
+        with zipfile.ZipFile(exports / name, "w") as zipped:
+            for title, text in pages.items():
+                zipped.writestr(f"{title} {page}{len(title)}.md", f"# {title}\n\n{text}\n")
+        os.utime(exports / name, (when, when))
+        return exports / name
+
+    old = export("Export-old.zip", {"Alpha": "budget draft", "Beta": "offsite"}, 1_700_000_000)
+    new = export(
+        "Export-new.zip", {"Alpha": "budget approved", "Beta": "offsite in June"}, 1_710_000_000
+    )
+    service.ingest(settings, old)
+    report = service.ingest(settings, new)
+    assert (report.inserted, report.changed, report.home_notes) == (0, 2, 2)
+    assert "approved" in service.ask(settings, "Alpha budget", 200).text
+
+
 def test_another_vault_zipped_beside_one_loses_none_of_its_notes(
     tmp_path: Path, home: Path
 ) -> None:
