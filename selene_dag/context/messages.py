@@ -99,28 +99,13 @@ def validate_messages(messages: object) -> list[Message]:
         if "content" not in msg and not any(msg.get(key) for key in CALL_FIELDS):
             raise ValueError(f"message {i}: no 'content'")
         try:
-            text = content_text(_typed_first(msg))
+            text = content_text(msg.get("content"))
             _check_tool_ids(msg)
             _reject_surrogates_in(msg)  # content, calls, a name: a chat API reads them all
         except ValueError as exc:
             raise ValueError(f"message {i}: {exc}") from None
         out.append({**msg, "content": text})
     return out
-
-
-def _typed_first(message: Mapping[str, Any]) -> Any:
-    """A user message's content with the text typed beside tools' results first: Anthropic's
-    API sends a question asked after a tool's result as a text part of the message holding
-    the result, and read in order it opened with ``[tool_result]``, taken for no request
-    (compaction left it out). The message goes out as given whenever it is kept whole."""
-    content = message.get("content")
-    if message.get("role") != "user" or not isinstance(content, list):
-        return content
-    results = [p for p in content if isinstance(p, Mapping) and p.get("type") == "tool_result"]
-    typed = [p for p in content if p not in results and content_text([p]).strip()]
-    if not results or not typed:
-        return content
-    return [*typed, *(p for p in content if p not in typed)]
 
 
 def _reject_surrogates_in(value: Mapping[str, Any]) -> None:

@@ -1102,29 +1102,3 @@ def test_a_message_with_an_image_between_texts_is_cut_to_fit(model: str) -> None
         assert report.messages and message_tokens(report.messages, model) <= window
         content = report.messages[-1]["content"]
         assert image in content and content[0]["text"].endswith("compare them")
-
-
-def test_a_question_typed_beside_a_tools_result_is_the_latest_request() -> None:
-    # Anthropic's API sends it as a text part of the message holding the result: read in
-    # order, the message opened with "[tool_result]" and the question was left out.
-    messages = [
-        {"role": "user", "content": "q " * 100},
-        {
-            "role": "assistant",
-            "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}],
-        },
-        {
-            "role": "user",
-            "content": [
-                {"type": "tool_result", "tool_use_id": "t1", "content": "word " * 3000},
-                {"type": "text", "text": "what does the screenshot show?"},
-            ],
-        },
-    ]
-    for window in (100, 1000):
-        report = compact_messages(messages, window, M)
-        assert message_tokens(report.messages, M) <= window
-        assert any("what does the screenshot show?" in str(m["content"]) for m in report.messages)
-    # Kept whole, it goes out as given (the result first).
-    whole = compact_messages(messages, 100_000, M).messages
-    assert whole[-1]["content"] == messages[-1]["content"]
