@@ -1102,3 +1102,26 @@ def test_a_message_with_an_image_between_texts_is_cut_to_fit(model: str) -> None
         assert report.messages and message_tokens(report.messages, model) <= window
         content = report.messages[-1]["content"]
         assert image in content and content[0]["text"].endswith("compare them")
+
+
+def test_anthropic_tool_rounds_with_typed_questions_stay_within_the_window_and_paired() -> None:
+    # A question typed beside a tool's result (one user message of both) read first broke
+    # the count (the answer recounted over its window) and the call/result pairing (a
+    # result kept without its call): every window, the answer within it and paired.
+    conversation = [{"role": "user", "content": "Refactor the config loader to read TOML."}]
+    for i in range(3):
+        call = {"type": "tool_use", "id": f"t{i}", "name": "Read", "input": {"path": f"c{i}.py"}}
+        result = {"type": "tool_result", "tool_use_id": f"t{i}", "content": "TIMEOUT = 30\n" * 5}
+        conversation += [
+            {"role": "assistant", "content": [{"type": "text", "text": f"Step {i}."}, call]},
+            {"role": "user", "content": [result, {"type": "text", "text": f"Why 3{i}?"}]},
+        ]
+    for window in range(20, 400, 7):
+        try:
+            report = compact_messages(conversation, window, "mistral:7b")
+        except ValueError:
+            continue  # a window too small for any message
+        assert message_tokens(report.messages, "mistral:7b") == report.tokens_after <= window
+        parts = [p for m in report.messages if isinstance(m["content"], list) for p in m["content"]]
+        calls = {p["id"] for p in parts if p.get("type") == "tool_use"}
+        assert all(p["tool_use_id"] in calls for p in parts if p.get("type") == "tool_result")
