@@ -55,6 +55,7 @@ from selene_dag.context.messages import (
     call_text,
     content_text,
     counted_text,
+    validate_digest,
     validate_messages,
 )
 from selene_dag.context.tokens import count_tokens_batch, truncate_to_tokens
@@ -312,10 +313,16 @@ MEMORY_DIGEST_HEADER = "[MEMORY DIGEST: decisions kept per stage; do not contrad
 
 def format_memory_digest(digest: Sequence[Mapping[str, Any]], stages: Sequence[str] = ()) -> str:
     """The memory digest message: ``MEMORY_DIGEST_HEADER``, then one line per decision
-    that is not superseded (``- stage: decision``), in the digest's order; when ``stages``
-    were compacted, a closing paragraph naming them. "" when no decision applies."""
+    that is not superseded (``- stage: decision``, or ``- decision`` for an entry naming
+    no stage), in the digest's order; when ``stages`` were compacted, a closing paragraph
+    naming them. "" when no decision applies. Raises TypeError unless ``digest`` is a
+    sequence of mappings."""
+    if isinstance(digest, str | bytes) or not all(isinstance(d, Mapping) for d in digest):
+        raise TypeError("digest must be a list of {stage, decision} objects")
     entries = [
-        f"- {d.get('stage')}: {d.get('decision')}"
+        f"- {d['stage']}: {d.get('decision')}"
+        if isinstance(d.get("stage"), str) and d["stage"].strip()
+        else f"- {d.get('decision')}"  # "- None: …" named no stage
         for d in digest
         if not d.get("superseded") and d.get("decision")
     ]
@@ -906,6 +913,8 @@ def compact_messages(
     bad input.
     """
     msgs = validate_messages(messages)
+    # Checked as /compact checks it: an entry without a decision was dropped in silence.
+    digest = validate_digest(list(digest) if isinstance(digest, list | tuple) else digest)
     # A message kept whole goes out as it came: content as a list of parts (an image, a
     # document) or null stays so; only the text of it is counted and compacted.
     as_given = {

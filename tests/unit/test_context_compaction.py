@@ -1125,3 +1125,16 @@ def test_anthropic_tool_rounds_with_typed_questions_stay_within_the_window_and_p
         parts = [p for m in report.messages if isinstance(m["content"], list) for p in m["content"]]
         calls = {p["id"] for p in parts if p.get("type") == "tool_use"}
         assert all(p["tool_use_id"] in calls for p in parts if p.get("type") == "tool_result")
+
+
+def test_the_library_checks_the_digest_as_the_api_does() -> None:
+    # A string or a list of numbers raised AttributeError; an entry without a decision was
+    # dropped in silence; one without a stage read "- None: …".
+    hello = [{"role": "user", "content": "hi"}]
+    for bad in ("x", [1], {"decision": "x"}, [{"stage": "a"}]):
+        with pytest.raises(ValueError, match="digest"):
+            compact_messages(hello, 100, M, digest=bad)
+    with pytest.raises(TypeError, match="digest"):
+        format_memory_digest("abc")
+    text = format_memory_digest([{"decision": "Use postgres 16"}, {"stage": "db", "decision": "e"}])
+    assert text.endswith("\n- Use postgres 16\n- db: e")
