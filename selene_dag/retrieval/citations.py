@@ -314,6 +314,25 @@ def same_text_note(conn: duckdb.DuckDBPyConnection, note_id: str) -> str | None:
     return str(found[0]) if found else None
 
 
+_BAD_RANGE = re.compile(r"(?P<id>.+?) lines? (?P<range>\S.*)")
+
+
+def _refuse_a_bad_range(conn: duckdb.DuckDBPyConnection, ref: str) -> None:
+    """Raise UsageError when ``ref`` is a live note's id followed by ``lines`` and no range
+    (``lines 23–32`` with an en dash, ``lines a-b``): not "no note … in this home"."""
+    found = _BAD_RANGE.fullmatch(ref)
+    if found is None:
+        return
+    held = conn.execute(
+        "SELECT 1 FROM notes WHERE id = ? AND deleted_at IS NULL", [found["id"]]
+    ).fetchone()
+    if held is not None:
+        raise UsageError(
+            f"note {found['id']}: {found['range']!r} is no range of lines "
+            "(e.g. lines 12-30, 41: numbers, a hyphen, commas)"
+        )
+
+
 def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
     # An id typed with composed accents names a file macOS stored decomposed, or back.
     spellings = list(dict.fromkeys([cited.ref, *(normalize(f, cited.ref) for f in _FORMS)]))
@@ -330,6 +349,7 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
             [spellings],
         ).fetchone()
         if gone is None:
+            _refuse_a_bad_range(conn, cited.ref)
             raise NotFoundError(
                 f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "
                 "`context`), or `selene-dag health` says what the home holds"

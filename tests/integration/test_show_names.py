@@ -60,3 +60,14 @@ def test_a_deleted_note_whose_copy_lives_on_shows_the_copy(tmp_path: Path) -> No
     shown = service.show(settings, "note notes/a.md lines 3")
     assert shown.text == "[note notes/a copy.md line 3] Alpha\nThe alpha key is amber."
     assert "note notes/a copy.md holds its text" in shown.note
+
+
+def test_a_range_of_lines_that_is_none_says_so(tmp_path: Path) -> None:
+    # "lines 23–32" (an en dash) or "lines a-b" was "no note … in this home" (a 404).
+    from selene_dag.errors import UsageError
+
+    settings = ingested_folder(tmp_path, {"plan.md": "# Plan\n\nOne.\nTwo.\nThree.\n"})
+    for bad in ("2–3", "a-b", "2-3,"):
+        with pytest.raises(UsageError, match=f"note notes/plan.md: '{bad}' is no range of lines"):
+            service.show(settings, f"note notes/plan.md lines {bad}")
+    assert "One." in service.show(settings, "note notes/plan.md lines 2-3").text
