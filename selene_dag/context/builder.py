@@ -472,8 +472,15 @@ def pack_with_threads(
     keeps the notes most of the budget. Threads that do not fit their share are left out
     (and the next ones, so the order given stays a priority). The joined text is counted
     exactly in the prepared notes' model and is ≤ ``budget``. Raises TypeError when
-    ``prepared`` is not a ``PreparedNotes``."""
+    ``prepared`` is not a ``PreparedNotes``, ValueError for a ``thread_share`` outside
+    [0, 1]."""
     check_budget(budget, "budget", minimum=0)
+    if isinstance(thread_share, bool) or not isinstance(thread_share, int | float):
+        raise TypeError(f"thread_share must be a number, got {type(thread_share).__name__}")
+    if not 0 <= thread_share <= 1:  # NaN fails this too
+        raise ValueError(
+            f"thread_share must be from 0 to 1 (a share of the budget), got {thread_share}"
+        )
     if not isinstance(prepared, PreparedNotes):
         raise TypeError(
             "pack_with_threads takes the notes prepared once for a model: "

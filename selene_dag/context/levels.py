@@ -162,7 +162,11 @@ class LevelsResult:
 
 def extractive_summary(text: str, max_tokens: int, model: str | None = None) -> str:
     """Default summarizer: the leading sentences of ``text`` that fit ``max_tokens``
-    (whitespace collapsed), the first sentence truncated when even it does not fit."""
+    (whitespace collapsed), the first sentence truncated when even it does not fit.
+    Raises TypeError for a text that is not a str or a budget that is not an int."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str, got {type(text).__name__}")
+    check_budget(max_tokens, "max_tokens", minimum=0)
     flat = " ".join(text.split())
     if count_tokens(flat, model) <= max_tokens:
         return flat
@@ -361,7 +365,9 @@ def compress_context(
     input.
     """
     check_budget(budget, "budget", minimum=0)
-    config = config or LevelConfig()
+    config = LevelConfig() if config is None else config
+    if not isinstance(config, LevelConfig):
+        raise TypeError(f"config must be a LevelConfig, got {type(config).__name__}")
     if summarizer is not None and not callable(summarizer):
         raise TypeError("summarizer must be a callable (text, max_tokens) -> str")
 

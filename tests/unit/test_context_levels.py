@@ -253,3 +253,28 @@ def test_a_keywords_line_holds_whole_words() -> None:
     assert line.startswith("Keywords: ") and count_tokens(line, M) <= 30
     shown = line.removeprefix("Keywords: ").split(", ")
     assert shown == words[: len(shown)] and 0 < len(shown) < len(words), (line, words)
+
+
+def test_library_calls_refuse_wrong_types_with_clear_errors() -> None:
+    # Each raised AttributeError, or an error naming Python's internals.
+    from selene_dag.context import (
+        compress_context,
+        extractive_summary,
+        pack_with_threads,
+        prepare_notes,
+    )
+    from selene_dag.llm.extractive.engine import ExtractiveEngine
+
+    with pytest.raises(TypeError, match="text must be a str"):
+        extractive_summary(None, 10)
+    with pytest.raises(TypeError, match="config must be a LevelConfig"):
+        compress_context([], 100, config="x")
+    prepared = prepare_notes([{"id": "a", "title": "t", "content": "c"}])
+    with pytest.raises(TypeError, match="thread_share must be a number"):
+        pack_with_threads(prepared, [], 100, thread_share="x")
+    for share in (float("nan"), 2, -1):
+        with pytest.raises(ValueError, match="thread_share must be from 0 to 1"):
+            pack_with_threads(prepared, [], 100, thread_share=share)
+    for notes, message in (("abc", "list of"), (None, "list of"), ([{"t": 1}], "note 0")):
+        with pytest.raises(TypeError, match=message):
+            list(ExtractiveEngine().analyze_notes(notes))

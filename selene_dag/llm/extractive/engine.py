@@ -103,6 +103,17 @@ class ExtractiveEngine(BaseEngine):
         deterministic), each note counted as made rather than looked up in this engine's
         cache. In this process when the cache is persistent, there is one CPU, or the
         batch is small. Closing the iterator early cancels the notes not yet started."""
+        if isinstance(notes, str | bytes) or not isinstance(notes, Sequence):
+            raise TypeError(
+                f"notes must be a list of (title, content) pairs, got {type(notes).__name__}"
+            )
+        for i, note in enumerate(notes):
+            if not isinstance(note, tuple | list) or len(note) != 2:
+                raise TypeError(
+                    f"note {i}: expected a (title, content) pair, got {type(note).__name__}"
+                )
+        if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)):
+            raise TypeError(f"workers must be an int, got {type(workers).__name__}")
         workers = workers or os.cpu_count() or 1
         least = PARALLEL_MIN_NOTES if parallel_min is None else parallel_min
         if workers < 2 or len(notes) < max(least, 2) or self.cache.persistent:
