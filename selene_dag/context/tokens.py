@@ -755,7 +755,11 @@ class QwenTokenizer(TiktokenTokenizer):
         return max(n, len(self._encode(unicodedata.normalize("NFC", text))))
 
     def count_batch(self, texts: list[str]) -> list[int]:
-        return [self.count(t) for t in texts]
+        counts = super().count_batch(texts)  # encoded in one batched call
+        return [
+            n if unicodedata.is_normalized("NFC", t) else self.count(t)
+            for n, t in zip(counts, texts, strict=True)
+        ]
 
     def truncate(self, text: str, max_tokens: int) -> str:
         cut = super().truncate(text, max_tokens)
