@@ -911,7 +911,53 @@ def compact_messages(
     quoted opening request (a summary never repeats a secret; the messages kept whole are
     as given). The returned messages always fit ``window``. Raises TypeError/ValueError on
     bad input.
+
+    A user message of a tool's results followed by text typed beside them (Anthropic's API
+    sends a question so) is compacted as two: the results, then the question, the latest
+    request (read as one, it opened with ``[tool_result]``, and a cut left the question
+    out); when nothing is removed, the messages come back as given.
     """
+    validate_messages(messages)  # its errors name the messages as given
+    split = _typed_apart(messages)
+    if len(split) == len(messages):
+        return _compact(messages, window, model, summarizer, digest, redactor)
+    report = _compact(split, window, model, summarizer, digest, redactor)
+    if any(step.removed for step in report.steps):
+        return report
+    return _compact(messages, window, model, summarizer, digest, redactor)
+
+
+def _typed_apart(messages: Sequence[Message]) -> list[Message]:
+    """``messages`` with each user message of ``tool_result`` parts followed by other parts
+    (text typed beside the results, an image) split in two: the results, then the rest."""
+    out: list[Message] = []
+    for message in messages:
+        content = message.get("content") if isinstance(message, Mapping) else None
+        if message.get("role") != "user" or not isinstance(content, list):
+            out.append(message)
+            continue
+        kinds = [p.get("type") if isinstance(p, Mapping) else "text" for p in content]
+        results = [i for i, kind in enumerate(kinds) if kind == "tool_result"]
+        if not results or results != list(range(len(results))) or len(results) == len(kinds):
+            out.append(message)  # no result, text before a result, or results alone
+            continue
+        apart = len(results)
+        out += [
+            {**message, "content": content[:apart]},
+            {**message, "content": content[apart:]},
+        ]
+    return out
+
+
+def _compact(
+    messages: Sequence[Message],
+    window: int,
+    model: str | None,
+    summarizer: Summarizer | None,
+    digest: Sequence[Mapping[str, Any]],
+    redactor: Callable[[str], str] | None,
+) -> CompactionReport:
+    """:func:`compact_messages` of ``messages`` as they are."""
     msgs = validate_messages(messages)
     # Checked as /compact checks it: an entry without a decision was dropped in silence.
     digest = validate_digest(list(digest) if isinstance(digest, list | tuple) else digest)

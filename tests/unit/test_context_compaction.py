@@ -1138,3 +1138,30 @@ def test_the_library_checks_the_digest_as_the_api_does() -> None:
         format_memory_digest("abc")
     text = format_memory_digest([{"decision": "Use postgres 16"}, {"stage": "db", "decision": "e"}])
     assert text.endswith("\n- Use postgres 16\n- db: e")
+
+
+def test_a_question_typed_beside_a_tools_result_survives_a_cut() -> None:
+    # Anthropic's API sends it as a text part after the result in one user message: read
+    # as one, it opened with "[tool_result]", and a cut left the question out.
+    messages = [
+        {"role": "user", "content": "q " * 100},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "t1", "name": "shot", "input": {}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {"type": "tool_result", "tool_use_id": "t1", "content": "word " * 3000},
+                {"type": "text", "text": "what does the screenshot show?"},
+            ],
+        },
+    ]
+    for window in (100, 300, 1000):
+        report = compact_messages(messages, window, M)
+        assert message_tokens(report.messages, M) == report.tokens_after <= window
+        assert report.messages[-1]["content"] == [
+            {"type": "text", "text": "what does the screenshot show?"}
+        ]
+    # Nothing to remove: the messages come back as given, the result and question as one.
+    assert compact_messages(messages, 100_000, M).messages[-1] == messages[-1]
