@@ -233,11 +233,16 @@ def _unread_hint(path: Path, others: dict[str, int], nested: Sequence[str]) -> s
 _ARCHIVE_SUFFIXES = frozenset({".zip", ".jex", ".tar", ".tgz", ".gz"})
 
 
+def _by_kind(counts: Mapping[str, int]) -> str:
+    """``2 .rst, 1 .pdf``: files by suffix, the most common first."""
+    kinds = sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))
+    return ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
+
+
 def documents_left_out_hint(report: IngestReport) -> str:
     """One line naming the documents of kinds ingest does not read that a folder which gave
     notes holds (most common suffixes first)."""
-    kinds = sorted(report.documents_left_out.items(), key=lambda kv: (-kv[1], kv[0]))
-    found = ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
+    found = _by_kind(report.documents_left_out)
     total = plural(sum(report.documents_left_out.values()), "file")
     return (
         f"left out: {total} of kinds ingest does not read ({found}); it reads {INGEST_READS}, "
@@ -255,8 +260,7 @@ _ARCHIVE_KINDS = frozenset(
 def archives_left_out_hint(report: IngestReport) -> str:
     """One line counting, by kind, the archives a folder which gave notes holds: its ingest
     does not open them (they went without a word), each is read when named alone."""
-    kinds = sorted(report.archives_left_out.items(), key=lambda kv: (-kv[1], kv[0]))
-    found = ", ".join(f"{count:,} {suffix}" for suffix, count in kinds)
+    found = _by_kind(report.archives_left_out)
     total = plural(sum(report.archives_left_out.values()), "archive")
     return (
         f"left out: {total} ({found}): a folder's ingest opens no archive; "

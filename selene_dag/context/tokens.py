@@ -690,20 +690,45 @@ def _mistral(family: str) -> Tokenizer | None:
     )
 
 
-def llama3_tokenizer_file() -> Path | None:
-    """Llama 3's tokenizer file inside the ``llama-models`` package, when it is installed
-    (found without importing the package, which loads much more)."""
+def _package_file(package: str, *parts: str, sha256: str | None = None) -> Path | None:
+    """The file ``parts`` inside the installed ``package`` (found without importing it,
+    which loads much more), when it is there (and, with ``sha256``, is that file); None
+    otherwise."""
     import importlib.util
 
     try:
-        spec = importlib.util.find_spec("llama_models")
+        spec = importlib.util.find_spec(package)
     except (ImportError, ValueError):
         return None
     for folder in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(folder) / "llama3" / "tokenizer.model"
-        if path.is_file():
-            return path
+        path = Path(folder, *parts)
+        try:
+            if sha256 is None:
+                if path.is_file():
+                    return path
+            elif hashlib.sha256(path.read_bytes()).hexdigest() == sha256:
+                return path
+        except OSError:
+            continue
     return None
+
+
+def _tiktoken_file(name: str, pattern: str, path: Path) -> Any:
+    """A tiktoken ``Encoding`` of the ranks file at ``path`` split by ``pattern``."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    return tiktoken.Encoding(
+        name=name,
+        pat_str=pattern,
+        mergeable_ranks=load_tiktoken_bpe(str(path)),
+        special_tokens={},  # counted as text (encode_ordinary), as every tokenizer here
+    )
+
+
+def llama3_tokenizer_file() -> Path | None:
+    """Llama 3's tokenizer file inside the ``llama-models`` package, when it is installed."""
+    return _package_file("llama_models", "llama3", "tokenizer.model")
 
 
 @cache
@@ -711,36 +736,13 @@ def _llama3() -> Tokenizer | None:
     path = llama3_tokenizer_file()
     if path is None:
         return None
-    import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-
-    encoding = tiktoken.Encoding(
-        name="llama3",
-        pat_str=LLAMA3_PATTERN,
-        mergeable_ranks=load_tiktoken_bpe(str(path)),
-        special_tokens={},  # counted as text (encode_ordinary), as every tokenizer here
-    )
-    return TiktokenTokenizer(encoding, f"llama3:{path.name}")
+    return TiktokenTokenizer(_tiktoken_file("llama3", LLAMA3_PATTERN, path), f"llama3:{path.name}")
 
 
 def qwen_tokenizer_file() -> Path | None:
     """Qwen's tokenizer file inside the ``dashscope`` package, when it is installed and is
-    the file this module was checked against (found without importing the package)."""
-    import importlib.util
-
-    try:
-        spec = importlib.util.find_spec("dashscope")
-    except (ImportError, ValueError):
-        return None
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        path = Path(folder) / "resources" / "qwen.tiktoken"
-        try:
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if hashlib.sha256(data).hexdigest() == QWEN_SHA256:
-            return path
-    return None
+    the file this module was checked against."""
+    return _package_file("dashscope", "resources", "qwen.tiktoken", sha256=QWEN_SHA256)
 
 
 class QwenTokenizer(TiktokenTokenizer):
@@ -773,16 +775,7 @@ def _qwen() -> Tokenizer | None:
     path = qwen_tokenizer_file()
     if path is None:
         return None
-    import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
-
-    encoding = tiktoken.Encoding(
-        name="qwen",
-        pat_str=QWEN_PATTERN,
-        mergeable_ranks=load_tiktoken_bpe(str(path)),
-        special_tokens={},  # counted as text (encode_ordinary), as every tokenizer here
-    )
-    return QwenTokenizer(encoding, f"qwen:{path.name}")
+    return QwenTokenizer(_tiktoken_file("qwen", QWEN_PATTERN, path), f"qwen:{path.name}")
 
 
 # A family whose own tokenizer can be missing: its loader, and what its estimate adds to
