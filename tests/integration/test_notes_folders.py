@@ -33,6 +33,21 @@ def _write(folder: Path, files: dict[str, str]) -> Path:
     return folder
 
 
+def _zip(path: Path, members: dict[str, str], when: int | None = None) -> Path:
+    """An archive at ``path`` holding ``members`` (path inside → text), its modification
+    time set to ``when`` (seconds) when given: an export as downloaded."""
+    import os
+    import zipfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with zipfile.ZipFile(path, "w") as zipped:
+        for member, text in members.items():
+            zipped.writestr(member, text)
+    if when is not None:
+        os.utime(path, (when, when))
+    return path
+
+
 def _rows(db: Path) -> dict[str, tuple]:
     with open_store(db) as conn:
         rows = conn.execute(
@@ -337,23 +352,14 @@ def test_a_newer_export_beside_the_older_one_updates_its_notes(tmp_path: Path, h
     # Takeout names each download by its time: the newer beside the older one stored every
     # note twice (own ids, as for two different vaults zipped side by side).
     import os
-    import zipfile
 
     settings = load_settings(home=home, now_override="2026-07-15")
     downloads = tmp_path / "downloads"
-    downloads.mkdir()
     notes = {f"Takeout/Keep/n{i}.md": f"# Note {i}\nkept item {i}" for i in range(4)}
-
-    def export(name: str, files: dict[str, str]) -> Path:
-        with zipfile.ZipFile(downloads / name, "w") as zipped:
-            for member, text in files.items():
-                zipped.writestr(member, text)
-        return downloads / name
-
-    older = export("takeout-20240101T000000Z-001.zip", notes)
+    older = _zip(downloads / "takeout-20240101T000000Z-001.zip", notes)
     assert service.ingest(settings, older).inserted == 4
     edited = {**notes, "Takeout/Keep/n0.md": "# Note 0\nkept item 0, edited"}
-    newer = export("takeout-20240601T000000Z-001.zip", edited)
+    newer = _zip(downloads / "takeout-20240601T000000Z-001.zip", edited)
     os.utime(older, (1_700_000_000, 1_700_000_000))  # downloaded before the newer one
     report = service.ingest(settings, newer)
     assert (report.id_prefix, report.inserted, report.changed) == ("downloads/", 0, 1)
@@ -373,12 +379,8 @@ def test_a_newer_export_beside_the_older_one_updates_its_notes(tmp_path: Path, h
     assert "edited" in rows["downloads/Takeout/Keep/n0.md"][1]
     # A page the newer export no longer holds was deleted since: marked deleted, not live
     # for good.
-    newest = export("takeout-20241201T000000Z-001.zip", {**edited})
-    del_member = "Takeout/Keep/n3.md"
-    with zipfile.ZipFile(newest, "w") as zipped:
-        for member, text in edited.items():
-            if member != del_member:
-                zipped.writestr(member, text)
+    kept = {member: text for member, text in edited.items() if member != "Takeout/Keep/n3.md"}
+    newest = _zip(downloads / "takeout-20241201T000000Z-001.zip", kept)
     newer.unlink()
     assert service.ingest(settings, newest).deleted == 1
     live = {i for i, row in _rows(settings.db_path).items() if not row[2]}
@@ -390,20 +392,12 @@ def test_a_newer_notion_export_with_most_pages_edited_updates_them(
 ) -> None:
     # A Notion page's id in its file's name names the page: a newer export with most pages
     # edited took ids of its own, and every page was held twice (ask showed the old first).
-    import os
-    import zipfile
-
     settings = load_settings(home=home, now_override="2026-07-15")
-    exports = tmp_path / "exports"
-    exports.mkdir()
     page = "0123456789abcdef0123456789abcde"
 
     def export(name: str, pages: dict[str, str], when: int) -> Path:
-        with zipfile.ZipFile(exports / name, "w") as zipped:
-            for title, text in pages.items():
-                zipped.writestr(f"{title} {page}{len(title)}.md", f"# {title}\n\n{text}\n")
-        os.utime(exports / name, (when, when))
-        return exports / name
+        members = {f"{t} {page}{len(t)}.md": f"# {t}\n\n{text}\n" for t, text in pages.items()}
+        return _zip(tmp_path / "exports" / name, members, when)
 
     old = export("Export-old.zip", {"Alpha": "budget draft", "Beta": "offsite"}, 1_700_000_000)
     new = export(
@@ -421,20 +415,11 @@ def test_another_vault_zipped_beside_one_loses_none_of_its_notes(
     # Two vaults sharing Obsidian's welcome page and an empty note: the second was taken
     # for a newer export of the first, which then lost its own note (marked deleted), and
     # ingesting the first again was refused as an older export.
-    import os
-    import zipfile
-
     settings = load_settings(home=home, now_override="2026-07-15")
-    zips = tmp_path / "zips"
-    zips.mkdir()
     shared = {"Welcome.md": "This is your new *vault*.\n", "Untitled 1.md": "Daily standup\n"}
 
     def vault(name: str, own: dict[str, str], when: int) -> Path:
-        with zipfile.ZipFile(zips / name, "w") as zipped:
-            for member, text in {**shared, **own}.items():
-                zipped.writestr(member, text)
-        os.utime(zips / name, (when, when))
-        return zips / name
+        return _zip(tmp_path / "zips" / name, {**shared, **own}, when)
 
     work = vault("work-vault.zip", {"work.md": "WORK: the Falcon launch plan\n"}, 1_700_000_000)
     home_vault = vault("home-vault.zip", {"home.md": "HOME: the plumber\n"}, 1_710_000_000)

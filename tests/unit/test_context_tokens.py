@@ -20,6 +20,34 @@ from selene_dag.context.tokens import model_family, tokenizer_info
 pytestmark = pytest.mark.filterwarnings("ignore:unknown model:UserWarning")
 
 
+def _refuse_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any connection attempt fail the test: a tokenizer must load offline."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("network access attempted")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+
+
+def _forget(loader) -> None:
+    """Clear a tokenizer loader's cache and the resolved names, so the next count loads
+    it again."""
+    loader.cache_clear()
+    tk._resolve.cache_clear()
+
+
+def _demo_texts(count: int) -> list[str]:
+    """The first ``count`` demo notes as the calibration counts them: title, blank line,
+    content."""
+    import json
+
+    from selene_dag.paths import assets_dir
+
+    lines = (assets_dir() / "demo" / "notes" / "til.jsonl").read_text().splitlines()
+    return [f"{n['title']}\n\n{n['content']}" for n in map(json.loads, lines[:count])]
+
+
 @pytest.mark.parametrize("model", ["gpt-4o", "gpt-4", "mistral:7b", "llama3:8b", "gemma2:9b"])
 def test_hello_world_is_about_two_tokens(model: str) -> None:
     # seed 001: countTokens("hello world") -> ~2 tokens
@@ -220,11 +248,7 @@ def test_default_model_is_the_library_default_not_the_environment(monkeypatch) -
 
 
 def test_mistral_tokenizers_load_without_network(monkeypatch) -> None:
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access attempted")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    monkeypatch.setattr(socket, "create_connection", refuse)
+    _refuse_network(monkeypatch)
     for family in tk.MISTRAL_FILES:
         tk._mistral.cache_clear()
         assert tk._mistral(family).count("hello world") > 0
@@ -513,12 +537,8 @@ def test_llama3_counts_with_its_own_tokenizer_offline(monkeypatch) -> None:
     # Llama 3 was an unknown model: cl100k × 1.76, so a pack held little more than half of
     # what its budget allows. Meta's own example: "This is a test sentence." is six tokens
     # (llama_models/llama3/tests/api/test_tokenizer.py, ids 2028 374 264 1296 11914 13).
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access attempted")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    tk._llama3.cache_clear()
-    tk._resolve.cache_clear()
+    _refuse_network(monkeypatch)
+    _forget(tk._llama3)
     info = tokenizer_info("llama3.1:8b")
     assert info.exact and info.family == "llama3" and "llama3" in info.name
     assert tk._llama3().encoding.encode_ordinary("This is a test sentence.") == [
@@ -535,23 +555,16 @@ def test_llama3_counts_with_its_own_tokenizer_offline(monkeypatch) -> None:
 
 
 def test_llama3_without_its_package_is_estimated_from_its_calibration(monkeypatch) -> None:
-    import json
-
-    from selene_dag.paths import assets_dir
-
     monkeypatch.setattr(tk, "llama3_tokenizer_file", lambda: None)
-    tk._llama3.cache_clear()
-    tk._resolve.cache_clear()
+    _forget(tk._llama3)
     try:
         info = tokenizer_info("llama3:8b")
         assert not info.exact and info.factor == tk.family_factor("llama3") < 1.2
-        lines = (assets_dir() / "demo" / "notes" / "til.jsonl").read_text().splitlines()
-        texts = [f"{n['title']}\n\n{n['content']}" for n in map(json.loads, lines[:150])]
+        texts = _demo_texts(150)
         estimated = count_tokens_batch(texts, "llama3:8b")
     finally:
         monkeypatch.undo()
-        tk._llama3.cache_clear()
-        tk._resolve.cache_clear()
+        _forget(tk._llama3)
     exact = count_tokens_batch(texts, "llama3:8b")
     assert all(e >= x for e, x in zip(estimated, exact, strict=True))
     assert sum(estimated) < 1.3 * sum(exact)  # not the unknown model's 1.76
@@ -609,12 +622,8 @@ _QWEN2_CASES = [
 def test_qwen_counts_with_its_own_tokenizer_offline(monkeypatch) -> None:
     # Qwen was an unknown model: cl100k × 1.76, so a pack held little more than half of
     # what its budget allows.
-    def refuse(*args, **kwargs):
-        raise AssertionError("network access attempted")
-
-    monkeypatch.setattr(socket.socket, "connect", refuse)
-    tk._qwen.cache_clear()
-    tk._resolve.cache_clear()
+    _refuse_network(monkeypatch)
+    _forget(tk._qwen)
     for model in ("qwen2.5:7b", "qwen3:8b", "qwq"):
         info = tokenizer_info(model)
         assert info.exact and info.family == "qwen" and info.name == "qwen:qwen.tiktoken"
@@ -648,15 +657,9 @@ def test_a_qwen_file_that_is_not_the_checked_one_is_not_used(monkeypatch, tmp_pa
 
 
 def test_qwen_without_its_package_is_estimated_from_its_calibration(monkeypatch) -> None:
-    import json
-
-    from selene_dag.paths import assets_dir
-
     monkeypatch.setattr(tk, "qwen_tokenizer_file", lambda: None)
-    tk._qwen.cache_clear()
-    tk._resolve.cache_clear()
-    lines = (assets_dir() / "demo" / "notes" / "til.jsonl").read_text().splitlines()
-    texts = [f"{n['title']}\n\n{n['content']}" for n in map(json.loads, lines[:150])]
+    _forget(tk._qwen)
+    texts = _demo_texts(150)
     texts += ["build 20240315 took 1234 ms; 98.6% of 4096. " * 40, "3.14159265358979 " * 200]
     try:
         info = tokenizer_info("qwen2.5:7b")
@@ -665,8 +668,7 @@ def test_qwen_without_its_package_is_estimated_from_its_calibration(monkeypatch)
         cut = truncate_to_tokens(texts[-1], 300, "qwen2.5:7b")
     finally:
         monkeypatch.undo()
-        tk._qwen.cache_clear()
-        tk._resolve.cache_clear()
+        _forget(tk._qwen)
     exact = count_tokens_batch(texts, "qwen2.5:7b")
     assert all(e >= x for e, x in zip(estimated, exact, strict=True))
     assert sum(estimated) < 1.3 * sum(exact)  # not the unknown model's 1.76
