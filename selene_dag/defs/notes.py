@@ -66,7 +66,7 @@ from selene_dag.notes.folders import (
 )
 from selene_dag.notes.health import compression_health as health_document
 from selene_dag.notes.ingest import notes_folder_version, read_notes
-from selene_dag.notes.listing import note_files
+from selene_dag.notes.listing import dangling_note_links, note_files, walk_once
 from selene_dag.notes.processing import analyse_notes, notes_left, processed_version
 from selene_dag.notes.threads import refresh_threads, threads_version
 from selene_dag.notes.writer import forget_folder, stored_notes_version, write_notes
@@ -661,13 +661,17 @@ NOTES_CHECKS = [essence_coverage, tier_rules, digest_shape]
 def folder_fingerprint(notes_dir: Path) -> str:
     """Hash of the notes folder's file names, sizes and mtimes (no file is parsed)."""
     digest = hashlib.sha256()
-    for path in note_files(notes_dir):
+    with walk_once():
+        files, dangling = note_files(notes_dir), dangling_note_links(notes_dir)
+    for path in files:
         try:
             stat = path.stat()
         except OSError:
             continue
         line = f"{path}\x00{stat.st_size}\x00{stat.st_mtime_ns}\n"
         digest.update(line.encode("utf-8", "surrogateescape"))
+    for link in dangling:
+        digest.update(f"{link}\x00dangling\n".encode("utf-8", "surrogateescape"))
     return digest.hexdigest()[:32]
 
 

@@ -513,6 +513,7 @@ def walk_notes_folder(
     skip: Sequence[Path] = (),
     passed_over: list[str] | None = None,
     unlisted: list[tuple[str, str]] | None = None,
+    dangling: list[str] | None = None,
 ) -> Iterator[tuple[str, list[str]]]:
     """Each folder under ``path`` that may hold notes (top-down, sub-folders in name
     order), with the names of its files (regular files, or links to one) that are not
@@ -523,7 +524,9 @@ def walk_notes_folder(
     entered, as ``os.walk`` does) and what a ``.seleneignore`` file lists
     (:class:`IgnoreRules`) in its folder and below; the paths of those are added to
     ``passed_over`` when it is given. A folder that cannot be listed is passed over, and
-    added to ``unlisted`` (with the reason) when it is given."""
+    added to ``unlisted`` (with the reason) when it is given; a link whose target does not
+    exist (a file on a drive not mounted, a moved file) is added to ``dangling`` when it
+    is given (not hidden, not passed over)."""
     if not path.is_dir():
         return
     skipped = {str(folder) for folder in skip}
@@ -542,11 +545,14 @@ def walk_notes_folder(
             continue
         folders: list[os.DirEntry[str]] = []
         files: list[os.DirEntry[str]] = []
+        broken: list[os.DirEntry[str]] = []
         for entry in entries:
             if _is_folder(entry):
                 folders.append(entry)
             elif _is_file(entry):
                 files.append(entry)
+            elif dangling is not None and _is_dangling(entry):
+                broken.append(entry)
         names = {entry.name for entry in files}
         if not top and (_holds_home(folder, names, folders) or _holds_tools(folder, names)):
             continue
@@ -564,6 +570,13 @@ def walk_notes_folder(
                     passed_over.append(entry.path)
                 continue
             kept_files.append(entry.name)
+        if dangling is not None:
+            dangling.extend(
+                entry.path
+                for entry in broken
+                if not entry.name.startswith(".")
+                and not any(r.matches(entry.path, False) for r in rules)
+            )
         kept_folders = []
         for entry in folders:
             name, full = entry.name, entry.path
@@ -583,6 +596,14 @@ def walk_notes_folder(
 def _is_folder(entry: os.DirEntry[str]) -> bool:
     try:
         return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_dangling(entry: os.DirEntry[str]) -> bool:
+    """Whether ``entry`` is a link whose target does not exist."""
+    try:
+        return entry.is_symlink() and not os.path.exists(entry.path)
     except OSError:
         return False
 

@@ -88,6 +88,7 @@ from selene_dag.notes.listing import (
     TAR_SUFFIXES,
     TEXT_SUFFIXES,
     ZIP_SUFFIXES,
+    dangling_note_links,
     html_twins,
     note_files,
     renderings_passed_over,
@@ -225,13 +226,18 @@ def source_version(path: Path, home: Path | None = None) -> str:
     digest = hashlib.sha256(str(base).encode("utf-8", "surrogatepass"))
     files = FileCache(home, base, "digests")
     inside = len(str(base).rstrip(os.sep) + os.sep)
-    for file in note_files(base):
+    with walk_once():
+        files_found, dangling = note_files(base), dangling_note_links(base)
+    for file in files_found:
         name = file.name if base.is_file() else str(file)[inside:].replace(os.sep, "/")
         digest.update(b"\0" + name.encode("utf-8", "surrogatepass") + b"\0")
         try:
             digest.update(_file_digest(files, file))
         except OSError as exc:  # unreadable now: its error text is part of the version
             digest.update(str(exc).encode("utf-8", "surrogatepass"))
+    for link in dangling:  # kept notes: removing the link deletes them
+        name = str(link)[inside:].replace(os.sep, "/")
+        digest.update(b"\0dangling\0" + name.encode("utf-8", "surrogatepass"))
     files.save()
     return digest.hexdigest()[:32]
 
@@ -287,6 +293,7 @@ def read_notes(
         inside_skip = tuple(str(folder).rstrip("/") + "/" for folder in skip)
         unlisted = [u for u in unlisted_folders(root) if not (u[0] + "/").startswith(inside_skip)]
         renderings = [r for r in renderings_passed_over(root) if not (r[0]).startswith(inside_skip)]
+        dangling = [d for d in dangling_note_links(root) if not d.startswith(inside_skip)]
     for page, beside in renderings:
         reason = (
             f"passed over as the copy of {beside} beside it (a page named as a note file "
@@ -377,6 +384,20 @@ def read_notes(
         why = f"cannot list this folder ({reason}): its notes are kept as they were"
         result.errors.append(IngestError(where, None, why))
         result.files_failed.append(where.rstrip("/") + "/")
+    for link in dangling:
+        # A drive not mounted, or a target moved away: what the link gave is kept as it was
+        # until the link is removed (then its note is deleted, as a removed file's).
+        source = _text.path_text(link)
+        try:
+            target = os.path.normpath(os.path.join(os.path.dirname(link), os.readlink(link)))
+        except OSError:  # removed since the walk
+            continue
+        why = (
+            f"a link to {_text.path_text(target)}, which does not exist: not read (what it "
+            "gave before is kept; remove the link to delete it)"
+        )
+        result.errors.append(IngestError(source, None, why))
+        result.files_failed.append(source)
     result.notes = dated_by_creation(result.notes)
     return result
 

@@ -57,6 +57,15 @@ def unlisted_folders(path: Path) -> tuple[tuple[str, str], ...]:
     return _walk(path).unlisted if path.is_dir() else ()
 
 
+def dangling_note_links(path: Path) -> tuple[str, ...]:
+    """The links named as note files under the folder ``path`` whose target does not
+    exist (a file on a drive not mounted, or moved away), sorted; none for a file."""
+    if not path.is_dir():
+        return ()
+    dangling = _walk(path).dangling
+    return tuple(sorted(full for full in dangling if _is_note_file(*os.path.split(full))))
+
+
 def note_files(path: Path, skip: Sequence[Path] = ()) -> list[Path]:
     """Return the note files at ``path`` (``NOTE_SUFFIXES``: markdown, text, Org, HTML,
     JSON(L), ENEX, canvases; an HTML copy of a note read from another file left out, see
@@ -204,6 +213,8 @@ class FolderWalk:
     notes: tuple[str, ...]  # the note files' paths, sorted (see :func:`note_files`)
     # The folders that could not be listed, with the reason ("Permission denied").
     unlisted: tuple[tuple[str, str], ...] = ()
+    # The links whose target does not exist, any name.
+    dangling: tuple[str, ...] = ()
 
 
 # The walks of the current :func:`walk_once` block, by the folder's path as given; None
@@ -239,11 +250,16 @@ def _walk(path: Path) -> FolderWalk:
         return found
     passed_over: list[str] = []
     unlisted: list[tuple[str, str]] = []
+    dangling: list[str] = []
     folders = tuple(
         (folder, tuple(files))
-        for folder, files in walk_notes_folder(path, passed_over=passed_over, unlisted=unlisted)
+        for folder, files in walk_notes_folder(
+            path, passed_over=passed_over, unlisted=unlisted, dangling=dangling
+        )
     )
-    walk = FolderWalk(folders, tuple(passed_over), _note_paths(folders), tuple(unlisted))
+    walk = FolderWalk(
+        folders, tuple(passed_over), _note_paths(folders), tuple(unlisted), tuple(dangling)
+    )
     if walks is not None:
         walks[key] = walk
     return walk

@@ -931,6 +931,29 @@ def test_a_linked_note_belongs_to_its_folder_and_leaves_with_its_link(
     assert (second.notes, second.deleted, second.home_notes) == (1, 1, 1)
 
 
+def test_a_link_to_a_missing_file_is_reported_and_keeps_its_note_until_removed(
+    tmp_path: Path, home: Path
+) -> None:
+    # A link into a drive not mounted was passed over without a word, and its note deleted.
+    folder = _write(tmp_path / "vault", {"a.md": "# A\n\nalpha"})
+    elsewhere = _write(tmp_path / "drive", {"o.md": "# Shared\n\nomega lives elsewhere"})
+    (folder / "linked.md").symlink_to(elsewhere / "o.md")
+    (folder / "never.md").symlink_to(tmp_path / "nowhere.md")
+    settings = load_settings()
+    first = service.ingest(settings, folder)
+    assert (first.notes, first.inserted, first.bad_inputs) == (2, 2, 1)
+    assert [(Path(s).name, "nowhere.md" in why) for s, _, why in first.skipped] == [
+        ("never.md", True)
+    ]
+    elsewhere.rename(tmp_path / "unmounted")
+    second = service.ingest(settings, folder)
+    assert (second.deleted, second.home_notes, second.bad_inputs) == (0, 2, 2)
+    assert any("o.md, which does not exist" in why for _, _, why in second.skipped)
+    (folder / "linked.md").unlink()
+    third = service.ingest(settings, folder)
+    assert (third.deleted, third.home_notes, third.bad_inputs) == (1, 1, 1)
+
+
 def test_notes_that_share_a_title_are_told_apart_in_the_context(tmp_path: Path, home: Path) -> None:
     settings = load_settings(home=home, now_override="2026-07-15")
     folder = _write(
