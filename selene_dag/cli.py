@@ -1251,7 +1251,8 @@ def distill_status_command(
     labels = {
         "files": "files under SELENE_SESSION_ROOTS",
         "new": "  new (never ingested)",
-        "grown": "  changed since ingested (grown or rewritten)",
+        "grown": "  grown since ingested",
+        "changed": "  rewritten since ingested (not larger)",
         "done": "  ingested, unchanged",
         "session_files": "sessions stored",
         "source_gone": "  stored, source file gone",

@@ -1361,7 +1361,7 @@ def cache_clear(settings: Settings, engine: str | None = None, model: str | None
 
 
 def distill_scan(settings: Settings) -> list[dict[str, Any]]:
-    """Every session file under the roots with its state (new, grown, done)."""
+    """Every session file under the roots with its state (new, grown, changed, done)."""
     return sessions_report.distill_scan(settings)
 
 

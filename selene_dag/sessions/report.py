@@ -64,7 +64,8 @@ def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
     """Every session file under the roots (``files``) and every file left out (``skipped``).
 
     A file row has key, platform, path, size, events, parse errors and ``state``: ``new``
-    (never ingested), ``grown`` (size or mtime changed since) or ``done``. A skipped row has
+    (never ingested), ``grown`` (larger since), ``changed`` (rewritten since: the same
+    size or smaller, another mtime) or ``done``. A skipped row has
     ``path`` and ``reason`` (empty, not a transcript, another platform under an explicit root,
     or, read once, its content found to be no transcript: ``sessions.rejected``).
     """
@@ -81,7 +82,7 @@ def scan_listing(settings: Settings) -> dict[str, list[dict[str, Any]]]:
         elif (seen["size"], seen["mtime"]) == (f.size, f.mtime):
             state = "done"
         else:
-            state = "grown"
+            state = "grown" if f.size > seen["size"] else "changed"
         rows.append(
             {
                 "session_key": f.session_key,
@@ -335,7 +336,7 @@ def distill_status(settings: Settings) -> dict[str, Any]:
     ``last_parsed_at``: when the newest run parsed a file (ISO-8601; None before any)."""
     scan = distill_scan(settings)
     status: dict[str, Any] = {"files": len(scan)}
-    for state in ("new", "grown", "done"):
+    for state in ("new", "grown", "changed", "done"):
         status[state] = sum(r["state"] == state for r in scan)
     conn = read_conn(settings)
     if conn is not None:

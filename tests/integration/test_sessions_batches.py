@@ -312,3 +312,24 @@ def test_files_rejected_together_are_each_remembered_with_their_own_reason(
     reasons = {Path(s["path"]).name: s["reason"] for s in scan_listing(settings)["skipped"]}
     assert reasons["noise.jsonl"].startswith("not a Claude Code transcript: ")
     assert reasons["rollout.jsonl"].startswith("content is a Codex CLI transcript")
+
+
+def test_scan_tells_a_grown_file_from_a_rewritten_one(tmp_path: Path) -> None:
+    # A file rewritten in place at the same size was listed as "grown".
+    import os
+
+    from selene_dag.sessions.report import distill_status, scan_listing
+
+    settings, root = _home(tmp_path, 2)
+    service.distill_run(settings, all_files=True, instance=dg.DagsterInstance.ephemeral())
+    rewritten, appended = root / "-proj00" / "s00.jsonl", root / "-proj01" / "s01.jsonl"
+    text = rewritten.read_text(encoding="utf-8")
+    rewritten.write_text(text.replace("a", "b", 1), encoding="utf-8")
+    stat = rewritten.stat()
+    os.utime(rewritten, ns=(stat.st_atime_ns, stat.st_mtime_ns + 5_000_000_000))
+    with appended.open("a", encoding="utf-8") as handle:
+        handle.write("\n")
+    states = {Path(f["path"]).name: f["state"] for f in scan_listing(settings)["files"]}
+    assert states == {"s00.jsonl": "changed", "s01.jsonl": "grown"}
+    status = distill_status(settings)
+    assert (status["new"], status["grown"], status["changed"], status["done"]) == (0, 1, 1, 0)

@@ -49,7 +49,7 @@ def test_errors_without_a_database(tmp_path) -> None:
     with pytest.raises(SessionNotFoundError, match="it was moved or deleted"):
         find_session_file(settings, "claude-000000000000")
     assert distill_report(settings) == []
-    assert distill_status(settings) == {"files": 0, "new": 0, "grown": 0, "done": 0}
+    assert distill_status(settings) == {"files": 0, "new": 0, "grown": 0, "changed": 0, "done": 0}
 
 
 def test_a_session_file_is_found_by_its_path_typed_from_anywhere(tmp_path, monkeypatch) -> None:
