@@ -417,6 +417,17 @@ def demo(
     out.print(f"next: SELENE_HOME={settings.home} {_command()} context --budget 4000")
 
 
+def _problems(report: service.IngestReport) -> str:
+    """The problems the folder's last ingest met, and in how many inputs when fewer."""
+    problems = plural(report.skipped_total, "problem")
+    inputs = report.skipped_inputs
+    return (
+        f"{problems} in {plural(inputs, 'input')}"
+        if 0 < inputs < report.skipped_total
+        else problems
+    )
+
+
 @app.command()
 @guarded
 def ingest(
@@ -487,7 +498,7 @@ def ingest(
         f"{report.changed:,} changed, "
         + (f"{report.restored:,} restored, " if report.restored else "")
         + f"{report.deleted:,} deleted, "
-        f"{plural(report.skipped_total, 'input')} with problems){home_total}; {ran}; "
+        f"{_problems(report)}){home_total}; {ran}; "
         f"{report.seconds:.1f} s",
         highlight=False,
         soft_wrap=True,

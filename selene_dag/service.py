@@ -156,6 +156,7 @@ class IngestReport:
     ran: tuple[str, ...] = ()
     skipped: tuple[tuple[str, int | None, str], ...] = ()  # (file, line, reason), first 20
     skipped_total: int = 0
+    skipped_inputs: int = 0  # the files (or archives' members) those problems are in
     id_prefix: str = ""  # what the ids of these notes start with: '<folder key>/'
     inside: str = "folder"  # what the rest of an id is a path in: "folder" or "archive"
     home_notes: int = 0  # live notes of every folder in the home
@@ -413,6 +414,10 @@ def _ingest_report(
         [scope.id_prefix, prefix],
     ).fetchone()
     skipped, skipped_total = skipped_inputs(conn, prefix)
+    where = "WHERE starts_with(source, ?)" if prefix else ""
+    problem_files = conn.execute(
+        f"SELECT count(DISTINCT source) FROM ingest_errors {where}", [prefix] if prefix else []
+    ).fetchone()[0]
     # One walk of the folder serves the three hints: what it holds when it gave no note,
     # its documents ingest does not read and what .seleneignore passed over (after a run).
     unread = not folder_notes and not skipped_total
@@ -430,6 +435,7 @@ def _ingest_report(
         ran=ran,
         skipped=tuple(skipped),
         skipped_total=skipped_total,
+        skipped_inputs=int(problem_files),
         id_prefix=archive_id_prefix(conn, scope),
         inside="archive" if is_archive(path.resolve()) else "folder",
         home_notes=int(home_notes),

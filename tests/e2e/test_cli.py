@@ -89,7 +89,7 @@ def test_ingest_then_context_and_cache(tmp_path):
     proc = run("ingest", str(notes), env=env)
     assert proc.returncode == 0, proc.stderr
     # The file that is not UTF-8 keeps its note (read as Windows-1252); the problem is named.
-    assert "13 notes (13 new" in proc.stderr and "1 input with problems" in proc.stderr
+    assert "13 notes (13 new" in proc.stderr and "1 problem)" in proc.stderr
     assert "note ids: notes/<path in the folder>" in proc.stderr  # the folder's name
     assert f"input {notes / 'broken.md'}: note kept, not UTF-8: read as Windows-1252" in proc.stderr
     health = json.loads(run("health", "--json", env=env).stdout)
