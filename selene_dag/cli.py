@@ -24,7 +24,7 @@ import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from pathlib import Path, PurePath
+from pathlib import Path, PurePath, PureWindowsPath
 from typing import Annotated, Any, TypeVar
 
 import typer
@@ -1305,10 +1305,12 @@ WIDE_REPORT = 110
 
 def _project_name(project: str | None) -> str:
     """A session's project as a report row names it: its folder's name ("-" for none, or
-    for a Gemini project hash, which names no folder)."""
+    for a Gemini project hash, which names no folder); a session run on Windows names its
+    folder with backslashes (``C:\\Users\\me\\proj``)."""
     if not project or is_project_hash(project):
         return "-"
-    return PurePath(project.rstrip("/\\")).name or project
+    kind = PureWindowsPath if "\\" in project else PurePath
+    return kind(project.rstrip("/\\")).name or project
 
 
 @distill_app.command("report")

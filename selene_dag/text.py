@@ -8,6 +8,7 @@ way. Pure functions, standard library only (imported by the context library too)
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import html
 import re
@@ -724,6 +725,55 @@ def space_cjk(text: str) -> str:
     if text.isascii():
         return text
     return _CJK_SPLIT.sub(r" \1 ", text)
+
+
+def line_ends(text: str) -> str:
+    """``text`` with every line end as ``\\n``: Windows' CRLF and an old Mac's lone CR
+    too (an editor breaks the line at each; kept, a file of CR line ends was one line)."""
+    if "\r" not in text:
+        return text
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def text_lines(text: str) -> list[str]:
+    """The lines of ``text`` as an editor and ``grep -n`` number them: split at ``\\n``
+    only (``str.splitlines`` also splits at a form feed, U+2028 and others, which moved
+    every line after one), no last empty line for a text ending with a line break."""
+    lines = text.split("\n")
+    if lines[-1] == "":
+        lines.pop()
+    return lines
+
+
+def decode_text(raw: bytes) -> tuple[str, str | None]:
+    """A text file's bytes as text, line ends as ``\\n``, and what had to be guessed
+    (None when nothing): UTF-8 (a byte order mark of UTF-8 or UTF-16 honoured), a bad byte
+    replaced; a file with no UTF-8 character beyond ASCII and bytes that are not UTF-8,
+    few among its letters, is Latin text in a one-byte encoding (an old editor's
+    Windows-1252 or Latin-1) and read as that: replaced, "Café résumé" became
+    "Caf\ufffd r\ufffdsum\ufffd"."""
+    if raw.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
+        raw = raw.decode("utf-16", errors="replace").encode("utf-8")
+    raw = raw.removeprefix(codecs.BOM_UTF8)
+    try:
+        return line_ends(raw.decode("utf-8")), None
+    except UnicodeDecodeError as exc:
+        text = raw.decode("utf-8", errors="replace")
+        if all(c.isascii() or c == "\ufffd" for c in text) and (
+            # Accents among Latin words, not a script of its own written in one-byte
+            # letters (Windows-1251 Russian read as Windows-1252 looks like real text);
+            # a short text says too little to tell.
+            (high := sum(b > 0x7F for b in raw)) <= 3
+            or high < sum(c.isascii() and c.isalpha() for c in text)
+        ):
+            try:
+                text = raw.decode("cp1252")
+            except UnicodeDecodeError:  # a byte Windows-1252 leaves undefined
+                text = raw.decode("latin-1")
+            reason = "not UTF-8: read as Windows-1252 (Latin-1); save it as UTF-8 to be sure"
+        else:
+            reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
+        return line_ends(text), reason
 
 
 def path_text(path: str | PathLike[str]) -> str:

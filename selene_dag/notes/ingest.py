@@ -35,6 +35,7 @@ Evernote export (``enex``).
 from __future__ import annotations
 
 import codecs
+import contextlib
 import hashlib
 import io
 import os
@@ -165,6 +166,12 @@ class NoteRecord:
     # writer takes it for a missing date only when it stores new content: an mtime that
     # moved without a change in the text (a checkout, a sync) is no update.
     modified_at: datetime | None = None
+
+    def __post_init__(self) -> None:
+        # Every source's line ends as "\n" (a JSON note's "\r\n" was stored as is: a lone
+        # CR garbled a terminal, and a note counted other tokens than its twin in markdown).
+        if "\r" in self.content:
+            object.__setattr__(self, "content", _text.line_ends(self.content))
 
     @property
     def content_hash(self) -> str:
@@ -530,30 +537,11 @@ def _parse_html(
 
 
 def _decoded(raw: bytes, source: str) -> tuple[str, list[IngestError]]:
-    """``raw`` as text: UTF-8, a bad byte replaced (and said so); a file with no UTF-8
-    character beyond ASCII and bytes that are not UTF-8, few among its letters, is Latin
-    text in a one-byte encoding (an old editor's Windows-1252 or Latin-1) and read as that
-    (and said so): replaced, "Café résumé" became "Caf� r�sum�". Windows line ends (CRLF)
-    as line breaks: kept, they mixed two kinds of line end in a pack."""
-    try:
-        return raw.decode("utf-8").replace("\r\n", "\n"), []
-    except UnicodeDecodeError as exc:
-        text = raw.decode("utf-8", errors="replace")
-        if all(c.isascii() or c == "\ufffd" for c in text) and (
-            # Accents among Latin words, not a script of its own written in one-byte
-            # letters (Windows-1251 Russian read as Windows-1252 looks like real text);
-            # a short text says too little to tell.
-            (high := sum(b > 0x7F for b in raw)) <= 3
-            or high < sum(c.isascii() and c.isalpha() for c in text)
-        ):
-            try:
-                text = raw.decode("cp1252")
-            except UnicodeDecodeError:  # a byte Windows-1252 leaves undefined
-                text = raw.decode("latin-1")
-            reason = "not UTF-8: read as Windows-1252 (Latin-1); save it as UTF-8 to be sure"
-        else:
-            reason = f"invalid UTF-8 replaced with U+FFFD ({exc.reason} at byte {exc.start})"
-        return text.replace("\r\n", "\n"), [IngestError.note_kept(source, None, reason)]
+    """``raw`` as text (:func:`~selene_dag.text.decode_text`: a bad byte replaced, a
+    one-byte Latin encoding read as such, line ends as ``\\n``) and what had to be guessed,
+    as a problem that cost no note."""
+    text, reason = _text.decode_text(raw)
+    return text, ([IngestError.note_kept(source, None, reason)] if reason else [])
 
 
 @dataclass
@@ -702,13 +690,14 @@ _STANDARD_NOTES_BACKUP = re.compile(r"^Standard Notes Backup and Import File[^/]
 def _member_name(info: zipfile.ZipInfo) -> str:
     """A zip member's name: UTF-8 when its bytes are (macOS and others write UTF-8 names
     without the flag that says so, which Python reads as code page 437: "Search ΓÇô and
-    Find" for "Search – and Find"), else as the zip file says."""
-    if info.flag_bits & 0x800 or info.filename.isascii():
-        return info.filename
-    try:
-        return info.filename.encode("cp437").decode("utf-8")
-    except UnicodeError:
-        return info.filename
+    Find" for "Search – and Find"), else as the zip file says; its folders parted by "/"
+    (some Windows tools write "\\", which the zip format does not know: the same export
+    zipped by another tool gave other note ids)."""
+    name = info.filename
+    if not (info.flag_bits & 0x800 or name.isascii()):
+        with contextlib.suppress(UnicodeError):
+            name = name.encode("cp437").decode("utf-8")
+    return name.replace("\\", "/")
 
 
 def _page_path(name: str) -> str:

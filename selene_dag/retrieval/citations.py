@@ -25,7 +25,7 @@ from selene_dag.retrieval.select import line_ranges, lines_text
 from selene_dag.sessions.chunker import render_event
 from selene_dag.sessions.parsers.model import SessionEvent
 from selene_dag.sessions.store import load_events
-from selene_dag.text import plural
+from selene_dag.text import decode_text, plural, text_lines
 
 __all__ = ["Citation", "Shown", "cut_lines", "parse_citation", "parse_ranges", "show", "widen"]
 
@@ -33,8 +33,8 @@ GAP = "…"
 # Longer than any note id and ranges a pack prints.
 MAX_CITATION_CHARS = 4096
 _RANGES = r"\d+(?:-\d+)?(?:\s*,\s*\d+(?:-\d+)?)*"
-_NOTE = re.compile(rf"note[ :](?P<id>.+?)(?: lines? (?P<ranges>{_RANGES}))?")
-_EVENTS = re.compile(rf"(?P<key>\S+) events (?P<ranges>{_RANGES})")
+_NOTE = re.compile(rf"note(?::| +)(?P<id>.+?)(?: +lines? +(?P<ranges>{_RANGES}))?")
+_EVENTS = re.compile(rf"(?P<key>\S+) +events +(?P<ranges>{_RANGES})")
 _CHUNK = re.compile(r"chunk:(?P<id>\S+)")
 _KEY = re.compile(r"[\w.-]+")
 _WITHOUT_ID = {
@@ -44,6 +44,7 @@ _WITHOUT_ID = {
     "chunk:": "chunk:<id>",
 }
 _PROJECT_HASH = re.compile(r"[0-9a-f]{32,}")
+_LINE_BREAK = re.compile(r"[ \t]*[\r\n][\s]*")
 _HEADER = re.compile(r"\[(?P<citation>.+?)\](?= |$)")
 
 
@@ -102,7 +103,9 @@ def parse_citation(text: str) -> Citation:
     is none of them."""
     if len(text) > MAX_CITATION_CHARS:  # not echoed back in the error: it may be megabytes
         raise UsageError(f"a citation of {len(text):,} characters is no citation")
-    text = " ".join(text.split())
+    # A citation pasted across lines is joined; spaces inside it are kept (a file named
+    # with two spaces in a row is a note id with two).
+    text = _LINE_BREAK.sub(" ", text).strip()
     # A header line as a pack prints it: the citation is inside the brackets, the title
     # after them.
     if (inside := bracketed(text)) is not None:
@@ -151,7 +154,7 @@ def cut_lines(text: str, ranges: Sequence[tuple[int, int]]) -> str:
     the rest of the output into code, and code without its fence read as prose."""
     if not ranges:
         return text
-    lines = text.splitlines()
+    lines = text_lines(text)
     before, after = _open_blocks(lines)
     parts: list[str] = []
     for a, b in widen(ranges, 0, 1, len(lines)):
@@ -369,7 +372,7 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
             "SELECT title, content, source FROM notes WHERE id = ?", [held_by]
         ).fetchone()
     title, content, source = (str(v or "") for v in row)
-    count = len(content.splitlines())
+    count = len(text_lines(content))
     ranges = widen(cited.ranges, around, 1, count) if cited.ranges else []
     if cited.ranges and not ranges:
         raise NotFoundError(
@@ -398,7 +401,7 @@ def file_line_offset(source: str, content: str) -> int | None:
     text as stored, without the front matter or page properties that open its file. None
     when the file is gone, large, not text, or does not hold that line (an export's note,
     a file changed since)."""
-    lines = content.splitlines()
+    lines = text_lines(content)
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
     if first is None or not source or "!/" in source:
         return None
@@ -406,11 +409,11 @@ def file_line_offset(source: str, content: str) -> int | None:
         path = Path(source)
         if path.stat().st_size > _OFFSET_READ_BYTES:
             return None
-        text = path.read_text(encoding="utf-8", errors="strict")
-    except (OSError, UnicodeDecodeError, ValueError):
+        text, _ = decode_text(path.read_bytes())
+    except (OSError, ValueError):
         return None
     wanted = lines[first].strip()
-    for number, line in enumerate(text.lstrip("\ufeff").splitlines()):
+    for number, line in enumerate(text_lines(text)):
         if line.strip() == wanted:
             return max(0, number - first)
     return None

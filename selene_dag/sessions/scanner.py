@@ -7,6 +7,7 @@ whose target lies outside its root is skipped. No file is parsed here.
 
 from __future__ import annotations
 
+import codecs
 import hashlib
 import os
 from collections.abc import Iterable, Iterator
@@ -71,8 +72,16 @@ def not_a_transcript(path: str, platform: str, stats: ParseStats) -> str | None:
     try:
         if detect_platform_file(path) is not None:
             return None
+        with open(path, "rb") as handle:
+            head = handle.read(2)
     except OSError:
         return None
+    if head in (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE):
+        return (
+            f"not a {_NAMES[platform]} transcript as the tool writes it: the file is UTF-16 "
+            "text (Windows PowerShell's `>` and Out-File write it); save it as UTF-8 "
+            "(`Out-File -Encoding utf8`) to read it"
+        )
     unreadable = f"{stats.errors} of {stats.lines} lines unreadable" if stats.errors else ""
     return (
         f"not a {_NAMES[platform]} transcript: no {_NAMES[platform]} record in it"

@@ -954,6 +954,34 @@ def test_a_link_to_a_missing_file_is_reported_and_keeps_its_note_until_removed(
     assert (third.deleted, third.home_notes, third.bad_inputs) == (1, 1, 1)
 
 
+def test_line_ends_and_encodings_of_other_systems_keep_lines_where_an_editor_shows_them(
+    tmp_path: Path, home: Path
+) -> None:
+    # show split lines at a form feed or U+2028 too (every line after one moved), an old
+    # Mac's CR-only file was one line (its front matter lost), a UTF-16 file's front-matter
+    # offset was not told, and a JSON note kept its "\r\n".
+    folder = tmp_path / "vault"
+    folder.mkdir()
+    (folder / "ff.md").write_text("# FF\nl2\nl3 \x0c page\nsep\u2028inside\nline five wallaby\n")
+    front = "---\ntitle: Old Mac\ntags: [retro]\n---\n# Heading\n\nbody of the note\n"
+    (folder / "cr.md").write_bytes(front.replace("\n", "\r").encode())
+    front16 = "---\ntitle: Wide\ncreated: 2024-01-02\n---\n\nwide body line\n"
+    (folder / "utf16.md").write_bytes(front16.replace("\n", "\r\n").encode("utf-16"))
+    (folder / "n.jsonl").write_text('{"id": "j", "content": "first\\r\\nsecond\\rthird"}\n')
+    settings = load_settings()
+    service.ingest(settings, folder)
+    assert service.show(settings, "note vault/ff.md lines 5").text.endswith("\nline five wallaby")
+    shown = service.show(settings, "note vault/cr.md lines 3")
+    assert shown.text == "[note vault/cr.md line 3] Old Mac\nbody of the note"
+    assert shown.file_line_offset == 4
+    wide = service.show(settings, "note vault/utf16.md lines 2")
+    assert wide.text.endswith("\nwide body line") and wide.file_line_offset == 4
+    with duckdb.connect(str(settings.db_path), read_only=True) as conn:
+        rows = dict(conn.execute("SELECT id, content FROM notes").fetchall())
+        tags = conn.execute("SELECT tags FROM notes WHERE id = 'vault/cr.md'").fetchone()[0]
+    assert rows["vault/j"] == "first\nsecond\nthird" and list(tags) == ["retro"]
+
+
 def test_notes_that_share_a_title_are_told_apart_in_the_context(tmp_path: Path, home: Path) -> None:
     settings = load_settings(home=home, now_override="2026-07-15")
     folder = _write(

@@ -333,3 +333,18 @@ def test_scan_tells_a_grown_file_from_a_rewritten_one(tmp_path: Path) -> None:
     assert states == {"s00.jsonl": "changed", "s01.jsonl": "grown"}
     status = distill_status(settings)
     assert (status["new"], status["grown"], status["changed"], status["done"]) == (0, 1, 1, 0)
+
+
+def test_a_transcript_saved_as_utf16_is_refused_saying_so(tmp_path: Path) -> None:
+    # PowerShell's `>` writes UTF-16: the file failed as "no Claude Code record in it".
+    settings, root = _home(tmp_path, 1)
+    wide = root / "-proj00" / "wide.jsonl"
+    wide.write_bytes(SMALL.read_text(encoding="utf-8").encode("utf-16"))
+    rows = {
+        Path(r["path"]).name: r
+        for r in service.distill_run(
+            settings, all_files=True, instance=dg.DagsterInstance.ephemeral()
+        )
+    }
+    assert rows["s00.jsonl"]["ok"] and not rows["wide.jsonl"]["ok"]
+    assert "the file is UTF-16 text" in rows["wide.jsonl"]["error"]

@@ -105,3 +105,16 @@ def test_a_header_with_brackets_in_its_id_reads_back() -> None:
     # An unbalanced "]" in an id falls back to the first "] ".
     assert bracketed("[note a].md] Title") == "note a].md"
     assert bracketed("note a.md") is None
+
+
+def test_a_citation_keeps_the_spaces_of_its_id_and_joins_its_lines() -> None:
+    # A file named with two spaces in a row: its citation named another note.
+    assert (
+        parse_citation("[note n2/with spaces  double.md] Spaces").ref == "n2/with spaces  double.md"
+    )
+    assert parse_citation("note:n2/a  b.md").ref == "n2/a  b.md"
+    assert parse_citation("note  n2/a.md   lines  3-4\n") == Citation("note", "n2/a.md", ((3, 4),))
+    assert parse_citation("[note n2/a.md lines\n  3-4] Title") == Citation(
+        "note", "n2/a.md", ((3, 4),)
+    )
+    assert parse_citation("claude-abc  events 2-3").ranges == ((2, 3),)

@@ -43,3 +43,14 @@ def test_a_session_key_is_never_cut_in_a_narrow_terminal() -> None:
     # The path wrapped, not cut: every character of it is there, line after line.
     column = [line.split("│")[3].strip() for line in text.splitlines() if line.startswith("│")]
     assert "".join(column) == row["path"]
+
+
+def test_a_report_names_a_windows_project_by_its_folder() -> None:
+    # A session run on Windows showed its whole C:\... path as its project.
+    from selene_dag.cli import _project_name
+
+    assert _project_name("C:\\Users\\x\\backproj") == "backproj"
+    assert _project_name("C:\\Users\\x\\backproj\\") == "backproj"
+    assert _project_name("C:/Users/x/fwdproj") == "fwdproj"
+    assert _project_name("/home/x/proj/") == "proj"
+    assert _project_name(None) == "-"

@@ -97,6 +97,16 @@ def test_a_zip_of_utf8_names_without_the_utf8_flag_keeps_them(tmp_path: Path) ->
     assert note.id == "Search – and Find.md" and note.source.endswith("!/Search – and Find.md")
 
 
+def test_a_zip_whose_folders_are_parted_by_backslashes_gives_the_usual_ids(tmp_path: Path) -> None:
+    # Some Windows tools write "Notes\\Sub\\a.md": its id kept the backslashes, so the same
+    # export zipped by another tool gave other notes.
+    archive = tmp_path / "winexport.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("Notes\\Sub\\a note.md", "# A\nalpha\n")
+    (note,) = read_notes(archive).notes
+    assert note.id == "Notes/Sub/a note.md" and note.source.endswith("!/Notes/Sub/a note.md")
+
+
 def test_a_bear_notes_tags_are_read_from_its_text() -> None:
     # Bear writes its tags in the text (#Test-Tag): none was read.
     notes = {n.title: n for n in read_notes(EXPORTS / "backup.bear2bk").notes}
