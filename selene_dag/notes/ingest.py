@@ -45,7 +45,7 @@ import time
 import zipfile
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, fields, replace
-from datetime import UTC, date, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 from urllib.parse import unquote
@@ -406,7 +406,30 @@ def read_notes(
         result.errors.append(IngestError(source, None, why))
         result.files_failed.append(source)
     result.notes = dated_by_creation(result.notes)
+    result.errors.extend(_future_dates(result.notes))
     return result
+
+
+# A date this far past the real clock is a typo (2052 for 2025), not a time zone's.
+_FUTURE_SLACK = timedelta(days=1)
+
+
+def _future_dates(notes: Iterable[NoteRecord]) -> list[IngestError]:
+    """A problem that cost no note for each note dated after the real clock's now (not
+    ``SELENE_NOW``, which may be pinned in the past): such a note stays fresh, at full, and
+    keeps its thread active until that day comes."""
+    limit = datetime.now(UTC) + _FUTURE_SLACK
+    found = []
+    for note in notes:
+        for field_name, when in (("created", note.created_at), ("updated", note.updated_at)):
+            if when is not None and when > limit:
+                reason = (
+                    f"{field_name} {when:%Y-%m-%d} is in the future: the note stays fresh "
+                    "(at full, its thread active) until then; correct the date if it is a typo"
+                )
+                found.append(IngestError.note_kept(note.source, None, reason))
+                break
+    return found
 
 
 _Parsed = tuple[list[NoteRecord], list[IngestError]]

@@ -1,6 +1,7 @@
 import json
 import os
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -657,3 +658,14 @@ def test_a_jsonl_line_that_is_no_json_says_so_plainly(tmp_path):
     errors = {e.line: e.error for e in read_notes(tmp_path).errors if e.line}
     assert errors[1] == "not JSON (it opens with no object, list or value)"
     assert errors[3].startswith("bad JSON: ") and errors[3].endswith("(column 20)")
+
+
+def test_a_note_dated_in_the_future_is_kept_and_reported(tmp_path: Path) -> None:
+    # A typo'd year kept a note fresh (and its thread active) for decades without a word.
+    (tmp_path / "a.md").write_text("---\ncreated: 2952-03-01\n---\n# Typo\nbody\n")
+    (tmp_path / "b.md").write_text("---\ncreated: 2024-03-01\n---\n# Fine\nbody\n")
+    result = read_notes(tmp_path)
+    assert len(result.notes) == 2
+    [problem] = result.errors
+    assert problem.kept and problem.source.endswith("a.md")
+    assert "created 2952-03-01 is in the future" in problem.error
