@@ -21,7 +21,7 @@ import duckdb
 
 from selene_dag.llm.engine import MIN_ESSENCE_CHARS, Engine, EngineResponseError, deferred_cache
 from selene_dag.llm.versions import ALGORITHM_VERSIONS
-from selene_dag.notes.writer import note_fields_digest
+from selene_dag.notes.writer import MOVED_MIN_CHARS, note_fields_digest
 from selene_dag.paths import transform_sql
 from selene_dag.store import transaction
 from selene_dag.text import hash_rows
@@ -29,10 +29,6 @@ from selene_dag.text import hash_rows
 # pandas is imported where frames are built: the Dagster definitions load without it.
 
 COMMIT_EVERY_SECONDS = 0.5
-# A renamed note's body must be at least this long to be told from another note by its text
-# alone (its title, taken from the file's name, changed with it): short bodies ("TODO",
-# a template's stub) are shared by unrelated notes.
-MOVED_MIN_CHARS = 40
 
 
 @dataclass

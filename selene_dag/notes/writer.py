@@ -20,6 +20,11 @@ from selene_dag.notes.ingest import IngestResult, NoteRecord, is_archive, notes_
 from selene_dag.paths import transform_sql
 from selene_dag.store import execute_script, transaction
 
+# A renamed note's body must be at least this long to be told from another note by its text
+# alone (its title, taken from the file's name, changed with it): short bodies ("TODO",
+# a template's stub) are shared by unrelated notes.
+MOVED_MIN_CHARS = 40
+
 # pandas is imported where frames are built: the Dagster definitions load without it.
 if TYPE_CHECKING:
     import pandas as pd
@@ -247,7 +252,10 @@ def write_notes(
                 "SELECT count(*) FROM incoming JOIN notes USING (id) "
                 "WHERE notes.deleted_at IS NOT NULL"
             ).fetchone()[0]
-            conn.execute(transform_sql("notes_upsert"), {"now": now})
+            conn.execute(
+                transform_sql("notes_upsert"),
+                {"now": now, "root_prefix": root_prefix, "min_chars": MOVED_MIN_CHARS},
+            )
             deleted = conn.execute(
                 transform_sql("notes_mark_deleted"),
                 {

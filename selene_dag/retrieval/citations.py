@@ -20,7 +20,7 @@ import duckdb
 
 from selene_dag.errors import NotFoundError, UsageError
 from selene_dag.files import file_state
-from selene_dag.notes.processing import MOVED_MIN_CHARS
+from selene_dag.notes.writer import MOVED_MIN_CHARS
 from selene_dag.retrieval.select import line_ranges, lines_text
 from selene_dag.sessions.chunker import render_event
 from selene_dag.sessions.parsers.model import SessionEvent

@@ -87,3 +87,40 @@ def test_a_moved_note_keeps_its_analysis_and_last_use(tmp_path: Path) -> None:
     )
     with pytest.raises(NotFoundError, match=r"short\.md is gone: deleted, or renamed or moved"):
         service.show(settings, "note notes/short.md")
+
+
+def test_an_undated_note_touched_then_renamed_keeps_its_dates_and_analysis(
+    tmp_path: Path,
+) -> None:
+    # A note dated by its file's mtime came back new and fresh when the file was touched
+    # (a sync, a copy) before its folder was renamed: its creation date no longer matched.
+    import os
+
+    old = 1_735_725_600  # 2025-01-01 10:00 UTC
+    folder = tmp_path / "notes"
+    (folder / "sub").mkdir(parents=True)
+    for i in range(3):
+        path = folder / "sub" / f"n{i}.md"
+        path.write_text(
+            f"# Note {i}\n\nUndated note {i} on the kestrel migration and its rollback.\n"
+        )
+        os.utime(path, (old, old))
+    settings = ingested_folder(tmp_path, {}, exist_ok=True)
+    service.ask(settings, "kestrel migration rollback", 2000)
+    before = _row(settings, "notes/sub/n1.md")
+    for path in (folder / "sub").iterdir():
+        os.utime(path)  # now
+    assert service.ingest(settings, folder).changed == 0
+    (folder / "sub").rename(folder / "sub2")
+    report = service.ingest(settings, folder)
+    assert (report.inserted, report.deleted, report.moved_notes) == (3, 3, 3)
+    assert _row(settings, "notes/sub2/n1.md")[:3] == before[:3]
+    conn = connect(settings.db_path)
+    try:
+        dates = conn.execute(
+            "SELECT DISTINCT epoch(created_at), epoch(updated_at) FROM notes "
+            "WHERE deleted_at IS NULL"
+        ).fetchall()
+    finally:
+        conn.close()
+    assert dates == [(old, old)]
