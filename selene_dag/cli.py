@@ -518,6 +518,8 @@ def ingest(
         err.print(service.archives_left_out_hint(report), highlight=False, soft_wrap=True)
     if report.passed_over:
         err.print(service.passed_over_hint(report), highlight=False, soft_wrap=True)
+    if report.nested and not report.other_files and not report.empty_folder:
+        err.print(service.nested_folders_hint(report), highlight=False, soft_wrap=True)
     if not report.notes and report.skipped_total and path.is_file():
         # A file named alone that gave nothing: a failure a script should see.
         older = any(reason.startswith("an older export") for _, _, reason in report.skipped)

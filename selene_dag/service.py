@@ -202,6 +202,19 @@ def unread_files_hint(report: IngestReport) -> str:
     return _unread_hint(report.path, report.other_files, report.nested)
 
 
+def nested_folders_hint(report: IngestReport) -> str:
+    """One line naming the folders inside the one ingested that were ingested on their
+    own: their notes are theirs, and an ingest of this folder does not read them."""
+    nested = report.nested
+    shown = ", ".join(nested[:3]) + (" …" if len(nested) > 3 else "")
+    return (
+        f"passed over: {plural(len(nested), 'folder')} inside it ingested on "
+        f"{'its' if len(nested) == 1 else 'their'} own ({shown}), which "
+        f"{'keeps its' if len(nested) == 1 else 'keep their'} notes; ingest "
+        f"{'it' if len(nested) == 1 else 'one'} by its path to read its changes"
+    )
+
+
 def _unread_hint(path: Path, others: dict[str, int], nested: Sequence[str]) -> str:
     kinds = sorted(others.items(), key=lambda kv: (-kv[1], kv[0]))
     found = ", ".join(f"{count:,} {suffix or 'without a suffix'}" for suffix, count in kinds[:5])

@@ -550,6 +550,20 @@ def test_a_folder_whose_notes_are_its_nested_folders_says_so(tmp_path: Path, hom
     assert service.ingest(settings, top / "dl").notes == 2  # read again, below it included
 
 
+def test_an_ingest_says_which_folders_inside_it_it_passed_over(tmp_path: Path, home: Path) -> None:
+    # An edit in a folder ingested on its own was "0 changed" for its parent, without a word.
+    settings = load_settings(home=home, now_override="2026-07-15")
+    top = _write(tmp_path / "p3", {"a/x.md": "# A\nalpha", "y.md": "# B\nbeta"})
+    service.ingest(settings, top / "a")
+    report = service.ingest(settings, top)
+    assert report.notes == 1 and report.nested == (str(top / "a"),)
+    hint = service.nested_folders_hint(report)
+    assert hint == (
+        f"passed over: 1 folder inside it ingested on its own ({top / 'a'}), which keeps its "
+        "notes; ingest it by its path to read its changes"
+    )
+
+
 def test_a_registered_folder_inside_a_new_one_keeps_its_notes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
