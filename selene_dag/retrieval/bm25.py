@@ -534,6 +534,18 @@ GROUP BY p.key ORDER BY score DESC, p.key LIMIT $3
     return [(str(key), float(score)) for key, score in rows]
 
 
+def stopwords_among(conn: duckdb.DuckDBPyConnection, words: Sequence[str]) -> set[str]:
+    """The ``words`` the index leaves out as too common (its English stopwords: "across",
+    "best", which a question may hold and no document is searched for)."""
+    if not words or not _columns(conn, STOPWORDS_TABLE):
+        return set()
+    rows = conn.execute(
+        f"SELECT w FROM (SELECT unnest(?) AS w) WHERE lower(w) IN (SELECT sw FROM {STOPWORDS_TABLE})",
+        [list(words)],
+    ).fetchall()
+    return {str(r[0]) for r in rows}
+
+
 def document_frequencies(
     conn: duckdb.DuckDBPyConnection, unit: Unit, words: Sequence[str]
 ) -> tuple[list[tuple[str, int]], int]:

@@ -17,7 +17,7 @@ target model: the final text is counted and trimmed if it ever were over.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -40,6 +40,7 @@ from selene_dag.context.tokens import (
     truncate_to_tokens,
 )
 from selene_dag.errors import check_budget
+from selene_dag.retrieval import bm25
 from selene_dag.retrieval.allocate import (
     CHARS_PER_TOKEN_BOUND,
     DocPlan,
@@ -214,15 +215,24 @@ NOTHING_MATCHED = "nothing matched the question"
 _ABSENT_SHOWN = 8
 
 
-def absent_words_note(terms: Sequence[str], frequencies: Sequence[tuple[str, int]]) -> str:
+def absent_words_note(
+    terms: Sequence[str],
+    frequencies: Sequence[tuple[str, int]],
+    too_common: Collection[str] = (),
+) -> str:
     """What a pack's reader should know when words of the question (``terms``, named in
     their order) are in no note or session (``frequencies``: each term's document
     frequency, in any order): the pack then holds what matched the other words only (a
     question about something the home never mentions, or a word misspelt). Words with a
-    digit are left out (they are looked up word for word, not by the index's words).
+    digit are left out (they are looked up word for word, not by the index's words), and
+    so are those of ``too_common``: the index's stopwords, which it holds for no document.
     Empty when every word was found."""
     held = {w for w, df in frequencies if df > 0}
-    absent = [w for w in terms if w not in held and not any(c.isdigit() for c in w)]
+    absent = [
+        w
+        for w in terms
+        if w not in held and not any(c.isdigit() for c in w) and w not in too_common
+    ]
     if not absent:
         return ""
     words = ", ".join(f"'{w}'" for w in absent[:_ABSENT_SHOWN])
@@ -822,7 +832,9 @@ def ask(
                 f"the budget of {plural(budget, 'token')} cannot hold even one citation line"
             )
         else:
-            stats["note"] = absent_words_note(terms, frequencies)
+            missing = [w for w, df in frequencies if df == 0]
+            common = bm25.stopwords_among(conn, missing) if missing else set()
+            stats["note"] = absent_words_note(terms, frequencies, common)
     else:
         stats["note"] = NOTHING_MATCHED
     if left_out := unsearched_words(question, UNSEARCHED_LIMIT):

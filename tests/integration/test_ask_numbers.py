@@ -75,6 +75,7 @@ def test_which_words_are_looked_up_word_for_word() -> None:
         "4471",
         "e403",
         "zq1234x",
+        "spellfix1",
         "p99",
     ]
 
@@ -87,3 +88,18 @@ def test_the_answer_says_when_its_tokens_are_an_estimate(settings) -> None:
     guessed = service.ask(settings, "locker code", 200, model="gemma2:9b")
     assert guessed.stats["tokens_exact"] is False
     assert "×" in guessed.stats["tokenizer"] and guessed.total_tokens <= 200
+
+
+def test_an_identifier_with_a_digit_picks_its_note_among_its_siblings(tmp_path) -> None:
+    # The index strips digits: "ERR7" was "err", which ERR1 to ERR10 share, and ERR1's note
+    # came first for "ERR7 billing".
+    settings = ingested_folder(
+        tmp_path,
+        {
+            f"e{i}.md": f"---\ntitle: Error note {i}\n---\n\nHandling error code ERR{i} in the "
+            "billing service; restart the worker.\n"
+            for i in range(1, 11)
+        },
+    )
+    result = service.ask(settings, "ERR7 billing", 60)
+    assert result.items[0].id == "note:notes/e7.md"
