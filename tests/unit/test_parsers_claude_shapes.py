@@ -148,3 +148,24 @@ def test_a_rewind_to_the_first_prompt_abandons_the_first_branch(tmp_path) -> Non
         ("Kept it.", False),
     ]
     assert result.stats.abandoned == 2
+
+
+def test_claude_codes_api_error_reply_is_an_error_not_an_answer(tmp_path) -> None:
+    # Claude Code writes a failed API call as an assistant record of model "<synthetic>".
+    import json
+
+    records = [
+        {"type": "user", "uuid": "u1", "sessionId": "s", "timestamp": "2026-02-10T09:00:00Z",
+         "message": {"role": "user", "content": "fix the login test"}},
+        {"type": "assistant", "uuid": "a1", "parentUuid": "u1", "sessionId": "s",
+         "timestamp": "2026-02-10T09:00:05Z", "isApiErrorMessage": True, "error": "server_error",
+         "message": {"model": "<synthetic>", "role": "assistant",
+                     "content": [{"type": "text", "text": "API Error: 529 Overloaded"}]}},
+    ]  # fmt: skip
+    path = tmp_path / "5b1f0d3e-0000-4000-8000-000000000001.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    events = parse_file(path, "claude").events
+    [error] = [e for e in events if "529" in e.text]
+    assert error.kind == "error" and error.is_error
+    assert not any(e.kind == "assistant_text" for e in events)
+    assert not any("<synthetic>" in e.text for e in events)  # no model change to it

@@ -101,3 +101,53 @@ def test_a_malformed_compaction_costs_nothing(tmp_path) -> None:
     assert [e.text for e in result.events if e.kind == "compact_boundary"] == ["m"]
     assert result.errors == 1  # the plan of the wrong shape
     assert result.events[-1].text == "still here"
+
+
+def _rollout(tmp_path, *payloads: tuple[str, dict]) -> list:
+    import json
+
+    meta = {
+        "type": "session_meta",
+        "payload": {"id": "019c0000-aaaa-7bbb-8ccc-000000000009", "cwd": "/home/dev/app"},
+    }
+    lines = [meta] + [{"type": kind, "payload": payload} for kind, payload in payloads]
+    path = tmp_path / "rollout-2026-02-10T09-00-00-019c0000-aaaa-7bbb-8ccc-000000000009.jsonl"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    return parse_file(path, "codex").events
+
+
+def test_an_exec_command_failure_after_its_header_is_an_error(tmp_path) -> None:
+    # Codex's exec_command writes its exit code on the third line (success set all the
+    # same): a failed command was stored as a success.
+    header = "Chunk ID: 4f2a1c\nWall time: 2.5 seconds\nProcess exited with code {}\nOutput:\n"
+    events = _rollout(
+        tmp_path,
+        ("response_item", {"type": "function_call", "name": "exec_command", "call_id": "a",
+                           "arguments": "{\"cmd\": \"npm test\"}"}),
+        ("response_item", {"type": "function_call_output", "call_id": "a",
+                           "output": header.format(1) + "FAIL test/login.test.ts"}),
+        ("response_item", {"type": "function_call", "name": "exec_command", "call_id": "b",
+                           "arguments": "{\"cmd\": \"ls\"}"}),
+        ("response_item", {"type": "function_call_output", "call_id": "b",
+                           "output": header.format(0) + "README.md"}),
+    )  # fmt: skip
+    results = [e for e in events if e.kind == "tool_result"]
+    assert [e.is_error for e in results] == [True, False]
+
+
+def test_a_prompt_with_a_pasted_image_is_stored_once_without_its_tags(tmp_path) -> None:
+    question = "Why does the login endpoint return 500?"
+    events = _rollout(
+        tmp_path,
+        ("response_item", {"type": "message", "role": "user", "content": [
+            {"type": "input_text", "text": "<image name=[Image #1]>"},
+            {"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="},
+            {"type": "input_text", "text": "</image>"},
+            {"type": "input_text", "text": question},
+        ]}),
+        ("event_msg", {"type": "user_message", "message": question,
+                       "local_images": ["/home/dev/shot.png"]}),
+    )  # fmt: skip
+    prompts = [e for e in events if e.kind == "user_prompt"]
+    assert len(prompts) == 1 and question in prompts[0].text
+    assert "<image" not in prompts[0].text and "</image>" not in prompts[0].text

@@ -154,6 +154,21 @@ def _user_events(
             yield b.make(role="user", kind="other", text="", raw_type=f"user/{btype}", **common)
 
 
+def _api_error_event(obj: dict[str, Any], b: EventBuilder, common: dict[str, Any]) -> SessionEvent:
+    """The error event of an assistant record Claude Code wrote for a failed API call."""
+    message = obj.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    text = to_text(content) or str(obj.get("error") or "API error")
+    return b.make(
+        role="system",
+        kind="error",
+        text=text,
+        is_error=True,
+        raw_type="assistant/api_error",
+        **common,
+    )
+
+
 def _assistant_events(
     obj: dict[str, Any], b: EventBuilder, common: dict[str, Any], tools: dict[str, str]
 ) -> Iterator[SessionEvent]:
@@ -399,6 +414,10 @@ def iter_claude(path: Path, stats: ParseStats) -> Iterator[SessionEvent]:
         }
         if rtype == "user":
             found = guarded_events(_user_events(obj, b, common, tools), line, stats)
+        elif rtype == "assistant" and obj.get("isApiErrorMessage"):
+            # Claude Code's own reply when the API failed ("API Error: 529 Overloaded",
+            # "Please run /login"), under the model "<synthetic>": an error, not an answer.
+            found = guarded_events((_api_error_event(obj, b, common) for _ in (0,)), line, stats)
         elif rtype == "assistant":
             message = obj.get("message")
             model = message.get("model") if isinstance(message, dict) else None

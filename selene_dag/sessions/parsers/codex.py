@@ -87,12 +87,20 @@ class _Twins:
 
 # How Codex's own tools report a failure in plain text, at the start of their output:
 # "Exit code: 2" (shell), "tool call error: …", "error: Failed to find expected lines …"
-# (apply_patch), "failed in sandbox …", "patch rejected …", "apply_patch verification failed".
+# (apply_patch), "failed in sandbox …", "patch rejected …", "apply_patch verification failed";
+# exec_command's output after its header ("Chunk ID: …\nWall time: …\nProcess exited with
+# code 1\n…Output:"), its success flag set all the same.
 _TEXT_FAILURE = re.compile(
-    r"\A\s*(?:exit code:\s*(?!0\b)-?\d+|process exited with code\s*(?!0\b)-?\d+|"
+    r"\A\s*(?:(?:chunk id|wall time):[^\n]*\n){0,3}"
+    r"(?:exit code:\s*(?!0\b)-?\d+|process exited with code\s*(?!0\b)-?\d+|"
     r"tool call error|error:|failed in sandbox|patch rejected|apply_patch verification failed)",
     re.IGNORECASE,
 )
+
+
+# The texts Codex writes around a pasted image's part ("<image name=[Image #1]>", "</image>"):
+# kept, the prompt's copy in the item differed from its event's and both were stored.
+_IMAGE_TAG = re.compile(r"\s*</?image\b[^>]*>\s*\Z")
 
 
 def failed_in_text(text: str) -> bool:
@@ -134,7 +142,13 @@ def _item_events(
         role = item.get("role")
         content = item.get("content")
         blocks = content if isinstance(content, list) else []
-        said = to_text([c for c in blocks if isinstance(c, dict) and "text" in c])
+        said = to_text(
+            [
+                c
+                for c in blocks
+                if isinstance(c, dict) and "text" in c and not _IMAGE_TAG.match(str(c["text"]))
+            ]
+        )
         # An image as its placeholder (it vanished without a word); twins match on the
         # words, which both copies hold.
         text = _with_images(said, [c for c in blocks if isinstance(c, dict)])
