@@ -172,6 +172,8 @@ class NoteRecord:
         # CR garbled a terminal, and a note counted other tokens than its twin in markdown).
         if "\r" in self.content:
             object.__setattr__(self, "content", _text.line_ends(self.content))
+        if "\r" in self.title or "\n" in self.title:  # a title is one line
+            object.__setattr__(self, "title", " ".join(_text.line_ends(self.title).split("\n")))
 
     @property
     def content_hash(self) -> str:
@@ -400,7 +402,7 @@ def read_notes(
         except OSError:  # removed since the walk
             continue
         why = (
-            f"a link to {_text.path_text(target)}, which does not exist: not read (what it "
+            f"a link that leads to no file (to {_text.path_text(target)}): not read (what it "
             "gave before is kept; remove the link to delete it)"
         )
         result.errors.append(IngestError(source, None, why))
@@ -421,11 +423,17 @@ def _future_dates(notes: Iterable[NoteRecord]) -> list[IngestError]:
     limit = datetime.now(UTC) + _FUTURE_SLACK
     found = []
     for note in notes:
-        for field_name, when in (("created", note.created_at), ("updated", note.updated_at)):
+        dates = (
+            ("created", note.created_at),
+            ("updated", note.updated_at),
+            ("its file's modification time", None if note.created_at else note.modified_at),
+        )
+        for field_name, when in dates:
             if when is not None and when > limit:
                 reason = (
-                    f"{field_name} {when:%Y-%m-%d} is in the future: the note stays fresh "
-                    "(at full, its thread active) until then; correct the date if it is a typo"
+                    f"dated in the future (note {note.id}, {field_name} {when:%Y-%m-%d}): it "
+                    "stays fresh (at full, its thread active) until then; correct the date if "
+                    "it is a typo"
                 )
                 found.append(IngestError.note_kept(note.source, None, reason))
                 break

@@ -44,7 +44,7 @@ _WITHOUT_ID = {
     "chunk:": "chunk:<id>",
 }
 _PROJECT_HASH = re.compile(r"[0-9a-f]{32,}")
-_LINE_BREAK = re.compile(r"[ \t]*[\r\n][\s]*")
+_LINE_BREAK = re.compile(r"[ \t\u00a0]*[\r\n]\s*|[\t\u00a0]")
 _HEADER = re.compile(r"\[(?P<citation>.+?)\](?= |$)")
 
 
@@ -103,8 +103,8 @@ def parse_citation(text: str) -> Citation:
     is none of them."""
     if len(text) > MAX_CITATION_CHARS:  # not echoed back in the error: it may be megabytes
         raise UsageError(f"a citation of {len(text):,} characters is no citation")
-    # A citation pasted across lines is joined; spaces inside it are kept (a file named
-    # with two spaces in a row is a note id with two).
+    # A citation pasted across lines is joined, a tab or a no-break space read as a space;
+    # spaces inside it are kept (a file named with two spaces in a row is a note id with two).
     text = _LINE_BREAK.sub(" ", text).strip()
     # A header line as a pack prints it: the citation is inside the brackets, the title
     # after them.

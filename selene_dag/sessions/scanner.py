@@ -80,7 +80,7 @@ def not_a_transcript(path: str, platform: str, stats: ParseStats) -> str | None:
         return (
             f"not a {_NAMES[platform]} transcript as the tool writes it: the file is UTF-16 "
             "text (Windows PowerShell's `>` and Out-File write it); save it as UTF-8 "
-            "(`Out-File -Encoding utf8`) to read it"
+            "(`Out-File -Encoding utf8`) to read it; it is not read"
         )
     unreadable = f"{stats.errors} of {stats.lines} lines unreadable" if stats.errors else ""
     return (

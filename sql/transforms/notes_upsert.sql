@@ -12,10 +12,12 @@
 -- else takes its file's mtime or the time of the ingest that reads the new content; never
 -- a time at or before its stored update (a file copied again gives its notes their creation
 -- date for the copy's mtime: an edited one would have gone back to it).
--- A new note without a creation date whose text a note gone from the folder held (its file
--- renamed or moved: `moved`, by processed_moved.sql's rule, the same text whole or a body
--- of $min_chars or more) takes that note's dates: a file touched, synced or copied before
--- the rename has another mtime, and the note came back as new, fresh, without its analysis.
+-- A new note without a creation date whose text a note of the folder gone in this same
+-- ingest held (its file renamed or moved: `moved`, by processed_moved.sql's rule, the same
+-- text whole or a body of $min_chars or more) takes that note's dates: a file touched,
+-- synced or copied before the rename has another mtime, and the note came back as new,
+-- fresh, without its analysis. Not a note deleted before (a template's text written again
+-- today is a new note).
 WITH moved AS (
     SELECT i.id, o.created_at, o.updated_at
     FROM incoming AS i
@@ -25,11 +27,9 @@ WITH moved AS (
     WHERE i.created_at IS NULL
       AND NOT EXISTS (SELECT 1 FROM notes AS n WHERE n.id = i.id)
       AND o.id <> i.id AND NOT o.test_run
-      AND (o.deleted_at IS NOT NULL
-           OR (starts_with(o.source, $root_prefix) AND o.id NOT IN (SELECT id FROM seen_ids)))
-    QUALIFY row_number() OVER (
-        PARTITION BY i.id ORDER BY o.deleted_at DESC NULLS FIRST, o.id
-    ) = 1
+      AND o.deleted_at IS NULL
+      AND starts_with(o.source, $root_prefix) AND o.id NOT IN (SELECT id FROM seen_ids)
+    QUALIFY row_number() OVER (PARTITION BY i.id ORDER BY o.id) = 1
 )
 INSERT INTO notes (id, title, content, content_hash, created_at, updated_at, source, topic,
                    tags, test_run, deleted_at, ingested_at)

@@ -124,3 +124,27 @@ def test_an_undated_note_touched_then_renamed_keeps_its_dates_and_analysis(
     finally:
         conn.close()
     assert dates == [(old, old)]
+
+
+def test_an_undated_note_written_from_a_deleted_notes_text_is_new(tmp_path: Path) -> None:
+    # A template's text written again today took the dates of a note deleted earlier.
+    import os
+
+    old = 1_735_725_600  # 2025-01-01 10:00 UTC
+    body = "## Meeting notes\n\nAttendees:\n\nAgenda:\n\nAction items and owners for next week:\n"
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    (folder / "day1.md").write_text(body)
+    os.utime(folder / "day1.md", (old, old))
+    settings = ingested_folder(tmp_path, {}, exist_ok=True)
+    (folder / "day1.md").unlink()
+    service.ingest(settings, folder)
+    (folder / "day2.md").write_text(body)
+    report = service.ingest(settings, folder)
+    assert (report.inserted, report.moved_notes) == (1, 0)
+    conn = connect(settings.db_path)
+    try:
+        created = conn.execute("SELECT epoch(created_at) FROM notes WHERE id = 'notes/day2.md'")
+        assert created.fetchone()[0] > old
+    finally:
+        conn.close()

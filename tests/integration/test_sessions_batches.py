@@ -340,11 +340,14 @@ def test_a_transcript_saved_as_utf16_is_refused_saying_so(tmp_path: Path) -> Non
     settings, root = _home(tmp_path, 1)
     wide = root / "-proj00" / "wide.jsonl"
     wide.write_bytes(SMALL.read_text(encoding="utf-8").encode("utf-16"))
-    rows = {
-        Path(r["path"]).name: r
-        for r in service.distill_run(
-            settings, all_files=True, instance=dg.DagsterInstance.ephemeral()
-        )
-    }
+    instance = dg.DagsterInstance.ephemeral()
+    runs = service.distill_run(settings, all_files=True, instance=instance)
+    rows = {Path(r["path"]).name: r for r in runs}
     assert rows["s00.jsonl"]["ok"] and not rows["wide.jsonl"]["ok"]
     assert "the file is UTF-16 text" in rows["wide.jsonl"]["error"]
+    # Remembered while it is unchanged: not read again, listed with the files left out.
+    assert service.distill_run(settings, all_files=True, instance=instance) == []
+    from selene_dag.sessions.report import scan_listing
+
+    skipped = scan_listing(settings)["skipped"]
+    assert [Path(s["path"]).name for s in skipped] == ["wide.jsonl"]

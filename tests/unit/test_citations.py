@@ -118,3 +118,5 @@ def test_a_citation_keeps_the_spaces_of_its_id_and_joins_its_lines() -> None:
         "note", "n2/a.md", ((3, 4),)
     )
     assert parse_citation("claude-abc  events 2-3").ranges == ((2, 3),)
+    # A tab or a no-break space reads as a space.
+    assert parse_citation("note\tn2/a.md\tlines\u00a03") == Citation("note", "n2/a.md", ((3, 3),))

@@ -668,4 +668,17 @@ def test_a_note_dated_in_the_future_is_kept_and_reported(tmp_path: Path) -> None
     assert len(result.notes) == 2
     [problem] = result.errors
     assert problem.kept and problem.source.endswith("a.md")
-    assert "created 2952-03-01 is in the future" in problem.error
+    assert "dated in the future (note a.md, created 2952-03-01)" in problem.error
+    # Dated by its file's modification time: the same.
+    (tmp_path / "b.md").write_text("# Undated\nbody\n")
+    later = datetime(2099, 5, 5, tzinfo=UTC).timestamp()
+    os.utime(tmp_path / "b.md", (later, later))
+    errors = [e.error for e in read_notes(tmp_path).errors]
+    assert any("(note b.md, its file's modification time 2099-05-05)" in e for e in errors)
+
+
+def test_a_title_with_a_line_break_is_one_line() -> None:
+    from selene_dag.notes.ingest import NoteRecord
+
+    note = NoteRecord("t1", "Title\rwith cr\r\nand more", "x\r\ny", None, None, "s")
+    assert (note.title, note.content) == ("Title with cr and more", "x\ny")
