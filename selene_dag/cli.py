@@ -25,7 +25,7 @@ import traceback
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path, PurePath, PureWindowsPath
-from typing import Annotated, Any, TypeVar
+from typing import IO, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -644,6 +644,7 @@ def dev(
     # (Dagster's own processes would create it at once, beside a running `ingest`).
     instance_for(settings).dispose()
     dagster_home = settings.dagster_home.resolve()
+    held = _one_dev_per_home(dagster_home)  # open while it runs
     exe = shutil.which("dagster") or str(Path(sys.executable).parent / "dagster")
     target = ["-w", str(dev_workspace(dagster_home))]
     env = dev_environment(os.environ, dagster_home, settings.home.resolve(), settings)
@@ -664,7 +665,35 @@ def dev(
     # Dagster's processes start in the Dagster home: started here, they put this directory
     # on their import path, and a file in it named like a module they use (gql.py) broke them.
     command = [exe, "dev", *target, "-h", host, "-p", str(port)]
-    raise typer.Exit(run_until_stopped(command, env, dagster_home))
+    try:
+        code = run_until_stopped(command, env, dagster_home)
+    finally:
+        held.close()
+    raise typer.Exit(code)
+
+
+def _one_dev_per_home(dagster_home: Path) -> IO[str]:
+    """A lock on ``dagster_home`` held while the returned file is open: a second `dev` on
+    the same home ran a second daemon beside the first (Dagster supports one). Raises
+    SeleneError naming the running one's process."""
+    import fcntl
+
+    handle = (dagster_home / ".selene-dev.lock").open("a+", encoding="utf-8")
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.seek(0)
+        pid = handle.read().strip() or "?"
+        handle.close()
+        raise SeleneError(
+            f"another selene-dag dev runs on this home (process {pid}, DAGSTER_HOME="
+            f"{dagster_home}): one daemon per home; stop it first, or give another --home"
+        ) from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
 
 
 @app.command()

@@ -616,6 +616,25 @@ def test_serve_on_a_port_in_use_is_one_line(tmp_path):
         assert_one_line_error(run("dev", "--port", bad), "--port must be within 1..65535")
 
 
+def test_a_second_dev_on_one_home_is_one_line(tmp_path):
+    # It started a second daemon on the first one's instance (Dagster supports one).
+    import fcntl
+    import socket
+
+    dagster_home = tmp_path / "h" / "dagster"
+    dagster_home.mkdir(parents=True)
+    with (dagster_home / ".selene-dev.lock").open("a+") as held:
+        fcntl.flock(held, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        held.write("4242")
+        held.flush()
+        with socket.socket() as free:
+            free.bind(("127.0.0.1", 0))
+            port = free.getsockname()[1]
+        proc = run("dev", "--port", str(port), "--home", str(tmp_path / "h"), timeout=60)
+    assert_one_line_error(proc, "another selene-dag dev runs on this home (process 4242", "--home")
+    assert "Dagster UI on" not in proc.stderr
+
+
 @pytest.mark.parametrize("limit_kb", [20, 100, 1500])
 def test_a_disk_that_takes_no_more_is_one_line_and_a_rerun_finishes(tmp_path, limit_kb):
     # A full disk gave two chained tracebacks when Dagster's SQLite storage hit it (20 KB
