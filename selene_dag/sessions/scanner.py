@@ -10,6 +10,7 @@ from __future__ import annotations
 import codecs
 import hashlib
 import os
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -106,6 +107,11 @@ class ScanResult:
     skipped: list[SkippedFile]
 
 
+# The sub-agent Claude Code runs to compact a session (subagents/agent-acompact-<id>.jsonl):
+# its prompt is Claude Code's own and its answer the summary the session records already.
+_CLAUDE_COMPACTION = re.compile(r"agent-acompact-[^/]*\.jsonl\Z")
+
+
 def _considered(name: str) -> bool:
     return (
         name.endswith((".json", ".jsonl"))
@@ -199,6 +205,10 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
             platform: str | None = root.platform
             if st.st_size == 0:  # an agent creates its transcript before writing to it
                 skipped.setdefault(entry.path, SkippedFile(entry.path, base, "empty file"))
+                continue
+            if _CLAUDE_COMPACTION.match(entry.name) and root.platform in (None, "claude"):
+                reason = "Claude Code's compaction of a session (the session holds its summary)"
+                skipped.setdefault(entry.path, SkippedFile(entry.path, base, reason))
                 continue
             if not _conventional(entry.name, parent, root.platform):
                 platform, reason = _judge(entry.path, root.platform)

@@ -241,7 +241,7 @@ def test_cli_functions(world, first_run) -> None:
 
     settings = world["settings"]
     scan = distill_scan(settings)
-    assert {r["state"] for r in scan} == {"done"} and len(scan) == 3
+    assert {r["state"] for r in scan} <= {"done", "grown"} and len(scan) == 3
     status = distill_status(settings)
     assert status["files"] == 3 and status["distilled_sessions"] == 3
     report = distill_report(settings)

@@ -114,3 +114,19 @@ def test_a_malformed_rewind_costs_only_itself(tmp_path: Path) -> None:
     result = parse_file(path)
     assert result.errors == 1
     assert [e.text for e in result.events] == ["first", "second"]
+
+
+def test_a_tool_call_keeps_the_time_it_ran(tmp_path: Path) -> None:
+    # Every call and result took its message's time, though each call records its own.
+    reply = _msg(2, "gemini", "reading both")
+    reply["toolCalls"] = [
+        {"id": "c1", "name": "read_file", "args": {"path": "a.py"}, "status": "success",
+         "timestamp": "2026-04-20T08:02:06.000Z", "result": []},
+        {"id": "c2", "name": "read_file", "args": {"path": "b.py"}, "status": "success",
+         "result": []},
+    ]  # fmt: skip
+    path = _write(tmp_path / "session-t.jsonl", [HEADER, _msg(1, "user", "read"), reply])
+    events = [e for e in parse_file(path).events if e.tool_name == "read_file"]
+    assert [str(e.timestamp)[:19] for e in events] == [
+        "2026-04-20T08:02:06", "2026-04-20T08:02:06", "2026-04-20T08:02:00", "2026-04-20T08:02:00"
+    ]  # fmt: skip

@@ -257,3 +257,21 @@ def test_a_session_is_named_by_its_files_relative_path_too(tmp_path, monkeypatch
     assert naming.names("r/proj/abc.jsonl", "claude-1", str(path), None)
     assert naming.names("./r/proj/abc.jsonl", "claude-1", str(path), None)
     assert not naming.names("r/other/abc.jsonl", "claude-1", str(path), None)
+
+
+def test_claude_codes_compaction_sub_agent_is_no_session(tmp_path: Path) -> None:
+    # Its prompt is Claude Code's own and its answer the summary the session holds already:
+    # it was distilled and cited as a session of its own.
+    session = tmp_path / "claude" / "-home-dev-app" / "5b1f0d3e-0000-4000-8000-000000000001"
+    (session / "subagents").mkdir(parents=True)
+    shutil.copy(REAL_CLAUDE, session.parent / f"{session.name}.jsonl")
+    shutil.copy(REAL_CLAUDE, session / "subagents" / "agent-acompact-7f3e2a.jsonl")
+    shutil.copy(REAL_CLAUDE, session / "subagents" / "agent-a1b2c3.jsonl")
+    found = scan_report([SessionRoot(tmp_path / "claude", "claude")])
+    assert sorted(Path(f.path).name for f in found.files) == [
+        f"{session.name}.jsonl",
+        "agent-a1b2c3.jsonl",
+    ]
+    [skipped] = found.skipped
+    assert skipped.path.endswith("agent-acompact-7f3e2a.jsonl")
+    assert skipped.reason.startswith("Claude Code's compaction of a session")

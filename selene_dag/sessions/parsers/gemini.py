@@ -106,6 +106,8 @@ def _message_events(message: dict[str, Any], line: int, b: EventBuilder) -> Iter
                 continue
             args = call.get("args")
             args_text = dumps(args)
+            # A call carries the time it ran (a message's calls run one after another).
+            at = {**common, "timestamp": call.get("timestamp") or ts}
             yield b.make(
                 role="assistant",
                 kind="tool_use",
@@ -113,7 +115,7 @@ def _message_events(message: dict[str, Any], line: int, b: EventBuilder) -> Iter
                 tool_name=call.get("name"),
                 file_paths=paths_from_input(args, args_text),
                 raw_type=f"{mtype}/toolCall",
-                **common,
+                **at,
             )
             result, is_error = _result_text(call)
             yield b.make(
@@ -123,7 +125,7 @@ def _message_events(message: dict[str, Any], line: int, b: EventBuilder) -> Iter
                 tool_name=call.get("name"),
                 is_error=is_error,
                 raw_type=f"{mtype}/toolResult",
-                **common,
+                **at,
             )
     elif mtype in ("info", "warning"):
         yield b.make(
