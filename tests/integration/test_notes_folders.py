@@ -925,15 +925,21 @@ def test_a_seleneignore_file_inside_an_archive_passes_over_what_it_lists(
     assert ids == {n.id for n in read_notes(vault).notes}  # as the folder is read
 
 
+def _vault_linking_out(tmp_path: Path, elsewhere: str) -> tuple[Path, Path]:
+    """A vault of one note and a link ``linked.md`` to a note in the folder ``elsewhere``."""
+    folder = _write(tmp_path / "vault", {"a.md": "# A\n\nalpha"})
+    outside = _write(tmp_path / elsewhere, {"o.md": "# Shared\n\nomega lives elsewhere"})
+    (folder / "linked.md").symlink_to(outside / "o.md")
+    return folder, outside
+
+
 def test_a_linked_note_belongs_to_its_folder_and_leaves_with_its_link(
     tmp_path: Path, home: Path
 ) -> None:
     # A file that is a link to a note kept elsewhere (a shared folder linked into a vault)
     # was stored under its target's path: the folder's count left it out, and deleting the
     # link never deleted the note.
-    folder = _write(tmp_path / "vault", {"a.md": "# A\n\nalpha"})
-    elsewhere = _write(tmp_path / "shared", {"o.md": "# Shared\n\nomega lives elsewhere"})
-    (folder / "linked.md").symlink_to(elsewhere / "o.md")
+    folder, _ = _vault_linking_out(tmp_path, "shared")
     settings = load_settings()
     first = service.ingest(settings, folder)
     assert (first.notes, first.inserted, first.home_notes) == (2, 2, 2)
@@ -949,9 +955,7 @@ def test_a_link_to_a_missing_file_is_reported_and_keeps_its_note_until_removed(
     tmp_path: Path, home: Path
 ) -> None:
     # A link into a drive not mounted was passed over without a word, and its note deleted.
-    folder = _write(tmp_path / "vault", {"a.md": "# A\n\nalpha"})
-    elsewhere = _write(tmp_path / "drive", {"o.md": "# Shared\n\nomega lives elsewhere"})
-    (folder / "linked.md").symlink_to(elsewhere / "o.md")
+    folder, elsewhere = _vault_linking_out(tmp_path, "drive")
     (folder / "never.md").symlink_to(tmp_path / "nowhere.md")
     settings = load_settings()
     first = service.ingest(settings, folder)
