@@ -219,19 +219,21 @@ def absent_words_note(
     terms: Sequence[str],
     frequencies: Sequence[tuple[str, int]],
     too_common: Collection[str] = (),
+    held_nowhere: Collection[str] = (),
 ) -> str:
     """What a pack's reader should know when words of the question (``terms``, named in
     their order) are in no note or session (``frequencies``: each term's document
     frequency, in any order): the pack then holds what matched the other words only (a
     question about something the home never mentions, or a word misspelt). Words with a
-    digit are left out (they are looked up word for word, not by the index's words), and
-    so are those of ``too_common``: the index's stopwords, which it holds for no document.
-    Empty when every word was found."""
+    digit are named only when in ``held_nowhere`` (looked up word for word, not by the
+    index's words, which drop digits), and those of ``too_common`` never: the index's
+    stopwords, which it holds for no document. Empty when every word was found."""
     held = {w for w, df in frequencies if df > 0}
     absent = [
         w
         for w in terms
-        if w not in held and not any(c.isdigit() for c in w) and w not in too_common
+        if (w in held_nowhere if any(c.isdigit() for c in w) else w not in held)
+        and w not in too_common
     ]
     if not absent:
         return ""
@@ -765,9 +767,17 @@ def ask(
         or bool(version_terms(query))
     )
     matrix = passage_matrix(conn, build) if passage_limit and searchable else None
+    nowhere: set[str] = set()  # the question's words with a digit no passage holds
     hits = (
         hybrid_passages(
-            conn, query, kinds, limit=passage_limit, k=PASSAGE_RRF_K, ids=ids, matrix=matrix
+            conn,
+            query,
+            kinds,
+            limit=passage_limit,
+            k=PASSAGE_RRF_K,
+            ids=ids,
+            matrix=matrix,
+            held_nowhere=nowhere,
         )
         if matrix is not None
         else []
@@ -834,7 +844,7 @@ def ask(
         else:
             missing = [w for w, df in frequencies if df == 0]
             common = bm25.stopwords_among(conn, missing) if missing else set()
-            stats["note"] = absent_words_note(terms, frequencies, common)
+            stats["note"] = absent_words_note(terms, frequencies, common, nowhere)
     else:
         stats["note"] = NOTHING_MATCHED
     if left_out := unsearched_words(question, UNSEARCHED_LIMIT):

@@ -484,7 +484,11 @@ def literal_terms(terms: Sequence[str], every: bool = False) -> list[str]:
 
 
 def passage_literal(
-    conn: duckdb.DuckDBPyConnection, terms: Sequence[str], kinds: Sequence[str], limit: int
+    conn: duckdb.DuckDBPyConnection,
+    terms: Sequence[str],
+    kinds: Sequence[str],
+    limit: int,
+    held: set[str] | None = None,
 ) -> tuple[list[tuple[str, int]], int]:
     """The ``limit`` passages holding most of ``terms`` word for word (case-insensitive,
     between non-alphanumeric characters, in title or text), as ``(passage_id, terms held)``,
@@ -494,7 +498,8 @@ def passage_literal(
     counts (0 when none does). Only a term held by at most ``limit`` passages counts: a
     ticket number or an error code picks its passages out, while "10" or "v2" is in too
     many to tell anything. Empty without terms. A scan of the passages' text, asked only
-    for questions with such terms."""
+    for questions with such terms. ``held``, when given, gets the terms (lowered) some
+    passage holds."""
     if not terms:
         return [], 0
     lowered = [t.lower() for t in terms]
@@ -512,11 +517,13 @@ FROM held
 """,
         {"kinds": list(kinds), "terms": lowered},
     ).fetchall()
-    df = Counter(t for _, held, _ in rows for t in held)
+    df = Counter(t for _, found, _ in rows for t in found)
+    if held is not None:
+        held.update(df)
     telling = {t for t, n in df.items() if n <= limit}
     scored = [
-        (str(p), sum(t in telling for t in held), sum(t in telling for t in titled))
-        for p, held, titled in rows
+        (str(p), sum(t in telling for t in found), sum(t in telling for t in titled))
+        for p, found, titled in rows
     ]
     scored = [s for s in scored if s[1]]
     scored.sort(key=lambda x: (-x[1], -x[2], x[0]))
@@ -593,6 +600,7 @@ def hybrid_passages(
     dense_weight: float = DENSE_WEIGHT,
     ids: Sequence[int] | None = None,
     matrix: _Matrix | None = None,
+    held_nowhere: set[str] | None = None,
 ) -> list[PassageHit]:
     """Passages for ``question``: the ``limit`` best by BM25, the ``limit`` nearest by
     embedding and, when the question has words with a digit, the ``limit`` holding most of
@@ -610,7 +618,10 @@ def hybrid_passages(
     build = matrix.build if matrix is not None else None
     lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids, build)] if terms else []
     wanted = [*literal_terms(terms, every=not lexical), *versions]
-    found, rarest = passage_literal(conn, wanted, kinds, limit)
+    held: set[str] = set()
+    found, rarest = passage_literal(conn, wanted, kinds, limit, held)
+    if held_nowhere is not None:
+        held_nowhere.update(t.lower() for t in wanted if t.lower() not in held)
     literal = [p for p, _ in found]
     literal_weight = RARE_LITERAL_WEIGHT if 0 < rarest <= RARE_LITERAL else LITERAL_WEIGHT
     if not lexical and not literal:

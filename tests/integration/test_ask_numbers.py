@@ -102,4 +102,9 @@ def test_an_identifier_with_a_digit_picks_its_note_among_its_siblings(tmp_path) 
         },
     )
     result = service.ask(settings, "ERR7 billing", 60)
-    assert result.items[0].id == "note:notes/e7.md"
+    assert result.items[0].id == "note:notes/e7.md" and result.stats["note"] == ""
+    # One that no note holds is named (ERR1's note came first without a word).
+    assert (
+        "no note or session holds 'err11'"
+        in service.ask(settings, "ERR11 billing", 60).stats["note"]
+    )
