@@ -17,15 +17,33 @@ _INPUT_CHANGED = (
     & ~dg.AutomationCondition.executed_with_root_target()
 ).with_label("input changed")
 
+ESSENCES_CRON = "*/5 * * * *"
+DIGESTS_CRON = "0 * * * *"
+TIERS_CRON = "0 3 * * *"
+DAILY_SUMMARY_CRON = "30 0 * * *"
+
+# Whether a clock of the assets ticked since the last evaluation: then an asset may be
+# requested by its clock alone.
+_A_CLOCK_TICKED = (
+    dg.AutomationCondition.cron_tick_passed(ESSENCES_CRON)
+    | dg.AutomationCondition.cron_tick_passed(DIGESTS_CRON)
+    | dg.AutomationCondition.cron_tick_passed(TIERS_CRON)
+    | dg.AutomationCondition.cron_tick_passed(DAILY_SUMMARY_CRON)
+)
+
 # eager() also follows an input that merely *will be requested* this tick. An input that
 # runs on its own clock (processed_notes every 5 minutes) would then drag everything below
 # it along on every tick, changed or not; so follow a requested input only when it is
-# requested because its own inputs changed or run now. An input that ran by its clock and
-# changed is still followed, one evaluation later, through its data version.
+# requested because its own inputs changed or run now; and on an evaluation after a clock
+# ticked, only for an input of its own that changed, not one that is requested (at an hour,
+# the digests' clock and the essences' ran compression_health with them). An input that
+# ran by its clock and changed is still followed, one evaluation later, through its data
+# version.
 _INPUT_FOLLOWS_A_CHANGE = (
     dg.AutomationCondition.will_be_requested()
     & dg.AutomationCondition.any_deps_match(
-        dg.AutomationCondition.data_version_changed() | dg.AutomationCondition.will_be_requested()
+        dg.AutomationCondition.data_version_changed()
+        | (dg.AutomationCondition.will_be_requested() & ~_A_CLOCK_TICKED)
     )
 ).with_label("input will run for a changed input")
 
@@ -57,11 +75,6 @@ FOLLOW_UPSTREAM = (
 # no condition was never requested by automation: the blocking ones did not guard the
 # runs the daemon started.
 WITH_ITS_ASSET = dg.AutomationCondition.eager().with_label("with its asset")
-
-ESSENCES_CRON = "*/5 * * * *"
-DIGESTS_CRON = "0 * * * *"
-TIERS_CRON = "0 3 * * *"
-DAILY_SUMMARY_CRON = "30 0 * * *"
 
 
 def every(cron: str) -> dg.AutomationCondition:

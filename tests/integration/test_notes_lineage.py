@@ -187,6 +187,23 @@ def test_cadences_follow_seed_000_times():
 
 
 @pytest.mark.filterwarnings("ignore:Parameter `include_sources`:dagster.BetaWarning")
+def test_two_clocks_ticking_together_drag_nothing_along():
+    """At an hour the digests' clock and the essences' tick together: compression_health,
+    which follows both, ran with them though neither input had changed."""
+    from selene_dag.definitions import defs
+
+    instance = dg.DagsterInstance.ephemeral()
+    for assets_def in defs.assets:
+        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.partitions_def is None:
+            for key in assets_def.keys:
+                instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    _, cursor = _requested(defs, instance, datetime(2026, 7, 15, 8, 58, tzinfo=UTC), None)
+    at_nine, _ = _requested(defs, instance, datetime(2026, 7, 15, 9, 1, tzinfo=UTC), cursor)
+    assert {"processed_notes", "thread_digests"} <= at_nine
+    assert "compression_health" not in at_nine and "search_index" not in at_nine
+
+
+@pytest.mark.filterwarnings("ignore:Parameter `include_sources`:dagster.BetaWarning")
 def test_a_changed_folder_runs_the_whole_notes_chain_in_one_evaluation():
     """The essences' own clock drags nothing along (above), but a change to the notes
     folder still reaches every asset below it at once, not one evaluation per level."""
