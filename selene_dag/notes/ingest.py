@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import codecs
 import contextlib
+import errno
 import hashlib
 import io
 import os
@@ -401,15 +402,25 @@ def read_notes(
             target = os.path.normpath(os.path.join(os.path.dirname(link), os.readlink(link)))
         except OSError:  # removed since the walk
             continue
+        what = "a link that loops" if _loops(link) else "a link that leads to no file"
         why = (
-            f"a link that leads to no file (to {_text.path_text(target)}): not read (what it "
-            "gave before is kept; remove the link to delete it)"
+            f"{what} (to {_text.path_text(target)}): not read (what it gave before is kept; "
+            "remove the link to delete it)"
         )
         result.errors.append(IngestError(source, None, why))
         result.files_failed.append(source)
     result.notes = dated_by_creation(result.notes)
     result.errors.extend(_future_dates(result.notes))
     return result
+
+
+def _loops(link: str) -> bool:
+    """Whether the link ``link`` leads back to itself (through other links)."""
+    try:
+        os.stat(link)
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 # A date this far past the real clock is a typo (2052 for 2025), not a time zone's.

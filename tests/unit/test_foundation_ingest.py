@@ -682,3 +682,16 @@ def test_a_title_with_a_line_break_is_one_line() -> None:
 
     note = NoteRecord("t1", "Title\rwith cr\r\nand more", "x\r\ny", None, None, "s")
     assert (note.title, note.content) == ("Title with cr and more", "x\ny")
+
+
+def test_a_link_loop_is_reported_as_one(tmp_path: Path) -> None:
+    (tmp_path / "a.md").write_text("# A\nalpha\n")
+    (tmp_path / "loopa.md").symlink_to(tmp_path / "loopb.md")
+    (tmp_path / "loopb.md").symlink_to(tmp_path / "loopa.md")
+    (tmp_path / "gone.md").symlink_to(tmp_path / "nowhere.md")
+    result = read_notes(tmp_path)
+    assert [n.title for n in result.notes] == ["A"]
+    reasons = {Path(e.source).name: e.error for e in result.errors}
+    assert reasons["loopa.md"].startswith("a link that loops (to ")
+    assert reasons["gone.md"].startswith("a link that leads to no file (to ")
+    assert set(result.files_failed) == {e.source for e in result.errors}
