@@ -17,6 +17,7 @@ import duckdb
 
 from selene_dag.files import file_state
 from selene_dag.sessions.parsers.model import SessionEvent
+from selene_dag.sessions.scanner import gemini_migrated
 from selene_dag.sessions.store import (
     SessionFileRow,
     load_events_many,
@@ -31,8 +32,10 @@ def moved_sessions(
 ) -> dict[str, str]:
     """``{stored key: key read}``: stored sessions that a file of ``read`` (its row and
     events, as just read) continues under another key: the same platform and tool session
-    id, a source file that is gone now, and stored events that are, kind and text in
-    order, the first events of the file read. A few queries, whatever the number."""
+    id, a source file that is gone now (or a Gemini CLI ``session-….json`` that Gemini CLI
+    copied whole into the ``session-….jsonl`` read, resuming it, and left in place), and
+    stored events that are, kind and text in order, the first events of the file read. A
+    few queries, whatever the number."""
     new_by_id: dict[tuple[str, str], list[tuple[str, Sequence[SessionEvent]]]] = {}
     for row, events in read:
         if row.source_session_id and events:
@@ -40,10 +43,13 @@ def moved_sessions(
                 (row.session_key, events)
             )
     read_keys = {row.session_key for row, _ in read}
+    read_paths = {row.path for row, _ in read}
     candidates = [
         row
         for row in sessions_with_tool_ids(conn, list(new_by_id))
-        if row.session_key not in read_keys and row.events and file_state(row.path) == "gone"
+        if row.session_key not in read_keys
+        and row.events
+        and (file_state(row.path) == "gone" or gemini_migrated(row.path, read_paths))
     ]
     if not candidates:
         return {}

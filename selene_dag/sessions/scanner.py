@@ -112,6 +112,16 @@ class ScanResult:
 _CLAUDE_COMPACTION = re.compile(r"agent-acompact-[^/]*\.jsonl\Z")
 
 
+def gemini_migrated(path: str, others: set[str] | None = None) -> bool:
+    """Whether ``path`` is a Gemini CLI ``session-….json`` that Gemini CLI copied into
+    ``session-….jsonl`` beside it when the session was resumed (it writes on there and
+    leaves the old file): that file, among ``others`` when given, else on disk."""
+    name = path.rsplit("/", 1)[-1]
+    if not (name.startswith("session-") and name.endswith(".json")):
+        return False
+    return path + "l" in others if others is not None else os.path.isfile(path + "l")
+
+
 def _considered(name: str) -> bool:
     return (
         name.endswith((".json", ".jsonl"))
@@ -205,6 +215,13 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
             platform: str | None = root.platform
             if st.st_size == 0:  # an agent creates its transcript before writing to it
                 skipped.setdefault(entry.path, SkippedFile(entry.path, base, "empty file"))
+                continue
+            if root.platform in (None, "gemini") and gemini_migrated(entry.path):
+                reason = (
+                    f"Gemini CLI copied this session into {entry.name}l when it was resumed "
+                    "(that file holds the whole conversation)"
+                )
+                skipped.setdefault(entry.path, SkippedFile(entry.path, base, reason))
                 continue
             if _CLAUDE_COMPACTION.match(entry.name) and root.platform in (None, "claude"):
                 reason = "Claude Code's compaction of a session (the session holds its summary)"

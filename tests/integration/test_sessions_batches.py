@@ -351,3 +351,47 @@ def test_a_transcript_saved_as_utf16_is_refused_saying_so(tmp_path: Path) -> Non
 
     skipped = scan_listing(settings)["skipped"]
     assert [Path(s["path"]).name for s in skipped] == ["wide.jsonl"]
+
+
+def test_a_gemini_session_resumed_into_jsonl_is_stored_once(tmp_path: Path) -> None:
+    # Resuming session-x.json, Gemini CLI copies it whole into session-x.jsonl and writes on
+    # there, leaving the .json: both were stored, and ask cited the conversation twice.
+    import json
+
+    from selene_dag.sessions.report import scan_listing
+    from tests.support.sessions import FIXTURES
+
+    doc = json.loads(
+        (
+            FIXTURES / "gemini" / "VibeCodingTracker_894772f_test_conversation_gemini.json"
+        ).read_text()
+    )
+    chats = tmp_path / "gemini" / "tmp" / "9da8b3df" / "chats"
+    chats.mkdir(parents=True)
+    legacy = chats / "session-2026-04-23T12-52-8a20078e.json"
+    legacy.write_text(json.dumps(doc))
+    settings = load_settings(
+        {"SELENE_SESSION_ROOTS": f"gemini={tmp_path / 'gemini'}", "SELENE_LLM": "extractive",
+         "SELENE_CLI_ASSESSORS": "", "SELENE_NOW": "2026-05-01T00:00:00Z"},
+        home=tmp_path / "home",
+    )  # fmt: skip
+    instance = dg.DagsterInstance.ephemeral()
+    [first] = service.distill_run(settings, all_files=True, instance=instance)
+    assert first["ok"]
+    header = {k: doc[k] for k in ("sessionId", "projectHash", "startTime", "lastUpdated")}
+    added = {**doc["messages"][0], "id": "m-new", "content": "and one more question"}
+    lines = [header, *doc["messages"], added]
+    migrated = chats / f"{legacy.name}l"
+    migrated.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    [second] = service.distill_run(settings, all_files=True, instance=instance)
+    assert second["ok"] and second["path"] == str(migrated)
+    conn = duckdb.connect(str(settings.db_path), read_only=True)
+    try:
+        paths = [r[0] for r in conn.execute("SELECT path FROM session_files").fetchall()]
+    finally:
+        conn.close()
+    assert paths == [str(migrated)]
+    skipped = scan_listing(settings)["skipped"]
+    assert [(Path(s["path"]).name, "copied this session" in s["reason"]) for s in skipped] == [
+        (legacy.name, True)
+    ]
