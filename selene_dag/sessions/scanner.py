@@ -116,7 +116,7 @@ def gemini_migrated(path: str, others: set[str] | None = None) -> bool:
     """Whether ``path`` is a Gemini CLI ``session-….json`` that Gemini CLI copied into
     ``session-….jsonl`` beside it when the session was resumed (it writes on there and
     leaves the old file): that file, among ``others`` when given, else on disk."""
-    name = path.rsplit("/", 1)[-1]
+    name = os.path.basename(path)
     if not (name.startswith("session-") and name.endswith(".json")):
         return False
     return path + "l" in others if others is not None else os.path.isfile(path + "l")

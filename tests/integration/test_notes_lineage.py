@@ -142,6 +142,14 @@ def test_ollama_engine_runs_the_same_assets_with_the_seed_limit(small_corpus, mo
     assert cached >= 12
 
 
+def _materialized_once(defs, instance) -> None:
+    """Record one materialization of every unpartitioned asset of ``defs`` in ``instance``."""
+    for assets_def in defs.assets:
+        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.partitions_def is None:
+            for key in assets_def.keys:
+                instance.report_runless_asset_event(dg.AssetMaterialization(key))
+
+
 def _requested(defs, instance, at, cursor):
     result = dg.evaluate_automation_conditions(
         defs=defs, instance=instance, evaluation_time=at, cursor=cursor
@@ -158,10 +166,7 @@ def test_cadences_follow_seed_000_times():
     from selene_dag.definitions import defs
 
     instance = dg.DagsterInstance.ephemeral()
-    for assets_def in defs.assets:
-        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.partitions_def is None:
-            for key in assets_def.keys:
-                instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    _materialized_once(defs, instance)
     start = datetime(2026, 7, 15, 2, 58, tzinfo=UTC)
     _, cursor = _requested(defs, instance, start, None)
     at_three, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 1, tzinfo=UTC), cursor)
@@ -193,10 +198,7 @@ def test_two_clocks_ticking_together_drag_nothing_along():
     from selene_dag.definitions import defs
 
     instance = dg.DagsterInstance.ephemeral()
-    for assets_def in defs.assets:
-        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.partitions_def is None:
-            for key in assets_def.keys:
-                instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    _materialized_once(defs, instance)
     _, cursor = _requested(defs, instance, datetime(2026, 7, 15, 8, 58, tzinfo=UTC), None)
     at_nine, _ = _requested(defs, instance, datetime(2026, 7, 15, 9, 1, tzinfo=UTC), cursor)
     assert {"processed_notes", "thread_digests"} <= at_nine
@@ -219,10 +221,7 @@ def test_a_changed_folder_runs_the_whole_notes_chain_in_one_evaluation():
         )
 
     observe_folder("v1")
-    for assets_def in defs.assets:
-        if isinstance(assets_def, dg.AssetsDefinition) and assets_def.partitions_def is None:
-            for key in assets_def.keys:
-                instance.report_runless_asset_event(dg.AssetMaterialization(key))
+    _materialized_once(defs, instance)
     _, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 11, tzinfo=UTC), None)
     _, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 12, tzinfo=UTC), cursor)
     observe_folder("v1")
