@@ -22,7 +22,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path, PurePath, PureWindowsPath
 from typing import IO, Annotated, Any, TypeVar
@@ -594,15 +594,18 @@ def dev_environment(
     }
 
 
-def run_until_stopped(command: list[str], env: Mapping[str, str], cwd: Path) -> int:
+def run_until_stopped(
+    command: list[str], env: Mapping[str, str], cwd: Path, keep_open: Sequence[int] = ()
+) -> int:
     """Run ``command`` and return its exit code; a SIGTERM or SIGHUP sent to this process
     is passed on to it (`dagster dev` then stops the webserver, daemon and code servers it
     started; killed with the wrapper alone, they kept running), and once it has stopped
-    the code is the signal's, 128 + its number (143 for SIGTERM), as a server's is."""
+    the code is the signal's, 128 + its number (143 for SIGTERM), as a server's is. The
+    file descriptors of ``keep_open`` stay open in it (a lock it holds too)."""
     # Dagster stops on SIGTERM through its SIGINT handler: a SIGINT ignored here (a job
     # started in the background) would be ignored by the child too, and SIGTERM with it.
     interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
-    child = subprocess.Popen(command, env=dict(env), cwd=cwd)
+    child = subprocess.Popen(command, env=dict(env), cwd=cwd, pass_fds=tuple(keep_open))
     stopped_by: list[int] = []
 
     def pass_on(signum: int, _frame: object) -> None:
@@ -666,7 +669,9 @@ def dev(
     # on their import path, and a file in it named like a module they use (gql.py) broke them.
     command = [exe, "dev", *target, "-h", host, "-p", str(port)]
     try:
-        code = run_until_stopped(command, env, dagster_home)
+        # Dagster's processes hold the lock too: a wrapper killed outright (SIGKILL) left
+        # them running, and a second dev started a second daemon beside them.
+        code = run_until_stopped(command, env, dagster_home, keep_open=(held.fileno(),))
     finally:
         held.close()
     raise typer.Exit(code)

@@ -26,7 +26,7 @@ import hashlib
 import inspect
 import weakref
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from functools import cache
 from pathlib import Path
 
@@ -476,9 +476,12 @@ def build_index(
             f"SELECT count(*) FILTER (kind = 'note'), count(*) FILTER (kind = 'chunk') "
             f"FROM {DOCS_TABLE}"
         ).fetchone()
+        # Stamped by the real clock, not ``now`` (SELENE_NOW may pin it): what processes
+        # keep of an index (the passage matrix, in memory and in the cache folder) is keyed
+        # by it, and two builds of one corpus for two models were one key on a pinned day.
         conn.execute(
             "INSERT OR REPLACE INTO search_index_meta VALUES (1, ?, ?, ?)",
-            [version, notes + chunks, now],
+            [version, notes + chunks, datetime.now(UTC)],
         )
     return BuildResult(
         int(notes),

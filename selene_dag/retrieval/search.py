@@ -7,6 +7,7 @@ stemmed terms (:mod:`.bm25`), so a question never scans every document.
 
 from __future__ import annotations
 
+import glob
 import hashlib
 import os
 import threading
@@ -357,7 +358,8 @@ def _matrix_file(build: tuple[str, str]) -> Path | None:
     if not database.is_absolute() or not database.is_file():
         return None
     digest = hashlib.sha256(build[1].encode("utf-8", "surrogatepass")).hexdigest()[:20]
-    return database.parent / "cache" / f"{_MATRIX_FILE_PREFIX}{digest}.npz"
+    # Named by its database too: two databases in one folder kept removing each other's.
+    return database.parent / "cache" / f"{_MATRIX_FILE_PREFIX}{database.stem}-{digest}.npz"
 
 
 def _joined(values: list[Any]) -> np.ndarray:
@@ -384,7 +386,8 @@ def _save_columns(file: Path, columns: _Columns, embedded: np.ndarray, vectors: 
     }
     try:
         file.parent.mkdir(exist_ok=True)
-        for old in file.parent.glob(f"{_MATRIX_FILE_PREFIX}*.npz"):
+        mine = file.name.rsplit("-", 1)[0]  # this database's files, of other builds
+        for old in file.parent.glob(f"{glob.escape(mine)}-*.npz"):
             if old != file:
                 old.unlink(missing_ok=True)
         partial = file.with_name(f".{file.name}.{os.getpid()}.part")
@@ -401,13 +404,16 @@ def _load_columns(file: Path) -> tuple[_Columns, np.ndarray, np.ndarray] | None:
         with np.load(file, allow_pickle=False) as data:
             n = int(data["n"][0])
             columns: _Columns = {c: _parted(data[c], n) for c in _TEXT_COLUMNS}
-            columns.update({c: data[c].tolist() for c in _NUMBER_COLUMNS})
+            numbers = [data[c] for c in _NUMBER_COLUMNS]
             embedded, vectors = data["embedded"], data["vectors"]
-    except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile):
+    except (OSError, ValueError, KeyError, EOFError, TypeError, AttributeError, zipfile.BadZipFile):
+        return None  # not such a file (torn, another format): read from the database
+    if any(a.dtype.kind not in "iu" or a.shape != (n,) for a in numbers):
         return None
-    if any(len(v) != n for v in columns.values()) or embedded.shape != (n,):
+    columns.update({c: a.tolist() for c, a in zip(_NUMBER_COLUMNS, numbers, strict=True)})
+    if embedded.dtype != np.bool_ or embedded.shape != (n,):
         return None
-    if vectors.shape != (int(embedded.sum()), 256):
+    if vectors.dtype != np.float32 or vectors.shape != (int(embedded.sum()), 256):
         return None
     return columns, embedded, vectors
 

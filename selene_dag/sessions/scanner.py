@@ -115,11 +115,31 @@ _CLAUDE_COMPACTION = re.compile(r"agent-acompact-[^/]*\.jsonl\Z")
 def gemini_migrated(path: str, others: set[str] | None = None) -> bool:
     """Whether ``path`` is a Gemini CLI ``session-….json`` that Gemini CLI copied into
     ``session-….jsonl`` beside it when the session was resumed (it writes on there and
-    leaves the old file): that file, among ``others`` when given, else on disk."""
+    leaves the old file): that file, among ``others`` when given (the caller compares the
+    sessions), else on disk holding the same session id."""
     name = os.path.basename(path)
     if not (name.startswith("session-") and name.endswith(".json")):
         return False
-    return path + "l" in others if others is not None else os.path.isfile(path + "l")
+    if others is not None:
+        return path + "l" in others
+    if not os.path.isfile(path + "l"):
+        return False
+    found = _gemini_session_id(path)
+    return found is not None and found == _gemini_session_id(path + "l")
+
+
+_GEMINI_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]+)"')
+
+
+def _gemini_session_id(path: str) -> bytes | None:
+    """The session id a Gemini CLI file names first (its header), or None."""
+    try:
+        with open(path, "rb") as handle:
+            head = handle.read(65536)
+    except OSError:
+        return None
+    found = _GEMINI_SESSION_ID.search(head)
+    return found.group(1) if found else None
 
 
 def _considered(name: str) -> bool:

@@ -199,6 +199,17 @@ def test_the_passage_matrix_is_kept_beside_the_database_for_the_next_process(bui
     search._MATRICES.clear()
     assert passage_matrix(built).spans == first.spans
     assert kept.stat().st_size > 1000  # and kept again
+    with kept.open("wb") as handle:  # another format at its name (an ask crashed on it)
+        np.save(handle, np.arange(5))
+    search._MATRICES.clear()
+    assert passage_matrix(built).spans == first.spans
+    # Named by its database: another database's file in the folder stays.
+    other = kept.with_name("passage_matrix-other-0123.npz")
+    other.write_bytes(b"x")
+    kept.unlink()
+    search._MATRICES.clear()
+    passage_matrix(built)
+    assert other.exists() and kept.exists()
 
 
 def test_a_rebuild_counts_and_cuts_only_changed_documents(tmp_path: Path) -> None:
@@ -333,5 +344,22 @@ def test_note_counts_derived_from_passages_are_the_model_counts(tmp_path: Path) 
         counter = StoredCounts(conn, MODEL)
         assert counter([b for b, _ in rows]) == [n for _, n in rows]
         assert counter.counted == 0  # all found in token_counts
+    finally:
+        conn.close()
+
+
+def test_two_builds_on_a_pinned_day_are_two_builds(tmp_path: Path) -> None:
+    # With SELENE_NOW pinned, a rebuild of one corpus for another model kept the build key,
+    # and a process served the passages' token counts of the first model's build.
+    from selene_dag.retrieval.index import build_key
+
+    db = tmp_path / "selene.duckdb"
+    seed_store(db)
+    conn = connect(db)
+    try:
+        build_index(conn, NOW, model=MODEL)
+        first = build_key(conn)
+        build_index(conn, NOW, model="llama3.1:8b")
+        assert build_key(conn) != first
     finally:
         conn.close()

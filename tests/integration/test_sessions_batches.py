@@ -395,3 +395,14 @@ def test_a_gemini_session_resumed_into_jsonl_is_stored_once(tmp_path: Path) -> N
     assert [(Path(s["path"]).name, "copied this session" in s["reason"]) for s in skipped] == [
         (legacy.name, True)
     ]
+    # A .jsonl of another session beside a .json: two sessions, both read.
+    other = {**doc, "sessionId": "0ab84937-9fe7-4284-986a-33c832af0b6a"}
+    (chats / "session-other.json").write_text(json.dumps(other))
+    header = {**header, "sessionId": "11111111-2222-4333-8444-555555555555"}
+    lines = [header, *doc["messages"]]
+    (chats / "session-other.jsonl").write_text("".join(json.dumps(x) + "\n" for x in lines))
+    rows = service.distill_run(settings, all_files=True, instance=instance)
+    assert sorted(Path(r["path"]).name for r in rows if r["ok"]) == [
+        "session-other.json",
+        "session-other.jsonl",
+    ]
