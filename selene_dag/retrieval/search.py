@@ -495,6 +495,7 @@ def passage_literal(
     kinds: Sequence[str],
     limit: int,
     held: set[str] | None = None,
+    alone: bool = False,
 ) -> tuple[list[tuple[str, int]], int]:
     """The ``limit`` passages holding most of ``terms`` word for word (case-insensitive,
     between non-alphanumeric characters, in title or text), as ``(passage_id, terms held)``,
@@ -505,7 +506,8 @@ def passage_literal(
     ticket number or an error code picks its passages out, while "10" or "v2" is in too
     many to tell anything. Empty without terms. A scan of the passages' text, asked only
     for questions with such terms. ``held``, when given, gets the terms (lowered) some
-    passage holds."""
+    passage holds. ``alone``: the terms are all the question has (no word of it in the
+    index): each counts however many passages hold it (a lone "v2" found nothing)."""
     if not terms:
         return [], 0
     lowered = [t.lower() for t in terms]
@@ -526,7 +528,7 @@ FROM held
     df = Counter(t for _, found, _ in rows for t in found)
     if held is not None:
         held.update(df)
-    telling = {t for t, n in df.items() if n <= limit}
+    telling = set(df) if alone else {t for t, n in df.items() if n <= limit}
     scored = [
         (str(p), sum(t in telling for t in found), sum(t in telling for t in titled))
         for p, found, titled in rows
@@ -625,7 +627,7 @@ def hybrid_passages(
     lexical = [p for p, _ in passage_bm25(conn, terms, kinds, limit, ids, build)] if terms else []
     wanted = [*literal_terms(terms, every=not lexical), *versions]
     held: set[str] = set()
-    found, rarest = passage_literal(conn, wanted, kinds, limit, held)
+    found, rarest = passage_literal(conn, wanted, kinds, limit, held, alone=not lexical)
     if held_nowhere is not None:
         held_nowhere.update(t.lower() for t in wanted if t.lower() not in held)
     literal = [p for p, _ in found]

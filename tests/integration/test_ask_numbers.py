@@ -108,3 +108,17 @@ def test_an_identifier_with_a_digit_picks_its_note_among_its_siblings(tmp_path) 
         "no note or session holds 'err11'"
         in service.ask(settings, "ERR11 billing", 60).stats["note"]
     )
+
+
+def test_a_lone_word_with_a_digit_held_by_many_passages_finds_them(tmp_path) -> None:
+    # "v2" alone: no word of it in the index, and held by more passages than the literal
+    # list takes as telling, it found nothing ("nothing matched") at small budgets.
+    settings = ingested_folder(
+        tmp_path,
+        {
+            f"n{i}.md": f"# Note {i}\n\nThe v2 endpoint of service {i} replaces v1.\n"
+            for i in range(60)
+        },
+    )
+    result = service.ask(settings, "v2", 400)
+    assert result.items and result.stats["note"] == ""
