@@ -8,6 +8,9 @@ themselves. The automation-condition sensor in ``definitions.py`` evaluates them
 
 from __future__ import annotations
 
+import functools
+import operator
+
 import dagster as dg
 
 # Follow an input only when its content changed (its data version), not whenever it was
@@ -22,13 +25,12 @@ DIGESTS_CRON = "0 * * * *"
 TIERS_CRON = "0 3 * * *"
 DAILY_SUMMARY_CRON = "30 0 * * *"
 
+CRONS = (ESSENCES_CRON, DIGESTS_CRON, TIERS_CRON, DAILY_SUMMARY_CRON)
+
 # Whether a clock of the assets ticked since the last evaluation: then an asset may be
 # requested by its clock alone.
-_A_CLOCK_TICKED = (
-    dg.AutomationCondition.cron_tick_passed(ESSENCES_CRON)
-    | dg.AutomationCondition.cron_tick_passed(DIGESTS_CRON)
-    | dg.AutomationCondition.cron_tick_passed(TIERS_CRON)
-    | dg.AutomationCondition.cron_tick_passed(DAILY_SUMMARY_CRON)
+_A_CLOCK_TICKED = functools.reduce(
+    operator.or_, (dg.AutomationCondition.cron_tick_passed(cron) for cron in CRONS)
 )
 
 # eager() also follows an input that merely *will be requested* this tick. An input that

@@ -17,7 +17,7 @@ import duckdb
 
 from selene_dag.files import file_state
 from selene_dag.sessions.parsers.model import SessionEvent
-from selene_dag.sessions.scanner import gemini_migrated
+from selene_dag.sessions.scanner import gemini_migration
 from selene_dag.sessions.store import (
     SessionFileRow,
     load_events_many,
@@ -49,7 +49,7 @@ def moved_sessions(
         for row in sessions_with_tool_ids(conn, list(new_by_id))
         if row.session_key not in read_keys
         and row.events
-        and (file_state(row.path) == "gone" or gemini_migrated(row.path, read_paths))
+        and (file_state(row.path) == "gone" or gemini_migration(row.path) in read_paths)
     ]
     if not candidates:
         return {}

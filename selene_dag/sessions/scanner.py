@@ -112,20 +112,22 @@ class ScanResult:
 _CLAUDE_COMPACTION = re.compile(r"agent-acompact-[^/]*\.jsonl\Z")
 
 
-def gemini_migrated(path: str, others: set[str] | None = None) -> bool:
-    """Whether ``path`` is a Gemini CLI ``session-….json`` that Gemini CLI copied into
-    ``session-….jsonl`` beside it when the session was resumed (it writes on there and
-    leaves the old file): that file, among ``others`` when given (the caller compares the
-    sessions), else on disk holding the same session id."""
+def gemini_migration(path: str) -> str | None:
+    """The file Gemini CLI copies ``path`` into when it resumes the session of a
+    ``session-….json`` (``session-….jsonl`` beside it, written on from then; the old file
+    is left), or None for any other file."""
     name = os.path.basename(path)
-    if not (name.startswith("session-") and name.endswith(".json")):
-        return False
-    if others is not None:
-        return path + "l" in others
-    if not os.path.isfile(path + "l"):
+    return path + "l" if name.startswith("session-") and name.endswith(".json") else None
+
+
+def _migrated_on_disk(path: str) -> bool:
+    """Whether the file :func:`gemini_migration` names for ``path`` is there and holds the
+    same session (a ``.jsonl`` of another conversation may share the name)."""
+    copy = gemini_migration(path)
+    if copy is None or not os.path.isfile(copy):
         return False
     found = _gemini_session_id(path)
-    return found is not None and found == _gemini_session_id(path + "l")
+    return found is not None and found == _gemini_session_id(copy)
 
 
 _GEMINI_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"\\]+)"')
@@ -236,7 +238,7 @@ def scan_report(roots: Iterable[SessionRoot]) -> ScanResult:
             if st.st_size == 0:  # an agent creates its transcript before writing to it
                 skipped.setdefault(entry.path, SkippedFile(entry.path, base, "empty file"))
                 continue
-            if root.platform in (None, "gemini") and gemini_migrated(entry.path):
+            if root.platform in (None, "gemini") and _migrated_on_disk(entry.path):
                 reason = (
                     f"Gemini CLI copied this session into {entry.name}l when it was resumed "
                     "(that file holds the whole conversation)"
