@@ -48,7 +48,7 @@ class AskResponse(BaseModel):
     items: list[AskItem]
     stats: dict[str, Any] = Field(
         description="terms, sources, fts_matches, after_dedup, considered, levels, note, "
-        "search_ms, elapsed_ms, notes_marked, index_refreshed, tokenizer, tokens_exact, "
+        "search_ms, elapsed_ms, notes_marked, index_refreshed, refresh_ms, tokenizer, tokens_exact, "
         "mode, passages, passage_docs (and rewrite, reranked, rerank with a model server)."
     )
 

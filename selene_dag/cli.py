@@ -893,7 +893,7 @@ def _accounting(result: Any) -> str:
         f"{stats.get('elapsed_ms', 0):.0f} ms",
     ]
     if stats.get("index_refreshed"):
-        parts.append("search_index refreshed first")
+        parts.append(f"search_index refreshed first ({stats.get('refresh_ms', 0) / 1000:.1f} s)")
     return "; ".join(parts)
 
 

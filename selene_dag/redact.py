@@ -75,11 +75,13 @@ starts.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 import orjson
@@ -1505,9 +1507,23 @@ def _redact_json_values(text: str, counts: Counter[str] | None) -> str:
     return dump(redacted) if changed else text
 
 
+# A pass that replaced a secret runs again on its output: a secret glued to the one before
+# it (``AIza…AKIA…``) is one only once the first is a placeholder (a word starts there).
+_MAX_PASSES = 4
+
+
 def _redact(text: str, counts: Counter[str] | None) -> str:
     if not isinstance(text, str):
         raise TypeError(f"redact() expects str, got {type(text).__name__}")
+    for _ in range(_MAX_PASSES):
+        done = _one_pass(text, counts)
+        if done is text or done == text:
+            return text
+        text = done
+    return text
+
+
+def _one_pass(text: str, counts: Counter[str] | None) -> str:
     for rule in _KEY_RULES:
         if any(trigger in text for trigger in rule.triggers):
             text = rule.pattern.sub(lambda m, rule=rule: _replacement(m, rule, counts), text)
@@ -1527,3 +1543,8 @@ def redact_counts(text: str) -> tuple[str, Counter[str]]:
 
 
 SECRET_KINDS: tuple[str, ...] = _KINDS
+
+# The rules' version: a digest of this module's source. Text redacted by the same rules is
+# not redacted again (redaction leaves its own output as it is: a re-read transcript's
+# events whose text is already stored as it stands need no second pass).
+RULES_VERSION: str = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:16]

@@ -1092,15 +1092,20 @@ def ask(
     refresh: bool = True,
 ) -> AskResult:
     """Refresh a stale index (when ``refresh``), then answer ``question`` from the store;
-    ``stats["index_refreshed"]`` says whether the index was rebuilt first."""
+    ``stats["index_refreshed"]`` says whether the index was rebuilt first, and
+    ``stats["refresh_ms"]`` how long that took (0 when it was not; ``elapsed_ms`` is the
+    question's own time)."""
     check_budget(budget, "--budget")
     parse_sources(sources)  # a bad request fails before the store is touched
     target_model(settings, model)
+    started = time.perf_counter()
     refreshed = refresh_stale(settings) if refresh else False
+    refresh_ms = (time.perf_counter() - started) * 1000 if refreshed else 0.0
     result = _ask_letting_go(
         lambda: existing_store(settings), settings, question, budget, model, sources
     )
     result.stats["index_refreshed"] = refreshed
+    result.stats["refresh_ms"] = round(refresh_ms, 1)
     return result
 
 
@@ -1125,6 +1130,7 @@ def ask_shared(
         write_lock=shared.write_lock,
     )
     result.stats["index_refreshed"] = False
+    result.stats["refresh_ms"] = 0.0
     return result
 
 

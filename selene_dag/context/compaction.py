@@ -58,7 +58,7 @@ from selene_dag.context.messages import (
     validate_digest,
     validate_messages,
 )
-from selene_dag.context.tokens import count_tokens_batch, truncate_to_tokens
+from selene_dag.context.tokens import count_tokens_batch, cut_middle, truncate_to_tokens
 from selene_dag.errors import check_budget
 
 WARN_RATIO = 0.6
@@ -534,48 +534,6 @@ def _with_text(parts: list[Any], media: list[Any], text: str) -> list[Any]:
     if text:
         out.append({"type": "text", "text": text})
     return out
-
-
-CUT_MARK = "\n…\n"
-
-
-def cut_middle(text: str, room: int, model: str | None = None) -> str:
-    """``text`` within ``room`` tokens: ``text`` itself when it fits, else its first third
-    and its last two thirds with :data:`CUT_MARK` between (a request pasted above its
-    question asks at its end; its start says what it is). Its start alone when the room
-    holds too little for both."""
-    tokens = count_tokens_batch([text, CUT_MARK], model)
-    if tokens[0] <= room:
-        return text
-    budget = room - tokens[1]
-    if budget < 8:
-        return truncate_to_tokens(text, room, model)
-    tail_room = budget - budget // 3
-    for _ in range(4):  # the two ends may count a token or two more joined
-        head = truncate_to_tokens(text, budget - tail_room, model)
-        tail = _suffix_within(text[len(head) :], tail_room, model)
-        cut = f"{head}{CUT_MARK}{tail}"
-        over = count_tokens_batch([cut], model)[0] - room
-        if over <= 0:
-            return cut
-        tail_room -= over
-    return truncate_to_tokens(text, room, model)
-
-
-def _suffix_within(text: str, room: int, model: str | None) -> str:
-    """The longest end of ``text`` (found among its last ``room`` × 16 characters) that
-    counts at most ``room`` tokens, opening at a word when one starts near its edge."""
-    if room <= 0:
-        return ""
-    low, high = max(0, len(text) - room * 16), len(text)
-    while low < high:  # the first start whose end fits
-        mid = (low + high) // 2
-        if count_tokens_batch([text[mid:]], model)[0] <= room:
-            high = mid
-        else:
-            low = mid + 1
-    space = next((i for i in range(low, min(low + 24, len(text))) if text[i].isspace()), None)
-    return text[space + 1 :] if space is not None else text[low:]
 
 
 def _pending_request(messages: Sequence[Message]) -> int | None:

@@ -1087,3 +1087,48 @@ def truncate_to_tokens(text: str, max_tokens: int, model: str | None = None) -> 
 
 
 _HEAD_CHARS = 4_096
+
+
+CUT_MARK = "\n…\n"
+
+
+def cut_middle(text: str, room: int, model: str | None = None, *, head: float = 1 / 3) -> str:
+    """``text`` within ``room`` tokens: ``text`` itself when it fits, else its start (in a
+    ``head`` share of the room) and its end (in the rest) with :data:`CUT_MARK` between:
+    the start of a pasted request or a log says what it is, its end what it asks or what
+    came of it. Its start alone when the room holds too little for both. Cost follows
+    ``room``, not the length of ``text``. Raises ValueError for ``head`` outside 0–1."""
+    if not 0 <= head <= 1:
+        raise ValueError(f"head must be a share between 0 and 1, not {head!r}")
+    start = truncate_to_tokens(text, room, model)  # reads only a head of a long text
+    if len(start) == len(text):
+        return text
+    budget = room - count_tokens(CUT_MARK, model)
+    if budget < 8:
+        return start
+    tail_room = budget - int(budget * head)
+    for _ in range(4):  # the two ends may count a token or two more joined
+        head = truncate_to_tokens(text, budget - tail_room, model)
+        tail = _suffix_within(text[len(head) :], tail_room, model)
+        cut = f"{head}{CUT_MARK}{tail}"
+        over = count_tokens_batch([cut], model)[0] - room
+        if over <= 0:
+            return cut
+        tail_room -= over
+    return truncate_to_tokens(text, room, model)
+
+
+def _suffix_within(text: str, room: int, model: str | None) -> str:
+    """The longest end of ``text`` (found among its last ``room`` × 16 characters) that
+    counts at most ``room`` tokens, opening at a word when one starts near its edge."""
+    if room <= 0:
+        return ""
+    low, high = max(0, len(text) - room * 16), len(text)
+    while low < high:  # the first start whose end fits
+        mid = (low + high) // 2
+        if count_tokens_batch([text[mid:]], model)[0] <= room:
+            high = mid
+        else:
+            low = mid + 1
+    space = next((i for i in range(low, min(low + 24, len(text))) if text[i].isspace()), None)
+    return text[space + 1 :] if space is not None else text[low:]

@@ -4,7 +4,8 @@ Defaults: at most 20 events and 4,000 tokens per chunk, events below importance 
 events without text or on an abandoned branch) left out, 2 events of overlap carried from one chunk into the next.
 Tokens are counted in the target model's tokens (``count_tokens_batch``), so a chunk's
 ``token_count`` is exact and never above ``max_tokens``; a single event longer than the
-budget is truncated to it. Chunk ids are ``sha1(session_key:first_seq:last_seq)[:16]``:
+budget keeps its first two thirds and its last third within it (``cut_middle``): a file
+read says most at its start, a log or a test run what came of it at its end. Chunk ids are ``sha1(session_key:first_seq:last_seq)[:16]``:
 re-chunking unchanged events gives the same ids.
 """
 
@@ -18,6 +19,7 @@ from selene_dag.context.tokens import (
     count_line_spans,
     count_tokens,
     count_tokens_batch,
+    cut_middle,
     truncate_to_tokens,
 )
 from selene_dag.sessions.parsers.model import SessionEvent
@@ -110,7 +112,9 @@ def build_chunks(
         counts[i] = n
     for i, n in enumerate(counts):
         if n > config.max_tokens:
-            lines[i] = truncate_to_tokens(lines[i], config.max_tokens - 1, model=model) + "\n"
+            lines[i] = (
+                cut_middle(lines[i].rstrip("\n"), config.max_tokens - 1, model, head=2 / 3) + "\n"
+            )
             counts[i] = count_tokens(lines[i], model=model)
     windows: list[list[int]] = []
     current: list[int] = []

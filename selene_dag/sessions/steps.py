@@ -22,7 +22,7 @@ from selene_dag.config import Settings
 from selene_dag.context.tokens import count_tokens_batch
 from selene_dag.errors import NotFoundError, UsageError
 from selene_dag.llm.prompts import load_prompt
-from selene_dag.redact import redact_counts
+from selene_dag.redact import RULES_VERSION, redact_counts
 from selene_dag.sessions.assessors import (
     Assessor,
     ChunkView,
@@ -124,24 +124,32 @@ class IngestResult:
 
 @dataclass(frozen=True)
 class KnownTokens:
-    """Token counts a session's stored events already hold, in one model: by event text,
-    and by chunk line (``render_event`` + a line break)."""
+    """What a session's stored events already hold: token counts in one model, by event
+    text and by chunk line (``render_event`` + a line break); and ``redacted``, their texts
+    when the current redaction rules wrote them (such a text is not redacted again)."""
 
     texts: dict[str, int] = field(default_factory=dict)
     lines: dict[str, int] = field(default_factory=dict)
+    redacted: set[str] = field(default_factory=set)
 
 
 def known_tokens(conn: duckdb.DuckDBPyConnection, session_key: str, model: str) -> KnownTokens:
-    """The counts of ``session_key``'s stored events when they are in ``model``'s tokens
-    (empty otherwise): a transcript that grew is re-read counting only its new events."""
+    """What ``session_key``'s stored events hold (:class:`KnownTokens`): their counts when
+    they are in ``model``'s tokens, their texts when the current redaction rules wrote
+    them (empty otherwise): a transcript that grew is re-read counting and redacting only
+    its new events."""
     row = load_session_file(conn, session_key)
-    if row is None or row.token_model != model:
-        return KnownTokens()
+    counted = row is not None and row.token_model == model
+    redacted = row is not None and row.redaction == RULES_VERSION
     known = KnownTokens()
+    if not counted and not redacted:
+        return known
     for event in load_events(conn, session_key):
-        if event.tokens is not None:
+        if redacted and event.text:
+            known.redacted.add(event.text)
+        if counted and event.tokens is not None:
             known.texts[event.text] = event.tokens
-        if event.line_tokens is not None:
+        if counted and event.line_tokens is not None:
             known.lines[chunk_line(event)] = event.line_tokens
     return known
 
@@ -151,15 +159,17 @@ def normalize_events(
 ) -> tuple[list[SessionEvent], ParseStats, Counter[str]]:
     """Parse (streaming), redact every text, score importance and count tokens: of each
     event's text, and of its chunk line when the chunker keeps it by default (a count in
-    ``known`` is taken as it is)."""
+    ``known`` is taken as it is, and a text ``known.redacted`` holds is not redacted
+    again: redaction leaves its own output as it is)."""
     mismatch = platform_mismatch(scanned.path, scanned.platform)
     if mismatch is not None:  # a Codex rollout dropped under claude=: no Claude events in it
         raise UsageError(f"{mismatch}; it is not read (a root of its own tool reads it)")
     stats = ParseStats()
     redactions: Counter[str] = Counter()
     events: list[SessionEvent] = []
+    known = known or KnownTokens()
     for event in iter_events(scanned.path, scanned.platform, stats):
-        if event.text:
+        if event.text and event.text not in known.redacted:
             event.text, counts = redact_counts(event.text)
             redactions.update(counts)
         events.append(event)
@@ -168,7 +178,6 @@ def normalize_events(
         if foreign is not None:
             raise UsageError(foreign)
     score_events(events)
-    known = known or KnownTokens()
     chunked = [e for e in events if is_chunked(e, ChunkConfig())]
     lines = [chunk_line(e) for e in chunked]
     texts = [e.text for e in events]
@@ -253,6 +262,7 @@ def read_session(
         parsed_at=now,
         parent_session_id=stats.parent_session_id,
         token_model=model,
+        redaction=RULES_VERSION,
     )
     result = IngestResult(
         session_key=scanned.session_key,

@@ -77,6 +77,8 @@ class SessionFileRow:
     parent_session_id: str | None = None
     # The model the events' token counts are in (None: unknown, count them again).
     token_model: str | None = None
+    # The redaction rules its events' texts were redacted with (``redact.RULES_VERSION``).
+    redaction: str | None = None
 
 
 @dataclass(frozen=True)

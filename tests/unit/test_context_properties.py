@@ -50,7 +50,7 @@ def test_truncate_fits_and_is_a_prefix(text: str, budget: int, model: str) -> No
 @COMMON
 @given(text=TEXT, budget=BUDGET, model=MODELS)
 def test_a_cut_keeping_both_ends_fits(text: str, budget: int, model: str) -> None:
-    from selene_dag.context.compaction import CUT_MARK, cut_middle
+    from selene_dag.context.tokens import CUT_MARK, cut_middle
 
     out = cut_middle(text * 3, budget, model)
     assert count_tokens(out, model) <= budget

@@ -67,6 +67,20 @@ def test_token_limit_is_exact_and_huge_events_are_truncated() -> None:
     assert any(5 in c.seqs for c in chunks)
 
 
+def test_a_huge_event_keeps_its_start_and_its_end() -> None:
+    # A 17 MB log's last line (what came of the run) was beyond the chunk: ask found
+    # nothing of it.
+    evs = events(3)
+    log = "\n".join(f"batch {i} processed by worker-{i % 7}" for i in range(40_000))
+    evs[1].text = "$ cat logs/worker.log\n" + log + "\nqueue drained, root cause: ostrich"
+    chunks = build_chunks(evs, "k", ChunkConfig(max_tokens=1000))
+    (chunk,) = [c for c in chunks if 1 in c.seqs]
+    assert chunk.token_count <= 1000
+    assert "$ cat logs/worker.log" in chunk.text
+    assert "batch 39999 processed" in chunk.text and "root cause: ostrich" in chunk.text
+    assert "batch 20000 processed" not in chunk.text
+
+
 @pytest.mark.parametrize("path", ALL_FILES[1:4] + ALL_FILES[-4:-2], ids=lambda p: p.name[:30])
 def test_real_sessions_chunk_within_defaults(path) -> None:
     evs = parse_file(path).events
