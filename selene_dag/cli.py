@@ -599,13 +599,19 @@ def run_until_stopped(
 ) -> int:
     """Run ``command`` and return its exit code; a SIGTERM or SIGHUP sent to this process
     is passed on to it (`dagster dev` then stops the webserver, daemon and code servers it
-    started; killed with the wrapper alone, they kept running), and once it has stopped
-    the code is the signal's, 128 + its number (143 for SIGTERM), as a server's is. The
-    file descriptors of ``keep_open`` stay open in it (a lock it holds too)."""
+    started; killed with the wrapper alone, they kept running), and so is a SIGINT (Ctrl-C
+    on a terminal, or sent to this process alone: it was swallowed), each time it comes;
+    once it has stopped the code is the first signal's, 128 + its number (143 for SIGTERM,
+    130 for SIGINT), as a server's is. The file descriptors of ``keep_open`` stay open in
+    it (a lock it holds too)."""
     # Dagster stops on SIGTERM through its SIGINT handler: a SIGINT ignored here (a job
     # started in the background) would be ignored by the child too, and SIGTERM with it.
     interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
-    child = subprocess.Popen(command, env=dict(env), cwd=cwd, pass_fds=tuple(keep_open))
+    # A process group of its own: a terminal's Ctrl-C reaches this process only, which
+    # passes it on once (sent to both, the child got it twice when it was also sent on).
+    child = subprocess.Popen(
+        command, env=dict(env), cwd=cwd, pass_fds=tuple(keep_open), process_group=0
+    )
     stopped_by: list[int] = []
 
     def pass_on(signum: int, _frame: object) -> None:
@@ -620,8 +626,8 @@ def run_until_stopped(
                 code = child.wait()
                 return 128 + stopped_by[0] if stopped_by else code
             except KeyboardInterrupt:
-                # Ctrl-C reached the child too (same process group): wait for its shutdown.
-                continue
+                stopped_by.append(signal.SIGINT)
+                child.send_signal(signal.SIGINT)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)

@@ -1917,6 +1917,14 @@ def check_demo_home(settings: Settings) -> None:
     refuse = f"give the demo a home of its own (selene-dag demo --home {DEMO_HOME})"
     if marker.exists() and not is_demo_home(home):
         raise UsageError(f"{marker} is not the demo's marker file: {refuse}")
+    built_from = _demo_built_from(home)
+    if built_from is not None and built_from != bundled_notes() and built_from.exists():
+        # Another installation's corpus (a checkout's, then a pip install's): its notes
+        # and sessions would be stored a second time beside this one's.
+        raise UsageError(
+            f"{home} holds the demo built from another installation's corpus ({built_from}): "
+            f"remove that home to build the demo here again, or {refuse}"
+        )
     if is_demo_home(home) and settings.db_path == home / "selene.duckdb":
         return
     if settings.db_path.exists():
@@ -1932,6 +1940,19 @@ def check_demo_home(settings: Settings) -> None:
             f"{home} has notes of its own in {notes}: the demo's home reads the bundled "
             f"notes instead; {refuse}"
         )
+
+
+# The demo's home names the bundled notes file it was built from (one installation's).
+DEMO_CORPUS_FILE = "demo-corpus"
+
+
+def _demo_built_from(home: Path) -> Path | None:
+    """The bundled notes file the demo in ``home`` was built from; None when unknown."""
+    try:
+        named = (home / DEMO_CORPUS_FILE).read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return None
+    return Path(named) if named else None
 
 
 def _notes_and_sessions_not_bundled(settings: Settings) -> str:
@@ -2030,6 +2051,7 @@ def demo(settings: Settings, *, force: bool = False) -> DemoReport:
     settings.home.mkdir(parents=True, exist_ok=True)
     (settings.home / PINNED_NOW_FILE).write_text(settings.now().isoformat() + "\n")
     (settings.home / DEMO_MARKER_FILE).write_text(DEMO_MARKER_TEXT, encoding="utf-8")
+    (settings.home / DEMO_CORPUS_FILE).write_text(f"{bundled_notes()}\n", encoding="utf-8")
     if not force and last_verdict.holds(settings, last_verdict.current_key(settings, "demo")):
         return _demo_report(settings, [], started, remembered=True)
     import dagster as dg

@@ -38,7 +38,7 @@ import duckdb
 from selene_dag.errors import UsageError
 from selene_dag.paths import transform_sql
 from selene_dag.store import StoreError, execute_script, open_store
-from selene_dag.text import path_text, plural
+from selene_dag.text import decode_text, path_text, plural
 
 ROOT_KEY = "root"
 
@@ -453,10 +453,11 @@ class IgnoreRules:
     @classmethod
     def read(cls, folder: str) -> IgnoreRules | None:
         """The rules of ``folder``'s ignore file; None when it has none (or it cannot be
-        read)."""
+        read). Saved by any editor: a byte order mark (Notepad's, PowerShell's) is not part
+        of the first pattern, UTF-16 is read as such (``text.decode_text``)."""
         try:
-            with open(os.path.join(folder, IGNORE_FILE), encoding="utf-8", errors="replace") as f:
-                return cls.parse(folder, f.read())
+            with open(os.path.join(folder, IGNORE_FILE), "rb") as f:
+                return cls.parse(folder, decode_text(f.read())[0])
         except OSError:
             return None
 

@@ -836,7 +836,7 @@ def _archive_ignore_files(archive: Path) -> dict[str, str]:
         path = PurePosixPath(name)
         if path.name == IGNORE_FILE:
             folder = str(path.parent).removeprefix(".")
-            found[folder] = data.decode("utf-8", "replace") + "\n" + found.get(folder, "")
+            found[folder] = _text.decode_text(data)[0] + "\n" + found.get(folder, "")
         elif (vault := _template_setting_vault(path)) is not None:
             folder = _template_folder(path, data)
             if folder:

@@ -85,6 +85,30 @@ def test_dev_passes_a_sigterm_on_to_dagster_and_starts_it_in_its_home(tmp_path: 
         wrapper.kill()
 
 
+def test_dev_passes_a_sigint_sent_to_it_alone_on_to_dagster(tmp_path: Path) -> None:
+    # `kill -INT` on `selene-dag dev` (a supervisor, `timeout -s INT`, Docker's STOPSIGNAL)
+    # was swallowed: the UI and daemon ran on. And a terminal's Ctrl-C reaches the wrapper
+    # alone (Dagster has a process group of its own), which passes it on once.
+    import signal
+
+    home = tmp_path / "dagster"
+    home.mkdir()
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    wrapper = subprocess.Popen(
+        [sys.executable, "-c", _WRAPPER, _DAGSTER_LIKE, str(home)],
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        assert wrapper.stdout.readline().strip() == str(home)
+        wrapper.send_signal(signal.SIGINT)
+        assert wrapper.wait(timeout=60) == 128 + signal.SIGINT
+        assert wrapper.stdout.read().strip() == "stopped"
+    finally:
+        wrapper.kill()
+
+
 def test_dev_gives_dagster_the_folders_of_the_settings_as_absolute_paths(
     tmp_path: Path, monkeypatch
 ) -> None:

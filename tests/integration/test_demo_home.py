@@ -112,3 +112,23 @@ def test_the_demos_home_takes_no_other_notes(tmp_path: Path) -> None:
     with pytest.raises(UsageError, match=r"is the demo's home .* a home of your own"):
         service.ingest(load_settings(home=home), mine)
     assert not (home / "selene.duckdb").exists()
+
+
+def test_a_demo_home_built_from_another_installations_corpus_is_refused(tmp_path: Path) -> None:
+    # A checkout's `make demo`, then a pip-installed `selene-dag demo` in the same folder:
+    # the second corpus was registered beside the first (1,154 notes, every item twice).
+    import shutil
+
+    other = tmp_path / "other-install" / "assets" / "demo" / "notes"
+    shutil.copytree(bundled_notes().parent, other)
+    home = tmp_path / "demo-home"
+    home.mkdir()
+    (home / "demo").write_text(DEMO_MARKER_TEXT)
+    (home / service.DEMO_CORPUS_FILE).write_text(f"{other / 'til.jsonl'}\n")
+    with pytest.raises(UsageError, match=r"another installation's corpus .*other-install"):
+        service.check_demo_home(_demo(home))
+    # That installation gone, its corpus is read here as a folder that moved.
+    shutil.rmtree(tmp_path / "other-install")
+    service.check_demo_home(_demo(home))
+    (home / service.DEMO_CORPUS_FILE).write_text(f"{bundled_notes()}\n")
+    service.check_demo_home(_demo(home))

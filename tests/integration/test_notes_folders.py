@@ -896,6 +896,20 @@ def test_a_seleneignore_file_passes_over_what_it_lists(tmp_path: Path, home: Pat
     assert (report.notes, report.deleted) == (1, 1)
 
 
+@pytest.mark.parametrize("encoding", ["utf-8-sig", "utf-16"])
+def test_a_seleneignore_file_saved_with_a_byte_order_mark_keeps_its_first_pattern(
+    tmp_path: Path, encoding: str
+) -> None:
+    # Notepad and PowerShell write a byte order mark: it was read as part of 'private/',
+    # so the private folder was ingested.
+    folder = _write(
+        tmp_path / "vault",
+        {"public.md": "# Public\n\nthe fig harvest", "private/diary.md": "# Secret\n\ntext"},
+    )
+    (folder / ".seleneignore").write_text("private/\n", encoding=encoding)
+    assert [n.id for n in read_notes(folder).notes] == ["public.md"]
+
+
 @pytest.mark.parametrize("kind", ["zip", "tgz"])
 def test_a_seleneignore_file_inside_an_archive_passes_over_what_it_lists(
     tmp_path: Path, kind: str
