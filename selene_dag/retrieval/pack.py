@@ -66,6 +66,7 @@ from selene_dag.retrieval.search import (
     PassageHit,
     chunk_paths,
     documents,
+    events_holding,
     hybrid_passages,
     index_build,
     literal_terms,
@@ -213,37 +214,65 @@ NOTHING_MATCHED = "nothing matched the question"
 
 
 _ABSENT_SHOWN = 8
+# Absent words looked for in the stored session events, at most (each a scan of their text).
+_EVENTS_LOOKED_UP = 3
 
 
-def absent_words_note(
+def absent_words(
     terms: Sequence[str],
     frequencies: Sequence[tuple[str, int]],
     too_common: Collection[str] = (),
     held_nowhere: Collection[str] = (),
-) -> str:
-    """What a pack's reader should know when words of the question (``terms``, named in
-    their order) are in no note or session (``frequencies``: each term's document
-    frequency, in any order): the pack then holds what matched the other words only (a
-    question about something the home never mentions, or a word misspelt). Words with a
-    digit are named only when in ``held_nowhere`` (looked up word for word, not by the
-    index's words, which drop digits), and those of ``too_common`` never: the index's
-    stopwords, which it holds for no document. Empty when every word was found."""
+) -> list[str]:
+    """The words of the question (``terms``, in their order) that no searched note or
+    session holds (``frequencies``: each term's document frequency, in any order). Words
+    with a digit are absent only when in ``held_nowhere`` (looked up word for word, not by
+    the index's words, which drop digits), and those of ``too_common`` never: the index's
+    stopwords, which it holds for no document."""
     held = {w for w, df in frequencies if df > 0}
-    absent = [
+    return [
         w
         for w in terms
         if (w in held_nowhere if any(c.isdigit() for c in w) else w not in held)
         and w not in too_common
     ]
-    if not absent:
-        return ""
-    words = ", ".join(f"'{w}'" for w in absent[:_ABSENT_SHOWN])
-    if len(absent) > _ABSENT_SHOWN:
-        words += f" and {plural(len(absent) - _ABSENT_SHOWN, 'other word')}"
-    return (
-        f"no note or session holds {words}: the pack holds the best matches of the "
-        "question's other words"
-    )
+
+
+def absent_words_note(absent: Sequence[str], unsearched: Mapping[str, str] | None = None) -> str:
+    """What a pack's reader should know when words of the question (``absent``) are in no
+    note or session ask searches: the pack then holds what matched the other words only (a
+    question about something the home never mentions, or a word misspelt). A word of
+    ``unsearched`` (word -> the citation of a session event holding it) is in a part of a
+    session ask does not search, and its note says where. Empty when ``absent`` is."""
+    unsearched = unsearched or {}
+    nowhere = [w for w in absent if w not in unsearched]
+    parts = []
+    if nowhere:
+        words = ", ".join(f"'{w}'" for w in nowhere[:_ABSENT_SHOWN])
+        if len(nowhere) > _ABSENT_SHOWN:
+            words += f" and {plural(len(nowhere) - _ABSENT_SHOWN, 'other word')}"
+        parts.append(
+            f"no note or session holds {words}: the pack holds the best matches of the "
+            "question's other words"
+        )
+    for word in absent:
+        if word in unsearched:
+            parts.append(
+                f"'{word}' is in a part of a session ask does not search (the middle of a "
+                "long event, or an event left out of its chunks): "
+                f'selene-dag show "{unsearched[word]}"'
+            )
+    return "; ".join(parts)
+
+
+def _unsearched(
+    conn: duckdb.DuckDBPyConnection, words: Sequence[str], kinds: Sequence[str]
+) -> dict[str, str]:
+    """Of ``words`` no searched text holds, those a stored session event holds (the first
+    few looked up), with its citation; none when sessions are not searched."""
+    if not words or "sessions" not in kinds:
+        return {}
+    return events_holding(conn, words[:_EVENTS_LOOKED_UP])
 
 
 def _is_short(cand: Candidate, budget: int, model: str) -> bool:
@@ -844,9 +873,12 @@ def ask(
         else:
             missing = [w for w, df in frequencies if df == 0]
             common = bm25.stopwords_among(conn, missing) if missing else set()
-            stats["note"] = absent_words_note(terms, frequencies, common, nowhere)
+            absent = absent_words(terms, frequencies, common, nowhere)
+            stats["note"] = absent_words_note(absent, _unsearched(conn, absent, kinds))
     else:
-        stats["note"] = NOTHING_MATCHED
+        found = _unsearched(conn, terms, kinds)
+        located = absent_words_note(list(found), found)
+        stats["note"] = f"{NOTHING_MATCHED}; {located}" if located else NOTHING_MATCHED
     if left_out := unsearched_words(question, UNSEARCHED_LIMIT):
         # A pasted log with the question at its end: its last words were not searched.
         named = [f"'{w}'" for w in left_out]

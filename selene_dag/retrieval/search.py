@@ -10,6 +10,7 @@ from __future__ import annotations
 import glob
 import hashlib
 import os
+import re
 import threading
 import zipfile
 from collections import Counter
@@ -224,6 +225,24 @@ def chunk_paths(conn: duckdb.DuckDBPyConnection, doc_ids: Sequence[str]) -> dict
         [list(doc_ids)],
     ).fetchall()
     return {r[0]: r[1] for r in rows}
+
+
+def events_holding(conn: duckdb.DuckDBPyConnection, words: Sequence[str]) -> dict[str, str]:
+    """For each of ``words`` a stored session event holds as a word (any case), the
+    citation of the first such event (``<session key> events n-n``, which ``show``
+    prints): the words a pack's note says are in no searched text may be in a part of a
+    session the index leaves out (the middle of an event longer than a chunk, an event
+    below the chunks' importance). One scan of the events' text per word."""
+    found: dict[str, str] = {}
+    for word in dict.fromkeys(w.lower() for w in words if w.strip()):
+        row = conn.execute(
+            "SELECT session_key, seq FROM session_events WHERE contains(lower(text), ?) "
+            "AND regexp_matches(text, ?) ORDER BY session_key, seq LIMIT 1",
+            [word, rf"(?i)(^|\W){re.escape(word)}($|\W)"],
+        ).fetchone()
+        if row is not None:
+            found[word] = f"{row[0]} events {row[1]}-{row[1]}"
+    return found
 
 
 def newest_notes(conn: duckdb.DuckDBPyConnection) -> list[Candidate]:
