@@ -41,6 +41,7 @@ from selene_dag.defs.metadata import (
     markdown_table,
 )
 from selene_dag.defs.resources import SeleneResource
+from selene_dag.defs.run_owner import release_dead_runs
 from selene_dag.notes import file_cache
 from selene_dag.notes.context_notes import (
     KEEP_COUNTS_SQL,
@@ -694,7 +695,16 @@ def notes_folder_sensor(
     and skip when a run since that version was recorded (a CLI ``ingest``) already read
     it. Every other folder ingested whole is ingested by a run given its path through the
     resource's config; a folder registered for a file ingested alone is not watched. Skip
-    with a reason when nothing changed, or while SELENE_NOTES_DIR does not exist."""
+    with a reason when nothing changed, or while SELENE_NOTES_DIR does not exist.
+
+    Each tick first marks failed the runs whose process ended before they did (a CLI
+    command killed mid-run) and frees the pool slots they held: the daemon's queued runs
+    waited on such a slot until a command of the CLI freed it."""
+    if released := release_dead_runs(context.instance):
+        context.log.info(
+            f"marked failed {len(released)} run(s) whose process ended before they did, "
+            f"their pool slots freed: {', '.join(released)}"
+        )
     settings = selene.settings()
     state = json.loads(context.cursor) if context.cursor else {}
     fingerprint = state.get("fingerprint")

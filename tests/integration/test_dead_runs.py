@@ -273,3 +273,29 @@ def test_a_run_materialized_by_hand_whose_process_died_is_failed_too(tmp_path: P
     assert instance.get_run_by_id(dead).status == dg.DagsterRunStatus.FAILURE
     assert instance.get_run_by_id(live).status == dg.DagsterRunStatus.STARTED
     assert not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots
+
+
+def test_the_notes_sensor_frees_the_slot_of_a_run_whose_process_died(
+    tmp_path: Path, monkeypatch
+) -> None:
+    # A CLI ingest killed with -9 while `selene-dag dev` ran: the daemon's queued runs
+    # waited on its slot until another CLI command freed it. The notes sensor's tick
+    # (every 30 s in dev) does it now.
+    from selene_dag.defs.notes import notes_folder_sensor
+    from selene_dag.defs.resources import SeleneResource
+
+    monkeypatch.setenv("SELENE_HOME", str(tmp_path / "home"))
+    settings = load_settings()
+    instance = runs.instance_for(settings)
+    ended = subprocess.Popen([sys.executable, "-c", "pass"])
+    ended.wait()
+    dead = _stale_run(
+        instance, {HOST_TAG: socket.gethostname(), PID_TAG: str(ended.pid), START_TAG: "1"}
+    )
+    live = _stale_run(instance, owner_tags(), claim=False)
+    notes_folder_sensor(
+        dg.build_sensor_context(instance=instance, resources={"selene": SeleneResource()})
+    )
+    assert instance.get_run_by_id(dead).status == dg.DagsterRunStatus.FAILURE
+    assert instance.get_run_by_id(live).status == dg.DagsterRunStatus.STARTED
+    assert not instance.event_log_storage.get_concurrency_info("duckdb").claimed_slots

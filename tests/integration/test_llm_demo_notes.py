@@ -109,3 +109,60 @@ def test_a_script_without_a_main_guard_still_gets_every_essence(tmp_path) -> Non
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == "SAME 12"
     assert "needs an `if __name__" in done.stderr
+
+
+def test_workers_end_when_the_process_that_started_them_is_killed(tmp_path) -> None:
+    # `kill -9` of an ingest while its essences were being analysed left the pool's
+    # workers waiting on their pipe for ever (about 100 MB each).
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = tmp_path / "slow_batch.py"
+    script.write_text(
+        "import sys\n"
+        "from selene_dag.llm.extractive import ExtractiveEngine\n"
+        "if __name__ == '__main__':\n"
+        "    text = 'The boiler is serviced in May by the heating engineer. ' * 400\n"
+        "    pairs = [(f'note {i}', text + str(i)) for i in range(20_000)]\n"
+        "    for i, _ in enumerate(ExtractiveEngine().analyze_notes(pairs, workers=2, "
+        "parallel_min=1)):\n"
+        "        if i == 0:\n"
+        "            print('started', flush=True)\n",
+        encoding="utf-8",
+    )
+    proc = subprocess.Popen(
+        [sys.executable, str(script)], stdout=subprocess.PIPE, text=True, cwd=tmp_path
+    )
+
+    def children() -> list[int]:
+        listed = subprocess.run(
+            ["pgrep", "-P", str(proc.pid)], capture_output=True, text=True
+        ).stdout
+        return [int(pid) for pid in listed.split()]
+
+    def alive(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/status", encoding="utf-8") as status:
+                return "\nState:\tZ" not in status.read()  # a zombie has ended
+        except FileNotFoundError:
+            return False
+
+    workers: list[int] = []
+    try:
+        assert proc.stdout.readline().strip() == "started"
+        workers = children()
+        assert len(workers) >= 2  # the two workers (and the resource tracker)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+        deadline = time.monotonic() + 30
+        while any(alive(pid) for pid in workers) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert not [pid for pid in workers if alive(pid)]
+    finally:
+        proc.kill()
+        for pid in [*workers, *children()]:
+            if alive(pid):
+                os.kill(pid, signal.SIGKILL)

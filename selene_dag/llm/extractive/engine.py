@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import logging
 import os
+import signal
+import sys
 from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -33,6 +37,23 @@ _log = logging.getLogger(__name__)
 # about a second, analysing a note a few milliseconds.
 PARALLEL_MIN_NOTES = 1_000
 _CHUNK = 64
+
+
+# prctl(2)'s option: the signal a process gets when the one that started it ends.
+_PR_SET_PDEATHSIG = 1
+
+
+def _end_with_parent(parent: int) -> None:
+    """A worker's start: end it when the process that started it ends. Killed with SIGKILL
+    (the out-of-memory killer, ``kill -9``), that process could not stop its pool, and its
+    workers waited on their queue's pipe for ever, about 100 MB each (Linux; elsewhere a
+    worker whose parent is gone before it starts ends at once)."""
+    if sys.platform.startswith("linux"):
+        # No C library to ask (a static build): the check below only.
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it ended before the request above was made
+        os._exit(0)
 
 
 def _analyze(note: tuple[str, str], concepts_k: int) -> dict[str, Any]:
@@ -125,7 +146,12 @@ class ExtractiveEngine(BaseEngine):
             require_text(content, "content")
             if not title.strip() and not content.strip():
                 raise ValueError("a note needs a title or content")
-        pool = ProcessPoolExecutor(workers, mp_context=get_context("spawn"))
+        pool = ProcessPoolExecutor(
+            workers,
+            mp_context=get_context("spawn"),
+            initializer=_end_with_parent,
+            initargs=(os.getpid(),),
+        )
         done = 0
         try:
             ks = [self.concepts_k] * len(notes)
