@@ -1533,6 +1533,30 @@ def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, 
     return f"warning: {message}\n"
 
 
+def home_after_command(args: list[str]) -> list[str]:
+    """``args`` with a ``--home DIR`` (or ``--home=DIR``) given before the command moved
+    to its options (before a ``--``, if any): every command takes it, and
+    ``selene-dag --home DIR ingest …`` was "No such option: --home"."""
+    moved: list[str] = []
+    rest: list[str] = []
+    i = 0
+    while i < len(args) and args[i].startswith("-") and args[i] != "--":
+        if args[i] == "--home" and i + 1 < len(args):
+            moved += args[i : i + 2]
+            i += 2
+            continue
+        if args[i].startswith("--home="):
+            moved.append(args[i])
+        else:
+            rest.append(args[i])
+        i += 1
+    if not moved or i == len(args):
+        return args
+    tail = args[i:]
+    end = tail.index("--") if "--" in tail else len(tail)
+    return [*rest, *tail[:end], *moved, *tail[end:]]
+
+
 def main() -> None:
     """Console-script entry point. Usage errors (an unknown command or option, a value of
     the wrong type, a missing option) are one line on stderr with exit code 2; warnings
@@ -1552,7 +1576,7 @@ def main() -> None:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
     sys.unraisablehook = interrupt_again(sys.unraisablehook)
     try:
-        code = app(standalone_mode=False)
+        code = app(args=home_after_command(sys.argv[1:]), standalone_mode=False)
     except ClickException as exc:
         context = getattr(exc, "ctx", None)
         message = exc.format_message()

@@ -790,3 +790,27 @@ def test_a_server_stopped_by_sigterm_ends_as_the_signal_says(tmp_path):
 
     assert proc.returncode == -signal.SIGTERM, stderr
     assert "interrupted" not in stderr
+
+
+def test_home_may_come_before_the_command(tmp_path):
+    # "Every command takes --home": `selene-dag --home DIR ingest …` was "No such option".
+    from selene_dag.cli import home_after_command
+
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Kayak\nRenew the permit in May.\n")
+    home = tmp_path / "home"
+    proc = run("--home", str(home), "ingest", str(notes))
+    assert proc.returncode == 0, proc.stderr
+    proc = run(f"--home={home}", "ask", "kayak permit", "--budget", "200")
+    assert proc.returncode == 0 and "Renew the permit" in proc.stdout, proc.stderr
+    assert home_after_command(["--debug", "--home", "H", "distill", "run", "--", "-x"]) == [
+        "--debug",
+        "distill",
+        "run",
+        "--home",
+        "H",
+        "--",
+        "-x",
+    ]
+    assert home_after_command(["--home", "H"]) == ["--home", "H"]
