@@ -6,9 +6,12 @@ filters of its environment."""
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 from selene_dag.cli import QUIET_DAGSTER_WARNINGS, dev_environment
 
@@ -61,11 +64,15 @@ sys.exit(code)
 """
 
 
-def test_dev_passes_a_sigterm_on_to_dagster_and_starts_it_in_its_home(tmp_path: Path) -> None:
+@pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["term", "int"])
+def test_dev_passes_a_signal_on_to_dagster_and_starts_it_in_its_home(
+    tmp_path: Path, signum: int
+) -> None:
     # SIGTERM to `selene-dag dev` killed the wrapper alone: `dagster dev`, its webserver,
-    # daemon and code servers kept running.
-    import signal
-
+    # daemon and code servers kept running. `kill -INT` on it (a supervisor, `timeout -s
+    # INT`, Docker's STOPSIGNAL) was swallowed: the UI and daemon ran on. A terminal's
+    # Ctrl-C reaches the wrapper alone (Dagster has a process group of its own), which
+    # passes it on once.
     home = tmp_path / "dagster"
     home.mkdir()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
@@ -77,33 +84,9 @@ def test_dev_passes_a_sigterm_on_to_dagster_and_starts_it_in_its_home(tmp_path: 
     )
     try:
         assert wrapper.stdout.readline().strip() == str(home)
-        wrapper.send_signal(signal.SIGTERM)
-        # Stopped as a server is by SIGTERM: 143, once Dagster's processes stopped.
-        assert wrapper.wait(timeout=60) == 128 + signal.SIGTERM
-        assert wrapper.stdout.read().strip() == "stopped"
-    finally:
-        wrapper.kill()
-
-
-def test_dev_passes_a_sigint_sent_to_it_alone_on_to_dagster(tmp_path: Path) -> None:
-    # `kill -INT` on `selene-dag dev` (a supervisor, `timeout -s INT`, Docker's STOPSIGNAL)
-    # was swallowed: the UI and daemon ran on. And a terminal's Ctrl-C reaches the wrapper
-    # alone (Dagster has a process group of its own), which passes it on once.
-    import signal
-
-    home = tmp_path / "dagster"
-    home.mkdir()
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    wrapper = subprocess.Popen(
-        [sys.executable, "-c", _WRAPPER, _DAGSTER_LIKE, str(home)],
-        stdout=subprocess.PIPE,
-        text=True,
-        env=env,
-    )
-    try:
-        assert wrapper.stdout.readline().strip() == str(home)
-        wrapper.send_signal(signal.SIGINT)
-        assert wrapper.wait(timeout=60) == 128 + signal.SIGINT
+        wrapper.send_signal(signum)
+        # Stopped as a server is by the signal (143, 130), once Dagster's processes stopped.
+        assert wrapper.wait(timeout=60) == 128 + signum
         assert wrapper.stdout.read().strip() == "stopped"
     finally:
         wrapper.kill()
