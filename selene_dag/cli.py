@@ -85,14 +85,34 @@ def _width(stream: Any) -> int | None:
     return int(columns) if columns.isdigit() and int(columns) >= 40 else 200
 
 
-err = Console(
+# The exit code of a command whose reader closed its output (`| head -1`), as a program
+# that SIGPIPE stops gives (128 + 13): rich's own was 1, a user error's, with no line.
+PIPE_CLOSED = 141
+
+
+def _stdout_to_nowhere() -> None:
+    """Point stdout at the null device: what is still buffered for a reader that left is
+    dropped, not reported again when Python flushes it at exit."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
+
+class _Console(Console):
+    def on_broken_pipe(self) -> None:
+        self.quiet = True
+        _stdout_to_nowhere()
+        raise SystemExit(PIPE_CLOSED)
+
+
+err = _Console(
     stderr=True,
     soft_wrap=True,
     width=_width(sys.stderr),
     markup=False,
     emoji=False,  # "n:fire:" is a folder's name, not an emoji
 )
-out = Console(width=_width(sys.stdout), markup=False, emoji=False)
+out = _Console(width=_width(sys.stdout), markup=False, emoji=False)
 
 
 def _command() -> str:
@@ -127,6 +147,9 @@ def guarded(fn: F) -> F:
         try:
             with waiting_notice(_say_waiting):
                 return fn(*args, **kwargs)
+        except BrokenPipeError:  # the reader of stdout left (`| head -1`): nothing to say
+            _stdout_to_nowhere()
+            raise typer.Exit(PIPE_CLOSED) from None
         except SeleneError as exc:
             if _DEBUG["on"]:
                 traceback.print_exc()
@@ -1074,7 +1097,7 @@ def eval_command(
         "bm25_topk": "bm25 top-k",
         "bm25_passages": "bm25 passages",
     }
-    console = Console(width=120, markup=False, emoji=False)
+    console = _Console(width=120, markup=False, emoji=False)
     for report in reports:
         table = Table(title=f"recall at {report.budget:,} tokens")
         table.add_column("question", justify="left")
@@ -1593,6 +1616,11 @@ def main() -> None:
             "interrupted: what was finished is kept; run the command again to finish",
             highlight=False,
         )
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:  # the last of the output, buffered, had no reader left
+        _stdout_to_nowhere()
+        code = PIPE_CLOSED
     raise SystemExit(code if isinstance(code, int) else 0)
 
 

@@ -15,7 +15,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -225,11 +225,18 @@ def keep_store_open(settings: Settings | None, instance: dg.DagsterInstance) -> 
     another process may run steps in ``instance`` (:func:`.run_owner.others_run_here`):
     then a step opens the file only once it holds the pool's slot. Holding the file while
     waiting for the slot, whose holder waits for the file, stalled both for
-    ``SELENE_LOCK_WAIT`` and failed the other's step. Nothing is held without settings."""
-    if settings is None or others_run_here(instance):
+    ``SELENE_LOCK_WAIT`` and failed the other's step. The file is taken before the others
+    are looked for: two commands started together both found none, and the one that took
+    the file waited for the slot the other's step held while it waited for the file
+    (three ingests at once: two failed after a minute). Nothing is held without settings."""
+    if settings is None:
         yield
         return
-    with open_store(settings.db_path, wait=settings.lock_wait):
+    held = ExitStack()
+    held.enter_context(open_store(settings.db_path, wait=settings.lock_wait))
+    if others_run_here(instance):
+        held.close()
+    with held:
         yield
 
 

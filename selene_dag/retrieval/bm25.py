@@ -550,11 +550,12 @@ def document_frequencies(
     conn: duckdb.DuckDBPyConnection, unit: Unit, words: Sequence[str]
 ) -> tuple[list[tuple[str, int]], int]:
     """``(word, rows containing its stem)`` for each of ``words``, and the number of rows
-    of ``unit`` (BM25's N)."""
+    of ``unit`` (BM25's N). A word is looked up as the index holds it: accents stripped
+    ('café' was in no document though notes hold "Café")."""
     rows = conn.execute(
         f"""
         SELECT w.word, coalesce(sum(f.df), 0) FROM (SELECT unnest(?) AS word) w
-        LEFT JOIN {VOCAB_TABLE} v ON v.term = stem(w.word, 'porter')
+        LEFT JOIN {VOCAB_TABLE} v ON v.term = stem(lower(strip_accents(w.word)), 'porter')
         LEFT JOIN {unit.frequencies} f ON f.termid = v.termid
         GROUP BY w.word
         """,

@@ -814,3 +814,27 @@ def test_home_may_come_before_the_command(tmp_path):
         "-x",
     ]
     assert home_after_command(["--home", "H"]) == ["--home", "H"]
+
+
+@pytest.mark.parametrize("args", [("health", "--json"), ("health",)], ids=["json", "table"])
+def test_a_reader_that_left_gives_the_pipe_code_and_no_line(tmp_path, args):
+    # `selene-dag health --json | (exec 0<&-; ...)`: exit 1, a user error's code, with
+    # nothing on stderr; a script could not tell it from a failure.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Kayak\nRenew the permit in May.\n")
+    assert run("ingest", str(notes), "--home", str(tmp_path / "h")).returncode == 0
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [str(EXE), *args, "--home", str(tmp_path / "h")],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=120,
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""

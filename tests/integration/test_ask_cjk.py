@@ -61,3 +61,20 @@ def test_a_store_indexed_by_the_former_tokenizer_reindexes_its_cjk_rows_only(set
         bm25.mark_tokenizer(conn)
     assert sorted(k.split("/")[-1] for k in again) == sorted(n for n in NOTES if n != "docker.md")
     assert passages and not any("docker" in k for k in passages)
+
+
+def test_accented_words_are_not_said_to_be_in_no_note(tmp_path) -> None:
+    # The index strips accents; the words a note was looked up by did not: "café" was in
+    # no note, said the pack that held "The Stag and Doe Café".
+    settings = ingested_folder(
+        tmp_path,
+        {
+            "cafe.md": "# The Stag and Doe Café\n\nOpen from eight; the résumé workshop is on "
+            "Tuesdays.\n",
+            "docker.md": "# Attaching a shell\n\nRun docker exec -it ID bash.\n",
+        },
+    )
+    for question in ("café", "Résumé workshop", "cafe"):
+        result = service.ask(settings, question, 200)
+        assert result.items[0].id == "note:notes/cafe.md"
+        assert result.stats["note"] == "", question

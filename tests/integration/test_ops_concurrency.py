@@ -101,3 +101,28 @@ def test_ingest_on_a_locked_file_fails_with_one_clear_line(tmp_path: Path) -> No
     assert "lock" in lines[0].lower() and str(db.name) in lines[0]
     assert "for 1.5 s" in lines[0] and "SELENE_LOCK_WAIT" in lines[0]
     assert took < 30  # the setting, not the default minute
+
+
+def test_ingests_started_together_on_a_new_folder_run_one_after_another(tmp_path: Path) -> None:
+    # A cron job or a script: three ingests of a new folder at once. Each found no other
+    # run, one held the database while waiting for the run slot another's step held while
+    # waiting for the database: two failed after SELENE_LOCK_WAIT (a minute).
+    notes = tmp_path / "small"
+    notes.mkdir()
+    (notes / "q.md").write_text("# Queue note\nJobs go through celery with redis.\n")
+    home = tmp_path / "home"
+    env = {**child_env(home, notes), "SELENE_LOCK_WAIT": "45"}
+    started = time.monotonic()
+    procs = [
+        subprocess.Popen(
+            [SELENE_CLI, "ingest", str(notes), "--home", str(home)],
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(3)
+    ]
+    results = [proc.communicate(timeout=240) for proc in procs]
+    assert [proc.returncode for proc in procs] == [0, 0, 0], [err for _, err in results]
+    assert time.monotonic() - started < 45  # none waited out the lock
