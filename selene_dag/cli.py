@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import functools
+import io
 import inspect
 import json
 import os
@@ -1556,6 +1557,9 @@ def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, 
     return f"warning: {message}\n"
 
 
+_UTF8 = ("utf-8", "utf8")
+
+
 def home_after_command(args: list[str]) -> list[str]:
     """``args`` with a ``--home DIR`` (or ``--home=DIR``) given before the command moved
     to its options (before a ``--``, if any): every command takes it, and
@@ -1593,6 +1597,11 @@ def main() -> None:
 
     warnings.filterwarnings("ignore", module="dagster")
     warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
+    # An output that is not UTF-8 (a Latin-1 locale, PYTHONIOENCODING): a character it
+    # cannot hold ('…', '“') is written as '?' instead of ending the command in a traceback.
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper) and stream.encoding.lower() not in _UTF8:
+            stream.reconfigure(errors="replace")
     # A SIGTERM (a service manager stopping a scheduled run, `timeout`) stops a command as
     # Ctrl-C does: the transaction in progress rolls back and the message below is said.
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:

@@ -838,3 +838,23 @@ def test_a_reader_that_left_gives_the_pipe_code_and_no_line(tmp_path, args):
         os.close(write_end)
     assert proc.returncode == 141, proc.stderr
     assert proc.stderr == ""
+
+
+def test_an_output_that_is_not_utf8_gets_the_pack_not_a_traceback(tmp_path):
+    # PYTHONIOENCODING=latin-1 (or a Latin-1 locale): '“' ended `ask` in a traceback.
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Kayak\nThe “permit” is renewed in May → call the 日本 office.\n")
+    home = str(tmp_path / "h")
+    assert run("ingest", str(notes), "--home", home).returncode == 0
+    proc = run(
+        "ask",
+        "kayak permit",
+        "--budget",
+        "200",
+        "--home",
+        home,
+        env={"PYTHONIOENCODING": "latin-1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "Traceback" not in proc.stderr and "?permit? is renewed in May" in proc.stdout
