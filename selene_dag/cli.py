@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import errno
 import functools
-import io
 import inspect
+import io
 import json
 import os
 import re
