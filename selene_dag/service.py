@@ -66,7 +66,7 @@ from selene_dag.notes.listing import (
     other_files,
     walk_once,
 )
-from selene_dag.paths import bundled_notes, bundled_session_roots
+from selene_dag.paths import assets_dir, bundled_notes, bundled_session_roots
 from selene_dag.redact import redact
 from selene_dag.retrieval.citations import Shown, parse_citation
 from selene_dag.retrieval.citations import show as show_citation
@@ -1202,8 +1202,18 @@ def answer(settings: Settings, question: str, pack: str) -> str:
 def read_questions(path: Path) -> QuestionFile:
     """The questions of an evaluation file and the entries it leaves out
     (``evaluate.read_question_file``). Raises NotFoundError for a missing file, UsageError
-    for one without a question or not UTF-8."""
-    return _user_file(path, read_question_file)
+    for one without a question or not UTF-8; a missing file that names a set shipped with
+    the package (``assets/eval/questions.jsonl`` read outside the checkout) says where the
+    package keeps it."""
+    try:
+        return _user_file(path, read_question_file)
+    except NotFoundError as exc:
+        shipped = assets_dir() / "eval" / Path(path).name
+        if not Path(path).expanduser().exists() and shipped.is_file():
+            raise NotFoundError(
+                f"{exc}; the set of that name shipped with selene-dag is {shipped}"
+            ) from None
+        raise
 
 
 def evaluate_questions(

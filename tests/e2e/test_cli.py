@@ -858,3 +858,11 @@ def test_an_output_that_is_not_utf8_gets_the_pack_not_a_traceback(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert "Traceback" not in proc.stderr and "?permit? is renewed in May" in proc.stdout
+
+
+def test_eval_of_a_shipped_set_outside_the_checkout_says_where_it_is(tmp_path):
+    # The README's `eval assets/eval/questions.jsonl`, run by a pip-installed user in a
+    # folder of their own: "does not exist", with no word of where the package keeps it.
+    proc = run("eval", "assets/eval/questions.jsonl", "--home", str(tmp_path / "h"), cwd=tmp_path)
+    assert_one_line_error(proc, "assets/eval/questions.jsonl does not exist", "shipped with")
+    assert str(ASSETS / "eval" / "questions.jsonl") in proc.stderr
