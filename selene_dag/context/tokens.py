@@ -1108,9 +1108,9 @@ def cut_middle(text: str, room: int, model: str | None = None, *, head: float = 
         return start
     tail_room = budget - int(budget * head)
     for _ in range(4):  # the two ends may count a token or two more joined
-        head = truncate_to_tokens(text, budget - tail_room, model)
-        tail = _suffix_within(text[len(head) :], tail_room, model)
-        cut = f"{head}{CUT_MARK}{tail}"
+        opening = truncate_to_tokens(text, budget - tail_room, model)
+        tail = _suffix_within(text[len(opening) :], tail_room, model)
+        cut = f"{opening}{CUT_MARK}{tail}"
         over = count_tokens_batch([cut], model)[0] - room
         if over <= 0:
             return cut
