@@ -136,15 +136,21 @@ def _release_ended_runs_slots(instance: dg.DagsterInstance) -> list[str]:
 DAEMON_ALIVE_SECONDS = 120
 
 
-def others_run_here(instance: dg.DagsterInstance) -> bool:
-    """Whether steps of another process may claim this instance's pool slots now: a
-    Dagster daemon beat recently (``selene-dag dev``: its sensors and automation start
-    runs at any time), or a run of another process is queued or unfinished."""
+def daemon_alive(instance: dg.DagsterInstance) -> bool:
+    """Whether a Dagster daemon beat recently (``selene-dag dev``: its sensors and
+    automation start runs at any time)."""
     now = time.time()
-    if any(
+    return any(
         now - beat.timestamp < DAEMON_ALIVE_SECONDS
         for beat in instance.get_daemon_heartbeats().values()
-    ):
+    )
+
+
+def others_run_here(instance: dg.DagsterInstance) -> bool:
+    """Whether steps of another process may claim this instance's pool slots now: a
+    Dagster daemon beat recently (:func:`daemon_alive`), or a run of another process is
+    queued or unfinished."""
+    if daemon_alive(instance):
         return True
     records = instance.get_run_records(
         filters=dg.RunsFilter(statuses=[*_UNFINISHED, dg.DagsterRunStatus.QUEUED])

@@ -32,7 +32,12 @@ from selene_dag.defs.notes import (
     recorded_folder_version,
 )
 from selene_dag.defs.resources import default_resources, resources_for
-from selene_dag.defs.run_owner import others_run_here, owner_tags, release_dead_runs
+from selene_dag.defs.run_owner import (
+    daemon_alive,
+    others_run_here,
+    owner_tags,
+    release_dead_runs,
+)
 from selene_dag.defs.sessions import (
     DISTILL_SELECTION,
     PROJECTS_SELECTION,
@@ -225,11 +230,14 @@ def keep_store_open(settings: Settings | None, instance: dg.DagsterInstance) -> 
     another process may run steps in ``instance`` (:func:`.run_owner.others_run_here`):
     then a step opens the file only once it holds the pool's slot. Holding the file while
     waiting for the slot, whose holder waits for the file, stalled both for
-    ``SELENE_LOCK_WAIT`` and failed the other's step. The file is taken before the others
-    are looked for: two commands started together both found none, and the one that took
-    the file waited for the slot the other's step held while it waited for the file
-    (three ingests at once: two failed after a minute). Nothing is held without settings."""
-    if settings is None:
+    ``SELENE_LOCK_WAIT`` and failed the other's step. Without a daemon, the file is taken
+    first and other runs are looked for then, as every command does before it starts a
+    run (three ingests started together looked first: one found no run and took the file,
+    another found that run and started its own, whose step took the slot and waited for
+    the file; two failed after a minute); a run found then (one started by hand, or left
+    by a process gone) may wait for the file, which is let go. Nothing is held without
+    settings."""
+    if settings is None or daemon_alive(instance):
         yield
         return
     held = ExitStack()
