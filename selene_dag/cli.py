@@ -24,7 +24,7 @@ import sys
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path, PurePath, PureWindowsPath
 from typing import IO, Annotated, Any, TypeVar
 
@@ -632,7 +632,7 @@ def run_until_stopped(
     # started in the background) would be ignored by the child too, and SIGTERM with it.
     interrupt = signal.signal(signal.SIGINT, signal.default_int_handler)
     # A process group of its own: a terminal's Ctrl-C reaches this process only, which
-    # passes it on once (sent to both, the child got it twice when it was also sent on).
+    # passes it on to that group once (sent to both, the child got it twice).
     child = subprocess.Popen(
         command, env=dict(env), cwd=cwd, pass_fds=tuple(keep_open), process_group=0
     )
@@ -650,8 +650,12 @@ def run_until_stopped(
                 code = child.wait()
                 return 128 + stopped_by[0] if stopped_by else code
             except KeyboardInterrupt:
+                # To its whole group, as a terminal's Ctrl-C reached every process of
+                # Dagster's before it had a group of its own: its code server and a run's
+                # worker stop too (a code server was left for its 45 s heartbeat).
                 stopped_by.append(signal.SIGINT)
-                child.send_signal(signal.SIGINT)
+                with suppress(ProcessLookupError):  # it has just ended
+                    os.killpg(child.pid, signal.SIGINT)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -952,8 +956,12 @@ def ask_command(
     result = service.ask(settings, question, budget, model=model, sources=sources)
     if result.items or not result.stats.get("note"):  # an empty pack: its note says why
         err.print(_accounting(result), highlight=False, soft_wrap=True)
+    elif result.stats.get("index_refreshed"):  # what the wait before it was
+        seconds = result.stats.get("refresh_ms", 0) / 1000
+        err.print(f"search_index refreshed first ({seconds:.1f} s)", highlight=False)
     if result.stats.get("note"):
-        err.print(f"note: {result.stats['note']}", highlight=False, soft_wrap=True)
+        note = _for_home(result.stats["note"], home)  # the `selene-dag show` it names
+        err.print(f"note: {note}", highlight=False, soft_wrap=True)
     if result.stats.get("rewrite"):
         err.print(f"search words from the model: {result.stats['rewrite']}", highlight=False)
     if result.stats.get("rerank"):

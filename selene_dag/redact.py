@@ -1508,8 +1508,9 @@ def _redact_json_values(text: str, counts: Counter[str] | None) -> str:
 
 
 # A pass that replaced a secret runs again on its output: a secret glued to the one before
-# it (``AIza…AKIA…``) is one only once the first is a placeholder (a word starts there).
-_MAX_PASSES = 4
+# it (``AIza…AKIA…``) is one only once the first is a placeholder (a word starts there), so
+# a chain of glued secrets takes a pass each.
+_MAX_PASSES = 64
 
 
 def _redact(text: str, counts: Counter[str] | None) -> str:

@@ -214,8 +214,9 @@ NOTHING_MATCHED = "nothing matched the question"
 
 
 _ABSENT_SHOWN = 8
-# Absent words looked for in the stored session events, at most (each a scan of their text).
-_EVENTS_LOOKED_UP = 3
+# Absent words looked for in the stored session events, at most (each a scan of their
+# text): those the note names.
+_EVENTS_LOOKED_UP = _ABSENT_SHOWN
 
 
 def absent_words(
