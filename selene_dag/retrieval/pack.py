@@ -261,7 +261,7 @@ def absent_words_note(absent: Sequence[str], unsearched: Mapping[str, str] | Non
             parts.append(
                 f"'{word}' is in a part of a session ask does not search (the middle of a "
                 "long event, or an event left out of its chunks): "
-                f'selene-dag show "{unsearched[word]}"'
+                f'`selene-dag show "{unsearched[word]}"`'
             )
     return "; ".join(parts)
 

@@ -6,6 +6,7 @@ chunk holds, is not said to be in no session: the pack's note names the event an
 from __future__ import annotations
 
 import json
+import shlex
 
 import dagster as dg
 import pytest
@@ -48,7 +49,7 @@ def test_a_word_only_in_the_middle_of_a_long_event_is_located(home) -> None:
     note = result.stats["note"]
     assert "no note or session holds" not in note
     assert "'pelicanqueue' is in a part of a session ask does not search" in note
-    citation = note.rsplit('selene-dag show "', 1)[1].rstrip('"')
+    citation = note.rsplit('selene-dag show "', 1)[1].rstrip('"`')
     with connect(home.db_path) as conn:
         assert MIDDLE in show(conn, citation).text
     # Beside words that matched: located the same; a word no stored text holds is still
@@ -56,3 +57,29 @@ def test_a_word_only_in_the_middle_of_a_long_event_is_located(home) -> None:
     note = service.ask(home, "flamingoqueue pelicanqueue worker", 600).stats["note"]
     assert note.startswith("no note or session holds 'flamingoqueue': the pack holds")
     assert "; 'pelicanqueue' is in a part of a session ask does not search" in note
+
+
+def test_the_show_command_named_reads_the_same_home(home, tmp_path) -> None:
+    # Asked with --home from another folder, the note's `selene-dag show` read ./.selene.
+    import subprocess
+
+    from tests.support.ops import SELENE_CLI
+
+    asked = subprocess.run(
+        [SELENE_CLI, "ask", "pelicanqueue", "--budget", "300", "--home", str(home.home)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert asked.returncode == 0, asked.stderr
+    command = asked.stderr.split("`selene-dag ", 1)[1].split("`", 1)[0]
+    assert command.endswith(f"--home {home.home}")
+    shown = subprocess.run(
+        [SELENE_CLI, *shlex.split(command)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=120,
+    )
+    assert shown.returncode == 0 and MIDDLE in shown.stdout, shown.stderr
