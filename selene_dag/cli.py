@@ -21,6 +21,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -803,7 +804,7 @@ def compact(
         typer.Argument(
             help="JSON list of {role, content, stage?, completed?}, or "
             '{"messages": [...], "digest": [{stage, decision, superseded?}]}, a JSONL file of '
-            "messages, or a Claude Code, Codex CLI or Gemini CLI session file."
+            "messages, or a Claude Code, Codex CLI or Gemini CLI session file; - reads stdin."
         ),
     ],
     window: Annotated[int, typer.Option(help="Context window of the target model, in tokens.")],
@@ -821,7 +822,8 @@ def compact(
     tool calls and results are the messages, secrets redacted."""
     if output:
         _prepare_output(output)
-    conversation = service.read_conversation(messages)
+    with _readable_file(messages) as readable:
+        conversation = service.read_conversation(readable)
     for notice in conversation.notices:
         err.print(f"note: {messages}: {notice}", highlight=False, soft_wrap=True)
     report = service.compact(_settings(home), conversation, window, model)
@@ -1036,7 +1038,9 @@ def show_command(
 def eval_command(
     questions: Annotated[
         Path,
-        typer.Argument(help="JSONL of {question, must_contain}, or a JSON list of them."),
+        typer.Argument(
+            help="JSONL of {question, must_contain}, or a JSON list of them; - reads stdin."
+        ),
     ],
     budget: Annotated[
         list[int] | None,
@@ -1064,7 +1068,8 @@ def eval_command(
 
     budgets = [check_budget(b, "--budget") for b in dict.fromkeys(budget or [2000])]
     parse_sources(sources)  # a bad --sources fails before any work
-    loaded = service.read_questions(questions)
+    with _readable_file(questions) as readable:
+        loaded = service.read_questions(readable)
     for notice in loaded.notices:
         err.print(f"note: {questions}: {notice}", highlight=False, soft_wrap=True)
     settings = _settings(home)
@@ -1566,6 +1571,26 @@ def _one_line_warning(message: Warning | str, category: type[Warning], *_: Any, 
 
 
 _UTF8 = ("utf-8", "utf8")
+
+
+@contextmanager
+def _readable_file(path: Path) -> Iterator[Path]:
+    """``path`` itself, a file; for ``-`` (stdin) or a pipe (``<(…)``, ``/dev/stdin``), a
+    temporary file holding what it gives, for the readers look at a file twice (what kind
+    it is, then its content). A pipe was "not a file"; ``-`` "does not exist"."""
+    if str(path) != "-" and (path.is_file() or not path.exists() or path.is_dir()):
+        yield path
+        return
+    data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
+    try:
+        json.loads(data)
+        suffix = ".json"  # one document (a list of messages, a Gemini session)
+    except ValueError:
+        suffix = ".jsonl"
+    with tempfile.TemporaryDirectory(prefix="selene-stdin-") as folder:
+        target = Path(folder) / f"stdin{suffix}"
+        target.write_bytes(data)
+        yield target
 
 
 def home_after_command(args: list[str]) -> list[str]:

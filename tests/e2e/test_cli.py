@@ -866,3 +866,48 @@ def test_eval_of_a_shipped_set_outside_the_checkout_says_where_it_is(tmp_path):
     proc = run("eval", "assets/eval/questions.jsonl", "--home", str(tmp_path / "h"), cwd=tmp_path)
     assert_one_line_error(proc, "assets/eval/questions.jsonl does not exist", "shipped with")
     assert str(ASSETS / "eval" / "questions.jsonl") in proc.stderr
+
+
+def test_compact_and_eval_read_stdin_and_pipes(tmp_path):
+    # An editor plugin or a pipeline: `compact -` was "- does not exist", `/dev/stdin` and
+    # `<(…)` "not a file".
+    conversation = '[{"role": "user", "content": "hi there, please help"}, ' + (
+        '{"role": "assistant", "content": "sure"}]'
+    )
+    home = str(tmp_path / "h")
+    piped = subprocess.run(
+        [str(EXE), "compact", "-", "--window", "1000", "--home", home],
+        input=conversation,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert piped.returncode == 0, piped.stderr
+    assert [m["content"] for m in json.loads(piped.stdout)["messages"]] == [
+        "hi there, please help",
+        "sure",
+    ]
+    transcript = ASSETS.parent / "tests" / "fixtures" / "sessions" / "claude"
+    session = sorted(transcript.glob("*.jsonl"))[0]
+    with session.open("rb") as source:
+        fed = subprocess.run(
+            [str(EXE), "compact", "/dev/stdin", "--window", "2000", "--home", home],
+            stdin=source,
+            capture_output=True,
+            timeout=120,
+        )
+    assert fed.returncode == 0, fed.stderr
+    assert json.loads(fed.stdout)["messages"]
+    notes = tmp_path / "notes"
+    notes.mkdir()
+    (notes / "a.md").write_text("# Kayak\nRenew the permit in May.\n")
+    assert run("ingest", str(notes), "--home", home).returncode == 0
+    asked = subprocess.run(
+        [str(EXE), "eval", "-", "--budget", "200", "--format", "json", "--home", home],
+        input='{"question": "when is the kayak permit renewed", "must_contain": ["May"]}\n',
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert asked.returncode == 0, asked.stderr
+    assert json.loads(asked.stdout)["overall"]["ask"] == 1.0
