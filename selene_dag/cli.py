@@ -1596,7 +1596,8 @@ def _readable_file(path: Path) -> Iterator[Path]:
 def home_after_command(args: list[str]) -> list[str]:
     """``args`` with a ``--home DIR`` (or ``--home=DIR``) given before the command moved
     to its options (before a ``--``, if any): every command takes it, and
-    ``selene-dag --home DIR ingest …`` was "No such option: --home"."""
+    ``selene-dag --home DIR ingest …`` was "No such option: --home". A ``--home`` the
+    command is given too wins; with no command it is dropped (``--home DIR --help``)."""
     moved: list[str] = []
     rest: list[str] = []
     i = 0
@@ -1610,10 +1611,14 @@ def home_after_command(args: list[str]) -> list[str]:
         else:
             rest.append(args[i])
         i += 1
-    if not moved or i == len(args):
+    if not moved:
         return args
+    if i == len(args):  # no command: `--home H --help` is the help
+        return rest
     tail = args[i:]
     end = tail.index("--") if "--" in tail else len(tail)
+    if any(a == "--home" or a.startswith("--home=") for a in tail[:end]):
+        return [*rest, *tail]  # the command's own --home wins
     return [*rest, *tail[:end], *moved, *tail[end:]]
 
 

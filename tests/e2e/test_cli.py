@@ -813,7 +813,14 @@ def test_home_may_come_before_the_command(tmp_path):
         "--",
         "-x",
     ]
-    assert home_after_command(["--home", "H"]) == ["--home", "H"]
+    assert home_after_command(["--home", "H"]) == []
+    assert home_after_command(["--home", "H", "--help"]) == ["--help"]
+    assert home_after_command(["--home", "H1", "health", "--home", "H2"]) == [
+        "health",
+        "--home",
+        "H2",
+    ]
+    assert run("--home", str(home), "--help").returncode == 0
 
 
 @pytest.mark.parametrize("args", [("health", "--json"), ("health",)], ids=["json", "table"])
