@@ -324,6 +324,13 @@ def ingest(settings: Settings, path: str | os.PathLike[str]) -> IngestReport:
         raise UsageError(f"{path} does not exist") from None
     except OSError as exc:  # a folder on the way that this user may not enter
         raise UsageError(f"{path} cannot be read ({exc.strerror or exc})") from None
+    if not path.is_file() and not path.is_dir():
+        # `ingest <(cat notes.jsonl)`: the run failed on "notes folder /proc/…/pipe:[…]
+        # does not exist" and left an empty home; a home keeps where its notes came from.
+        raise UsageError(
+            f"{path} is a pipe or a device, not a file or a folder: ingest reads notes from "
+            "files and folders, which it reads again for their changes; save it to a file"
+        )
     # A folder this user may not list gave "0 notes" (or kept its notes) in silence; asked
     # of the system, not by listing it (an ingest lists its folder once).
     effective = os.access in os.supports_effective_ids

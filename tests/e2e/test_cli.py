@@ -918,3 +918,22 @@ def test_compact_and_eval_read_stdin_and_pipes(tmp_path):
     )
     assert asked.returncode == 0, asked.stderr
     assert json.loads(asked.stdout)["overall"]["ask"] == 1.0
+
+
+def test_ingest_of_a_pipe_is_one_line_and_makes_no_home(tmp_path):
+    # `ingest <(cat notes.jsonl)`: "notes folder /proc/…/fd/pipe:[…] does not exist",
+    # from inside a run, and an empty home left behind.
+    read_end, write_end = os.pipe()
+    os.close(write_end)
+    try:
+        proc = subprocess.run(
+            [str(EXE), "ingest", f"/dev/fd/{read_end}", "--home", str(tmp_path / "h")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            pass_fds=(read_end,),
+        )
+    finally:
+        os.close(read_end)
+    assert_one_line_error(proc, "is a pipe or a device, not a file or a folder")
+    assert not (tmp_path / "h").exists()
