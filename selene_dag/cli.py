@@ -929,8 +929,13 @@ def _accounting(result: Any) -> str:
         f"{stats.get('elapsed_ms', 0):.0f} ms",
     ]
     if stats.get("index_refreshed"):
-        parts.append(f"search_index refreshed first ({stats.get('refresh_ms', 0) / 1000:.1f} s)")
+        parts.append(_refreshed_first(stats))
     return "; ".join(parts)
+
+
+def _refreshed_first(stats: Mapping[str, Any]) -> str:
+    """How long ask waited for a stale index to be rebuilt before it searched."""
+    return f"search_index refreshed first ({stats.get('refresh_ms', 0) / 1000:.1f} s)"
 
 
 @app.command("ask")
@@ -959,8 +964,7 @@ def ask_command(
     if result.items or not result.stats.get("note"):  # an empty pack: its note says why
         err.print(_accounting(result), highlight=False, soft_wrap=True)
     elif result.stats.get("index_refreshed"):  # what the wait before it was
-        seconds = result.stats.get("refresh_ms", 0) / 1000
-        err.print(f"search_index refreshed first ({seconds:.1f} s)", highlight=False)
+        err.print(_refreshed_first(result.stats), highlight=False)
     if result.stats.get("note"):
         note = _for_home(result.stats["note"], home)  # the `selene-dag show` it names
         err.print(f"note: {note}", highlight=False, soft_wrap=True)
