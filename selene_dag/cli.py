@@ -1623,7 +1623,50 @@ def home_after_command(args: list[str]) -> list[str]:
     end = tail.index("--") if "--" in tail else len(tail)
     if any(a == "--home" or a.startswith("--home=") for a in tail[:end]):
         return [*rest, *tail]  # the command's own --home wins
+    groups = {group.name for group in app.registered_groups}
+    if tail[0] in groups and not any(a in _group_commands(tail[0]) for a in tail[1:end]):
+        return [*rest, *tail]  # `--home H distill`: the group's own usage, no --home to take
     return [*rest, *tail[:end], *moved, *tail[end:]]
+
+
+def _file_identity(stream: Any) -> tuple[int, int] | None:
+    """The (device, inode) of ``stream``'s file, or None when it has no file."""
+    try:
+        info = os.fstat(stream.fileno())
+    except (AttributeError, OSError, ValueError):
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _output_closed(stdout_at_start: tuple[int, int] | None) -> bool:
+    """Whether the exit code 1 a library gave is its answer to a reader that left: click
+    wraps stdout in its ``PacifyFlushWrapper`` on EPIPE (``--version | true``), rich points
+    stdout at the null device (``--help | true``)."""
+    if type(sys.stdout).__name__ == "PacifyFlushWrapper":
+        return True
+    now = _file_identity(sys.stdout)
+    return now != stdout_at_start and now == _file_identity_of(os.devnull)
+
+
+def _file_identity_of(path: str) -> tuple[int, int] | None:
+    """The (device, inode) of the file at ``path``, or None when it cannot be read."""
+    try:
+        info = os.stat(path)
+    except OSError:
+        return None
+    return info.st_dev, info.st_ino
+
+
+def _group_commands(name: str) -> set[str]:
+    """The names of the commands of the command group ``name`` (``distill``: ``run``, …)."""
+    for group in app.registered_groups:
+        if group.name == name and group.typer_instance is not None:
+            return {
+                command.name or command.callback.__name__.replace("_", "-")
+                for command in group.typer_instance.registered_commands
+                if command.callback is not None
+            }
+    return set()
 
 
 def main() -> None:
@@ -1649,13 +1692,23 @@ def main() -> None:
     if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
         signal.signal(signal.SIGTERM, signal.default_int_handler)
     sys.unraisablehook = interrupt_again(sys.unraisablehook)
+    stdout_at_start = _file_identity(sys.stdout)
     try:
         code = app(args=home_after_command(sys.argv[1:]), standalone_mode=False)
+    except SystemExit as exc:
+        if exc.code == 1 and _output_closed(stdout_at_start):
+            raise SystemExit(PIPE_CLOSED) from None
+        raise
     except ClickException as exc:
         context = getattr(exc, "ctx", None)
         message = exc.format_message()
-        if not message and context is not None:  # no arguments at all: show the help
-            typer.echo(context.get_help())
+        if type(exc).__name__ == "NoArgsIsHelpError" or (not message and context is not None):
+            # No arguments at all: the help. Recent Typer versions have printed it already
+            # and raises with no message; click alone carries it as the message.
+            if message:
+                typer.echo(message)
+            elif type(exc).__name__ != "NoArgsIsHelpError" and context is not None:
+                typer.echo(context.get_help())
             raise SystemExit(0) from None
         hint = f" (see `{context.command_path} --help`)" if context is not None else ""
         err.print(_error_line(f"{message}{hint}"), highlight=False)

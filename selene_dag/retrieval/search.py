@@ -232,16 +232,29 @@ def events_holding(conn: duckdb.DuckDBPyConnection, words: Sequence[str]) -> dic
     citation of the first such event (``<session key> events n-n``, which ``show``
     prints): the words a pack's note says are in no searched text may be in a part of a
     session the index leaves out (the middle of an event longer than a chunk, an event
-    below the chunks' importance). One scan of the events' text per word."""
+    below the chunks' importance). One scan of the events' text serves every word."""
+    unique = list(dict.fromkeys(w.lower() for w in words if w.strip()))
+    if not unique:
+        return {}
+    # One aggregate per word over a single pass: the text is lowered once per event, and
+    # the first holder of each word is the smallest (session_key, seq).
+    first = ", ".join(
+        "min(CASE WHEN contains(lowered, ?) AND regexp_matches(text, ?) "
+        "THEN struct_pack(key := session_key, seq := seq) END)"
+        for _ in unique
+    )
+    params: list[str] = []
+    for word in unique:
+        params += [word, rf"(?i)(^|\W){re.escape(word)}($|\W)"]
+    row = conn.execute(
+        f"SELECT {first} FROM (SELECT session_key, seq, text, lower(text) AS lowered "
+        "FROM session_events)",
+        params,
+    ).fetchone()
     found: dict[str, str] = {}
-    for word in dict.fromkeys(w.lower() for w in words if w.strip()):
-        row = conn.execute(
-            "SELECT session_key, seq FROM session_events WHERE contains(lower(text), ?) "
-            "AND regexp_matches(text, ?) ORDER BY session_key, seq LIMIT 1",
-            [word, rf"(?i)(^|\W){re.escape(word)}($|\W)"],
-        ).fetchone()
-        if row is not None:
-            found[word] = f"{row[0]} events {row[1]}-{row[1]}"
+    for word, holder in zip(unique, row or (), strict=False):
+        if holder is not None:
+            found[word] = f"{holder['key']} events {holder['seq']}-{holder['seq']}"
     return found
 
 

@@ -847,6 +847,32 @@ def test_a_reader_that_left_gives_the_pipe_code_and_no_line(tmp_path, args):
     assert proc.stderr == ""
 
 
+@pytest.mark.parametrize("args", [("--help",), ("--version",), ("distill", "--help")])
+def test_help_and_version_to_a_reader_that_left_give_the_pipe_code(args):
+    # The help (rich) and the version (click) answered a closed pipe with exit code 1, a
+    # user error's, as a library's own exit; a command's output gave 141.
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        proc = subprocess.run(
+            [str(EXE), *args], stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120
+        )
+    finally:
+        os.close(write_end)
+    assert proc.returncode == 141, proc.stderr
+    assert proc.stderr == ""
+
+
+@pytest.mark.parametrize("args", [(), ("distill",), ("--home", "H", "cache")])
+def test_a_command_group_alone_prints_its_help_once(args):
+    # The help was printed twice (Typer printed it, then the entry point again), and
+    # `--home H distill` was "No such option: --home".
+    proc = run(*args)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("Usage:") == 1, proc.stdout
+    assert proc.stderr == ""
+
+
 def test_an_output_that_is_not_utf8_gets_the_pack_not_a_traceback(tmp_path):
     # PYTHONIOENCODING=latin-1 (or a Latin-1 locale): '“' ended `ask` in a traceback.
     notes = tmp_path / "notes"
