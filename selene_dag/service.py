@@ -1760,6 +1760,7 @@ def distill_run(
     run_config: dict[str, Any] | None = None,
     instance: Any = None,
     on_batch: Callable[[int, int], None] | None = None,
+    on_index: Callable[[float], None] | None = None,
 ) -> list[dict[str, Any]]:
     """Materialize the sessions spine for the chosen files, in batches (one run each)
     against ``instance`` (default: the home's persistent instance). Named files (session
@@ -1770,7 +1771,9 @@ def distill_run(
     chunks it kept, left out for the budget, and had, with the minimum consensus that
     decided (``distilled_chunks``, ``dropped_chunks``, ``chunks``, ``min_consensus``).
     ``on_batch(done, total)`` reports progress after each run; with ``all_files``, the files
-    whose token counts are in another model than SELENE_MODEL's run again too. Raises
+    whose token counts are in another model than SELENE_MODEL's run again too. With
+    ``on_index``, a search index left stale by the files that ran is brought up to date
+    (as ``ingest`` does), and ``on_index(seconds)`` is told how long that took. Raises
     UsageError for ids with ``all_files``."""
     if all_files and ids:
         raise UsageError(
@@ -1822,6 +1825,10 @@ def distill_run(
     projects |= projects_gone
     if projects and (failure := runs.materialize_projects(settings, sorted(projects), instance)):
         raise RunFailedError(f"distilling the sessions' projects failed: {failure}")
+    if on_index is not None and (ran or projects_gone):
+        index_started = time.perf_counter()
+        if refresh_index_if_stale(settings):
+            on_index(time.perf_counter() - index_started)
     distilled = sessions_report.distillations_by_session(settings) or {}
     events_now = sessions_report.stored_files(settings) if shrank else {}
     rows = []
