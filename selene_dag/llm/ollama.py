@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -127,8 +128,24 @@ class _Malformed(ValueError):
 
 def _is_transient(exc: BaseException) -> bool:
     if isinstance(exc, ollama.ResponseError):
-        return exc.status_code >= 500
+        return exc.status_code >= 500 or exc.status_code == 429
     return isinstance(exc, (ConnectionError, httpx.TransportError))
+
+
+# The answers a server gives to one request it cannot take (a prompt too long, a schema it
+# refuses): that item falls back, the others go on. Any other 4xx (a proxy's 401 or 403, a
+# 404 from a host that is not Ollama) refuses every request alike: the step fails.
+_REQUEST_REFUSED = frozenset({400, 413, 422})
+
+# A reasoning model (qwen3, deepseek-r1) opens its answer with its thinking; an answer cut
+# short by its token budget may hold nothing else.
+_THINKING = re.compile(r"\A\s*<think>.*?(?:</think>\s*|\Z)", re.DOTALL)
+
+
+def without_thinking(content: str) -> str:
+    """``content`` without a leading ``<think>…</think>`` block (all of it when the block
+    is never closed): the answer a reasoning model gives after its thinking."""
+    return _THINKING.sub("", content, count=1)
 
 
 class OllamaEngine(BaseEngine):
@@ -176,18 +193,26 @@ class OllamaEngine(BaseEngine):
         attempts = self.retries + 1
         tried = f" (tried {attempts} times)" if attempts > 1 else ""
         if isinstance(exc, ollama.ResponseError):
-            message = str(exc.error)
-            if exc.status_code == 404 and "not found" in message.lower():
+            # One line of what the server said (a proxy's error page is many).
+            message = " ".join(str(exc.error).split())[:160]
+            code = exc.status_code
+            if code == 404 and "model" in message.lower() and "not found" in message.lower():
                 return EngineUnavailable(
                     f"model {self.model} not found on {self.host}: run `ollama pull {self.model}`"
                 )
-            if exc.status_code >= 500:
+            if code >= 500 or code == 429:
                 return EngineUnavailable(
                     f"Ollama at {self.host} failed on the {task} task{tried}: {message} "
-                    f"(HTTP {exc.status_code}); check the server log"
+                    f"(HTTP {code}); check the server log"
                 )
-            return EngineResponseError(
-                f"Ollama at {self.host} rejected the {task} task: {message} (HTTP {exc.status_code})"
+            if code in _REQUEST_REFUSED:
+                return EngineResponseError(
+                    f"Ollama at {self.host} rejected the {task} task: {message} (HTTP {code})"
+                )
+            return EngineUnavailable(
+                f"{self.host} refused the {task} task: {message or 'no reason given'} "
+                f"(HTTP {code}): is SELENE_OLLAMA_HOST an Ollama server that needs no "
+                "credentials?"
             )
         if isinstance(exc, httpx.TimeoutException):
             return EngineUnavailable(
@@ -256,7 +281,7 @@ class OllamaEngine(BaseEngine):
             task,
         )
         content = (response.message.content or "") if response.message else ""
-        return content, response.prompt_eval_count, response.eval_count
+        return without_thinking(content), response.prompt_eval_count, response.eval_count
 
     def _ask(
         self,

@@ -97,6 +97,52 @@ def test_a_server_that_answers_a_page_instead_of_json_is_one_clear_error(tmp_pat
             service.ingest(_settings(tmp_path / "home", fake), path)
 
 
+@pytest.mark.parametrize(
+    ("status", "error"),
+    [(401, "unauthorized"), (403, "forbidden"), (404, ""), (405, "method not allowed")],
+)
+def test_a_server_that_refuses_every_request_fails_the_step(
+    tmp_path: Path, status: int, error: str
+) -> None:
+    # A proxy's 401 (or a host that is not Ollama's empty 404) was taken for the model's
+    # unusable answer: every note was analysed offline for good and ingest exited 0.
+    path = _notes(tmp_path / "notes")
+    with FakeOllama(status=status, status_error=error) as fake:
+        engine = OllamaEngine(host=fake.url, model="mistral:7b", retries=0)
+        with pytest.raises(
+            EngineUnavailable, match=rf"refused .*HTTP {status}.*SELENE_OLLAMA_HOST"
+        ):
+            engine.analyze_note("A title", "Some text of a note about herons and reeds.")
+        settings = _settings(tmp_path / "home", fake, essence_limit=0)
+        with pytest.raises(SeleneError, match=rf"HTTP {status}"):
+            service.ingest(settings, path)
+        assert "for ollama" not in " ".join(_engines(tmp_path / "home").values())
+        fake.status = None  # the server fixed: the notes are the model's
+        service.ingest(settings, path)
+        assert set(_engines(tmp_path / "home").values()) == {"ollama:mistral:7b"}
+
+
+def test_a_reasoning_models_thinking_is_left_out_of_its_answers(tmp_path: Path) -> None:
+    # qwen3 and deepseek-r1 open every answer with <think>…</think>: no JSON answer parsed
+    # (every note analysed offline) and the thinking was stored as the digests' text.
+    path = _notes(tmp_path / "notes")
+    with FakeOllama(thinking="Okay, the user wants {a summary}. Let me reason.") as fake:
+        settings = _settings(tmp_path / "home", fake, essence_limit=0)
+        report = service.ingest(settings, path)
+        assert report.analysed_offline == 0
+        assert set(_engines(tmp_path / "home").values()) == {"ollama:mistral:7b"}
+    with open_store(tmp_path / "home" / "selene.duckdb") as conn:
+        stored = conn.execute(
+            "SELECT string_agg(coalesce(essence, ''), ' ') FROM processed_notes"
+        ).fetchone()[0]
+        digests = conn.execute(
+            "SELECT count(summary), string_agg(concat_ws(' ', summary, thread_digest), ' ') "
+            "FROM threads"
+        ).fetchone()
+    assert stored and "<think>" not in stored and "reason" not in stored.lower()
+    assert digests[0] > 0 and "<think>" not in digests[1] and "reason" not in digests[1].lower()
+
+
 def test_essences_left_at_the_limit_are_taken_up_by_the_next_ingest(tmp_path: Path) -> None:
     # With a model server each run analyses SELENE_ESSENCE_LIMIT notes; an unchanged
     # ingest said "nothing changed" and the rest never came without a daemon.

@@ -25,6 +25,10 @@ Knobs (constructor arguments, also settable as attributes while running):
 * ``malformed_when``: JSON answers to prompts holding this text are always broken JSON.
 * ``overlong``: every string of a JSON answer is this many characters long (0: as built).
 * ``not_json``: model calls answer 200 with an HTML page, not Ollama's JSON (a proxy).
+* ``status``: model calls answer this HTTP status with ``{"error": status_error}`` (a
+  proxy's 401, a host that is not Ollama's 404).
+* ``thinking``: every model answer opens with ``<think>`` this text ``</think>``, as a
+  reasoning model's does.
 
 ``requests`` counts requests per path; ``bodies`` keeps every decoded request body in order;
 ``most_at_once`` is the largest number of model requests answered at the same time.
@@ -193,6 +197,9 @@ class FakeOllama:
         malformed_when: str | None = None,
         overlong: int = 0,
         not_json: bool = False,
+        status: int | None = None,
+        status_error: str = "",
+        thinking: str | None = None,
     ) -> None:
         if fail_mode not in ("refuse", "500"):
             raise ValueError("fail_mode must be 'refuse' or '500'")
@@ -204,6 +211,9 @@ class FakeOllama:
         self.malformed_when = malformed_when
         self.overlong = overlong
         self.not_json = not_json
+        self.status = status
+        self.status_error = status_error
+        self.thinking = thinking
         self.requests: Counter[str] = Counter()
         self.bodies: list[dict[str, Any]] = []
         self.most_at_once = 0
@@ -359,6 +369,9 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             with fake._lock:
                 fake._at_once -= 1
+        if fake.status is not None:
+            self._send(fake.status, {"error": fake.status_error})
+            return
         if fake.not_json:
             page = b"<html><body>not an Ollama server</body></html>"
             self.send_response(200)
@@ -383,6 +396,8 @@ class _Handler(BaseHTTPRequestHandler):
                 text = json.dumps(_padded(value, fake.overlong) if fake.overlong else value)
         else:
             text = _fake_text(prompt)
+        if fake.thinking is not None:
+            text = f"<think>{fake.thinking}</think>\n\n{text}"
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
         common = {
             "model": model,
