@@ -86,8 +86,11 @@ def migrate(
 
     Applying twice is a no-op. Each migration and its bookkeeping row commit together.
     """
+    known = migrations is None
     migrations = discover_migrations() if migrations is None else migrations
     done = applied_versions(conn)
+    if known:
+        refuse_newer_schema(done, migrations)
     applied: list[int] = []
     for migration in migrations:
         if migration.version in done:
@@ -112,6 +115,20 @@ def migrate(
         with suppress(duckdb.Error):  # another transaction of this process is open
             conn.execute("CHECKPOINT")
     return applied
+
+
+def refuse_newer_schema(applied: set[int], migrations: list[Migration]) -> None:
+    """Raise MigrationError when the database records a migration newer than every one this
+    version of selene-dag has: a newer version wrote it, and this one would read and write
+    tables whose meaning changed (a downgrade ran on silently)."""
+    latest = max((m.version for m in migrations), default=0)
+    newer = sorted(v for v in applied if v > latest)
+    if newer:
+        raise MigrationError(
+            f"this database was written by a newer selene-dag (schema {newer[-1]}; this "
+            f"version knows up to {latest}): upgrade selene-dag to use this home, or use "
+            "another --home"
+        )
 
 
 def _is_lock_error(exc: BaseException) -> bool:
@@ -252,13 +269,25 @@ def connect(
     conn.execute("SET TimeZone = 'UTC'")
     if not read_only:
         conn.execute("PRAGMA disable_checkpoint_on_shutdown")
-    if run_migrations and not read_only:
-        try:
+    try:
+        if run_migrations and not read_only:
             migrate(conn)
-        except Exception:
-            conn.close()
-            raise
+        elif run_migrations:
+            refuse_newer_schema(_recorded_versions(conn), discover_migrations())
+    except Exception:
+        conn.close()
+        raise
     return conn
+
+
+def _recorded_versions(conn: duckdb.DuckDBPyConnection) -> set[int]:
+    """The versions ``schema_migrations`` records, without creating it (a read-only
+    connection): none when the table is missing."""
+    try:
+        rows = conn.execute("SELECT version FROM schema_migrations").fetchall()
+    except duckdb.CatalogException:
+        return set()
+    return {row[0] for row in rows}
 
 
 @contextmanager

@@ -4,6 +4,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from selene_dag.errors import SeleneError
 from selene_dag.store import (
     WAL_KEPT_BYTES,
     Migration,
@@ -181,3 +182,20 @@ def test_a_waiting_mark_left_over_does_not_count(tmp_path: Path) -> None:
     assert not others_waiting(db) and not mark.exists()
     (tmp_path / f"selene.duckdb.waiting-{os.getpid()}").touch()  # our own: never another's
     assert not others_waiting(db)
+
+
+def test_a_database_from_a_newer_version_is_refused_before_anything_is_written(tmp_path):
+    # An older selene-dag (a downgrade, a second install) read and wrote a home a newer one
+    # had migrated, silently.
+    db = tmp_path / "selene.duckdb"
+    conn = connect(db)
+    latest = max(applied_versions(conn))
+    conn.execute(
+        "INSERT INTO schema_migrations (version, name) VALUES (?, 'from_the_future')",
+        [latest + 1],
+    )
+    conn.close()
+    for read_only in (False, True):
+        with pytest.raises(MigrationError, match=rf"newer selene-dag \(schema {latest + 1}; "):
+            connect(db, read_only=read_only)
+    assert isinstance(MigrationError("x"), SeleneError)  # one line from the CLI
