@@ -336,6 +336,18 @@ def _refuse_a_bad_range(conn: duckdb.DuckDBPyConnection, ref: str) -> None:
         )
 
 
+def _ids_ending_with(conn: duckdb.DuckDBPyConnection, spellings: list[str]) -> list[str]:
+    """Up to three live note ids that are one of ``spellings`` under a folder's key
+    (``notes/ab__x.md`` for ``ab__x.md``: an id cited before ids held their folder's key,
+    or typed without it)."""
+    rows = conn.execute(
+        "SELECT id FROM notes WHERE deleted_at IS NULL AND NOT test_run "
+        "AND list_has_any(?, [id[strpos(id, '/') + 1:]]) ORDER BY id LIMIT 3",
+        [spellings],
+    ).fetchall()
+    return [str(row[0]) for row in rows]
+
+
 def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) -> Shown:
     # An id typed with composed accents names a file macOS stored decomposed, or back.
     spellings = list(dict.fromkeys([cited.ref, *(normalize(f, cited.ref) for f in _FORMS)]))
@@ -353,6 +365,11 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
         ).fetchone()
         if gone is None:
             _refuse_a_bad_range(conn, cited.ref)
+            if meant := _ids_ending_with(conn, spellings):
+                raise NotFoundError(
+                    f"no note {cited.ref} in this home; note ids start with their folder's "
+                    f"key: {' or '.join(meant)}?"
+                )
             raise NotFoundError(
                 f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "
                 "`context`), or `selene-dag health` says what the home holds"
