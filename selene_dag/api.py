@@ -28,6 +28,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
 from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect
 
 from selene_dag import service
 from selene_dag.api_schema import (
@@ -39,7 +40,7 @@ from selene_dag.api_schema import (
 )
 from selene_dag.config import Settings, load_settings
 from selene_dag.context.messages import validate_digest, validate_messages
-from selene_dag.context.tokens import check_model_name, tokenizer_info
+from selene_dag.context.tokens import MAX_MODEL_NAME, check_model_name, tokenizer_info
 from selene_dag.errors import (
     MAX_BUDGET,
     NotFoundError,
@@ -48,7 +49,9 @@ from selene_dag.errors import (
     with_home,
     write_failure,
 )
+from selene_dag.retrieval.citations import MAX_CITATION_CHARS
 from selene_dag.retrieval.search import parse_sources
+from selene_dag.text import reject_lone_surrogates
 
 # A field the endpoint does not know is an error, not ignored: "budjet" silently asked with
 # the default.
@@ -99,6 +102,10 @@ class BodyLimit:
         except _TooLarge:
             if not started:
                 await self._refuse(send, "request body")
+        except ClientDisconnect:
+            # The client left while sending its body: no one to answer, and nothing wrong
+            # with the server (each was an 80-line traceback in its log).
+            return
 
     async def _refuse(self, send: Any, what: str) -> None:
         response = JSONResponse(
@@ -106,6 +113,11 @@ class BodyLimit:
             content={"detail": f"{what} is over the {self.limit:,}-byte limit"},
         )
         await response({"type": "http"}, None, send)  # type: ignore[arg-type]
+
+
+# What the published schema says a model's name is, so that a client built from it does
+# not send one the server refuses ("", " ", 300 characters).
+_MODEL_NAME_SCHEMA: dict[str, Any] = {"minLength": 1, "maxLength": MAX_MODEL_NAME, "pattern": r"\S"}
 
 
 def _model_name(value: str | None) -> str | None:
@@ -130,7 +142,11 @@ class AskRequest(BaseModel):
         description="Subset of ['notes', 'sessions'] (default both): a list, or one "
         "comma-separated string as the CLI's --sources takes it.",
     )
-    model: ModelName = Field(default=None, description="Target model; default SELENE_MODEL.")
+    model: ModelName = Field(
+        default=None,
+        description="Target model; default SELENE_MODEL.",
+        json_schema_extra=_MODEL_NAME_SCHEMA,
+    )
 
     @field_validator("sources", mode="before")
     @classmethod
@@ -141,6 +157,9 @@ class AskRequest(BaseModel):
         if isinstance(value, str) or (
             isinstance(value, list) and all(isinstance(v, str) for v in value)
         ):
+            # Before the names are quoted in a message (one that cannot be encoded was a 500).
+            for name in [value] if isinstance(value, str) else value:
+                reject_lone_surrogates(name, "sources")
             parse_sources(value)  # an unknown name is this field's problem, listed as such
             return value
         raise ValueError(
@@ -154,7 +173,11 @@ class ContextRequest(BaseModel):
     model_config = _STRICT
 
     budget: int = Field(gt=0, le=MAX_BUDGET, strict=True, description="Token budget of the pack.")
-    model: ModelName = Field(default=None, description="Target model; default SELENE_MODEL.")
+    model: ModelName = Field(
+        default=None,
+        description="Target model; default SELENE_MODEL.",
+        json_schema_extra=_MODEL_NAME_SCHEMA,
+    )
 
 
 class CompactRequest(BaseModel):
@@ -169,7 +192,11 @@ class CompactRequest(BaseModel):
         description="Memory digest, {stage, decision, superseded?} entries: the result "
         "always carries the decisions not superseded, in one system message.",
     )
-    model: ModelName = Field(default=None, description="Target model; default SELENE_MODEL.")
+    model: ModelName = Field(
+        default=None,
+        description="Target model; default SELENE_MODEL.",
+        json_schema_extra=_MODEL_NAME_SCHEMA,
+    )
 
     @field_validator("messages")
     @classmethod
@@ -190,7 +217,8 @@ class ShowRequest(BaseModel):
     model_config = _STRICT
 
     citation: str = Field(
-        description="A citation as a pack item gives it (its location or citation, or its id)."
+        description="A citation as a pack item gives it (its location or citation, or its id).",
+        json_schema_extra={"minLength": 1, "maxLength": MAX_CITATION_CHARS, "pattern": r"\S"},
     )
     around: int = Field(
         default=0, ge=0, strict=True, description="Lines or events of context on each side."
@@ -280,7 +308,7 @@ def _mount_docs(app: FastAPI) -> None:
 
     app.mount(SWAGGER_PREFIX, StaticFiles(directory=str(swagger_ui_path)), name="swagger-ui")
 
-    @app.get("/docs", include_in_schema=False)
+    @app.api_route("/docs", methods=["GET", "HEAD"], include_in_schema=False)
     def docs() -> HTMLResponse:
         return get_swagger_ui_html(
             openapi_url=app.openapi_url or "/openapi.json",
@@ -423,6 +451,12 @@ def create_app(settings_provider: Callable[[], Settings] = load_settings) -> Fas
         settings = settings_provider()
         with shared.cursor(settings) as cur:
             return service.health_in(cur, settings)
+
+    # HEAD as well (not a second operation in the schema): a monitor probing the server's
+    # health with HEAD got a 405.
+    app.add_api_route(
+        "/health/compression", health_compression, methods=["HEAD"], include_in_schema=False
+    )
 
     @app.post("/ask", response_model=None, responses=_answers(AskResponse, 413, 422, 503, 507))
     def ask_endpoint(body: AskRequest) -> dict[str, Any]:

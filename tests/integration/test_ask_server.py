@@ -291,6 +291,23 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(api: httpx.Client) -
     assert answer.startswith("HTTP/1.1 413"), answer[:200]
 
 
+def test_a_client_that_leaves_mid_body_costs_no_traceback(
+    api: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Each dropped upload was "Exception in ASGI application" and 80 lines of traceback.
+    port = int(str(api.base_url).rsplit(":", 1)[1].rstrip("/"))
+    with caplog.at_level("ERROR", logger="uvicorn.error"):
+        with socket.create_connection(("127.0.0.1", port)) as sock:
+            sock.sendall(
+                b"POST /ask HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b'Content-Length: 1000\r\n\r\n{"question": "dock'
+            )
+            time.sleep(0.3)
+        time.sleep(0.5)
+        assert api.get("/health/compression").status_code == 200
+    assert not [r for r in caplog.records if "Exception in ASGI" in r.getMessage()]
+
+
 def test_docs_page_is_served_with_no_network(api: httpx.Client) -> None:
     """/docs names only files this server serves; each of them answers 200."""
     import re
@@ -301,6 +318,10 @@ def test_docs_page_is_served_with_no_network(api: httpx.Client) -> None:
     assert urls and not [u for u in urls if u.startswith(("http://", "https://", "//"))]
     for url in urls:
         assert api.get(url).status_code == 200, url
+    # A monitor's HEAD probe was a 405.
+    for path in ("/docs", "/health/compression"):
+        head = api.head(path)
+        assert head.status_code == 200 and head.content == b"", (path, head.status_code)
     assert (
         api.get("/static/swagger-ui/swagger-ui-bundle.js")
         .headers["content-type"]
@@ -560,6 +581,10 @@ def test_lone_surrogates_are_a_clear_answer_on_every_endpoint(api: httpx.Client)
     ):
         resp = post(path, "{" + fields + ', "model": "\\ud800"}')
         assert resp.status_code == 422 and "lone surrogate" in resp.json()["detail"], resp.text
+    # In `sources`, as a list or one string: a 500 (the message quoting it was not UTF-8).
+    for sources in ('["\\ud800"]', '"notes,\\ud800"'):
+        resp = post("/ask", '{"question": "docker", "budget": 200, "sources": ' + sources + "}")
+        assert resp.status_code == 422 and "sources holds a lone surrogate" in resp.text, resp.text
 
 
 def test_an_empty_pack_still_counts_every_level(api: httpx.Client) -> None:
@@ -648,6 +673,13 @@ def test_the_published_schema_describes_each_answer(api: httpx.Client) -> None:
     # Every 200 was declared a bare object: none of the documented fields were in /docs.
     spec = api.get("/openapi.json").json()
     schemas = spec["components"]["schemas"]
+    # A client built from the schema sent `"model": ""` and `"citation": ""`, which the
+    # server refuses: the schema bounds them as the server does.
+    for name in ("AskRequest", "ContextRequest", "CompactRequest"):
+        model = schemas[name]["properties"]["model"]
+        assert (model["minLength"], model["maxLength"], model["pattern"]) == (1, 200, r"\S")
+    assert schemas["ShowRequest"]["properties"]["citation"]["minLength"] == 1
+    assert api.post("/context", json={"budget": 10, "model": ""}).status_code == 422
     calls = {
         "/ask": {"question": "docker", "budget": 300},
         "/show": {"citation": "note docker/exec.md"},
