@@ -9,9 +9,11 @@ way. Pure functions, standard library only (imported by the context library too)
 from __future__ import annotations
 
 import codecs
+import functools
 import hashlib
 import html
 import re
+import unicodedata
 from collections.abc import Iterable
 from os import PathLike, fspath
 from typing import Any
@@ -711,6 +713,60 @@ CJK_PUNCTUATION = "\u3000-\u303f\uff01-\uff0f\uff1a-\uff20\uff3b-\uff40\uff5b-\u
 _CJK_CHARACTER = re.compile(f"[{CJK_CHARACTERS}]")
 # One pass: a character is kept between spaces, a punctuation mark becomes spaces.
 _CJK_SPLIT = re.compile(f"([{CJK_CHARACTERS}])|[{CJK_PUNCTUATION}]")
+
+
+@functools.cache
+def _mark_class(astral: bool) -> str:
+    """A regex character class of every combining mark (Unicode categories Mn, Mc, Me) of
+    the Basic Multilingual Plane, and with ``astral`` of the planes above it too: built
+    once per process, on the first text that is not ASCII (about 20 ms). Kept apart
+    because a class holding ranges above U+FFFF is matched about ten times slower."""
+    codes = (*range(0x300, 0x20000), *range(0xE0100, 0xE01F0)) if astral else range(0x300, 0x10000)
+    ranges: list[tuple[int, int]] = []
+    for code in codes:
+        if unicodedata.category(chr(code))[0] == "M":
+            if ranges and ranges[-1][1] == code - 1:
+                ranges[-1] = (ranges[-1][0], code)
+            else:
+                ranges.append((code, code))
+    return "[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in ranges) + "]"
+
+
+@functools.cache
+def _marks(astral: bool) -> re.Pattern[str]:
+    return re.compile(_mark_class(astral) + "+")
+
+
+@functools.cache
+def _word_with_marks(astral: bool) -> re.Pattern[str]:
+    return re.compile(r"[^\W_](?:[^\W_]|" + _mark_class(astral) + ")*")
+
+
+def _astral(text: str) -> bool:
+    return max(text) > "\uffff"
+
+
+def fold_marks(text: str) -> str:
+    """``text`` decomposed (NFD) without its combining marks, as the search index's
+    ``strip_accents`` folds it: ``café`` and ``cafe``, ``κωδικός`` and ``κωδικος``, a
+    Hindi word and its letters without their vowel signs compare equal. ASCII text is
+    returned as it is."""
+    if text.isascii():
+        return text
+    decomposed = unicodedata.normalize("NFD", text)
+    return _marks(_astral(decomposed)).sub("", decomposed)
+
+
+def words_with_marks(text: str) -> Iterable[re.Match[str]]:
+    """The words of ``text`` (letters and digits, not ``_``), each with the combining marks
+    inside and after it: a vowel sign (Hindi), an accent typed apart (macOS's decomposed
+    file names) or the dot of a lower-case ``İ`` does not split a word."""
+    if text.isascii():
+        return _ASCII_WORD.finditer(text)
+    return _word_with_marks(_astral(text)).finditer(text)
+
+
+_ASCII_WORD = re.compile(r"[^\W_]+")
 
 
 def has_cjk(text: str) -> bool:

@@ -24,7 +24,7 @@ import duckdb
 
 from selene_dag.retrieval.pack import RERANK_CHARS, RERANK_TOP, PassageRanker
 from selene_dag.retrieval.search import search
-from selene_dag.retrieval.terms import CoverageMatcher, query_terms, stem
+from selene_dag.retrieval.terms import CoverageMatcher, query_terms, term_stem
 from selene_dag.sessions.distiller import DistillerConfig, ScoredChunk
 from selene_dag.sessions.generators import SeedMeta
 from selene_dag.sessions.generators.gemini import is_project_hash
@@ -178,7 +178,7 @@ def best_coverage(question: str, texts: Sequence[str]) -> tuple[tuple[str, ...],
         return words, ()
     matcher = CoverageMatcher(list(words))
     best = max((matcher.found(text) for text in texts), key=len)
-    return words, tuple(w for w in words if stem(w) in best)
+    return words, tuple(w for w in words if term_stem(w) in best)
 
 
 class NoChunkChosenError(LookupError):

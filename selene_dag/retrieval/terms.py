@@ -13,7 +13,14 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 
-from selene_dag.text import QUERY_STOP_WORDS, has_cjk, space_cjk, stem
+from selene_dag.text import (
+    QUERY_STOP_WORDS,
+    fold_marks,
+    has_cjk,
+    space_cjk,
+    stem,
+    words_with_marks,
+)
 
 __all__ = [
     "MAX_TERMS",
@@ -22,13 +29,13 @@ __all__ = [
     "query_terms",
     "stem",
     "term_coverage",
+    "term_stem",
     "unsearched_words",
     "version_terms",
     "weights_by_stem",
 ]
 
 MAX_TERMS = 32
-_WORD = re.compile(r"[^\W_]+")
 # A version or a dotted number: 2.0.1, 3.12, v1.4 (the words of the question split it).
 _VERSION = re.compile(r"(?<![\w.])v?\d+(?:\.\d+)+(?![\w]|\.\d)")
 
@@ -61,7 +68,7 @@ def unsearched_words(question: str, limit: int = 200) -> list[str]:
 def _searchable_words(question: str, limit: int) -> dict[str, None]:
     """The first ``limit`` distinct searchable words of ``question``, in order."""
     seen: dict[str, None] = {}
-    for match in _WORD.finditer(space_cjk(question.lower())):
+    for match in words_with_marks(space_cjk(question.lower())):
         word = match.group(0)
         if (len(word) > 1 or has_cjk(word)) and word not in QUERY_STOP_WORDS and word not in seen:
             seen[word] = None
@@ -75,13 +82,19 @@ def idf(df: int, n_docs: int) -> float:
     return math.log(1.0 + (n_docs - df + 0.5) / (df + 0.5))
 
 
+def term_stem(word: str) -> str:
+    """The stem a question's word is matched by in a text: its light stem without its
+    combining marks (see :func:`selene_dag.text.fold_marks`), as the index folds them."""
+    return stem(fold_marks(word))
+
+
 def weights_by_stem(frequencies: Iterable[tuple[str, int]], n_docs: int) -> dict[str, float]:
     """The IDF of each ``(word, document frequency)`` keyed by the word's light stem (the
     highest when several words share a stem). A frequency below 1 counts as 1: a word
     absent from the corpus weighs as if found in one document."""
     out: dict[str, float] = {}
     for word, df in frequencies:
-        key = stem(word)
+        key = term_stem(word)
         out[key] = max(out.get(key, 0.0), idf(max(1, int(df)), n_docs))
     return out
 
@@ -98,7 +111,7 @@ class CoverageMatcher:
 
     def __init__(self, terms: Sequence[str]) -> None:
         self.terms = list(terms)
-        self.stems = [stem(t) for t in self.terms]
+        self.stems = [term_stem(t) for t in self.terms]
         alternatives = sorted(set(self.stems), key=lambda s: (-len(s), s))
         self._pattern = (
             re.compile(r"\b(" + "|".join(re.escape(a) for a in alternatives) + ")")
@@ -119,10 +132,11 @@ class CoverageMatcher:
         self._cjk = any(has_cjk(a) for a in alternatives)
 
     def found(self, text: str) -> set[str]:
-        """The stems found in ``text`` (compared lower-case)."""
+        """The stems found in ``text`` (compared lower-case, without combining marks)."""
         if self._pattern is None or not text:
             return set()
-        low = space_cjk(text.lower()) if self._cjk else text.lower()
+        low = fold_marks(text.lower())
+        low = space_cjk(low) if self._cjk else low
         out: set[str] = set()
         if self._plain:
             for a in self._alternatives:  # longest first: a prefix found with it is skipped

@@ -28,7 +28,7 @@ from selene_dag.retrieval.rerank import (
 )
 from selene_dag.retrieval.search import Candidate, parse_sources
 from selene_dag.retrieval.terms import CoverageMatcher, query_terms, stem, term_coverage
-from selene_dag.text import has_cjk
+from selene_dag.text import fold_marks, has_cjk
 
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
 MODEL = "mistral:7b"
@@ -124,7 +124,9 @@ def test_coverage_matcher_finds_what_the_word_start_regex_finds(
     matcher = CoverageMatcher(words)
     stems = sorted(set(matcher.stems), key=lambda s: (-len(s), s))
     pattern = re.compile(r"\b(" + "|".join(re.escape(s) for s in stems) + ")")
-    expected = {s for m in pattern.findall(text.lower()) for s in stems if m.startswith(s)}
+    # Both compared without combining marks, as the index compares them (É holds e).
+    folded = fold_marks(text.lower())
+    expected = {s for m in pattern.findall(folded) for s in stems if m.startswith(s)}
     assert matcher.found(text) == expected
 
 
