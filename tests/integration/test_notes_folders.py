@@ -625,6 +625,15 @@ def test_eval_questions_match_notes_by_their_id_inside_the_folder(
     renamed = Question("q5", ("Friday",), "note:plan.md")
     with open_store(settings.db_path) as conn:
         assert [q.question for q in applicable(conn, [renamed])] == ["q5"]
+    # A file name stored decomposed (macOS) named composed, with or without its folder.
+    _write(tmp_path / "md", {"Ko\u0308ln.md": "# Köln\nDer Dom öffnet um sechs.\n"})
+    service.ingest(settings, notes)
+    typed = [
+        Question(f"q{i}", ("sechs",), ref)
+        for i, ref in enumerate(("note:Köln.md", "note:md/Köln.md"))
+    ]
+    with open_store(settings.db_path) as conn:
+        assert [q.question for q in applicable(conn, typed)] == ["q0", "q1"]
 
 
 # --- migration 006 on a home built with the old schema --------------------------------

@@ -270,6 +270,9 @@ def test_check_budget() -> None:
 def test_recall_is_case_insensitive_share() -> None:
     assert recall("Use Docker EXEC -it", ["docker exec", "attach"]) == 0.5
     assert recall("", []) == 1.0
+    # A fact typed composed is found in a note saved decomposed (macOS), and back.
+    assert recall("Schlu\u0308ssel KO\u0308-5512", ["KÖ-5512", "schlüssel"]) == 1.0
+    assert recall("KÖ-5512", ["KO\u0308-5512"]) == 1.0
 
 
 def test_load_questions(tmp_path: Path) -> None:
