@@ -864,7 +864,8 @@ def ensure_period(sentence: str) -> str:
     if not sentence:
         return sentence
     # A closing quote or bracket after the stop ends it too ('said "stop."', "(at once.)").
-    if sentence.rstrip("\"')]”’»」』")[-1:] in tuple(".!?…。！？"):
+    # Other scripts' stops too: Devanagari's danda, full-width and Arabic ones.
+    if sentence.rstrip("\"')]”’»」』")[-1:] in tuple(".!?…。！？．｡।॥؟۔"):
         return sentence
     if sentence[-1] in ":;,":
         sentence = sentence[:-1]
