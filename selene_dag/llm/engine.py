@@ -21,6 +21,7 @@ from selene_dag.llm.cache import CacheEntry, LLMCache, cache_key
 
 MIN_ESSENCE_CHARS = 11  # seed 000 rejects essences of 10 characters or fewer
 MIN_DIGEST_CHARS = 30  # seed 000 rejects digests shorter than 30 characters
+MIN_DIGEST_SENTENCES = 3  # and digests of fewer than three sentences
 # A concept or a theme is a few words, whichever engine names it.
 MAX_CONCEPT_CHARS = 60
 

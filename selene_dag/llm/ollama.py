@@ -34,6 +34,7 @@ from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.engine import (
     MAX_CONCEPT_CHARS,
     MIN_DIGEST_CHARS,
+    MIN_DIGEST_SENTENCES,
     MIN_ESSENCE_CHARS,
     Assessment,
     BaseEngine,
@@ -690,6 +691,12 @@ def _parse_digest(content: str) -> str:
     digest = " ".join(sentences[:5])
     if len(digest) < MIN_DIGEST_CHARS:
         raise _Malformed(f"digest is {len(digest)} characters, needs at least {MIN_DIGEST_CHARS}")
+    # What the step stores: an answer it would reject was cached as accepted, and kept the
+    # thread without a digest after the model answered well again.
+    if len(sentences) < MIN_DIGEST_SENTENCES:
+        raise _Malformed(
+            f"digest has {len(sentences)} sentences, needs at least {MIN_DIGEST_SENTENCES}"
+        )
     return digest
 
 

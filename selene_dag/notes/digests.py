@@ -13,12 +13,17 @@ from datetime import datetime
 
 import duckdb
 
-from selene_dag.llm.engine import MIN_DIGEST_CHARS, Engine
+from selene_dag.llm.engine import (
+    MIN_DIGEST_CHARS,
+    MIN_DIGEST_SENTENCES,
+    Engine,
+    EngineResponseError,
+)
 from selene_dag.text import content_hash, split_sentences
 
 MIN_THREAD_NOTES = 10
 MIN_THREAD_ESSENCES = 5
-MIN_SENTENCES, MAX_SENTENCES = 3, 5
+MIN_SENTENCES, MAX_SENTENCES = MIN_DIGEST_SENTENCES, 5
 
 
 @dataclass
@@ -60,7 +65,10 @@ def compile_digests(conn: duckdb.DuckDBPyConnection, engine: Engine, now: dateti
         if source == stored_source:
             stats.fresh += 1
             continue
-        digest = validate_digest(engine.digest_thread(name, why or "", essences))
+        try:
+            digest = validate_digest(engine.digest_thread(name, why or "", essences))
+        except EngineResponseError:  # a model answering unusably: the thread keeps its digest
+            digest = None
         if digest is None:
             stats.rejected += 1
             stats.rejected_threads.append(thread_id)

@@ -7,9 +7,12 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from pathlib import Path
 
+from selene_dag.llm.cache import LLMCache
 from selene_dag.llm.extractive import ExtractiveEngine
+from selene_dag.llm.ollama import OllamaEngine
 from selene_dag.notes.digests import MIN_THREAD_NOTES, compile_digests
 from selene_dag.store import connect, migrate
+from tests.support.fake_ollama import FakeOllama
 
 NOW = datetime(2026, 7, 15, tzinfo=UTC)
 
@@ -56,5 +59,34 @@ def test_a_thread_that_lost_notes_under_the_minimum_loses_its_digest(tmp_path: P
         digests = dict(conn.execute("SELECT id, thread_digest FROM threads").fetchall())
         assert digests["a"] is None and digests["b"]
         assert compile_digests(conn, engine, NOW).cleared == 0  # once
+    finally:
+        conn.close()
+
+
+def test_a_digest_the_model_answers_unusably_keeps_the_old_one_and_is_not_cached(
+    tmp_path: Path,
+) -> None:
+    # A model's off-task answer ('{"essence": 42}', one sentence) was cached as the digest
+    # and then rejected, on every run after the model answered well again; an empty one
+    # (unusable twice) failed the whole step.
+    conn = connect(tmp_path / "selene.duckdb")
+    try:
+        migrate(conn)
+        _thread(conn, "a", MIN_THREAD_NOTES + 2)
+        compile_digests(conn, ExtractiveEngine(), NOW)
+        old = conn.execute("SELECT thread_digest FROM threads").fetchone()[0]
+        conn.execute("UPDATE processed_notes SET essence = essence || ' Changed.'")
+        for answer in ('{"essence": 42, "concepts": "x"}', ""):
+            with FakeOllama(content=answer) as fake:
+                engine = OllamaEngine(
+                    host=fake.url, model="mistral:7b", retries=0, cache=LLMCache(conn)
+                )
+                stats = compile_digests(conn, engine, NOW)
+            assert (stats.written, stats.rejected) == (0, 1)
+            assert conn.execute("SELECT thread_digest FROM threads").fetchone()[0] == old
+        with FakeOllama() as fake:  # the model answers well again: asked, not the cache
+            engine = OllamaEngine(host=fake.url, model="mistral:7b", cache=LLMCache(conn))
+            assert compile_digests(conn, engine, NOW).written == 1
+            assert fake.requests["/api/chat"] == 1
     finally:
         conn.close()

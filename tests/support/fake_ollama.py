@@ -27,6 +27,7 @@ Knobs (constructor arguments, also settable as attributes while running):
 * ``not_json``: model calls answer 200 with an HTML page, not Ollama's JSON (a proxy).
 * ``status``: model calls answer this HTTP status with ``{"error": status_error}`` (a
   proxy's 401, a host that is not Ollama's 404).
+* ``content``: every model answer is this text (a model answering off its task).
 * ``thinking``: every model answer opens with ``<think>`` this text ``</think>``, as a
   reasoning model's does.
 
@@ -200,6 +201,7 @@ class FakeOllama:
         status: int | None = None,
         status_error: str = "",
         thinking: str | None = None,
+        content: str | None = None,
     ) -> None:
         if fail_mode not in ("refuse", "500"):
             raise ValueError("fail_mode must be 'refuse' or '500'")
@@ -214,6 +216,7 @@ class FakeOllama:
         self.status = status
         self.status_error = status_error
         self.thinking = thinking
+        self.content = content
         self.requests: Counter[str] = Counter()
         self.bodies: list[dict[str, Any]] = []
         self.most_at_once = 0
@@ -396,6 +399,8 @@ class _Handler(BaseHTTPRequestHandler):
                 text = json.dumps(_padded(value, fake.overlong) if fake.overlong else value)
         else:
             text = _fake_text(prompt)
+        if fake.content is not None:
+            text = fake.content
         if fake.thinking is not None:
             text = f"<think>{fake.thinking}</think>\n\n{text}"
         now = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
