@@ -1,9 +1,10 @@
 """Automation conditions, each defined once and used by the assets of every domain.
 
 One mechanism per cadence: assets follow their inputs with :data:`FOLLOW_UPSTREAM`, and
-the cadences the specification gives (essences every 5 minutes, digests hourly, tiers
-daily at 03:00, each day's summary after midnight) are cron conditions on the assets
-themselves. The automation-condition sensor in ``definitions.py`` evaluates them all.
+the cadences the specification gives (digests hourly, tiers daily at 03:00, each day's
+summary after midnight) are cron conditions on the assets themselves. The
+automation-condition sensor in ``definitions.py`` evaluates them all. Essences every 5
+minutes are a sensor's (``notes.essences_sensor``): only while a run left notes to analyse.
 """
 
 from __future__ import annotations
@@ -20,12 +21,14 @@ _INPUT_CHANGED = (
     & ~dg.AutomationCondition.executed_with_root_target()
 ).with_label("input changed")
 
-ESSENCES_CRON = "*/5 * * * *"
+# Essences every 5 minutes (seed 000) while a run left notes to analyse: a sensor's
+# interval (``notes.essences_sensor``), not a clock, which ran them with nothing to do.
+ESSENCES_INTERVAL = 5 * 60
 DIGESTS_CRON = "0 * * * *"
 TIERS_CRON = "0 3 * * *"
 DAILY_SUMMARY_CRON = "30 0 * * *"
 
-CRONS = (ESSENCES_CRON, DIGESTS_CRON, TIERS_CRON, DAILY_SUMMARY_CRON)
+CRONS = (DIGESTS_CRON, TIERS_CRON, DAILY_SUMMARY_CRON)
 
 # Whether a clock of the assets ticked since the last evaluation: then an asset may be
 # requested by its clock alone.
@@ -34,7 +37,7 @@ _A_CLOCK_TICKED = functools.reduce(
 )
 
 # eager() also follows an input that merely *will be requested* this tick. An input that
-# runs on its own clock (processed_notes every 5 minutes) would then drag everything below
+# runs on its own clock (thread_digests every hour) would then drag everything below
 # it along on every tick, changed or not; so follow a requested input only when it is
 # requested because its own inputs changed or run now; and on an evaluation after a clock
 # ticked, only for an input of its own that changed, not one that is requested (at an hour,
@@ -91,5 +94,5 @@ def every(cron: str) -> dg.AutomationCondition:
 
 def follow_or_every(cron: str) -> dg.AutomationCondition:
     """Follow changed inputs, and also run once per tick of ``cron``: for work that ages
-    with the clock (tiers) or is limited per run (essences with a model server)."""
+    with the clock (tiers, threads) or is redone on a clock (digests)."""
     return (FOLLOW_UPSTREAM | every(cron)).with_label(f"follow inputs, and every {cron}")

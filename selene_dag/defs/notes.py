@@ -5,8 +5,9 @@ Thin layer: each asset reads its inputs, calls a plain function of ``selene_dag.
 writes the result and returns metadata. Data versions are content hashes, so a re-run that
 produces the same content marks nothing downstream stale; code versions include the hashes
 of the prompts, algorithms and SQL transforms an asset uses, so editing one marks exactly
-those assets stale. Cadences: essences every 5 minutes, digests hourly, tiers daily at
-03:00, each day's summary after midnight; everything also follows changed inputs.
+those assets stale. Cadences: essences every 5 minutes while notes are left to analyse
+(``essences_sensor``), digests hourly, tiers daily at 03:00, each day's summary after
+midnight; everything also follows changed inputs.
 
 No ``from __future__ import annotations`` here: Dagster inspects the ``context`` annotation.
 """
@@ -24,7 +25,7 @@ from selene_dag.context.builder import pack_notes, pack_with_threads
 from selene_dag.defs.conditions import (
     DAILY_SUMMARY_CRON,
     DIGESTS_CRON,
-    ESSENCES_CRON,
+    ESSENCES_INTERVAL,
     FOLLOW_UPSTREAM,
     TIERS_CRON,
     WITH_ITS_ASSET,
@@ -248,7 +249,8 @@ def _forget(key: str, selene: SeleneResource) -> dg.MaterializeResult:
         algorithms=("analyze_note",),
         sql=("processed_moved", "essence_todo", "essence_upsert"),
     ),
-    automation_condition=follow_or_every(ESSENCES_CRON),
+    # Its 5-minute cadence is essences_sensor's: a run while notes are left, not every tick.
+    automation_condition=FOLLOW_UPSTREAM,
     description=(
         "Concepts, primary theme and a 1–2 sentence essence for every note. Incremental: only "
         "new notes, changed notes and notes without an essence, newest first (a note whose "
@@ -744,6 +746,49 @@ def notes_folder_sensor(
     if requests:
         return dg.SensorResult(run_requests=requests, asset_events=events, cursor=cursor)
     return dg.SensorResult(skip_reason="; ".join(reasons), cursor=cursor)
+
+
+def essences_to_resume(instance: dg.DagsterInstance, engine: str) -> tuple[str | None, str]:
+    """The run key of a ``processed_notes`` run to request now, or None, and why: the last
+    one stopped at its per-run limit with notes left (a model server's
+    SELENE_ESSENCE_LIMIT), or analysed with another engine or model than ``engine``
+    (``name:model``) is now; keyed by that materialization, so that one state asks once."""
+    records = instance.fetch_materializations(processed_notes.key, limit=1).records
+    materialization = records[0].asset_materialization if records else None
+    if materialization is None:
+        return None, "essences never computed: they run with their notes"
+    metadata = materialization.metadata
+    left = metadata.get(ESSENCES_LEFT)
+    used = metadata.get("engine")
+    left_count = int(left.value) if isinstance(left, dg.IntMetadataValue) and left.value else 0
+    used_engine = used.value if isinstance(used, dg.TextMetadataValue) else None
+    if left_count:
+        return f"essences:{records[0].storage_id}", f"{left_count} notes left to analyse"
+    if used_engine is not None and used_engine != engine:
+        return f"essences:{records[0].storage_id}:{engine}", f"engine now {engine}"
+    return None, "no note left to analyse"
+
+
+@dg.sensor(
+    name="essences_sensor",
+    target=dg.AssetSelection.assets(processed_notes),
+    minimum_interval_seconds=ESSENCES_INTERVAL,
+    default_status=dg.DefaultSensorStatus.RUNNING,
+    description=(
+        "Every 5 minutes, analyses the notes a run left (at most SELENE_ESSENCE_LIMIT a run "
+        "with a model server), and the notes another engine or model analysed; with nothing "
+        "left, nothing runs."
+    ),
+)
+def essences_sensor(context: dg.SensorEvaluationContext, selene: SeleneResource) -> dg.SensorResult:
+    """Request a ``processed_notes`` run while :func:`essences_to_resume` names one (a run
+    on the clock alone did nothing with the offline engine: 288 empty runs a day)."""
+    engine = selene.engine()
+    run_key, reason = essences_to_resume(context.instance, f"{engine.name}:{engine.model}")
+    if run_key is None:
+        return dg.SensorResult(skip_reason=reason)
+    context.log.info(reason)
+    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=run_key)])
 
 
 NOTES_ASSETS = [

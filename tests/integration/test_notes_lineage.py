@@ -8,8 +8,8 @@ import pytest
 from dagster._core.definitions.data_version import StaleStatus
 from dagster._core.definitions.observe import observe
 
-from selene_dag.defs.notes import notes_source
-from selene_dag.defs.resources import SeleneResource
+from selene_dag.defs.notes import essences_sensor, notes_source
+from selene_dag.defs.resources import SeleneResource, default_resources
 from selene_dag.defs.runs import materialize, unpartitioned_selection
 from selene_dag.store import open_store
 from tests.conftest import DEMO_NOTES
@@ -123,8 +123,26 @@ def test_ollama_engine_runs_the_same_assets_with_the_seed_limit(small_corpus, mo
         assert (
             _meta(first, "processed_notes")["analysed"] == 10
         )  # seed's per-run limit with a model
+        # The daemon's essences_sensor goes on with the notes left, once for that state.
+        sensor = dg.build_sensor_context(instance=instance, resources=default_resources())
+        asked = essences_sensor(sensor)
+        assert [r.run_key for r in asked.run_requests] == [
+            f"essences:{instance.fetch_materializations(dg.AssetKey('processed_notes'), limit=1).records[0].storage_id}"
+        ]
         second = materialize(["processed_notes"], instance)
         assert _meta(second, "processed_notes")["analysed"] == 2
+        # Nothing left, the same engine: nothing runs.
+        idle = essences_sensor(
+            dg.build_sensor_context(instance=instance, resources=default_resources())
+        )
+        assert not idle.run_requests and "no note left" in (idle.skip_reason.skip_message or "")
+        # Another model now (a restarted `dev`): its notes are analysed again.
+        monkeypatch.setenv("SELENE_MODEL", "llama3:8b")
+        switched = essences_sensor(
+            dg.build_sensor_context(instance=instance, resources=default_resources())
+        )
+        assert [r.run_key.endswith(":ollama:llama3:8b") for r in switched.run_requests] == [True]
+        monkeypatch.delenv("SELENE_MODEL")
         before = server.total_requests
         third = materialize(["processed_notes", "thread_digests"], instance)
         assert _meta(third, "processed_notes")["analysed"] == 0
@@ -170,21 +188,20 @@ def test_cadences_follow_seed_000_times():
     start = datetime(2026, 7, 15, 2, 58, tzinfo=UTC)
     _, cursor = _requested(defs, instance, start, None)
     at_three, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 1, tzinfo=UTC), cursor)
-    assert {"processed_notes", "fidelity_tiers", "thread_digests"} <= at_three
+    assert {"fidelity_tiers", "thread_digests"} <= at_three
     between, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 3, tzinfo=UTC), cursor)
     assert between == set()
     five_past, cursor = _requested(defs, instance, datetime(2026, 7, 15, 3, 6, tzinfo=UTC), cursor)
-    # Only the essences run (and their check, with them): the assets that follow
-    # processed_notes wait until its content changes, or the whole notes chain would run
-    # every five minutes.
-    assert five_past == {"processed_notes", "processed_notes:essence_coverage"}
+    # The essences' 5 minutes are essences_sensor's, and only while notes are left (a
+    # clock ran them with nothing to do: 288 empty runs a day with the offline engine).
+    assert five_past == set()
     conditions = {
         key.to_user_string(): repr(a.automation_conditions_by_key.get(key))
         for a in defs.assets
         if isinstance(a, dg.AssetsDefinition)
         for key in a.keys
     }
-    assert "*/5 * * * *" in conditions["processed_notes"]
+    assert "*/5" not in conditions["processed_notes"]
     assert "0 3 * * *" in conditions["fidelity_tiers"]
     assert "0 * * * *" in conditions["thread_digests"]
     assert "30 0 * * *" in conditions["daily_summaries"]
@@ -201,7 +218,7 @@ def test_two_clocks_ticking_together_drag_nothing_along():
     _materialized_once(defs, instance)
     _, cursor = _requested(defs, instance, datetime(2026, 7, 15, 8, 58, tzinfo=UTC), None)
     at_nine, _ = _requested(defs, instance, datetime(2026, 7, 15, 9, 1, tzinfo=UTC), cursor)
-    assert {"processed_notes", "thread_digests"} <= at_nine
+    assert "thread_digests" in at_nine
     assert "compression_health" not in at_nine and "search_index" not in at_nine
 
 
