@@ -97,6 +97,7 @@ from selene_dag.notes.listing import (
     unlisted_folders,
     walk_once,
 )
+from selene_dag.notes.logseq import strip_block_properties
 from selene_dag.notes.notion import is_notion_page, page_properties, page_title
 from selene_dag.notes.org import org_note
 from selene_dag.notes.textbundle import bear_tags, bundle_info, bundle_of
@@ -1138,6 +1139,7 @@ def _parse_markdown(
             return None, problem
     elif PurePosixPath(rel).suffix.lower() != ".txt":
         body = strip_comments(body)  # Obsidian's %%comments%%: the author's, never shown
+        body = strip_block_properties(body)  # Logseq's block ids and folding
     note, ignored = _note_of_page(meta, body, rel, source, mtime, header)
     return note, ignored or problem
 
