@@ -90,8 +90,8 @@ from selene_dag.retrieval.terms import (
     MAX_TERMS,
     query_terms,
     unsearched_words,
-    version_terms,
     weights_by_stem,
+    whole_terms,
 )
 from selene_dag.text import close_open_fence, plural, replace_lone_surrogates
 
@@ -763,8 +763,9 @@ def ask(
     model = model or default_model()
     kinds = parse_sources(sources)
     now = now or datetime.now(UTC)
-    # A version (2.0.1) is a term as a whole: its digits alone are too short to search for.
-    terms = list(dict.fromkeys([*query_terms(question), *version_terms(question)]))
+    # A version (2.0.1) or an identifier (db-17) is a term as a whole: its digits alone are
+    # too short to search for, its words too common.
+    terms = list(dict.fromkeys([*query_terms(question), *whole_terms(question)]))
     stats: dict[str, Any] = {
         "terms": terms,
         "sources": list(kinds),
@@ -792,9 +793,7 @@ def ask(
         conn, query, kinds, limit=candidate_limit, model=model, ids=ids, build=build
     )
     searchable = (
-        bool(ids)
-        or bool(literal_terms(query_terms(query), every=True))
-        or bool(version_terms(query))
+        bool(ids) or bool(literal_terms(query_terms(query), every=True)) or bool(whole_terms(query))
     )
     matrix = passage_matrix(conn, build) if passage_limit and searchable else None
     nowhere: set[str] = set()  # the question's words with a digit no passage holds

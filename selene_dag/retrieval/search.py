@@ -39,7 +39,7 @@ from selene_dag.retrieval.index import (
     index_exists,
     load_fts,
 )
-from selene_dag.retrieval.terms import query_terms, version_terms, weights_by_stem
+from selene_dag.retrieval.terms import query_terms, weights_by_stem, whole_terms
 
 SOURCES: dict[str, str] = {"notes": "note", "sessions": "chunk"}
 
@@ -651,7 +651,7 @@ def hybrid_passages(
     index. ``ids`` (the question's ``term_ids``) and ``matrix`` (the index's
     ``passage_matrix``): when the caller has them already."""
     terms = query_terms(question)
-    versions = version_terms(question)
+    versions = whole_terms(question)
     if not terms and not versions:
         return []
     kinds = [SOURCES[s] for s in parse_sources(sources)]

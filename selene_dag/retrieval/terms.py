@@ -33,6 +33,7 @@ __all__ = [
     "unsearched_words",
     "version_terms",
     "weights_by_stem",
+    "whole_terms",
 ]
 
 MAX_TERMS = 32
@@ -46,6 +47,25 @@ def version_terms(question: str) -> list[str]:
     if not isinstance(question, str):
         raise TypeError(f"question must be a str, got {type(question).__name__}")
     return list(dict.fromkeys(m.group(0).lower() for m in _VERSION.finditer(question)))
+
+
+# An identifier of parts joined by "-" or "_", one of them a number: a host (db-17,
+# kf-east-3), a region (us-east-1), a ticket (DEL-7712). Its words alone are common ("db",
+# "17"): the host is looked up whole.
+_IDENTIFIER = re.compile(r"(?<![\w.-])[^\W_]+(?:[-_][^\W_]+)+(?![\w-])")
+
+
+def whole_terms(question: str) -> list[str]:
+    """The terms of ``question`` looked for word for word, lower case, in order: its
+    versions and dotted numbers (:func:`version_terms`) and its identifiers of parts
+    joined by ``-`` or ``_`` with a digit (``db-17``, ``us-east-1``, ``DEL-7712``), which
+    :func:`query_terms` splits into words that many texts hold."""
+    identifiers = (
+        m.group(0).lower()
+        for m in _IDENTIFIER.finditer(question)
+        if any(c.isdigit() for c in m.group(0)) and len(m.group(0)) >= 4
+    )
+    return list(dict.fromkeys([*version_terms(question), *identifiers]))
 
 
 def query_terms(question: str) -> list[str]:

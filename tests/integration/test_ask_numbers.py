@@ -9,7 +9,7 @@ import pytest
 
 from selene_dag import service
 from selene_dag.retrieval.search import literal_terms
-from selene_dag.retrieval.terms import version_terms
+from selene_dag.retrieval.terms import version_terms, whole_terms
 from tests.support.ask import ingested_folder
 
 NOTES = {
@@ -78,6 +78,30 @@ def test_which_words_are_looked_up_word_for_word() -> None:
         "spellfix1",
         "p99",
     ]
+
+
+def test_identifiers_joined_by_hyphens_are_terms_of_their_own() -> None:
+    assert whole_terms("IP of db-17 in us-east-1, v1.4, DEL-7712, my-app, a-1") == [
+        "v1.4",
+        "db-17",
+        "us-east-1",
+        "del-7712",
+    ]
+
+
+def test_a_host_name_finds_its_line_in_a_long_outline(tmp_path) -> None:
+    # "db-17" was the words "db" and "17", which every db host and every date ending in 17
+    # hold: the pack held the first hosts of the page, not db-17's line.
+    hosts = "".join(
+        f"- {kind}-{i:02d}\n\t- ip 10.1.{i}.{100 + i}, rack R{i % 7}, warranty until "
+        f"2026-0{1 + i % 9}-{10 + i % 18}\n"
+        for i in range(40)
+        for kind in ("db", "web", "cache")
+    )
+    settings = ingested_folder(tmp_path, {"servers.md": f"# Servers\n\n{hosts}"})
+    for host, ip in (("db-17", "10.1.17.117"), ("web-30", "10.1.30.130")):
+        result = service.ask(settings, f"what is the IP address of {host}", 300)
+        assert ip in result.text, result.text
 
 
 def test_the_answer_says_when_its_tokens_are_an_estimate(settings) -> None:
