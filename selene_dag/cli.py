@@ -40,7 +40,7 @@ from selene_dag.errors import SeleneError, UsageError, with_home, write_failure
 from selene_dag.llm.engine import EngineError
 from selene_dag.notes.digests import MIN_THREAD_NOTES
 from selene_dag.sessions.generators.gemini import is_project_hash
-from selene_dag.store import waiting_notice
+from selene_dag.store import refuse_newer_store, waiting_notice
 from selene_dag.text import plural
 
 
@@ -1161,7 +1161,9 @@ def serve_command(
 
     from selene_dag.api import create_app
 
-    _settings(home)  # fail early on bad settings
+    # Fail early on bad settings, and on a home a newer selene-dag migrated (every request
+    # was a 503 from a server that said it was up).
+    refuse_newer_store(_settings(home).db_path)
     sock = _listening_socket(host, port)
     err.print(f"selene-dag API on http://{host}:{port} (docs at /docs)")
     app = create_app(lambda: load_settings(home=home)) if home is not None else create_app()
@@ -1633,8 +1635,11 @@ def home_after_command(args: list[str]) -> list[str]:
     if any(a == "--home" or a.startswith("--home=") for a in tail[:end]):
         return [*rest, *tail]  # the command's own --home wins
     groups = {group.name for group in app.registered_groups}
-    if tail[0] in groups and not any(a in _group_commands(tail[0]) for a in tail[1:end]):
-        return [*rest, *tail]  # `--home H distill`: the group's own usage, no --home to take
+    if tail[0] in groups and not any(a in _group_commands(tail[0]) for a in tail[1:]):
+        # `--home H distill`: the group's own usage, no --home to take. A command named
+        # after a `--` (`distill -- run`) keeps the --home before it: refused, as any
+        # option there is, rather than run on the default home.
+        return [*rest, *tail]
     return [*rest, *tail[:end], *moved, *tail[end:]]
 
 
@@ -1664,6 +1669,32 @@ def _file_identity_of(path: str) -> tuple[int, int] | None:
     except OSError:
         return None
     return info.st_dev, info.st_ino
+
+
+def home_after_subcommand(args: list[str]) -> list[str]:
+    """``args`` with a ``--home DIR`` given between a command group and its command
+    (``distill --home DIR status``, "No such option: --home") moved after the command, as
+    :func:`home_after_command` moves one given before the group."""
+    groups = {group.name for group in app.registered_groups}
+    at = next((i for i, a in enumerate(args) if not a.startswith("-")), None)
+    if at is None or args[at] not in groups:
+        return args
+    commands = _group_commands(args[at])
+    moved: list[str] = []
+    between: list[str] = []
+    i = at + 1
+    while i < len(args) and args[i] not in commands and args[i] != "--":
+        if args[i] == "--home" and i + 1 < len(args):
+            moved += args[i : i + 2]
+            i += 2
+            continue
+        (moved if args[i].startswith("--home=") else between).append(args[i])
+        i += 1
+    if not moved or (i < len(args) and args[i] == "--"):
+        return args  # a command after `--` is refused, as any option there is
+    if i == len(args):  # no command: `distill --home H` is the group's help
+        return [*args[: at + 1], *between]
+    return [*args[: at + 1], *between, args[i], *moved, *args[i + 1 :]]
 
 
 def _group_commands(name: str) -> set[str]:
@@ -1703,7 +1734,9 @@ def main() -> None:
     sys.unraisablehook = interrupt_again(sys.unraisablehook)
     stdout_at_start = _file_identity(sys.stdout)
     try:
-        code = app(args=home_after_command(sys.argv[1:]), standalone_mode=False)
+        code = app(
+            args=home_after_subcommand(home_after_command(sys.argv[1:])), standalone_mode=False
+        )
     except SystemExit as exc:
         if exc.code == 1 and _output_closed(stdout_at_start):
             raise SystemExit(PIPE_CLOSED) from None

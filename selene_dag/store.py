@@ -280,6 +280,20 @@ def connect(
     return conn
 
 
+def refuse_newer_store(db_path: Path | str) -> None:
+    """Raise MigrationError when the database at ``db_path`` was migrated by a newer
+    selene-dag (see :func:`refuse_newer_schema`): for a server, before it says it is up. A
+    file that is missing, or held by another process now, is left to the first request."""
+    if not Path(db_path).is_file():
+        return
+    try:
+        close_store(connect(db_path, read_only=True, wait=0), db_path)
+    except MigrationError:
+        raise
+    except (StoreError, duckdb.Error):
+        return
+
+
 def _recorded_versions(conn: duckdb.DuckDBPyConnection) -> set[int]:
     """The versions ``schema_migrations`` records, without creating it (a read-only
     connection): none when the table is missing."""

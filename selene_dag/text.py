@@ -757,6 +757,26 @@ def fold_marks(text: str) -> str:
     return _marks(_astral(decomposed)).sub("", decomposed)
 
 
+def fold_marks_at(text: str) -> tuple[str, list[int]]:
+    """:func:`fold_marks` of ``text`` and, for each character of the result, the index in
+    ``text`` of the character it comes from: a place found in the folded text is a place
+    in ``text``. ASCII text is its own fold (and its indexes)."""
+    if text.isascii():
+        return text, list(range(len(text)))
+    out: list[str] = []
+    where: list[int] = []
+    for i, char in enumerate(text):
+        if char.isascii():
+            out.append(char)
+            where.append(i)
+            continue
+        for part in unicodedata.normalize("NFD", char):
+            if unicodedata.category(part)[0] != "M":
+                out.append(part)
+                where.append(i)
+    return "".join(out), where
+
+
 def words_with_marks(text: str) -> Iterable[re.Match[str]]:
     """The words of ``text`` (letters and digits, not ``_``), each with the combining marks
     inside and after it: a vowel sign (Hindi), an accent typed apart (macOS's decomposed

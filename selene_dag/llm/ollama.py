@@ -137,6 +137,19 @@ def _is_transient(exc: BaseException) -> bool:
 # refuses): that item falls back, the others go on. Any other 4xx (a proxy's 401 or 403, a
 # 404 from a host that is not Ollama) refuses every request alike: the step fails.
 _REQUEST_REFUSED = frozenset({400, 413, 422})
+# ... unless it refuses this many requests in a row with no answer between (an Ollama too
+# old for a JSON schema in ``format`` answers 400 to every structured request): then it is
+# the server, and every note would be analysed offline for good.
+_REFUSED_IN_A_ROW = 3
+_TAG = re.compile(r"<[^>]*>")
+
+
+def _one_line(message: str, limit: int = 160) -> str:
+    """A server's error as one line: an HTML page's tags left out, cut at ``limit``
+    characters with "…"."""
+    text = " ".join(_TAG.sub(" ", message).split()) if "<" in message else " ".join(message.split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
 
 # A reasoning model (qwen3, deepseek-r1) opens its answer with its thinking; an answer cut
 # short by its token budget may hold nothing else.
@@ -186,6 +199,7 @@ class OllamaEngine(BaseEngine):
         self.max_ctx = max_ctx
         self.min_thread_notes = min_thread_notes
         self.requests_sent = 0
+        self._refused_in_a_row = 0
         self._client = ollama.Client(host=self.host, timeout=self.timeout)
 
     # -- transport ------------------------------------------------------------------------
@@ -195,20 +209,33 @@ class OllamaEngine(BaseEngine):
         tried = f" (tried {attempts} times)" if attempts > 1 else ""
         if isinstance(exc, ollama.ResponseError):
             # One line of what the server said (a proxy's error page is many).
-            message = " ".join(str(exc.error).split())[:160]
+            message = _one_line(str(exc.error))
             code = exc.status_code
             if code == 404 and "model" in message.lower() and "not found" in message.lower():
                 return EngineUnavailable(
                     f"model {self.model} not found on {self.host}: run `ollama pull {self.model}`"
                 )
-            if code >= 500 or code == 429:
+            if code == 429:
+                return EngineUnavailable(
+                    f"Ollama at {self.host} is limiting requests (HTTP 429){tried}: {message}; "
+                    "run the command again later"
+                )
+            if code >= 500:
                 return EngineUnavailable(
                     f"Ollama at {self.host} failed on the {task} task{tried}: {message} "
                     f"(HTTP {code}); check the server log"
                 )
             if code in _REQUEST_REFUSED:
-                return EngineResponseError(
-                    f"Ollama at {self.host} rejected the {task} task: {message} (HTTP {code})"
+                self._refused_in_a_row += 1
+                if self._refused_in_a_row < _REFUSED_IN_A_ROW:
+                    return EngineResponseError(
+                        f"Ollama at {self.host} rejected the {task} task: {message} (HTTP {code})"
+                    )
+                return EngineUnavailable(
+                    f"Ollama at {self.host} refused {self._refused_in_a_row} requests in a row "
+                    f"(the {task} task: {message or 'no reason given'}, HTTP {code}): update "
+                    "Ollama (one too old for structured answers refuses them all), or check "
+                    "that SELENE_OLLAMA_HOST is an Ollama server"
                 )
             return EngineUnavailable(
                 f"{self.host} refused the {task} task: {message or 'no reason given'} "
@@ -236,7 +263,9 @@ class OllamaEngine(BaseEngine):
             for attempt in retrying:
                 with attempt:
                     self.requests_sent += 1
-                    return call()
+                    answer = call()
+                    self._refused_in_a_row = 0
+                    return answer
         except (ollama.ResponseError, ConnectionError, httpx.HTTPError) as exc:
             raise self._fail(exc, task) from None
         except ValueError as exc:  # a 200 whose body is not Ollama's JSON (a proxy's page)

@@ -28,6 +28,7 @@ from selene_dag.retrieval.passages import (
     title_share,
 )
 from selene_dag.retrieval.terms import CoverageMatcher
+from selene_dag.text import fold_marks_at
 
 
 class PassageSummarizer:
@@ -128,7 +129,9 @@ class PassageSummarizer:
         word it holds (by ``weights``; its start when it holds none), at a word start, marked "… " when
         it does not start the text (or ``text`` itself continues a cut line: ``inside``),
         and cut at the end to fit."""
-        low = text.lower()
+        # The stems are folded (no combining marks, as the index compares words): so is the
+        # text searched, each place found mapped back to the text's.
+        low, where = fold_marks_at(text.lower())
         # Around the rarest question word it holds (the name asked about, not "port" that
         # every row of a dump repeats), its first place.
         hits = [
@@ -137,6 +140,7 @@ class PassageSummarizer:
             if s and (at := low.find(s)) >= 0
         ]
         at = min(hits, default=(0.0, 0))[1]
+        at = min(where[at], len(text)) if at < len(where) else 0
         # About a third of the room goes before the word (what leads to it): the latest
         # word start whose words up to the hit count no more than that.
         # A word start: after a space, or after a punctuation mark not followed by one

@@ -90,7 +90,10 @@ def _searchable_words(question: str, limit: int) -> dict[str, None]:
     seen: dict[str, None] = {}
     for match in words_with_marks(space_cjk(question.lower())):
         word = match.group(0)
-        if (len(word) > 1 or has_cjk(word)) and word not in QUERY_STOP_WORDS and word not in seen:
+        # Its length without marks: a Hindi postposition (को, है) is one letter and a sign,
+        # and as a one-letter stem it matched every word starting with that letter.
+        long_enough = len(word) > 1 and (word.isascii() or len(fold_marks(word)) > 1)
+        if (long_enough or has_cjk(word)) and word not in QUERY_STOP_WORDS and word not in seen:
             seen[word] = None
             if len(seen) >= limit:
                 break

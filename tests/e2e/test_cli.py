@@ -807,7 +807,7 @@ def test_a_server_stopped_by_sigterm_ends_as_the_signal_says(tmp_path):
 
 def test_home_may_come_before_the_command(tmp_path):
     # "Every command takes --home": `selene-dag --home DIR ingest …` was "No such option".
-    from selene_dag.cli import home_after_command
+    from selene_dag.cli import home_after_command, home_after_subcommand
 
     notes = tmp_path / "notes"
     notes.mkdir()
@@ -827,6 +827,23 @@ def test_home_may_come_before_the_command(tmp_path):
         "-x",
     ]
     assert home_after_command(["--home", "H"]) == []
+    # Between a group and its command (`distill --home H status`: "No such option").
+    assert home_after_subcommand(["distill", "--home", "H", "status", "--json"]) == [
+        "distill",
+        "status",
+        "--home",
+        "H",
+        "--json",
+    ]
+    assert home_after_subcommand(["distill", "--home", "H"]) == ["distill"]
+    # A group's command after `--` ran on the default home, --home dropped.
+    assert home_after_command(["--home", "H", "distill", "--", "run"]) == [
+        "distill",
+        "--home",
+        "H",
+        "--",
+        "run",
+    ]
     assert home_after_command(["--home", "H", "--help"]) == ["--help"]
     assert home_after_command(["--home", "H1", "health", "--home", "H2"]) == [
         "health",

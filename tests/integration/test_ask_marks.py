@@ -53,3 +53,28 @@ def test_a_word_keeps_its_marks_and_matches_without_them() -> None:
     assert query_terms("i\u0307stanbul cafe\u0301") == ["i\u0307stanbul", "cafe\u0301"]
     matcher = CoverageMatcher(["κωδικος", "café"])
     assert matcher.found("Ο ΚΩΔΙΚΌΣ στο Cafe\u0301") == set(matcher.stems)
+
+
+def test_a_long_line_is_cut_around_an_accented_word(tmp_path) -> None:
+    # A long line is shown as a window around the rarest question word it holds; the
+    # window looked for the word with its marks folded away in the text as written, found
+    # nothing, and showed the line's start (a pasted log, a paragraph without a stop).
+    import random
+
+    rng = random.Random(1)
+    words = ["le", "chat", "mange", "une", "souris", "dans", "la", "maison"]
+    line = [rng.choice(words) for _ in range(3000)]
+    line[1500:1500] = ["crème", "valeur42"]
+    hindi = ["घर"] * 3000
+    hindi[1500:1500] = ["गुप्तचाबी", "KEY-9917"]
+    settings = ingested_folder(
+        tmp_path,
+        {"log.md": "# journal\n\n" + " ".join(line), "hi.md": "# लॉग\n\n" + " ".join(hindi)},
+    )
+    assert "valeur42" in service.ask(settings, "crème", 150).text
+    assert "KEY-9917" in service.ask(settings, "गुप्तचाबी", 150).text
+
+
+def test_a_one_letter_word_without_its_sign_is_no_search_word() -> None:
+    # को and है fold to one letter: as stems they matched every word starting with it.
+    assert query_terms("बिल्ली को दूध कहाँ है") == ["बिल्ली", "दूध", "कहाँ"]

@@ -122,6 +122,22 @@ def test_a_server_that_refuses_every_request_fails_the_step(
         assert set(_engines(tmp_path / "home").values()) == {"ollama:mistral:7b"}
 
 
+def test_a_server_refusing_every_request_as_a_bad_one_fails_the_step(tmp_path: Path) -> None:
+    # A 400 is one request's problem (that note falls back); an Ollama too old for JSON
+    # schemas answers 400 to every request, and every note was analysed offline for good.
+    path = _notes(tmp_path / "notes")
+    page = "<html><head><title>Err</title></head><body><h1>Bad request</h1>" + "x" * 300
+    with FakeOllama(status=400, status_error=page) as fake:
+        settings = _settings(tmp_path / "home", fake, essence_limit=0)
+        with pytest.raises(SeleneError, match=r"refused 3 requests in a row") as caught:
+            service.ingest(settings, path)
+        assert "<" not in str(caught.value) and "…" in str(caught.value)  # one line, cut
+        fake.status = None
+        service.ingest(settings, path)
+    # Two notes fell back before the third refusal told it was the server.
+    assert sorted(_engines(tmp_path / "home").values()).count("ollama:mistral:7b") >= 3
+
+
 def test_a_reasoning_models_thinking_is_left_out_of_its_answers(tmp_path: Path) -> None:
     # qwen3 and deepseek-r1 open every answer with <think>…</think>: no JSON answer parsed
     # (every note analysed offline) and the thinking was stored as the digests' text.

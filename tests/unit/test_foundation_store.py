@@ -15,6 +15,7 @@ from selene_dag.store import (
     discover_migrations,
     migrate,
     open_store,
+    refuse_newer_store,
     waiting_notice,
 )
 from tests.support.ops import lock_held
@@ -199,3 +200,7 @@ def test_a_database_from_a_newer_version_is_refused_before_anything_is_written(t
         with pytest.raises(MigrationError, match=rf"newer selene-dag \(schema {latest + 1}; "):
             connect(db, read_only=read_only)
     assert isinstance(MigrationError("x"), SeleneError)  # one line from the CLI
+    # `serve` asks before it says it is up (every request was a 503).
+    with pytest.raises(MigrationError, match="newer selene-dag"):
+        refuse_newer_store(db)
+    refuse_newer_store(tmp_path / "missing.duckdb")  # nothing to refuse
