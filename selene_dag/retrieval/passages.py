@@ -29,6 +29,7 @@ from selene_dag.retrieval.terms import CoverageMatcher
 from selene_dag.text import FENCE_LINE, split_sentences
 
 _ESCAPED_NEWLINE = "\\n"
+_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
 # Relevance model (see the module docstring). Forward carry decays per piece; code lines
@@ -139,9 +140,14 @@ def segment(text: str) -> list[Piece]:
         # Pieces are units of relevance, not prose: any . ! ? before a non-space ends one.
         # Text quoted as JSON (a tool's input in a transcript) keeps its line breaks as the
         # two characters backslash-n: they end a piece as a real line break does.
-        # A part keeps its indentation (an edited file's code, quoted in a tool's input).
-        parts = [part.rstrip() for part in line.strip().split(_ESCAPED_NEWLINE)]
+        # A part keeps its indentation (an edited file's code, quoted in a tool's input), and
+        # a nested list item its own: an outline's child read as its parent's sibling.
+        stripped = line.strip()
+        lead = line[: len(line) - len(line.lstrip())] if _LIST_ITEM.match(stripped) else ""
+        parts = [part.rstrip() for part in stripped.split(_ESCAPED_NEWLINE)]
         parts = [part for part in parts if part.strip()]
+        if parts and lead:
+            parts[0] = lead + parts[0]
         for n, part in enumerate(parts):
             sentences = split_sentences(part, boundary="any")
             indent = part[: len(part) - len(part.lstrip())]

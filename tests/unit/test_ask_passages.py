@@ -60,6 +60,17 @@ def test_segment_keeps_code_blocks_sections_and_sentences() -> None:
     assert segment("") == [] and segment("\n\n  \n") == []
 
 
+def test_a_nested_list_item_keeps_its_indentation() -> None:
+    # An outline's child bullet lost its indentation in a cut excerpt and read as its
+    # parent's sibling; a prose line indented in a list keeps none (it never had a level).
+    texts = [p.text for p in segment("- Phase 1\n\t- Move topic a\n\t\t+ owner: team a\n  - two\n")]
+    assert texts == ["- Phase 1", "\t- Move topic a", "\t\t+ owner: team a", "  - two"]
+    assert [p.text for p in segment("Intro.\n  continued prose.\n")] == [
+        "Intro.",
+        "continued prose.",
+    ]
+
+
 def test_code_after_a_matching_sentence_carries_its_relevance() -> None:
     pieces = segment(NOTE)
     texts = [p.text for p in pieces]
