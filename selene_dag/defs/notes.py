@@ -325,7 +325,8 @@ def processed_notes(
     automation_condition=follow_or_every(TIERS_CRON),
     description=(
         "Notes grouped into threads: one per topic by default (a note's topic, else its first "
-        "tag, else the folder it sits in unless that folder holds most of the notes, else its "
+        "tag, else the folder it sits in unless that folder holds most of the notes or is "
+        "mostly daily notes named by their day, else its "
         "primary theme); with a model "
         "engine, the model's thread detection over the 30 newest unthreaded notes adds more, "
         "and each active thread whose newest notes changed is read again: its summary and "

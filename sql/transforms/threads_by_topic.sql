@@ -1,7 +1,9 @@
 -- Topic threads: one thread per topic: the source's topic, else the note's first tag, else
 -- the folder it sits in (a vault's project folder; not one that holds most of its ingested
--- folder's notes, as Logseq's pages/ or an archive's top folder: that says nothing of a
--- topic), else the analysed primary theme. Rebuilds membership of origin='topic' threads;
+-- folder's notes, as Logseq's pages/ or an archive's top folder, nor one of daily notes
+-- mostly named by their day, as Logseq's journals/: that says nothing of a topic, and
+-- today's note kept every day's note of years in one active thread), else the analysed
+-- primary theme. Rebuilds membership of origin='topic' threads;
 -- model-detected threads are left alone.
 CREATE OR REPLACE TEMP TABLE topic_members AS
 WITH live AS (
@@ -17,7 +19,9 @@ placed AS (
 ),
 sized AS (
     SELECT *, count(*) OVER (PARTITION BY home_folder, folder) AS in_folder,
-              count(*) OVER (PARTITION BY home_folder)         AS in_home
+              count(*) OVER (PARTITION BY home_folder)         AS in_home,
+              count(*) FILTER (WHERE regexp_matches(parts[len(parts)], '^\d{4}[-_.]\d{2}[-_.]\d{2}'))
+                  OVER (PARTITION BY home_folder, folder)      AS dated_in_folder
     FROM placed
 ),
 filed AS (
@@ -25,7 +29,8 @@ filed AS (
            lower(trim(coalesce(
                nullif(trim(s.topic), ''),
                nullif(trim(ltrim(s.tags[1], '#')), ''),
-               CASE WHEN 2 * s.in_folder <= s.in_home THEN s.folder END,
+               CASE WHEN 2 * s.in_folder <= s.in_home AND 2 * s.dated_in_folder <= s.in_folder
+                    THEN s.folder END,
                p.primary_theme))) AS topic
     FROM sized AS s
     LEFT JOIN processed_notes AS p ON p.note_id = s.id

@@ -59,9 +59,17 @@ def test_a_folder_holding_most_of_the_vault_is_no_topic(tmp_path: Path) -> None:
         }.items()
     }
     notes["journals/2026_05_01.md"] = "# May 1\n\nCooked carbonara.\n"
-    (tmp_path / "notes" / "pages").mkdir(parents=True)
-    (tmp_path / "notes" / "journals").mkdir(parents=True)
+    notes["journals/2026_05_02.md"] = "# May 2\n\nRead about lifetimes.\n"
+    notes["recipes/2026-05-04 pesto.md"] = "# Pesto\n\nBasil and pine nuts.\n"
+    notes["recipes/bread.md"] = "# Bread\n\nA long cold proof.\n"
+    notes |= {f"pages/p{i}.md": f"# P{i}\n\nPage {i} of the graph.\n" for i in range(4)}
+    for folder in ("pages", "journals", "recipes"):
+        (tmp_path / "notes" / folder).mkdir(parents=True)
     settings = ingested_folder(tmp_path, notes, exist_ok=True)
     with open_store(settings.db_path) as conn:
         names = {r[0] for r in conn.execute("SELECT name FROM threads").fetchall()}
-    assert "pages" not in names and "journals" in names
+    assert "pages" not in names
+    # Nor is a folder of daily notes mostly named by their day (Logseq's journals/): today's
+    # note kept years of days in one active thread, every one of them at a high tier.
+    assert "journals" not in names
+    assert "recipes" in names  # half its notes dated: a topic still
