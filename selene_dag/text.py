@@ -524,6 +524,16 @@ _TABLE = re.compile(r"^\s*\|.*\|\s*$", re.MULTILINE)
 _RULE = re.compile(r"^\s*([-*_])(\s*\1){2,}\s*$", re.MULTILINE)
 _BULLET = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+", re.MULTILINE)
 _QUOTE = re.compile(r"^\s*>\s?", re.MULTILINE)
+# A callout's type (Obsidian's "> [!warning] Title", GitHub's "> [!NOTE]"): markup, not
+# words; its title stays. A Logseq macro ({{query …}}, {{embed …}}, {{renderer …}}) is a
+# command to the editor: an essence of a dashboard page was its query.
+_CALLOUT = re.compile(r"^\[![\w-]+\][+-]?[ \t]*", re.MULTILINE)
+# Only Logseq's own macro names, written as it writes them ({{query …}}, no space after the
+# braces): a template's {{ name }} in a note about Jinja is the note's text.
+_MACRO = re.compile(
+    r"\{\{(?:query|embed|renderer|video|youtube|youtube-timestamp|tweet|twitter|cloze|"
+    r"namespace|pdf|zotero|function|cards|tutorial|bilibili|vimeo)\b[^{}\n]*\}\}"
+)
 _INDENTED_CODE = re.compile(r"^(?: {4}|\t)(?!\s*(?:[-*+]|\d+[.)])\s).*$", re.MULTILINE)
 _EMPHASIS = re.compile(r"(\*\*|__)(.+?)\1")
 _INLINE_CODE = re.compile(r"`([^`\n]*)`")
@@ -627,6 +637,8 @@ def strip_markdown(text: str, hosts: bool = False) -> str:
     text = _HTML.sub("", text)
     text = _BULLET.sub("\n", text)
     text = _QUOTE.sub("", text)
+    text = _CALLOUT.sub("", text)
+    text = _MACRO.sub("", text)
     text = _EMPHASIS.sub(r"\2", text)
     text = _INLINE_CODE.sub(r"\1", text)
     text = html.unescape(text)

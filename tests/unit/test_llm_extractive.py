@@ -32,6 +32,14 @@ def test_engine_satisfies_the_protocol() -> None:
     assert engine.name == "extractive" and engine.model
 
 
+def test_strip_markdown_removes_callout_types_and_logseq_macros() -> None:
+    # A runbook's essence opened "[!warning]…", a dashboard page's was its {{query …}}.
+    text = "> [!warning]- Before deploy\n> Drain the queue.\n\n{{query (todo now)}}\nDone."
+    assert strip_markdown(text) == "Before deploy Drain the queue.\n\nDone."
+    # A template's braces in a note about Jinja are its text.
+    assert strip_markdown("Use {{ row.name }} or {{x}}.") == "Use {{ row.name }} or {{x}}."
+
+
 def test_strip_markdown_removes_code_urls_and_link_syntax() -> None:
     prose = strip_markdown(NOTE)
     assert "953" not in prose
