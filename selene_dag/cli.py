@@ -81,7 +81,7 @@ app.add_typer(distill_app, name="distill")
 def _width(stream: Any) -> int | None:
     """A console's width: the terminal's, else COLUMNS when set (a pipe's reader may say
     how wide), else 200."""
-    if stream.isatty():
+    if stream is not None and stream.isatty():  # None: started with the stream closed
         return None
     columns = os.environ.get("COLUMNS", "").strip()
     return int(columns) if columns.isdigit() and int(columns) >= 40 else 200
@@ -1720,6 +1720,11 @@ def main() -> None:
     except ImportError:  # pragma: no cover - older typer uses click itself
         from click.exceptions import ClickException
 
+    # Started with stdout or stderr closed (`>&-`): what goes there is dropped, as Python's
+    # own print does (a traceback at the first write).
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115
     warnings.filterwarnings("ignore", module="dagster")
     warnings.formatwarning = _one_line_warning  # type: ignore[assignment]
     # An output that is not UTF-8 (a Latin-1 locale, PYTHONIOENCODING): a character it

@@ -893,6 +893,18 @@ def test_help_and_version_to_a_reader_that_left_give_the_pipe_code(args):
     assert proc.stderr == ""
 
 
+def test_a_closed_stdout_is_no_traceback() -> None:
+    # `selene-dag --help >&-`: an AttributeError at import ('NoneType' has no 'isatty').
+    proc = subprocess.run(
+        [str(EXE), "--help"],
+        stderr=subprocess.PIPE,
+        text=True,
+        timeout=120,
+        preexec_fn=lambda: os.close(1),
+    )
+    assert proc.returncode == 0 and proc.stderr == "", proc.stderr
+
+
 @pytest.mark.parametrize("args", [(), ("distill",), ("--home", "H", "cache")])
 def test_a_command_group_alone_prints_its_help_once(args):
     # The help was printed twice (Typer printed it, then the entry point again), and
