@@ -366,9 +366,11 @@ def _show_note(conn: duckdb.DuckDBPyConnection, cited: Citation, around: int) ->
         if gone is None:
             _refuse_a_bad_range(conn, cited.ref)
             if meant := _ids_ending_with(conn, spellings):
+                lines = ", ".join(f"{a}-{b}" if a != b else str(a) for a, b in cited.ranges)
+                after = f" lines {lines}" if lines else ""
                 raise NotFoundError(
                     f"no note {cited.ref} in this home; note ids start with their folder's "
-                    f"key: {' or '.join(meant)}?"
+                    f"key: {' or '.join(f'`note {m}{after}`' for m in meant)}?"
                 )
             raise NotFoundError(
                 f"no note {cited.ref} in this home: copy the citation from a pack (`ask`, "

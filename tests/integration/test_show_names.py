@@ -34,8 +34,10 @@ def test_a_note_whose_file_is_gone_says_so(tmp_path: Path) -> None:
     with pytest.raises(NotFoundError, match="copy the citation from a pack"):
         service.show(settings, "note notes/never.md")
     # An id without its folder's key (cited before ids held it, or typed so): named.
-    with pytest.raises(NotFoundError, match=r"start with their folder's key: notes/a\.md\?"):
+    with pytest.raises(NotFoundError, match=r"start with their folder's key: `note notes/a\.md`\?"):
         service.show(settings, "note a.md")
+    with pytest.raises(NotFoundError, match=r"`note notes/a\.md lines 1-2, 4`\?"):
+        service.show(settings, "note a.md lines 1-2, 4")
     with pytest.raises(TypeError, match="citation must be a str, got NoneType"):
         service.show(settings, None)  # an AttributeError from inside the parser
 
