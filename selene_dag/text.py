@@ -896,8 +896,9 @@ def ensure_period(sentence: str) -> str:
     if not sentence:
         return sentence
     # A closing quote or bracket after the stop ends it too ('said "stop."', "(at once.)").
-    # Other scripts' stops too: Devanagari's danda, full-width and Arabic ones.
-    if sentence.rstrip("\"')]”’»」』")[-1:] in tuple(".!?…。！？．｡।॥؟۔"):
+    # Other scripts' stops too: Devanagari's danda, full-width, Arabic, Armenian, Ethiopic,
+    # Burmese and Tibetan ones.
+    if sentence.rstrip("\"')]”’»」』")[-1:] in tuple(".!?…‼⁉。！？．｡।॥؟۔։።။།"):
         return sentence
     if sentence[-1] in ":;,":
         sentence = sentence[:-1]

@@ -87,7 +87,7 @@ def test_a_sentence_closed_by_a_quote_gets_no_second_stop() -> None:
     assert ensure_period('he said "stop."') == 'he said "stop."'
     assert ensure_period("(at once.)") == "(at once.)" and ensure_period("plain") == "plain."
     # Other scripts' stops end a sentence too (an essence ended "…है।." and "８０８０．.").
-    for ended in ("गाइड राजेश था।", "ポートは８０８０．", "这是什么？", "ما هذا؟"):
+    for ended in ("गाइड राजेश था।", "ポートは８０８０．", "这是什么？", "ما هذا؟", "Բարեւ։", "ሰላም።"):
         assert ensure_period(ended) == ended
     essence = pick_essence(
         "Postgres retries",
