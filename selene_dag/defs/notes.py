@@ -749,6 +749,17 @@ def notes_folder_sensor(
     return dg.SensorResult(skip_reason="; ".join(reasons), cursor=cursor)
 
 
+# A run the sensor requested that has not ended yet: another would wait for it, then find
+# what it did.
+_NOT_FINISHED = (
+    dg.DagsterRunStatus.NOT_STARTED,
+    dg.DagsterRunStatus.QUEUED,
+    dg.DagsterRunStatus.STARTING,
+    dg.DagsterRunStatus.STARTED,
+    dg.DagsterRunStatus.CANCELING,
+)
+
+
 def essences_to_resume(instance: dg.DagsterInstance, engine: str) -> tuple[str | None, str]:
     """The run key of a ``processed_notes`` run to request now, or None, and why: the last
     one stopped at its per-run limit with notes left (a model server's
@@ -783,13 +794,29 @@ def essences_to_resume(instance: dg.DagsterInstance, engine: str) -> tuple[str |
 )
 def essences_sensor(context: dg.SensorEvaluationContext, selene: SeleneResource) -> dg.SensorResult:
     """Request a ``processed_notes`` run while :func:`essences_to_resume` names one (a run
-    on the clock alone did nothing with the offline engine: 288 empty runs a day)."""
+    on the clock alone did nothing with the offline engine: 288 empty runs a day) and none
+    it requested is waiting or running. Each tick may ask again: a run that failed (a model
+    server down for a while) is tried again at the next tick, as the clock did."""
     engine = selene.engine()
     run_key, reason = essences_to_resume(context.instance, f"{engine.name}:{engine.model}")
     if run_key is None:
         return dg.SensorResult(skip_reason=reason)
+    waiting = context.instance.get_run_records(
+        filters=dg.RunsFilter(
+            statuses=[*_NOT_FINISHED], tags={"dagster/sensor_name": "essences_sensor"}
+        ),
+        limit=1,
+    )
+    if waiting:
+        return dg.SensorResult(
+            skip_reason=f"{reason}: its run {waiting[0].dagster_run.run_id} has not finished"
+        )
     context.log.info(reason)
-    return dg.SensorResult(run_requests=[dg.RunRequest(run_key=run_key)])
+    tick = context.cursor or "0"
+    return dg.SensorResult(
+        run_requests=[dg.RunRequest(run_key=f"{run_key}:{int(tick) + 1}")],
+        cursor=str(int(tick) + 1),
+    )
 
 
 NOTES_ASSETS = [

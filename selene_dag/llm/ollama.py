@@ -147,7 +147,8 @@ _TAG = re.compile(r"<[^>]*>")
 def _one_line(message: str, limit: int = 160) -> str:
     """A server's error as one line: an HTML page's tags left out, cut at ``limit``
     characters with "…"."""
-    text = " ".join(_TAG.sub(" ", message).split()) if "<" in message else " ".join(message.split())
+    page = "</" in message or "<html" in message.lower()  # not "must be < 5 and > 3"
+    text = " ".join((_TAG.sub(" ", message) if page else message).split())
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
@@ -229,13 +230,15 @@ class OllamaEngine(BaseEngine):
                 self._refused_in_a_row += 1
                 if self._refused_in_a_row < _REFUSED_IN_A_ROW:
                     return EngineResponseError(
-                        f"Ollama at {self.host} rejected the {task} task: {message} (HTTP {code})"
+                        f"Ollama at {self.host} rejected the {task} task: "
+                        f"{message or 'no reason given'} (HTTP {code})"
                     )
                 return EngineUnavailable(
                     f"Ollama at {self.host} refused {self._refused_in_a_row} requests in a row "
-                    f"(the {task} task: {message or 'no reason given'}, HTTP {code}): update "
-                    "Ollama (one too old for structured answers refuses them all), or check "
-                    "that SELENE_OLLAMA_HOST is an Ollama server"
+                    f"(the {task} task: {message or 'no reason given'}, HTTP {code}): if the "
+                    "reason is a prompt too long, use a model with a larger context; else "
+                    "update Ollama (one too old for structured answers refuses them all), or "
+                    "check that SELENE_OLLAMA_HOST is an Ollama server"
                 )
             return EngineUnavailable(
                 f"{self.host} refused the {task} task: {message or 'no reason given'} "

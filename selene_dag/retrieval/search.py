@@ -39,7 +39,12 @@ from selene_dag.retrieval.index import (
     index_exists,
     load_fts,
 )
-from selene_dag.retrieval.terms import query_terms, weights_by_stem, whole_terms
+from selene_dag.retrieval.terms import (
+    identifier_terms,
+    query_terms,
+    weights_by_stem,
+    whole_terms,
+)
 
 SOURCES: dict[str, str] = {"notes": "note", "sessions": "chunk"}
 
@@ -661,7 +666,10 @@ def hybrid_passages(
     held: set[str] = set()
     found, rarest = passage_literal(conn, wanted, kinds, limit, held, alone=not lexical)
     if held_nowhere is not None:
-        held_nowhere.update(t.lower() for t in wanted if t.lower() not in held)
+        # An identifier is looked up whole besides its words, which the index holds: one
+        # spelled otherwise in the text (x86_64 for x86-64) is no word the text lacks.
+        spelled = set(identifier_terms(question))
+        held_nowhere.update(t.lower() for t in wanted if t.lower() not in held | spelled)
     literal = [p for p, _ in found]
     literal_weight = RARE_LITERAL_WEIGHT if 0 < rarest <= RARE_LITERAL else LITERAL_WEIGHT
     if not lexical and not literal:

@@ -25,6 +25,7 @@ from selene_dag.text import (
 __all__ = [
     "MAX_TERMS",
     "CoverageMatcher",
+    "identifier_terms",
     "idf",
     "query_terms",
     "stem",
@@ -55,17 +56,27 @@ def version_terms(question: str) -> list[str]:
 _IDENTIFIER = re.compile(r"(?<![\w.-])[^\W_]+(?:[-_][^\W_]+)+(?![\w-])")
 
 
-def whole_terms(question: str) -> list[str]:
-    """The terms of ``question`` looked for word for word, lower case, in order: its
-    versions and dotted numbers (:func:`version_terms`) and its identifiers of parts
-    joined by ``-`` or ``_`` with a digit (``db-17``, ``us-east-1``, ``DEL-7712``), which
-    :func:`query_terms` splits into words that many texts hold."""
-    identifiers = (
+# At most this many identifiers a question (a pasted log holds hundreds: each is a scan).
+MAX_IDENTIFIERS = 8
+
+
+def identifier_terms(question: str) -> list[str]:
+    """The identifiers of ``question`` of parts joined by ``-`` or ``_`` with a digit
+    (``db-17``, ``us-east-1``, ``DEL-7712``), lower case, in order, at most
+    ``MAX_IDENTIFIERS``: :func:`query_terms` splits them into words that many texts hold."""
+    found = (
         m.group(0).lower()
         for m in _IDENTIFIER.finditer(question)
         if any(c.isdigit() for c in m.group(0)) and len(m.group(0)) >= 4
     )
-    return list(dict.fromkeys([*version_terms(question), *identifiers]))
+    return list(dict.fromkeys(found))[:MAX_IDENTIFIERS]
+
+
+def whole_terms(question: str) -> list[str]:
+    """The terms of ``question`` looked for word for word, lower case, in order: its
+    versions and dotted numbers (:func:`version_terms`), then its identifiers
+    (:func:`identifier_terms`)."""
+    return list(dict.fromkeys([*version_terms(question), *identifier_terms(question)]))
 
 
 def query_terms(question: str) -> list[str]:

@@ -104,6 +104,15 @@ def test_a_host_name_finds_its_line_in_a_long_outline(tmp_path) -> None:
         assert ip in result.text, result.text
 
 
+def test_an_identifier_spelled_otherwise_is_no_word_the_notes_lack(tmp_path) -> None:
+    # "x86-64" asked, "x86_64" written: the note came first, and the pack's note said no
+    # note held 'x86-64'. A pasted log's hundreds of identifiers: at most eight lookups.
+    settings = ingested_folder(tmp_path, {"b.md": "# Builds\n\nWe ship x86_64 builds only.\n"})
+    result = service.ask(settings, "which builds are x86-64", 200)
+    assert "x86_64" in result.text and "x86-64" not in result.stats["note"], result.stats
+    assert len(whole_terms(" ".join(f"node-{i}" for i in range(300)))) == 8
+
+
 def test_the_answer_says_when_its_tokens_are_an_estimate(settings) -> None:
     # A model without a tokenizer here was only warned about on the server's stderr: an
     # API caller took the counts for the model's own.

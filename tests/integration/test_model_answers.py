@@ -12,7 +12,7 @@ from selene_dag import service
 from selene_dag.config import load_settings
 from selene_dag.errors import SeleneError
 from selene_dag.llm.engine import EngineUnavailable
-from selene_dag.llm.ollama import OllamaEngine
+from selene_dag.llm.ollama import OllamaEngine, _one_line
 from selene_dag.store import open_store
 from tests.support.fake_ollama import FakeOllama
 
@@ -132,6 +132,7 @@ def test_a_server_refusing_every_request_as_a_bad_one_fails_the_step(tmp_path: P
         with pytest.raises(SeleneError, match=r"refused 3 requests in a row") as caught:
             service.ingest(settings, path)
         assert "<" not in str(caught.value) and "…" in str(caught.value)  # one line, cut
+        assert _one_line("value must be < 5 and > 3") == "value must be < 5 and > 3"
         fake.status = None
         service.ingest(settings, path)
     # Two notes fell back before the third refusal told it was the server.

@@ -126,9 +126,34 @@ def test_ollama_engine_runs_the_same_assets_with_the_seed_limit(small_corpus, mo
         # The daemon's essences_sensor goes on with the notes left, once for that state.
         sensor = dg.build_sensor_context(instance=instance, resources=default_resources())
         asked = essences_sensor(sensor)
+        last = instance.fetch_materializations(dg.AssetKey("processed_notes"), limit=1)
         assert [r.run_key for r in asked.run_requests] == [
-            f"essences:{instance.fetch_materializations(dg.AssetKey('processed_notes'), limit=1).records[0].storage_id}"
+            f"essences:{last.records[0].storage_id}:1"
         ]
+        # A run that failed (the server down a while) is asked for again at the next tick;
+        # while one it asked for has not finished, none.
+        again = essences_sensor(
+            dg.build_sensor_context(
+                instance=instance, cursor=asked.cursor, resources=default_resources()
+            )
+        )
+        assert [r.run_key for r in again.run_requests] == [
+            f"essences:{last.records[0].storage_id}:2"
+        ]
+        running = instance.add_run(
+            dg.DagsterRun(
+                job_name="__ASSET_JOB",
+                status=dg.DagsterRunStatus.STARTED,
+                tags={"dagster/sensor_name": "essences_sensor"},
+            )
+        )
+        waiting = essences_sensor(
+            dg.build_sensor_context(instance=instance, resources=default_resources())
+        )
+        assert not waiting.run_requests and "has not finished" in (
+            waiting.skip_reason.skip_message or ""
+        )
+        instance.delete_run(running.run_id)
         second = materialize(["processed_notes"], instance)
         assert _meta(second, "processed_notes")["analysed"] == 2
         # Nothing left, the same engine: nothing runs.
@@ -141,7 +166,7 @@ def test_ollama_engine_runs_the_same_assets_with_the_seed_limit(small_corpus, mo
         switched = essences_sensor(
             dg.build_sensor_context(instance=instance, resources=default_resources())
         )
-        assert [r.run_key.endswith(":ollama:llama3:8b") for r in switched.run_requests] == [True]
+        assert [":ollama:llama3:8b:" in r.run_key for r in switched.run_requests] == [True]
         monkeypatch.delenv("SELENE_MODEL")
         before = server.total_requests
         third = materialize(["processed_notes", "thread_digests"], instance)
