@@ -673,6 +673,7 @@ _SENTENCE_END = {
     "any": re.compile(r"(?<=[.!?])()\s+(?=\S)"),
 }
 _PARAGRAPH = re.compile(r"\n\s*\n")
+_STOP_OF_OTHER_SCRIPTS = re.compile(r"(?<=[。！？।॥։።။།])([」』”’）)]*)\s*(?=\S)")
 
 
 def split_sentences(text: str, *, boundary: str = "capital", flatten: bool = False) -> list[str]:
@@ -692,12 +693,27 @@ def split_sentences(text: str, *, boundary: str = "capital", flatten: bool = Fal
     for paragraph in _PARAGRAPH.split(text):
         # The pattern captures the quotes and brackets that close a sentence: they stay
         # with it ('He said "stop."' lost its closing quote).
-        parts = pattern.split(paragraph.strip())
-        for i in range(0, len(parts), 2):
-            part = (parts[i] + (parts[i + 1] if i + 1 < len(parts) else "")).strip()
-            if part:
-                sentences.append(part)
+        for latin in _split_keeping(pattern, paragraph.strip()):
+            # Scripts without capitals or spaces after their stops (Chinese, Japanese,
+            # Devanagari): a stop of theirs ends a sentence wherever it is (a paragraph of
+            # them was one sentence: an essence of a whole paragraph, a digest of one).
+            if latin.isascii():
+                sentences.append(latin)
+            else:
+                sentences.extend(_split_keeping(_STOP_OF_OTHER_SCRIPTS, latin))
     return sentences
+
+
+def _split_keeping(pattern: re.Pattern[str], text: str) -> list[str]:
+    """``text`` split by ``pattern`` (one capturing group: what closes the sentence before
+    it, kept with it), the parts stripped, none empty."""
+    parts = pattern.split(text)
+    out: list[str] = []
+    for i in range(0, len(parts), 2):
+        part = (parts[i] + (parts[i + 1] if i + 1 < len(parts) else "")).strip()
+        if part:
+            out.append(part)
+    return out
 
 
 def words(text: str) -> list[str]:

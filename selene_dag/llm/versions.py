@@ -8,7 +8,7 @@ Dagster definitions does not import scikit-learn.
 ALGORITHM_VERSIONS = {
     "analyze_note": "analyze_note@12",
     "detect_threads": "detect_threads@3",
-    "digest_thread": "digest_thread@7",
+    "digest_thread": "digest_thread@8",
     "summarize": "summarize@9",
     "assess_chunk": "assess_chunk@2",
 }

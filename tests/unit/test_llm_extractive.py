@@ -79,6 +79,21 @@ def test_a_sentence_keeps_its_closing_quote_and_an_elision_ends_none() -> None:
     assert split_sentences("a. b! c? d", boundary="any") == ["a.", "b!", "c?", "d"]
 
 
+def test_other_scripts_stops_end_sentences() -> None:
+    # No capital follows a Chinese or Devanagari stop, and no space: a paragraph of them
+    # was one sentence (an essence of a whole paragraph, a digest never three sentences).
+    assert split_sentences("我们去了北京。天气很好！「好。」然后") == [
+        "我们去了北京。",
+        "天气很好！",
+        "「好。」",
+        "然后",
+    ]
+    assert split_sentences("गाइड राजेश था। कोड DEL-7712 है।", boundary="any") == [
+        "गाइड राजेश था।",
+        "कोड DEL-7712 है।",
+    ]
+
+
 def test_a_sentence_closed_by_a_quote_gets_no_second_stop() -> None:
     # Sentences keep their closing quote: ensure_period added a stop after it ('0.".').
     from selene_dag.llm.extractive.essence import pick_essence
