@@ -530,6 +530,12 @@ _QUOTE = re.compile(r"^\s*>\s?", re.MULTILINE)
 _CALLOUT = re.compile(r"^\[![\w-]+\][+-]?[ \t]*", re.MULTILINE)
 # Only Logseq's own macro names, written as it writes them ({{query …}}, no space after the
 # braces): a template's {{ name }} in a note about Jinja is the note's text.
+# An Org headline's planning line ("CLOSED: [2025-11-04 Tue 09:12] SCHEDULED: <…>"): the
+# task's dates, kept in the note's text for a question about them, not its prose (an
+# essence opened with one).
+_ORG_PLANNING = re.compile(
+    r"^[ \t]*(?:(?:CLOSED|SCHEDULED|DEADLINE):[ \t]*[\[<][^\]>\n]*[\]>][ \t]*)+$", re.MULTILINE
+)
 _MACRO = re.compile(
     r"\{\{(?:query|embed|renderer|video|youtube|youtube-timestamp|tweet|twitter|cloze|"
     r"namespace|pdf|zotero|function|cards|tutorial|bilibili|vimeo)\b[^{}\n]*\}\}"
@@ -639,6 +645,7 @@ def strip_markdown(text: str, hosts: bool = False) -> str:
     text = _QUOTE.sub("", text)
     text = _CALLOUT.sub("", text)
     text = _MACRO.sub("", text)
+    text = _ORG_PLANNING.sub("", text)
     text = _EMPHASIS.sub(r"\2", text)
     text = _INLINE_CODE.sub(r"\1", text)
     text = html.unescape(text)

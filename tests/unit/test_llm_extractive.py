@@ -36,6 +36,10 @@ def test_strip_markdown_removes_callout_types_and_logseq_macros() -> None:
     # A runbook's essence opened "[!warning]…", a dashboard page's was its {{query …}}.
     text = "> [!warning]- Before deploy\n> Drain the queue.\n\n{{query (todo now)}}\nDone."
     assert strip_markdown(text) == "Before deploy Drain the queue.\n\nDone."
+    # An Org task's planning line is its dates, not its prose (an essence opened with one).
+    org = "Renew the TLS certificate.\nCLOSED: [2025-11-04 Tue 09:12] SCHEDULED: <2025-11-03 Mon>"
+    assert strip_markdown(org) == "Renew the TLS certificate."
+    assert strip_markdown("SCHEDULED: the talk is at noon.") == "SCHEDULED: the talk is at noon."
     # A template's braces in a note about Jinja are its text.
     assert strip_markdown("Use {{ row.name }} or {{x}}.") == "Use {{ row.name }} or {{x}}."
 
