@@ -29,7 +29,9 @@ from selene_dag.retrieval.terms import CoverageMatcher
 from selene_dag.text import FENCE_LINE, split_sentences
 
 _ESCAPED_NEWLINE = "\\n"
-_LIST_ITEM = re.compile(r"(?:[-*+]|\d{1,3}[.)])\s")
+# A numbered list item's number ("1.", "2)"), and a list item's start (defined with the
+# passages' units below): a nested item keeps its indentation in a piece.
+_ITEM_NUMBER = re.compile(r"\d{1,3}[.)]")
 _HEADING = re.compile(r"^\s{0,3}#{1,6}\s")
 
 # Relevance model (see the module docstring). Forward carry decays per piece; code lines
@@ -150,6 +152,13 @@ def segment(text: str) -> list[Piece]:
             parts[0] = lead + parts[0]
         for n, part in enumerate(parts):
             sentences = split_sentences(part, boundary="any")
+            # A numbered item's number is no sentence of its own ("1." | "Install it."): it
+            # stays with the item's first sentence.
+            if len(sentences) > 1 and _ITEM_NUMBER.fullmatch(sentences[0].strip()):
+                first = part.find(sentences[0])
+                second = part.find(sentences[1], first + len(sentences[0]))
+                joined = part[first : second + len(sentences[1])] if first >= 0 <= second else ""
+                sentences[:2] = [joined or f"{sentences[0]} {sentences[1]}"]
             indent = part[: len(part) - len(part.lstrip())]
             if sentences and indent and not sentences[0].startswith(indent):
                 sentences[0] = indent + sentences[0]

@@ -65,6 +65,12 @@ def test_a_nested_list_item_keeps_its_indentation() -> None:
     # parent's sibling; a prose line indented in a list keeps none (it never had a level).
     texts = [p.text for p in segment("- Phase 1\n\t- Move topic a\n\t\t+ owner: team a\n  - two\n")]
     assert texts == ["- Phase 1", "\t- Move topic a", "\t\t+ owner: team a", "  - two"]
+    # A numbered item's number stays with its first sentence (it was a piece of its own).
+    assert [p.text for p in segment("1.  Install it. Then run it.\n\t2) Set the port.\n")] == [
+        "1.  Install it.",
+        "Then run it.",
+        "\t2) Set the port.",
+    ]
     assert [p.text for p in segment("Intro.\n  continued prose.\n")] == [
         "Intro.",
         "continued prose.",
